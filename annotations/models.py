@@ -1,0 +1,398 @@
+"""The study's items and votes: studies, questions, answers, comparison items, judges, raters
+and votes. The protocol is in ../shared/SPEC.md; the invariants that can live in the database
+are constraints here.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from annotations import lengths
+
+
+class BloomLevel(models.TextChoices):
+    REMEMBERING = "remembering", "Remembering"
+    UNDERSTANDING = "understanding", "Understanding"
+    APPLYING = "applying", "Applying"
+    ANALYZING = "analyzing", "Analyzing"
+    EVALUATING = "evaluating", "Evaluating"
+    CREATING = "creating", "Creating"
+
+
+class Study(models.Model):
+    class Status(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        COLLECTING = "collecting", "Collecting"
+        CLOSED = "closed", "Closed"
+
+    title = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=80, unique=True)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.DRAFT)
+    instructions = models.TextField(blank=True, help_text="Markdown, shown to raters.")
+    consent = models.TextField(blank=True, help_text="Markdown, shown to raters before they start.")
+    votes_per_item = models.PositiveSmallIntegerField(
+        default=6, help_text="Counted votes each item needs from each judge."
+    )
+    min_response_ms = models.PositiveIntegerField(
+        default=0, help_text="Votes faster than this (plus ms per word) are kept but not counted."
+    )
+    ms_per_word = models.PositiveIntegerField(
+        default=0, help_text="Added to the threshold per word of the two answers shown."
+    )
+    target_per_rater = models.PositiveIntegerField(default=45)
+    one_variant_per_question = models.BooleanField(
+        default=True, help_text="A rater never sees two items of the same question."
+    )
+    lease_seconds = models.PositiveIntegerField(
+        default=900, help_text="How long an item handed to a rater stays reserved for them."
+    )
+    completion_code = models.CharField(max_length=64, blank=True)
+    prolific_completion_url = models.URLField(blank=True)
+    gold_every = models.PositiveSmallIntegerField(
+        default=0, help_text="Mix in an attention-check item every k items (0: never)."
+    )
+    gold_min_accuracy = models.FloatField(
+        default=0.0, help_text="Raters below this attention-check accuracy are flagged."
+    )
+    max_length_ratio = models.FloatField(
+        default=1.3, help_text="Perturbation checks warn when a variant is longer than this."
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name_plural = "studies"
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(condition=Q(votes_per_item__gte=1), name="study_votes_per_item_positive"),
+            models.CheckConstraint(condition=Q(target_per_rater__gte=1), name="study_target_positive"),
+            models.CheckConstraint(condition=Q(lease_seconds__gte=10), name="study_lease_at_least_10s"),
+            models.CheckConstraint(
+                condition=Q(gold_min_accuracy__gte=0) & Q(gold_min_accuracy__lte=1),
+                name="study_gold_min_accuracy_is_a_share",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.title
+
+    def threshold_ms(self, words: int) -> int:
+        """The response-time threshold for an item whose two answers have `words` words."""
+        return self.min_response_ms + self.ms_per_word * words
+
+
+class Question(models.Model):
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="questions")
+    external_id = models.CharField(max_length=120)
+    text = models.TextField()
+    bloom_level = models.CharField(max_length=16, choices=BloomLevel.choices)
+    is_gold = models.BooleanField(
+        default=False, help_text="An attention-check question, never part of the metrics."
+    )
+
+    class Meta:
+        ordering = ["study", "external_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "external_id"], name="question_external_id_unique"),
+            models.CheckConstraint(condition=Q(bloom_level__in=BloomLevel.values), name="question_bloom_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return self.external_id
+
+
+class AnswerQuerySet(models.QuerySet):
+    def originals(self) -> AnswerQuerySet:
+        return self.filter(derived_from__isnull=True)
+
+    def variants(self) -> AnswerQuerySet:
+        return self.filter(derived_from__isnull=False)
+
+
+class Answer(models.Model):
+    class Review(models.TextChoices):
+        PENDING = "pending", "Pending review"
+        APPROVED = "approved", "Approved"
+        REJECTED = "rejected", "Rejected"
+
+    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="answers")
+    external_id = models.CharField(max_length=120)
+    text = models.TextField(help_text="Markdown.")
+    derived_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="variants"
+    )
+    kind = models.ForeignKey(
+        "perturbations.PerturbationKind", null=True, blank=True, on_delete=models.PROTECT, related_name="answers"
+    )
+    # How the text came to be: {"method": "hand"|"rule"|"model"|"import", ...} with generator,
+    # model, prompt, seed, created_at and, for compounds, one entry per step under "steps".
+    provenance = models.JSONField(default=dict, blank=True)
+    review_status = models.CharField(max_length=10, choices=Review.choices, default=Review.APPROVED)
+    # For factual-error variants: [{"original": str, "error": str, "explanation": str}, ...].
+    inserted_errors = models.JSONField(default=list, blank=True)
+    # Results of the perturbation checks (see perturbations.checks), shown at review.
+    checks = models.JSONField(default=dict, blank=True)
+    len_words = models.PositiveIntegerField(default=0, editable=False)
+    len_chars = models.PositiveIntegerField(default=0, editable=False)
+    len_bpe = models.PositiveIntegerField(null=True, blank=True, editable=False)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = AnswerQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["question", "external_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["question", "external_id"], name="answer_external_id_unique"),
+            # An original has no kind; a variant always says which perturbation made it.
+            models.CheckConstraint(
+                condition=Q(derived_from__isnull=True, kind__isnull=True)
+                | Q(derived_from__isnull=False, kind__isnull=False),
+                name="answer_variant_has_kind",
+            ),
+            models.CheckConstraint(condition=~Q(derived_from=models.F("id")), name="answer_not_derived_from_itself"),
+        ]
+
+    def __str__(self) -> str:
+        return self.external_id
+
+    @property
+    def is_original(self) -> bool:
+        return self.derived_from_id is None
+
+    def refresh_lengths(self) -> None:
+        measured = lengths.measure_all(self.text)
+        self.len_words = measured["words"]
+        self.len_chars = measured["chars"]
+        self.len_bpe = measured.get("bpe")
+
+    def save(self, *args, **kwargs) -> None:
+        # Lengths are a cache of the text: recomputed whenever the text may have changed.
+        self.refresh_lengths()
+        if kwargs.get("update_fields") is not None:
+            kwargs["update_fields"] = set(kwargs["update_fields"]) | {"len_words", "len_chars", "len_bpe"}
+        super().save(*args, **kwargs)
+
+
+class ComparisonItemQuerySet(models.QuerySet):
+    def control(self) -> ComparisonItemQuerySet:
+        return self.filter(kind__isnull=True, question__is_gold=False)
+
+    def experimental(self) -> ComparisonItemQuerySet:
+        return self.filter(kind__isnull=False)
+
+    def gold(self) -> ComparisonItemQuerySet:
+        return self.filter(question__is_gold=True)
+
+    def scored(self) -> ComparisonItemQuerySet:
+        """Items that enter the metrics (everything but attention checks)."""
+        return self.filter(question__is_gold=False)
+
+
+class ComparisonItem(models.Model):
+    """Two answers to one question shown side by side: the control pair (A1, A2) or an
+    experimental pair (A1, A2p). `answer_a2` is always the answer that is (or whose original
+    is) perturbed in this group; `answer_a1` the other original. A gold (attention-check)
+    question has one item, whose A1 is the plainly better answer.
+    """
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="items")
+    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="items")
+    kind = models.ForeignKey(
+        "perturbations.PerturbationKind", null=True, blank=True, on_delete=models.PROTECT, related_name="items"
+    )
+    answer_a1 = models.ForeignKey(Answer, on_delete=models.PROTECT, related_name="+")
+    answer_a2 = models.ForeignKey(Answer, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = ComparisonItemQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["question", "kind"]
+        constraints = [
+            models.CheckConstraint(condition=~Q(answer_a1=models.F("answer_a2")), name="item_two_different_answers"),
+            models.UniqueConstraint(
+                fields=["question"], condition=Q(kind__isnull=True), name="item_one_control_per_question"
+            ),
+            models.UniqueConstraint(fields=["question", "kind"], name="item_one_per_question_and_kind"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.question.external_id}/{self.group}"
+
+    @property
+    def group(self) -> str:
+        if self.question.is_gold:
+            return "gold"
+        return self.kind.slug if self.kind_id else "control"
+
+
+class Judge(models.Model):
+    class Kind(models.TextChoices):
+        HUMAN = "human", "Human rater pool"
+        LLM = "llm", "LLM judge"
+        SIMULATED = "simulated", "Simulated judge"
+        IMPORTED = "imported", "Imported votes"
+
+    name = models.CharField(max_length=120)
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    # The human pool and imported judges belong to one study; LLM and simulated judges can
+    # vote on any study.
+    study = models.ForeignKey(Study, null=True, blank=True, on_delete=models.CASCADE, related_name="judges")
+    # Parameters of a simulated judge (see analysis.simulate); empty for the others.
+    params = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["kind", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "name"], name="judge_name_unique_in_study"),
+            models.UniqueConstraint(
+                fields=["name"], condition=Q(study__isnull=True), name="judge_name_unique_global"
+            ),
+            models.UniqueConstraint(
+                fields=["study"], condition=Q(kind="human"), name="judge_one_human_pool_per_study"
+            ),
+            models.CheckConstraint(
+                condition=~Q(kind="human") | Q(study__isnull=False), name="judge_human_pool_has_study"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Rater(models.Model):
+    class Source(models.TextChoices):
+        DIRECT = "direct", "Direct link"
+        PROLIFIC = "prolific", "Prolific"
+        MTURK = "mturk", "MTurk"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="raters")
+    participant_id = models.CharField(max_length=128, help_text="Pseudonymous id typed or passed by the platform.")
+    source = models.CharField(max_length=10, choices=Source.choices, default=Source.DIRECT)
+    # Platform identifiers (Prolific STUDY_ID/SESSION_ID, MTurk assignmentId/hitId).
+    source_meta = models.JSONField(default=dict, blank=True)
+    consent_at = models.DateTimeField(null=True, blank=True)
+    target = models.PositiveIntegerField()
+    flagged = models.BooleanField(default=False)
+    flag_reason = models.CharField(max_length=200, blank=True)
+    gold_seen = models.PositiveIntegerField(default=0)
+    gold_correct = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_seen_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["study", "participant_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "participant_id"], name="rater_participant_unique_in_study"),
+            models.CheckConstraint(condition=Q(gold_correct__lte=models.F("gold_seen")), name="rater_gold_correct_le_seen"),
+        ]
+
+    def __str__(self) -> str:
+        return self.participant_id
+
+
+class Shown(models.TextChoices):
+    A1_FIRST = "a1", "A1 first (left)"
+    A2_FIRST = "a2", "A2 first (left)"
+
+
+class ChoiceShown(models.TextChoices):
+    FIRST = "first", "First (left)"
+    SECOND = "second", "Second (right)"
+    TIE = "tie", "Tie"
+
+
+class Choice(models.TextChoices):
+    A1 = "a1", "A1"
+    A2 = "a2", "A2"
+    TIE = "tie", "Tie"
+
+
+def choice_from_shown(shown_first: str, choice_shown: str) -> str:
+    """Map a choice as displayed back to its meaning. The one place this rule lives."""
+    if choice_shown == ChoiceShown.TIE:
+        return Choice.TIE
+    picked_first = choice_shown == ChoiceShown.FIRST
+    a1_first = shown_first == Shown.A1_FIRST
+    return Choice.A1 if picked_first == a1_first else Choice.A2
+
+
+class VoteQuerySet(models.QuerySet):
+    def human(self) -> VoteQuerySet:
+        return self.filter(judge__kind=Judge.Kind.HUMAN)
+
+    def valid(self) -> VoteQuerySet:
+        """Votes with a parsed choice (LLM outputs that could not be parsed have none)."""
+        return self.filter(choice__isnull=False)
+
+    def familiar(self) -> VoteQuerySet:
+        return self.filter(not_familiar=False)
+
+
+class Vote(models.Model):
+    """One judgement of one item by one judge. Never deleted by the app: exclusions (too fast,
+    not familiar, flagged rater) are filters applied at analysis time.
+    """
+
+    class Parse(models.TextChoices):
+        OK = "ok", "Parsed"
+        INVALID = "invalid", "Could not be parsed"
+        FAILED = "failed", "Request failed"
+
+    item = models.ForeignKey(ComparisonItem, on_delete=models.PROTECT, related_name="votes")
+    judge = models.ForeignKey(Judge, on_delete=models.PROTECT, related_name="votes")
+    rater = models.ForeignKey(Rater, null=True, blank=True, on_delete=models.PROTECT, related_name="votes")
+    run = models.ForeignKey("judges.JudgeRun", null=True, blank=True, on_delete=models.PROTECT, related_name="votes")
+    round = models.PositiveSmallIntegerField(default=0, help_text="Which of an LLM judge's votes on the item this is.")
+    shown_first = models.CharField(max_length=2, choices=Shown.choices)
+    choice_shown = models.CharField(max_length=6, choices=ChoiceShown.choices, null=True, blank=True)
+    choice = models.CharField(max_length=3, choices=Choice.choices, null=True, blank=True)
+    not_familiar = models.BooleanField(default=False)
+    client_ms = models.PositiveIntegerField(null=True, blank=True, help_text="Time to decide, measured in the browser.")
+    server_ms = models.PositiveIntegerField(null=True, blank=True, help_text="From handing out the item to receiving the vote.")
+    received_at = models.DateTimeField(default=timezone.now, db_index=True)
+    # LLM votes: what the model said and how it was read.
+    label_scheme = models.CharField(max_length=32, blank=True)
+    raw_output = models.TextField(blank=True)
+    parse_status = models.CharField(max_length=8, choices=Parse.choices, default=Parse.OK)
+    option_probs = models.JSONField(null=True, blank=True, help_text="Probability per choice as shown: first/second/tie.")
+    error = models.TextField(blank=True)
+    # Imported votes keep the source's own identifiers (rater, row) here.
+    meta = models.JSONField(default=dict, blank=True)
+
+    objects = VoteQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["received_at", "id"]
+        indexes = [models.Index(fields=["judge", "item"], name="vote_judge_item")]
+        constraints = [
+            # A rater votes at most once on an item: resubmissions are recognised by this.
+            models.UniqueConstraint(fields=["rater", "item"], condition=Q(rater__isnull=False), name="vote_once_per_rater_item"),
+            models.UniqueConstraint(fields=["run", "item", "round"], condition=Q(run__isnull=False), name="vote_once_per_run_item_round"),
+            # The meaning must agree with what was shown; a vote with no choice has neither.
+            models.CheckConstraint(
+                condition=Q(choice_shown__isnull=True, choice__isnull=True)
+                | Q(choice_shown="tie", choice="tie")
+                | Q(shown_first="a1", choice_shown="first", choice="a1")
+                | Q(shown_first="a1", choice_shown="second", choice="a2")
+                | Q(shown_first="a2", choice_shown="first", choice="a2")
+                | Q(shown_first="a2", choice_shown="second", choice="a1"),
+                name="vote_choice_matches_order",
+            ),
+            models.CheckConstraint(
+                condition=~Q(parse_status="ok") | Q(choice__isnull=False) | Q(not_familiar=True),
+                name="vote_parsed_has_choice",
+            ),
+            models.CheckConstraint(condition=Q(shown_first__in=["a1", "a2"]), name="vote_shown_first_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.judge} on {self.item_id}: {self.choice or self.parse_status}"
+
+    def save(self, *args, **kwargs) -> None:
+        if self.choice_shown and not self.choice:
+            self.choice = choice_from_shown(self.shown_first, self.choice_shown)
+        super().save(*args, **kwargs)

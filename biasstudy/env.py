@@ -1,0 +1,55 @@
+"""Typed readers for settings that come from the environment.
+
+Each reader fails loudly, naming the variable, when a value is present but malformed: a typo in
+production must stop the start-up, not silently fall back to a default.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+class EnvError(ValueError):
+    pass
+
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def env_str(name: str, default: str | None = None) -> str:
+    value = os.environ.get(name)
+    if value is None:
+        if default is None:
+            raise EnvError(f"environment variable {name} is required but not set")
+        return default
+    return value
+
+
+def env_bool(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    lowered = value.strip().lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise EnvError(f"environment variable {name}={value!r} is not a boolean (use 1/0, true/false)")
+
+
+def env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    if value is None or value.strip() == "":
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise EnvError(f"environment variable {name}={value!r} is not an integer") from None
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    value = os.environ.get(name)
+    if value is None:
+        return list(default)
+    return [item.strip() for item in value.split(",") if item.strip()]

@@ -1,0 +1,51 @@
+"""Markdown to safe HTML, the one way user and model text reaches a page.
+
+Answers are shown "exactly as a reader would see them": markdown rendered, then sanitised with
+an allowlist that keeps headings, lists, emphasis, links (http, https, mailto only), code,
+tables and emoji; scripts, styles, event handlers and iframes never survive.
+"""
+
+from __future__ import annotations
+
+import bleach
+import markdown as md
+from django.utils.safestring import SafeString, mark_safe
+
+ALLOWED_TAGS = frozenset(
+    {
+        "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6",
+        "strong", "b", "em", "i", "del", "s", "sup", "sub", "blockquote",
+        "ul", "ol", "li", "dl", "dt", "dd",
+        "code", "pre", "kbd",
+        "a", "table", "thead", "tbody", "tr", "th", "td",
+    }
+)
+ALLOWED_ATTRIBUTES = {"a": ["href", "title"], "th": ["align"], "td": ["align"], "ol": ["start"]}
+ALLOWED_PROTOCOLS = frozenset({"http", "https", "mailto"})
+_EXTENSIONS = ["extra", "sane_lists", "nl2br"]
+
+
+def _set_link_rel(attrs: dict, new: bool = False) -> dict:
+    href_key = (None, "href")
+    if href_key in attrs:
+        attrs[(None, "rel")] = "nofollow noopener noreferrer"
+        attrs[(None, "target")] = "_blank"
+    return attrs
+
+
+_cleaner = bleach.Cleaner(
+    tags=ALLOWED_TAGS,
+    attributes={**ALLOWED_ATTRIBUTES, "a": ["href", "title", "rel", "target"]},
+    protocols=ALLOWED_PROTOCOLS,
+    strip=True,
+    strip_comments=True,
+    filters=[],
+)
+
+
+def render_markdown(text: str) -> SafeString:
+    """Render markdown and sanitise the result; safe to put into any page."""
+    html = md.markdown(text or "", extensions=_EXTENSIONS, output_format="html")
+    cleaned = _cleaner.clean(html)
+    cleaned = bleach.linkify(cleaned, callbacks=[_set_link_rel], skip_tags={"pre", "code"}, parse_email=False)
+    return mark_safe(cleaned)  # noqa: S308 - sanitised by the allowlist above

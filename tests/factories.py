@@ -1,0 +1,86 @@
+"""Small factories for tests: each builds the least that is valid, keyword arguments override."""
+
+from __future__ import annotations
+
+import itertools
+
+from django.contrib.auth import get_user_model
+
+from annotations.models import Answer, BloomLevel, ComparisonItem, Judge, Question, Rater, Study
+from perturbations.models import PerturbationKind
+
+_seq = itertools.count(1)
+
+
+def make_study(**kw) -> Study:
+    n = next(_seq)
+    kw.setdefault("title", f"Study {n}")
+    kw.setdefault("slug", f"study-{n}")
+    kw.setdefault("status", Study.Status.COLLECTING)
+    return Study.objects.create(**kw)
+
+
+def make_question(study: Study, *, a1: str = "First answer.", a2: str = "Second answer.", **kw) -> Question:
+    """A question with its two originals (external ids <q>-a1, <q>-a2) and its control item."""
+    n = next(_seq)
+    kw.setdefault("external_id", f"q{n}")
+    kw.setdefault("text", f"Question {n}?")
+    kw.setdefault("bloom_level", BloomLevel.REMEMBERING)
+    question = Question.objects.create(study=study, **kw)
+    first = Answer.objects.create(question=question, external_id=f"{question.external_id}-a1", text=a1)
+    second = Answer.objects.create(question=question, external_id=f"{question.external_id}-a2", text=a2)
+    ComparisonItem.objects.create(study=study, question=question, answer_a1=first, answer_a2=second)
+    return question
+
+
+def originals(question: Question) -> tuple[Answer, Answer]:
+    first, second = question.answers.originals().order_by("external_id")
+    return first, second
+
+
+def make_variant(
+    question: Question, *, kind: str = "reference", of: str = "a2", text: str | None = None, item: bool = True, **kw
+) -> Answer:
+    """A perturbed variant of one original (`of`="a1" or "a2") and, by default, its item."""
+    first, second = originals(question)
+    base, other = (first, second) if of == "a1" else (second, first)
+    perturbation = PerturbationKind.objects.get(slug=kind)
+    variant = Answer.objects.create(
+        question=question,
+        external_id=f"{base.external_id}-{kind}",
+        text=text if text is not None else base.text + " [1]\n\nReferences\n1. Someone (2020).",
+        derived_from=base,
+        kind=perturbation,
+        **kw,
+    )
+    if item:
+        ComparisonItem.objects.create(
+            study=question.study, question=question, kind=perturbation, answer_a1=other, answer_a2=variant
+        )
+    return variant
+
+
+def make_rater(study: Study, **kw) -> Rater:
+    kw.setdefault("participant_id", f"P{next(_seq):05d}")
+    kw.setdefault("target", study.target_per_rater)
+    return Rater.objects.create(study=study, **kw)
+
+
+def human_pool(study: Study) -> Judge:
+    judge, _ = Judge.objects.get_or_create(study=study, kind=Judge.Kind.HUMAN, defaults={"name": "Humans"})
+    return judge
+
+
+def make_judge(**kw) -> Judge:
+    kw.setdefault("name", f"judge-{next(_seq)}")
+    kw.setdefault("kind", Judge.Kind.SIMULATED)
+    return Judge.objects.create(**kw)
+
+
+def make_staff(**kw):
+    n = next(_seq)
+    kw.setdefault("username", f"staff{n}")
+    kw.setdefault("is_staff", True)
+    kw.setdefault("is_superuser", True)
+    user = get_user_model().objects.create_user(password="pw-staff-12345", **kw)
+    return user

@@ -1,0 +1,11 @@
+"""Settings for the test suite: the app's own settings with test-only environment defaults."""
+
+import os
+
+os.environ.setdefault("DJANGO_SECRET_KEY", "test-only-secret-key-not-for-production-0123456789")
+os.environ.setdefault("DJANGO_SECURE_COOKIES", "0")
+
+from biasstudy.settings import *  # noqa: E402,F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast personas
+TASKS = {"default": {"BACKEND": "django_tasks.backends.immediate.ImmediateBackend"}}
