@@ -31,7 +31,7 @@ def count_chars(text: str) -> int:
 
 @lru_cache(maxsize=1)
 def _bpe_model() -> Any | None:
-    from biasstudy.localmodel import default_gguf_path
+    from biasstudy.localmodel import default_gguf_path, quiet_native_stderr
 
     path = default_gguf_path()
     if path is None:
@@ -40,7 +40,8 @@ def _bpe_model() -> Any | None:
         from llama_cpp import Llama
     except ImportError:
         return None
-    model = Llama(model_path=str(path), vocab_only=True, verbose=False)
+    with quiet_native_stderr():
+        model = Llama(model_path=str(path), vocab_only=True, verbose=False)
     # Free it before interpreter teardown; llama.cpp's own finaliser fails once its C
     # bindings are gone and prints a traceback at exit.
     atexit.register(model.close)

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
@@ -33,3 +36,19 @@ def default_gguf_path() -> Path | None:
         if found:
             return found[0]
     return None
+
+
+@contextmanager
+def quiet_native_stderr() -> Iterator[None]:
+    """Silence what llama.cpp's C code writes straight to file descriptor 2 while loading a
+    model (context-size warnings for a vocabulary-only load, for instance): Python's logging
+    never sees those lines."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)

@@ -1,0 +1,573 @@
+"""Reading and writing whole studies: our own JSON format ("biasstudy", docs/STUDY_FORMAT.md)
+and the files published with Chen et al. 2024 ("chen2024").
+
+Every reader turns its input into one biasstudy document (a dict); `study_document_validate`
+checks it completely before anything is written, and `study_import` writes it in a single
+transaction. So a bad file fails as a whole, with a message naming file, line and field, and
+leaves the database untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+
+from annotations.models import Answer, BloomLevel, ComparisonItem, Question, Study
+from perturbations.models import PerturbationKind, Semantics
+
+FORMAT_NAME = "biasstudy"
+FORMAT_VERSION = 1
+
+# Study settings a document may carry, with their types; anything else is a typo.
+STUDY_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "slug": str,
+    "title": str,
+    "status": str,
+    "instructions": str,
+    "consent": str,
+    "votes_per_item": int,
+    "target_per_rater": int,
+    "min_response_ms": int,
+    "ms_per_word": int,
+    "lease_seconds": int,
+    "one_variant_per_question": bool,
+    "completion_code": str,
+    "prolific_completion_url": str,
+    "gold_every": int,
+    "gold_min_accuracy": (int, float),
+    "max_length_ratio": (int, float),
+}
+ANSWER_FIELDS = {"id", "text", "derived_from", "kind", "provenance", "review_status", "inserted_errors", "checks"}
+QUESTION_FIELDS = {"id", "bloom", "text", "answers", "items"}
+GOLD_FIELDS = {"id", "bloom", "text", "better", "worse"}
+
+
+class StudyFileError(Exception):
+    """A problem in an input file, located as precisely as the format allows."""
+
+    def __init__(self, path: str | Path, message: str, *, line: int | None = None, field: str | None = None):
+        self.path, self.line, self.field, self.message = str(path), line, field, message
+        where = self.path + (f", line {line}" if line else "")
+        super().__init__(f"{where}: {field + ': ' if field else ''}{message}")
+
+
+# --------------------------------------------------------------------------- biasstudy format
+
+
+class _Locator:
+    """Finds the line where a record starts, so errors in a JSON document can name a line."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def line_of(self, needle: str | None) -> int | None:
+        if not needle:
+            return None
+        index = self.text.find(json.dumps(needle))
+        return self.text.count("\n", 0, index) + 1 if index >= 0 else None
+
+
+def read_biasstudy(path: Path) -> tuple[dict, _Locator]:
+    text = _read_text(path)
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise StudyFileError(path, f"not valid JSON ({exc.msg})", line=exc.lineno) from None
+    if not isinstance(document, dict):
+        raise StudyFileError(path, "the document must be a JSON object", line=1)
+    return document, _Locator(text)
+
+
+def study_document_validate(document: dict, *, path: str | Path, locator: _Locator | None = None) -> None:
+    """Check a biasstudy document completely; raise StudyFileError on the first problem."""
+    locate = locator.line_of if locator else (lambda _needle: None)
+
+    def fail(message: str, field: str, near: str | None = None) -> None:
+        raise StudyFileError(path, message, line=locate(near), field=field)
+
+    if document.get("format") != FORMAT_NAME:
+        fail(f"expected \"format\": \"{FORMAT_NAME}\"", "format")
+    if document.get("version") != FORMAT_VERSION:
+        fail(f"unsupported version {document.get('version')!r} (this program reads {FORMAT_VERSION})", "version")
+    study = document.get("study")
+    if not isinstance(study, dict):
+        fail("missing or not an object", "study")
+    for key, value in study.items():
+        if key not in STUDY_FIELDS:
+            fail(f"unknown setting (known: {', '.join(STUDY_FIELDS)})", f"study.{key}", key)
+        expected = STUDY_FIELDS[key]
+        if isinstance(value, bool) and expected is not bool or not isinstance(value, expected):
+            fail(f"must be {_type_name(expected)}, got {value!r}", f"study.{key}", key)
+    for required in ("slug", "title"):
+        if not study.get(required):
+            fail("required", f"study.{required}")
+    if not re.fullmatch(r"[-a-zA-Z0-9_]+", study["slug"]):
+        fail("must contain only letters, digits, hyphens and underscores", "study.slug", "slug")
+    if "status" in study and study["status"] not in Study.Status.values:
+        fail(f"must be one of {', '.join(Study.Status.values)}", "study.status", "status")
+
+    kinds = _validate_kinds(document.get("perturbation_kinds", []), fail)
+
+    questions = document.get("questions")
+    if not isinstance(questions, list) or not questions:
+        fail("must be a non-empty list", "questions")
+    seen_questions: set[str] = set()
+    for qi, question in enumerate(questions):
+        _validate_question(question, f"questions[{qi}]", kinds, seen_questions, fail)
+    for gi, gold in enumerate(document.get("gold_items", [])):
+        field = f"gold_items[{gi}]"
+        if not isinstance(gold, dict):
+            fail("must be an object", field)
+        _check_keys(gold, GOLD_FIELDS, field, fail, gold.get("id"))
+        for key in ("id", "text", "better", "worse"):
+            if not isinstance(gold.get(key), str) or not gold[key].strip():
+                fail("required text", f"{field}.{key}", gold.get("id"))
+        _check_bloom(gold.get("bloom"), f"{field}.bloom", fail, gold["id"])
+        if gold["id"] in seen_questions:
+            fail(f"duplicate question id {gold['id']!r}", f"{field}.id", gold["id"])
+        seen_questions.add(gold["id"])
+
+
+def _validate_kinds(declared: Any, fail: Callable) -> dict[str, str]:
+    """Known kinds (built-in or already in the database, plus declared ones) -> semantics."""
+    known = dict(PerturbationKind.objects.values_list("slug", "semantics"))
+    if not isinstance(declared, list):
+        fail("must be a list", "perturbation_kinds")
+    for ki, kind in enumerate(declared):
+        field = f"perturbation_kinds[{ki}]"
+        if not isinstance(kind, dict) or not kind.get("slug"):
+            fail("must be an object with a slug", field)
+        slug = kind["slug"]
+        if not re.fullmatch(r"[-a-z0-9_]+", slug):
+            fail("slug must be lower-case letters, digits, hyphens or underscores", f"{field}.slug", slug)
+        if kind.get("semantics") not in Semantics.values:
+            fail(f"semantics must be one of {', '.join(Semantics.values)}", f"{field}.semantics", slug)
+        if slug in known and known[slug] != kind["semantics"]:
+            fail(f"kind {slug!r} already exists with semantics {known[slug]!r}", f"{field}.semantics", slug)
+        known[slug] = kind["semantics"]
+    return known
+
+
+def _validate_question(question: Any, field: str, kinds: dict, seen: set, fail: Callable) -> None:
+    if not isinstance(question, dict):
+        fail("must be an object", field)
+    qid = question.get("id")
+    if not isinstance(qid, str) or not qid.strip():
+        fail("required text", f"{field}.id")
+    _check_keys(question, QUESTION_FIELDS, field, fail, qid)
+    if qid in seen:
+        fail(f"duplicate question id {qid!r}", f"{field}.id", qid)
+    seen.add(qid)
+    if not isinstance(question.get("text"), str) or not question["text"].strip():
+        fail("required text", f"{field}.text", qid)
+    _check_bloom(question.get("bloom"), f"{field}.bloom", fail, qid)
+    answers = question.get("answers")
+    if not isinstance(answers, list):
+        fail("must be a list", f"{field}.answers", qid)
+    by_id: dict[str, dict] = {}
+    for ai, answer in enumerate(answers):
+        afield = f"{field}.answers[{ai}]"
+        if not isinstance(answer, dict):
+            fail("must be an object", afield, qid)
+        aid = answer.get("id")
+        if not isinstance(aid, str) or not aid.strip():
+            fail("required text", f"{afield}.id", qid)
+        _check_keys(answer, ANSWER_FIELDS, afield, fail, aid)
+        if aid in by_id:
+            fail(f"duplicate answer id {aid!r}", f"{afield}.id", aid)
+        if not isinstance(answer.get("text"), str) or not answer["text"].strip():
+            fail("required text", f"{afield}.text", aid)
+        by_id[aid] = answer
+        if answer.get("review_status", "approved") not in Answer.Review.values:
+            fail(f"must be one of {', '.join(Answer.Review.values)}", f"{afield}.review_status", aid)
+        if not isinstance(answer.get("inserted_errors", []), list):
+            fail("must be a list", f"{afield}.inserted_errors", aid)
+        if not isinstance(answer.get("provenance", {}), dict):
+            fail("must be an object", f"{afield}.provenance", aid)
+    for ai, answer in enumerate(answers):
+        afield = f"{field}.answers[{ai}]"
+        parent, kind = answer.get("derived_from"), answer.get("kind")
+        if parent is None and kind is None:
+            continue
+        if parent is None or kind is None:
+            fail("a variant needs both derived_from and kind", afield, answer["id"])
+        if parent not in by_id:
+            fail(f"the original {parent!r} is not an answer of question {qid!r}", f"{afield}.derived_from", answer["id"])
+        if parent == answer["id"]:
+            fail("an answer cannot be derived from itself", f"{afield}.derived_from", answer["id"])
+        if kind not in kinds:
+            fail(f"unknown perturbation kind {kind!r} (declare it in perturbation_kinds)", f"{afield}.kind", answer["id"])
+    originals = [a["id"] for a in answers if a.get("derived_from") is None]
+    if len(originals) != 2:
+        fail(f"a question needs exactly two original answers, found {len(originals)}", f"{field}.answers", qid)
+    items = question.get("items")
+    if items is None:
+        items = _derive_items(question)
+    if not isinstance(items, list):
+        fail("must be a list", f"{field}.items", qid)
+    groups: set = set()
+    for ii, item in enumerate(items):
+        ifield = f"{field}.items[{ii}]"
+        if not isinstance(item, dict) or set(item) - {"kind", "a1", "a2"}:
+            fail("must be an object with kind, a1 and a2", ifield, qid)
+        for side in ("a1", "a2"):
+            if item.get(side) not in by_id:
+                fail(f"unknown answer {item.get(side)!r}", f"{ifield}.{side}", qid)
+        if item["a1"] == item["a2"]:
+            fail("an item compares two different answers", ifield, qid)
+        group = item.get("kind")
+        if group is not None and group not in kinds:
+            fail(f"unknown perturbation kind {group!r}", f"{ifield}.kind", qid)
+        if group in groups:
+            fail(f"two items of group {group or 'control'!r} for one question", f"{ifield}.kind", qid)
+        groups.add(group)
+    if None not in groups:
+        fail("every question needs one control item (kind null)", f"{field}.items", qid)
+
+
+def _derive_items(question: dict) -> list[dict]:
+    """Control item of the two originals, plus one item per approved variant against the other
+    original (the one the variant was not derived from)."""
+    answers = question["answers"]
+    by_id = {a["id"]: a for a in answers}
+    originals = [a["id"] for a in answers if a.get("derived_from") is None]
+    if len(originals) != 2:
+        return []
+    items: list[dict] = [{"kind": None, "a1": originals[0], "a2": originals[1]}]
+    for answer in answers:
+        if answer.get("derived_from") is None or answer.get("review_status", "approved") != "approved":
+            continue
+        root = answer["derived_from"]
+        while by_id.get(root, {}).get("derived_from"):
+            root = by_id[root]["derived_from"]
+        other = originals[1] if root == originals[0] else originals[0]
+        items.append({"kind": answer["kind"], "a1": other, "a2": answer["id"]})
+    return items
+
+
+def _check_keys(record: dict, allowed: set, field: str, fail: Callable, near: str | None) -> None:
+    unknown = sorted(set(record) - allowed)
+    if unknown:
+        fail(f"unknown field(s) {', '.join(unknown)} (allowed: {', '.join(sorted(allowed))})", field, near)
+
+
+def _check_bloom(value: Any, field: str, fail: Callable, near: str | None) -> None:
+    if value not in BloomLevel.values:
+        fail(f"unknown Bloom level {value!r} (one of {', '.join(BloomLevel.values)})", field, near)
+
+
+def _type_name(expected: type | tuple[type, ...]) -> str:
+    types = expected if isinstance(expected, tuple) else (expected,)
+    return " or ".join({"str": "text", "int": "a whole number", "float": "a number", "bool": "true/false"}[t.__name__] for t in types)
+
+
+# --------------------------------------------------------------------------- chen2024 format
+
+CHEN_CONTROL_FILE = "raw.json"
+_BLOCK = re.compile(r"```(\w+)\s*\n(.*?)(?:```|\Z)", re.S)
+
+
+def read_chen2024(path: Path) -> tuple[dict, None]:
+    """The folder published with Chen et al. 2024: raw.json (control pairs) and one JSON Lines
+    file per perturbation, named after the perturbation kind (factual_error.json, ...).
+
+    In each perturbation file one answer is a perturbed copy of a raw answer; its answer_id is
+    the original's plus four characters, which is how we find which original it came from (it
+    may sit in either slot, and the slot differs between files for the same question).
+    """
+    folder = Path(path)
+    if not folder.is_dir():
+        raise StudyFileError(folder, "expected the folder that holds raw.json and the perturbation files")
+    control = folder / CHEN_CONTROL_FILE
+    if not control.exists():
+        raise StudyFileError(control, "missing: the control file raw.json is required")
+    known_kinds = set(PerturbationKind.objects.values_list("slug", flat=True))
+    questions: dict[str, dict] = {}
+    answers_by_id: dict[str, tuple[str, dict]] = {}
+    for line_no, row in _jsonl(control):
+        for key in ("question_id", "question", "level", "answers"):
+            if key not in row:
+                raise StudyFileError(control, "missing field", line=line_no, field=key)
+        qid = row["question_id"]
+        if qid in questions:
+            raise StudyFileError(control, f"duplicate question id {qid!r}", line=line_no, field="question_id")
+        level = str(row["level"]).lower()
+        if level not in BloomLevel.values:
+            raise StudyFileError(control, f"unknown Bloom level {row['level']!r}", line=line_no, field="level")
+        answers = []
+        for slot in ("answer1", "answer2"):
+            answer = row["answers"].get(slot) if isinstance(row["answers"], dict) else None
+            if not isinstance(answer, dict) or not answer.get("answer_id") or not isinstance(answer.get("answer"), str):
+                raise StudyFileError(control, "missing answer or answer_id", line=line_no, field=f"answers.{slot}")
+            aid = answer["answer_id"]
+            if aid in answers_by_id:
+                raise StudyFileError(control, f"duplicate answer id {aid!r}", line=line_no, field=f"answers.{slot}.answer_id")
+            record = {"id": aid, "text": answer["answer"], "provenance": _chen_provenance(row, None)}
+            answers_by_id[aid] = (qid, record)
+            answers.append(record)
+        questions[qid] = {"id": qid, "bloom": level, "text": row["question"], "answers": answers}
+
+    for file in sorted(folder.glob("*.json")):
+        if file.name == CHEN_CONTROL_FILE:
+            continue
+        kind = file.stem
+        if kind not in known_kinds:
+            raise StudyFileError(file, f"no perturbation kind {kind!r}: the file name must be a kind's slug")
+        seen: set[str] = set()
+        for line_no, row in _jsonl(file):
+            _read_chen_perturbation(file, line_no, row, kind, questions, answers_by_id, seen)
+
+    document = {
+        "format": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "study": {
+            "slug": "chen2024",
+            "title": "Humans or LLMs as the Judge? (Chen et al. 2024) items",
+            "status": "draft",
+            "instructions": "Compare the two answers to the question and choose the better one, or a tie.",
+            "votes_per_item": 6,
+        },
+        "perturbation_kinds": [],
+        "questions": list(questions.values()),
+    }
+    return document, None
+
+
+def _read_chen_perturbation(
+    file: Path, line_no: int, row: dict, kind: str, questions: dict, answers_by_id: dict, seen: set
+) -> None:
+    for key in ("question_id", "answers"):
+        if key not in row:
+            raise StudyFileError(file, "missing field", line=line_no, field=key)
+    qid = str(row["question_id"]).removesuffix(f"-{kind}")
+    if qid not in questions:
+        raise StudyFileError(file, f"question {qid!r} is not in raw.json", line=line_no, field="question_id")
+    if qid in seen:
+        raise StudyFileError(file, f"duplicate question id {qid!r}", line=line_no, field="question_id")
+    seen.add(qid)
+    perturbed = [
+        (slot, a) for slot, a in (row["answers"] or {}).items() if isinstance(a, dict) and a.get("perturb")
+    ]
+    if len(perturbed) != 1:
+        raise StudyFileError(file, f"expected exactly one perturbed answer, found {len(perturbed)}", line=line_no, field="answers")
+    slot, answer = perturbed[0]
+    aid = answer.get("answer_id") or ""
+    original_id = aid[:-4]
+    owner = answers_by_id.get(original_id)
+    if len(aid) <= 4 or owner is None or owner[0] != qid:
+        raise StudyFileError(
+            file,
+            f"the original of perturbed answer {aid!r} (id {original_id!r}) is not an answer of {qid!r} in raw.json",
+            line=line_no,
+            field=f"answers.{slot}.answer_id",
+        )
+    if aid in answers_by_id:
+        raise StudyFileError(file, f"duplicate answer id {aid!r}", line=line_no, field=f"answers.{slot}.answer_id")
+    if not isinstance(answer.get("answer"), str) or not answer["answer"].strip():
+        raise StudyFileError(file, "missing answer text", line=line_no, field=f"answers.{slot}.answer")
+    variant = {
+        "id": aid,
+        "text": answer["answer"].strip(),
+        "derived_from": original_id,
+        "kind": kind,
+        "provenance": _chen_provenance(row, answer),
+        "review_status": "approved",
+    }
+    errors = _chen_inserted_errors(answer.get("raw_answer") or "")
+    if errors:
+        variant["inserted_errors"] = errors
+    answers_by_id[aid] = (qid, variant)
+    questions[qid]["answers"].append(variant)
+
+
+def _chen_provenance(row: dict, answer: dict | None) -> dict:
+    if answer is None:
+        return {"method": "import", "source": "chen2024", "model": row.get("model_id"), "temperature": row.get("temperature")}
+    return {
+        "method": "import",
+        "source": "chen2024",
+        "model": answer.get("perturb_model_id"),
+        "prompt": answer.get("perturb_prompt"),
+    }
+
+
+def _chen_inserted_errors(raw_output: str) -> list[dict]:
+    """The ```error block of the perturbing model's output: one numbered line per error."""
+    for name, body in _BLOCK.findall(raw_output):
+        if name.lower() == "error":
+            lines = [re.sub(r"^\s*\d+[.)]\s*", "", line).strip() for line in body.splitlines()]
+            return [{"description": line} for line in lines if line]
+    return []
+
+
+def _jsonl(path: Path):
+    for line_no, line in enumerate(_read_text(path).splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise StudyFileError(path, f"not valid JSON ({exc.msg})", line=line_no) from None
+        if not isinstance(row, dict):
+            raise StudyFileError(path, "each line must be a JSON object", line=line_no)
+        yield line_no, row
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise StudyFileError(path, "no such file") from None
+    except UnicodeDecodeError as exc:
+        raise StudyFileError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
+READERS: dict[str, Callable[[Path], tuple[dict, _Locator | None]]] = {
+    "biasstudy": read_biasstudy,
+    "chen2024": read_chen2024,
+}
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def study_import(
+    *, path: str | Path, fmt: str, slug: str | None = None, title: str | None = None, status: str | None = None
+) -> Study:
+    """Read, validate and write a study file. Nothing is written unless all of it is valid."""
+    if fmt not in READERS:
+        raise StudyFileError(path, f"unknown format {fmt!r} (one of {', '.join(READERS)})")
+    document, locator = READERS[fmt](Path(path))
+    overrides = {key: value for key, value in (("slug", slug), ("title", title), ("status", status)) if value}
+    if isinstance(document.get("study"), dict):
+        document["study"].update(overrides)
+    study_document_validate(document, path=path, locator=locator)
+    if Study.objects.filter(slug=document["study"]["slug"]).exists():
+        raise StudyFileError(path, f"a study with slug {document['study']['slug']!r} exists already (choose another with --slug)", field="study.slug")
+    return study_document_write(document)
+
+
+@transaction.atomic
+def study_document_write(document: dict) -> Study:
+    """Write a validated document. Runs in one transaction: all or nothing."""
+    study = Study.objects.create(**document["study"])
+    for kind in document.get("perturbation_kinds", []):
+        PerturbationKind.objects.get_or_create(
+            slug=kind["slug"],
+            defaults={
+                "name": kind.get("name") or kind["slug"],
+                "description": kind.get("description", ""),
+                "semantics": kind["semantics"],
+                "steps": kind.get("steps", []),
+                "study": study,
+            },
+        )
+    kinds = {kind.slug: kind for kind in PerturbationKind.objects.all()}
+    for record in document["questions"]:
+        question = Question.objects.create(
+            study=study, external_id=record["id"], text=record["text"], bloom_level=record["bloom"]
+        )
+        answers: dict[str, Answer] = {}
+        # Originals first, then variants in an order where each parent exists before its child.
+        pending = list(record["answers"])
+        while pending:
+            ready = [a for a in pending if a.get("derived_from") is None or a["derived_from"] in answers]
+            for data in ready:
+                answers[data["id"]] = Answer.objects.create(
+                    question=question,
+                    external_id=data["id"],
+                    text=data["text"],
+                    derived_from=answers.get(data.get("derived_from")),
+                    kind=kinds.get(data.get("kind")),
+                    provenance=data.get("provenance", {}),
+                    review_status=data.get("review_status", Answer.Review.APPROVED),
+                    inserted_errors=data.get("inserted_errors", []),
+                    checks=data.get("checks", {}),
+                )
+            pending = [a for a in pending if a["id"] not in answers]
+        items = record.get("items")
+        for item in items if items is not None else _derive_items(record):
+            ComparisonItem.objects.create(
+                study=study,
+                question=question,
+                kind=kinds.get(item.get("kind")),
+                answer_a1=answers[item["a1"]],
+                answer_a2=answers[item["a2"]],
+            )
+    for gold in document.get("gold_items", []):
+        question = Question.objects.create(
+            study=study, external_id=gold["id"], text=gold["text"], bloom_level=gold["bloom"], is_gold=True
+        )
+        better = Answer.objects.create(question=question, external_id=f"{gold['id']}-better", text=gold["better"])
+        worse = Answer.objects.create(question=question, external_id=f"{gold['id']}-worse", text=gold["worse"])
+        ComparisonItem.objects.create(study=study, question=question, answer_a1=better, answer_a2=worse)
+    return study
+
+
+def study_export(*, study: Study) -> dict:
+    """The study as a biasstudy document; importing it gives the same study back."""
+    settings = {field: getattr(study, field) for field in STUDY_FIELDS}
+    kinds = [
+        {"slug": k.slug, "name": k.name, "description": k.description, "semantics": k.semantics, "steps": k.steps}
+        for k in PerturbationKind.objects.filter(study=study).order_by("slug")
+    ]
+    questions, gold_items = [], []
+    answers_by_question: dict[int, list[Answer]] = {}
+    for answer in Answer.objects.filter(question__study=study).select_related("derived_from", "kind").order_by("id"):
+        answers_by_question.setdefault(answer.question_id, []).append(answer)
+    items_by_question: dict[int, list[ComparisonItem]] = {}
+    for item in ComparisonItem.objects.filter(study=study).select_related("kind", "answer_a1", "answer_a2").order_by("id"):
+        items_by_question.setdefault(item.question_id, []).append(item)
+    for question in study.questions.order_by("id"):
+        answers = answers_by_question.get(question.id, [])
+        if question.is_gold:
+            item = items_by_question[question.id][0]
+            gold_items.append(
+                {
+                    "id": question.external_id,
+                    "bloom": question.bloom_level,
+                    "text": question.text,
+                    "better": item.answer_a1.text,
+                    "worse": item.answer_a2.text,
+                }
+            )
+            continue
+        questions.append(
+            {
+                "id": question.external_id,
+                "bloom": question.bloom_level,
+                "text": question.text,
+                "answers": [_answer_record(a) for a in answers],
+                "items": [
+                    {"kind": i.kind.slug if i.kind_id else None, "a1": i.answer_a1.external_id, "a2": i.answer_a2.external_id}
+                    for i in items_by_question.get(question.id, [])
+                ],
+            }
+        )
+    return {
+        "format": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "study": settings,
+        "perturbation_kinds": kinds,
+        "questions": questions,
+        "gold_items": gold_items,
+    }
+
+
+def _answer_record(answer: Answer) -> dict:
+    record: dict[str, Any] = {"id": answer.external_id, "text": answer.text}
+    if answer.derived_from_id:
+        record["derived_from"] = answer.derived_from.external_id
+        record["kind"] = answer.kind.slug
+    for field, empty in (("provenance", {}), ("inserted_errors", []), ("checks", {})):
+        value = getattr(answer, field)
+        if value != empty:
+            record[field] = value
+    if answer.review_status != Answer.Review.APPROVED:
+        record["review_status"] = answer.review_status
+    return record
