@@ -1,7 +1,10 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from biasstudy.health import health
+
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("health/", health, name="health"),
     path("", include("annotations.urls")),
 ]

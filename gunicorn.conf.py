@@ -1,0 +1,21 @@
+"""gunicorn settings for production (docs/DEPLOY.md). Each value can be overridden from the
+environment (GUNICORN_*), so one file serves a small and a large machine."""
+
+import multiprocessing
+import os
+
+bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
+# Requests are short (a page, a vote): sync workers in threads, a few per core.
+workers = int(os.environ.get("GUNICORN_WORKERS", multiprocessing.cpu_count() * 2 + 1))
+threads = int(os.environ.get("GUNICORN_THREADS", 4))
+worker_class = "gthread"
+timeout = int(os.environ.get("GUNICORN_TIMEOUT", 30))
+graceful_timeout = 30
+keepalive = 5
+# Recycle workers now and then so a slow leak never grows.
+max_requests = int(os.environ.get("GUNICORN_MAX_REQUESTS", 5000))
+max_requests_jitter = 500
+accesslog = os.environ.get("GUNICORN_ACCESSLOG", "-")
+errorlog = "-"
+forwarded_allow_ips = os.environ.get("GUNICORN_FORWARDED_ALLOW_IPS", "127.0.0.1")
+wsgi_app = "biasstudy.wsgi:application"
