@@ -37,6 +37,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "django_tasks",
     "django_tasks_db",
+    "django_rq",
     "annotations",
     "perturbations",
     "judges",
@@ -119,6 +120,9 @@ TASKS = {
         "BACKEND": env_str("TASKS_BACKEND", "django_tasks_db.DatabaseBackend"),
     }
 }
+# Used only when TASKS_BACKEND=django_tasks_rq.RQBackend (workers: `manage.py rqworker default
+# --job-class django_tasks_rq.Job`).
+RQ_QUEUES = {"default": {"URL": env_str("REDIS_URL", "redis://127.0.0.1:6379/0"), "DEFAULT_TIMEOUT": 3600}}
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
