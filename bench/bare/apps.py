@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class BareConfig(AppConfig):
+    name = "bench.bare"
+    label = "bench_bare"
