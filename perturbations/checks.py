@@ -121,6 +121,11 @@ def _normalise(text: str) -> str:
     return " ".join(text.split()).lower()
 
 
+def _bare(text: str) -> str:
+    """Lower-cased words without surrounding punctuation, for matching a change to a declared error."""
+    return " ".join(word.strip(".,;:!?\"'()[]") for word in text.lower().split())
+
+
 def question_terms(question: str) -> list[str]:
     """Numbers and names from the question (capitalised words that do not just open a sentence)."""
     terms = _NUMBER.findall(question)
@@ -147,10 +152,9 @@ def factual_check(original: str, variant: str, *, errors: list[dict], question: 
     missing = [e.get("error", "") for e in errors if _normalise(e.get("error", "")) not in variant_norm]
 
     def explained(change: dict) -> bool:
-        after = _normalise(change["after"])
-        before = _normalise(change["before"])
+        after, before = _bare(change["after"]), _bare(change["before"])
         for e in errors:
-            err, orig = _normalise(e.get("error", "")), _normalise(e.get("original", ""))
+            err, orig = _bare(e.get("error", "")), _bare(e.get("original", ""))
             if (after and (after in err or err in after)) or (before and orig and (before in orig or orig in before)):
                 return True
         return False

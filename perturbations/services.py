@@ -70,10 +70,8 @@ def question_originals(question: Question, *, of: str = "a2") -> tuple[Answer, A
     if len(found) != 2:
         raise PerturbationError(f"question {question.external_id} has {len(found)} original answers, not 2")
     by_suffix = {a.external_id.lower().rsplit("-", 1)[-1]: a for a in found}
-    if {"a1", "a2"} <= set(by_suffix):
-        base = by_suffix[of]
-    else:
-        base = found[0] if of == "a1" else found[1]
+    by_order = found[0] if of == "a1" else found[1]
+    base = by_suffix[of] if {"a1", "a2"} <= set(by_suffix) else by_order
     other = found[1] if base is found[0] else found[0]
     return base, other
 
