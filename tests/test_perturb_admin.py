@@ -68,6 +68,7 @@ def test_the_review_page_shows_both_sides_the_diff_and_the_checks(staff_client, 
     assert '<ins class="pt-ins">' in page  # the diff marks the added references
     assert "words added" not in page or "0 words added" in page
     assert "length bound 1.3×" in page
+    assert '<td class="pt-over">' in page  # two short sentences plus a reference list: over the bound
 
 
 def test_the_review_page_filters_by_status_and_warnings(staff_client, study, variants):
