@@ -4,9 +4,12 @@ review pages, and a list of perturbed answers with bulk actions. Everything call
 
 from __future__ import annotations
 
+from functools import partial
+
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
+from django.db import transaction
 from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
@@ -25,6 +28,7 @@ from perturbations.services import (
     answers_review,
     perturbation_generate,
 )
+from perturbations.tasks import generate_perturbations_task
 
 REVIEW_PAGE_SIZE = 20
 
@@ -143,7 +147,29 @@ class PerturbationStudyAdmin(admin.ModelAdmin):
         form = GenerateForm(request.POST or None, studies=studies)
         if request.method == "POST" and form.is_valid():
             data = form.cleaned_data
-            for study in studies:
+            if data["method"] == "model":
+                # A model rewrites one answer at a time: queue the study instead of holding the request.
+                for study in studies:
+                    transaction.on_commit(
+                        partial(
+                            generate_perturbations_task.enqueue,
+                            study_id=study.pk,
+                            kind=data["kind"].slug,
+                            seed=data["seed"],
+                            method="model",
+                            of=data["of"],
+                            user_id=request.user.pk,
+                        )
+                    )
+                    messages.info(
+                        request,
+                        f"{study.slug}: queued model-based {data['kind'].slug} variants; "
+                        "they appear here as pending when done.",
+                    )
+                studies_done = []
+            else:
+                studies_done = studies
+            for study in studies_done:
                 try:
                     result = perturbation_generate(
                         study=study,

@@ -245,7 +245,9 @@ def answer_review(*, answer: Answer, decision: str, user=None, note: str = "") -
     if answer.derived_from_id is None:
         raise PerturbationError(f"{answer.external_id} is an original answer; only variants are reviewed")
     with transaction.atomic():
-        answer = Answer.objects.select_for_update(of=("self",)).select_related("question__study", "kind").get(pk=answer.pk)
+        answer = (
+            Answer.objects.select_for_update(of=("self",)).select_related("question__study", "kind").get(pk=answer.pk)
+        )
         question = answer.question
         item = None
         if decision == "approve":
@@ -255,7 +257,11 @@ def answer_review(*, answer: Answer, decision: str, user=None, note: str = "") -
                 raise PerturbationError(
                     f"question {question.external_id} needs exactly one other original as A1, has {len(others)}"
                 )
-            item = ComparisonItem.objects.select_for_update(of=("self",)).filter(question=question, kind=answer.kind).first()
+            item = (
+                ComparisonItem.objects.select_for_update(of=("self",))
+                .filter(question=question, kind=answer.kind)
+                .first()
+            )
             if item is None:
                 item = ComparisonItem.objects.create(
                     study=question.study, question=question, kind=answer.kind, answer_a1=others[0], answer_a2=answer
@@ -306,7 +312,9 @@ def answer_edit(*, answer: Answer, text: str, user=None, note: str = "") -> Answ
     if not text:
         raise PerturbationError(f"the new text of {answer.external_id} is empty")
     with transaction.atomic():
-        answer = Answer.objects.select_for_update(of=("self",)).select_related("question__study", "kind").get(pk=answer.pk)
+        answer = (
+            Answer.objects.select_for_update(of=("self",)).select_related("question__study", "kind").get(pk=answer.pk)
+        )
         if text == answer.text:
             return answer
         _refuse_if_voted(_item_of(answer), answer, "edit")

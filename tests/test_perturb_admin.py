@@ -152,3 +152,28 @@ def test_the_variant_list_approves_in_bulk_with_an_admin_action(staff_client, st
     assert staff_client.get(url).status_code == 200
     staff_client.post(url, {"action": "approve", "_selected_action": [v.pk for v in variants]})
     assert ComparisonItem.objects.filter(kind__slug="reference").count() == 2
+
+
+def test_model_generation_is_queued_and_runs_against_the_configured_endpoint(
+    staff_client, study, monkeypatch, django_capture_on_commit_callbacks
+):
+    from tests.test_perturb_model import ScriptedServer
+
+    reply = (
+        "```answer\n"
+        + A2.replace("100 degrees", "90 degrees")
+        + "\n```\n```errors\n"
+        + ('[{"original": "100 degrees", "error": "90 degrees", "explanation": "Water boils at 100 °C."}]\n```')
+    )
+    url = reverse("admin:perturbations_generate") + f"?ids={study.pk}"
+    with ScriptedServer([reply, reply]) as server:
+        monkeypatch.setenv("PERTURB_MODEL_BACKEND", "openai")
+        monkeypatch.setenv("PERTURB_MODEL_BASE_URL", server.base_url)
+        monkeypatch.setenv("PERTURB_MODEL_NAME", "scripted-1")
+        with django_capture_on_commit_callbacks(execute=True):
+            response = staff_client.post(url, {"kind": "factual_error", "seed": 1, "method": "model", "of": "a2"})
+    assert response.status_code == 302
+    assert len(server.requests) == 2
+    variants = Answer.objects.filter(kind__slug="factual_error", review_status="pending")
+    assert variants.count() == 2
+    assert all(v.inserted_errors[0]["error"] == "90 degrees" for v in variants)
