@@ -1,0 +1,57 @@
+"""python manage.py perturb --study S --kind reference --seed 1 [--method rule|model] [--of a2] [--dry-run]"""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotations.models import Study
+from perturbations.services import METHODS, GenerateResult, PerturbationError, perturbation_generate
+
+
+class Command(BaseCommand):
+    help = "Generate perturbed variants of one kind for every question of a study (pending review)."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--study", required=True, help="Study slug.")
+        parser.add_argument("--kind", required=True, help="Perturbation kind slug, e.g. reference.")
+        parser.add_argument("--seed", type=int, default=1)
+        parser.add_argument("--method", choices=METHODS, default="rule")
+        parser.add_argument("--of", choices=("a1", "a2"), default="a2", help="Which original to perturb.")
+        parser.add_argument("--dry-run", action="store_true", help="Generate and check, write nothing.")
+
+    def handle(self, *args, **options) -> None:
+        try:
+            study = Study.objects.get(slug=options["study"])
+        except Study.DoesNotExist as exc:
+            raise CommandError(f"no study with slug {options['study']!r}") from exc
+        try:
+            result = perturbation_generate(
+                study=study,
+                kind=options["kind"],
+                seed=options["seed"],
+                method=options["method"],
+                of=options["of"],
+                dry_run=options["dry_run"],
+            )
+        except PerturbationError as exc:
+            raise CommandError(str(exc)) from exc
+        report(self, result, verbosity=options["verbosity"])
+        if result.failed:
+            raise CommandError(f"{len(result.failed)} question(s) failed; see above")
+
+
+def report(command: BaseCommand, result: GenerateResult, *, verbosity: int) -> None:
+    verb = "would create" if result.dry_run else "created"
+    if verbosity >= 2:
+        for answer in result.created:
+            warnings = answer.checks.get("warnings", [])
+            command.stdout.write(f"{answer.external_id}: {'; '.join(warnings) if warnings else 'checks ok'}")
+        for external_id in result.skipped:
+            command.stdout.write(f"{external_id}: exists, skipped")
+    for question, why in result.failed:
+        command.stderr.write(f"{question}: {why}")
+    if verbosity >= 1:
+        command.stdout.write(
+            f"{verb} {len(result.created)} variant(s), {len(result.flagged)} with warnings; "
+            f"skipped {len(result.skipped)}; failed {len(result.failed)}"
+        )

@@ -1,0 +1,184 @@
+"""The model-based generator against a scriptable OpenAI-compatible server on loopback, and once
+against the embedded local llama.cpp model.
+"""
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from annotations.models import Answer
+from biasstudy.localmodel import default_gguf_path
+from perturbations import modelgen
+from perturbations.models import PerturbationKind
+from perturbations.services import perturbation_generate
+from tests.factories import make_question, make_study
+
+A2 = "The Moon orbits the Earth about once every 27 days. Its gravity causes the ocean tides."
+QUESTION = "Why does the Moon cause tides on Earth?"
+FE_OUTPUT = (
+    "```answer\nThe Moon orbits the Earth about once every 45 days. Its magnetism causes the ocean tides.\n```\n"
+    "```errors\n"
+    '[{"original": "27 days", "error": "45 days", "explanation": "The sidereal month is about 27 days."},\n'
+    ' {"original": "gravity", "error": "magnetism", "explanation": "Tides come from gravity."}]\n```'
+)
+
+
+class ScriptedServer:
+    """Answers POST /v1/chat/completions with the next scripted reply; records every request."""
+
+    def __init__(self, replies):
+        self.replies = list(replies)
+        self.requests = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 - the stdlib's name
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                server.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
+                content = server.replies.pop(0) if server.replies else ""
+                payload = json.dumps(
+                    {
+                        "id": "chatcmpl-test",
+                        "object": "chat.completion",
+                        "created": 0,
+                        "model": body.get("model"),
+                        "choices": [
+                            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
+                        ],
+                        "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
+                    }
+                ).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.timeout = 5
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    @property
+    def base_url(self):
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(timeout=5)
+
+
+@pytest.fixture
+def study(db):
+    study = make_study(slug="moon")
+    make_question(study, text=QUESTION, a1="Tides come from the Moon's pull.", a2=A2)
+    return study
+
+
+def client(server, monkeypatch):
+    monkeypatch.setenv("TEST_PERTURB_KEY", "sk-test-123")
+    return modelgen.OpenAICompatible(
+        base_url=server.base_url, model="scripted-1", api_key_env="TEST_PERTURB_KEY", timeout=5, max_retries=0
+    )
+
+
+def test_a_factual_error_from_the_model_is_stored_with_its_declared_errors(study, monkeypatch):
+    with ScriptedServer([FE_OUTPUT]) as server:
+        result = perturbation_generate(
+            study=study, kind="factual_error", seed=2, method="model", complete=client(server, monkeypatch)
+        )
+    assert not result.failed
+    (variant,) = result.created
+    variant.refresh_from_db()
+    assert variant.text.startswith("The Moon orbits the Earth about once every 45 days.")
+    assert [e["error"] for e in variant.inserted_errors] == ["45 days", "magnetism"]
+    assert variant.review_status == Answer.Review.PENDING
+    step = variant.provenance["steps"][0]
+    assert step["model"]["model"] == "scripted-1" and step["raw_output"] == FE_OUTPUT
+    assert "Plant two or three factual mistakes" in step["prompt"]["user"]
+    # The request carried our prompt, the original answer and the key from the environment.
+    (request,) = server.requests
+    assert request["path"] == "/v1/chat/completions"
+    assert request["auth"] == "Bearer sk-test-123"
+    assert A2 in request["body"]["messages"][1]["content"]
+    # "27" is in the answer but not in the question, so changing it is a declared error, not a warning.
+    assert variant.checks["factual"]["errors_missing"] == []
+    assert variant.checks["factual"]["question_terms_altered"] == []
+    assert variant.checks["ok"], variant.checks["warnings"]
+
+
+@pytest.mark.parametrize(
+    ("reply", "message"),
+    [
+        ("Sure! The Moon orbits every 45 days.", "no ```answer block"),
+        ("```answer\nThe Moon orbits every 45 days.\n```", "no ```errors block"),
+        ("```answer\nThe Moon orbits every 45 days.\n```\n```errors\n[{'original': 1}]\n```", "not valid JSON"),
+        ("```answer\nThe Moon orbits every 45 days.\n```\n```errors\n[]\n```", "non-empty JSON list"),
+        ('```answer\nX.\n```\n```errors\n[{"original": "27 days"}]\n```', "entry 1 of the ```errors block lacks error"),
+    ],
+)
+def test_malformed_model_output_gives_a_clear_error_and_writes_nothing(study, monkeypatch, reply, message):
+    count = Answer.objects.count()
+    with ScriptedServer([reply]) as server:
+        result = perturbation_generate(
+            study=study, kind="factual_error", seed=1, method="model", complete=client(server, monkeypatch)
+        )
+    assert not result.created
+    ((question, why),) = result.failed
+    assert question == study.questions.get().external_id and message in why
+    assert Answer.objects.count() == count
+
+
+def test_a_kinds_own_prompt_is_used_when_set(study, monkeypatch):
+    kind = PerturbationKind.objects.get(slug="rich_content")
+    kind.model_prompt = "Decorate this answer to {question} with markdown:\n{answer}"
+    kind.save()
+    reply = "```answer\n### 🌙 Tides\n\nThe Moon orbits the Earth about once every 27 days. Its **gravity** causes the ocean tides.\n```"
+    with ScriptedServer([reply]) as server:
+        result = perturbation_generate(
+            study=study, kind=kind, seed=1, method="model", complete=client(server, monkeypatch)
+        )
+    user = server.requests[0]["body"]["messages"][1]["content"]
+    assert user.startswith(f"Decorate this answer to {QUESTION} with markdown:\n{A2}")
+    assert "```answer" in user  # our output instruction is appended to a custom prompt
+    (variant,) = result.created
+    assert variant.checks["preservation"]["words_added"] == 0
+    assert not [w for w in variant.checks["warnings"] if w.startswith("content")]
+
+
+def test_a_compound_asks_the_model_once_per_step_in_order(study, monkeypatch):
+    with_refs = f"```answer\n{A2.replace('days.', 'days [1].')}\n\nReferences\n[1] Vance, K. (2004). Tides.\n```"
+    decorated = "```answer\n### Tides 🌊\n\n" + with_refs.split("\n", 1)[1]
+    with ScriptedServer([with_refs, decorated]) as server:
+        result = perturbation_generate(
+            study=study, kind="reference_rich_content", seed=1, method="model", complete=client(server, monkeypatch)
+        )
+    assert len(server.requests) == 2
+    assert "[1]" in server.requests[1]["body"]["messages"][1]["content"]  # step 2 rewrote step 1's output
+    (variant,) = result.created
+    assert [s["kind"] for s in variant.provenance["steps"]] == ["reference", "rich_content"]
+    assert variant.checks["preservation"]["words_lost"] == 0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(default_gguf_path() is None, reason="local GGUF model not installed")
+def test_the_local_model_is_wired_and_unusable_output_is_a_clear_error(study):
+    local = modelgen.LocalLlama(max_tokens=24, temperature=0.0, seed=1, n_ctx=1024)
+    raw = local(modelgen.SYSTEM_PROMPT, "Say hello.")
+    assert isinstance(raw, str) and raw.strip()
+    count = Answer.objects.count()
+    result = perturbation_generate(study=study, kind="factual_error", seed=1, method="model", complete=local)
+    # 24 tokens cannot hold an answer block and an errors block: the 135M model's reply is refused.
+    assert not result.created
+    ((_, why),) = result.failed
+    assert "```answer" in why or "```errors" in why
+    assert Answer.objects.count() == count
