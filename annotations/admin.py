@@ -10,6 +10,7 @@ from django.utils.text import Truncator
 
 from annotations.models import Answer, ComparisonItem, Judge, Question, Rater, Study, Vote
 from annotations.study_io import study_export
+from perturbations.admin import generate_perturbations
 
 
 def _short(text: str, length: int = 80) -> str:
@@ -22,7 +23,7 @@ class StudyAdmin(admin.ModelAdmin):
     list_filter = ("status",)
     search_fields = ("title", "slug")
     prepopulated_fields = {"slug": ("title",)}
-    actions = ["export_json"]
+    actions = ["export_json", generate_perturbations]
     fieldsets = (
         (None, {"fields": ("title", "slug", "status")}),
         ("What raters read", {"fields": ("instructions", "consent", "completion_code", "prolific_completion_url")}),
