@@ -14,6 +14,7 @@ environment variable the configuration names, at call time, and never stored or 
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import math
@@ -234,7 +235,12 @@ class LocalLlamaBackend:
             from llama_cpp import Llama
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-            llm = Llama(model_path=self.path, n_ctx=self.n_ctx, verbose=False, seed=0)
+            # Half the cores, for prompts too: on a busy machine more threads spin against each other.
+            threads = max(1, (os.cpu_count() or 2) // 2)
+            llm = Llama(
+                model_path=self.path, n_ctx=self.n_ctx, verbose=False, seed=0, n_threads=threads,
+                n_threads_batch=threads,
+            )  # fmt: skip
             template = llm.metadata.get("tokenizer.chat_template")
             if not template:
                 raise BackendError(f"{self.path} has no chat template in its metadata")
@@ -244,6 +250,9 @@ class LocalLlamaBackend:
                 bos_token=llm._model.token_get_text(llm.token_bos()) if llm.token_bos() != -1 else "",
             )
             _LLAMAS[key] = llm
+            if len(_LLAMAS) == 1:
+                # Free the model before the interpreter tears llama_cpp down under it.
+                atexit.register(lambda: [model.close() for model in _LLAMAS.values()])
         return _LLAMAS[key]
 
     def complete(self, request: Request) -> Completion:
