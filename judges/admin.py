@@ -180,7 +180,7 @@ class JudgeRunAdmin(admin.ModelAdmin):
         context = {
             **self.admin_site.each_context(request),
             "opts": self.model._meta,
-            "title": str(run),
+            "title": f"Run #{run.pk}: {run.judge} on {run.study}",
             "run": run,
             "progress": run.progress(),
             "can_change": self.has_change_permission(request, run),
