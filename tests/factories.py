@@ -84,3 +84,14 @@ def make_staff(**kw):
     kw.setdefault("is_superuser", True)
     user = get_user_model().objects.create_user(password="pw-staff-12345", **kw)
     return user
+
+
+def make_llm_judge(**kw):
+    """An LLM judge configuration (and its annotations.Judge) through the service that creates them."""
+    from judges.services import llm_judge_create
+
+    kw.setdefault("name", f"llm-{next(_seq)}")
+    kw.setdefault("backend", "openai_compatible")
+    kw.setdefault("model", "test-model")
+    kw.setdefault("base_url", "http://127.0.0.1:9/v1")
+    return llm_judge_create(**kw)

@@ -1,0 +1,239 @@
+"""Admin for LLM judges: their configuration (with "test connection"), starting runs, and the
+live run page (htmx polling) with cancel and resume. Every action goes through judges.services.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404, redirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.views.decorators.http import require_POST
+
+from annotations.models import Judge, Study
+from judges.models import CachedResponse, JudgeRun, LLMJudge
+from judges.services import (
+    JudgeRunError,
+    judge_run_cancel,
+    judge_run_resume,
+    judge_run_start,
+    llm_judge_create,
+    llm_judge_test_connection,
+)
+
+CONFIG_FIELDS = [
+    "backend", "model", "base_url", "api_key_env", "temperature", "max_tokens", "timeout", "seed", "prompt_style",
+    "system_template", "user_template", "label_schemes", "votes_per_item", "concurrency", "rpm_limit", "max_retries",
+    "retry_base_seconds", "invalid_retries", "logprobs", "price_in_per_mtok", "price_out_per_mtok",
+]  # fmt: skip
+
+
+class LLMJudgeForm(forms.ModelForm):
+    name = forms.CharField(max_length=120, help_text="How the judge appears in tables and exports.")
+    base_url = forms.URLField(
+        max_length=300, required=False, assume_scheme="http", help_text=LLMJudge._meta.get_field("base_url").help_text
+    )
+
+    class Meta:
+        model = LLMJudge
+        fields = CONFIG_FIELDS
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk:
+            self.fields["name"].initial = self.instance.judge.name
+
+    def clean_name(self) -> str:
+        name = self.cleaned_data["name"]
+        others = Judge.objects.filter(name=name, study__isnull=True)
+        if self.instance.pk:
+            others = others.exclude(pk=self.instance.judge_id)
+        if others.exists():
+            raise ValidationError(f"A judge named {name!r} already exists.")
+        return name
+
+
+@admin.register(LLMJudge)
+class LLMJudgeAdmin(admin.ModelAdmin):
+    form = LLMJudgeForm
+    list_display = ["__str__", "backend", "model", "prompt_style", "votes_per_item", "concurrency"]
+    list_filter = ["backend", "prompt_style"]
+    search_fields = ["judge__name", "model"]
+    actions = ["start_run"]
+    change_form_template = "admin/judges/llmjudge/change_form.html"
+    fieldsets = [
+        (None, {"fields": ["name", "backend", "model", "base_url", "api_key_env"]}),
+        ("Sampling", {"fields": ["temperature", "max_tokens", "seed", "logprobs"]}),
+        ("Prompt", {"fields": ["prompt_style", "label_schemes", "system_template", "user_template"]}),
+        ("Votes and limits", {"fields": [
+            "votes_per_item", "concurrency", "rpm_limit", "timeout", "max_retries", "retry_base_seconds",
+            "invalid_retries",
+        ]}),
+        ("Prices (optional)", {"fields": ["price_in_per_mtok", "price_out_per_mtok"]}),
+    ]  # fmt: skip
+
+    def save_model(self, request: HttpRequest, obj: LLMJudge, form: LLMJudgeForm, change: bool) -> None:
+        name = form.cleaned_data["name"]
+        if change:
+            obj.save()
+            if obj.judge.name != name:
+                Judge.objects.filter(pk=obj.judge_id).update(name=name)
+            return
+        # One code path creates a judge with its configuration: the service.
+        created = llm_judge_create(name=name, **{field: getattr(obj, field) for field in CONFIG_FIELDS})
+        obj.pk, obj.judge = created.pk, created.judge
+
+    def get_urls(self):
+        urls = [
+            path(
+                "<int:object_id>/test-connection/",
+                self.admin_site.admin_view(require_POST(self.test_connection_view)),
+                name="judges_llmjudge_test_connection",
+            )
+        ]
+        return urls + super().get_urls()
+
+    def test_connection_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
+        config = get_object_or_404(LLMJudge, pk=object_id)
+        if not self.has_change_permission(request, config):
+            raise PermissionDenied
+        ok, message = llm_judge_test_connection(config=config)
+        self.message_user(request, message, messages.SUCCESS if ok else messages.ERROR)
+        return redirect("admin:judges_llmjudge_change", object_id)
+
+    @admin.action(description="Start a run of the selected judge")
+    def start_run(self, request: HttpRequest, queryset) -> HttpResponse | None:
+        if queryset.count() != 1:
+            self.message_user(request, "Select exactly one judge to start a run.", messages.WARNING)
+            return None
+        return HttpResponseRedirect(f"{reverse('admin:judges_judgerun_add')}?judge={queryset.get().judge_id}")
+
+
+class StartRunForm(forms.Form):
+    study = forms.ModelChoiceField(queryset=Study.objects.all())
+    judge = forms.ModelChoiceField(queryset=Judge.objects.filter(kind=Judge.Kind.LLM, llm_config__isnull=False))
+    votes_per_item = forms.IntegerField(
+        min_value=1, max_value=100, required=False, help_text="Blank: the judge's own setting."
+    )
+
+
+class ResumeForm(forms.Form):
+    retry_failed = forms.BooleanField(required=False)
+
+
+@admin.register(JudgeRun)
+class JudgeRunAdmin(admin.ModelAdmin):
+    list_display = ["__str__", "study", "judge", "status", "total", "created_at", "finished_at"]
+    list_filter = ["status", "judge"]
+    list_select_related = ["study", "judge"]
+    run_template = "admin/judges/judgerun/run.html"
+
+    def has_delete_permission(self, request: HttpRequest, obj: JudgeRun | None = None) -> bool:
+        return False  # a run's votes are never deleted with it
+
+    def get_urls(self):
+        def wrap(view, name):
+            view = self.admin_site.admin_view(require_POST(view))
+            return path(f"<int:object_id>/{name}/", view, name=f"judges_judgerun_{name}")
+
+        return [wrap(self.cancel_view, "cancel"), wrap(self.resume_view, "resume")] + super().get_urls()
+
+    def add_view(self, request: HttpRequest, form_url: str = "", extra_context: dict | None = None) -> HttpResponse:
+        """Start a run: pick a study and an LLM judge. The run itself goes to the task worker."""
+        if not self.has_add_permission(request):
+            raise PermissionDenied
+        form = StartRunForm(request.POST or None, initial=request.GET.dict())
+        if request.method == "POST" and form.is_valid():
+            try:
+                run = judge_run_start(
+                    study=form.cleaned_data["study"],
+                    judge=form.cleaned_data["judge"],
+                    votes_per_item=form.cleaned_data["votes_per_item"],
+                    user=request.user,
+                )
+            except JudgeRunError as exc:
+                form.add_error(None, str(exc))
+            else:
+                self.message_user(request, f"Run #{run.pk} queued: {run.total} votes.", messages.SUCCESS)
+                return redirect("admin:judges_judgerun_change", run.pk)
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": "Start a judge run",
+            "form": form,
+        }
+        return TemplateResponse(request, "admin/judges/judgerun/start.html", context)
+
+    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "", extra_context=None) -> HttpResponse:
+        """The live run page; htmx polls it for its progress fragment."""
+        run = get_object_or_404(JudgeRun.objects.select_related("study", "judge"), pk=object_id)
+        if not self.has_view_or_change_permission(request, run):
+            raise PermissionDenied
+        return self._render_run(request, run)
+
+    def _render_run(self, request: HttpRequest, run: JudgeRun) -> HttpResponse:
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": f"Run #{run.pk}: {run.judge} on {run.study}",
+            "run": run,
+            "progress": run.progress(),
+            "can_change": self.has_change_permission(request, run),
+            "resume_form": ResumeForm(),
+            "votes_url": f"{reverse('admin:annotations_vote_changelist')}?run__id__exact={run.pk}"
+            if self.admin_site.is_registered(run.votes.model)
+            else "",
+        }
+        template = f"{self.run_template}#progress" if request.htmx else self.run_template
+        return TemplateResponse(request, template, context)
+
+    def _run_for_change(self, request: HttpRequest, object_id: int) -> JudgeRun:
+        run = get_object_or_404(JudgeRun.objects.select_related("study", "judge"), pk=object_id)
+        if not self.has_change_permission(request, run):
+            raise PermissionDenied
+        return run
+
+    def _after_action(self, request: HttpRequest, run: JudgeRun) -> HttpResponse:
+        if request.htmx:
+            run.refresh_from_db()
+            return self._render_run(request, run)
+        return redirect("admin:judges_judgerun_change", run.pk)
+
+    @staticmethod
+    def _report(request: HttpRequest, action, message: str) -> None:
+        try:
+            action()
+        except JudgeRunError as exc:
+            messages.error(request, str(exc))
+        else:
+            messages.success(request, message)
+
+    def cancel_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
+        run = self._run_for_change(request, object_id)
+        self._report(request, lambda: judge_run_cancel(run=run), f"Run #{run.pk} cancelled; its votes are kept.")
+        return self._after_action(request, run)
+
+    def resume_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
+        run = self._run_for_change(request, object_id)
+        form = ResumeForm(request.POST)
+        retry_failed = form.is_valid() and form.cleaned_data["retry_failed"]
+        self._report(
+            request, lambda: judge_run_resume(run=run, retry_failed=retry_failed), f"Run #{run.pk} queued again."
+        )
+        return self._after_action(request, run)
+
+
+@admin.register(CachedResponse)
+class CachedResponseAdmin(admin.ModelAdmin):
+    list_display = ["key", "backend", "model", "tokens_in", "tokens_out", "created_at"]
+    list_filter = ["backend"]
+    search_fields = ["key", "model", "text"]
+    readonly_fields = [f.name for f in CachedResponse._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False

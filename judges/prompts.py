@@ -1,0 +1,133 @@
+"""Prompt wording and rendering for LLM judges. Pure: no Django, no I/O.
+
+A prompt shows the question and the two answers in the order chosen for the round, each under
+the label of the round's label scheme, and tells the judge where to put its vote for the
+prompt style in use. Templates use `str.format` fields: {question}, {first}, {second},
+{label_first}, {label_second}, {label_tie}, {vote_instruction}.
+"""
+
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass
+
+
+class PromptStyle:
+    EXPLAIN_THEN_VOTE = "explain_then_vote"
+    VOTE_ONLY = "vote_only"
+    VOTE_THEN_EXPLAIN = "vote_then_explain"
+
+    choices = [
+        (EXPLAIN_THEN_VOTE, "Explain, then vote on the last line"),
+        (VOTE_ONLY, "Vote only (one line)"),
+        (VOTE_THEN_EXPLAIN, "Vote on the first line, then explain"),
+    ]
+    values = [value for value, _ in choices]
+
+
+@dataclass(frozen=True)
+class LabelScheme:
+    """How the two answers and a tie are named in the prompt and in the judge's vote."""
+
+    slug: str
+    first: str
+    second: str
+    tie: str = "Tie"
+
+    def labels(self) -> dict[str, str]:
+        return {"first": self.first, "second": self.second, "tie": self.tie}
+
+
+LABEL_SCHEMES: dict[str, LabelScheme] = {
+    scheme.slug: scheme
+    for scheme in (
+        LabelScheme("answer12", "Answer1", "Answer2"),
+        LabelScheme("ab", "A", "B"),
+        # Neutral symbols carry no order or grade, so a preference for one is a label bias.
+        LabelScheme("symbols", "Circle", "Square"),
+    )
+}
+
+
+class PromptError(ValueError):
+    pass
+
+
+def label_scheme(slug: str) -> LabelScheme:
+    try:
+        return LABEL_SCHEMES[slug]
+    except KeyError:
+        raise PromptError(f"unknown label scheme {slug!r}; known: {', '.join(LABEL_SCHEMES)}") from None
+
+
+DEFAULT_SYSTEM_TEMPLATE = (
+    "You are an impartial judge comparing two answers to the same question. Decide which answer "
+    "is better on substance alone: how correct, accurate and relevant its content is. Do not let "
+    "formatting, markdown, emoji, tone, length, cited sources you cannot check, or the order in "
+    "which the answers appear influence you. If you cannot tell which answer is better, a tie is "
+    "a perfectly good verdict."
+)
+
+DEFAULT_USER_TEMPLATE = (
+    "Question:\n{question}\n\n"
+    "[{label_first}]\n{first}\n[end of {label_first}]\n\n"
+    "[{label_second}]\n{second}\n[end of {label_second}]\n\n"
+    "Which answer is better in content and accuracy: {label_first}, {label_second}, or {label_tie}?\n"
+    "{vote_instruction}"
+)
+
+VOTE_INSTRUCTIONS = {
+    PromptStyle.VOTE_ONLY: "Reply with exactly one word: {label_first}, {label_second} or {label_tie}. Nothing else.",
+    PromptStyle.EXPLAIN_THEN_VOTE: (
+        "First explain your reasoning briefly. Then write your verdict alone on the last line: "
+        "{label_first}, {label_second} or {label_tie}."
+    ),
+    PromptStyle.VOTE_THEN_EXPLAIN: (
+        "Write your verdict alone on the first line: {label_first}, {label_second} or {label_tie}. "
+        "Then explain your reasoning briefly."
+    ),
+}
+
+TEMPLATE_FIELDS = {"question", "first", "second", "label_first", "label_second", "label_tie", "vote_instruction"}
+
+
+def check_template(template: str, *, where: str) -> None:
+    """Raise PromptError naming `where` when the template uses an unknown or malformed field."""
+    try:
+        fields = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+    except ValueError as exc:
+        raise PromptError(f"{where}: {exc} (write literal braces as {{{{ and }}}})") from None
+    unknown = fields - TEMPLATE_FIELDS
+    if unknown:
+        raise PromptError(
+            f"{where}: unknown field(s) {', '.join(sorted('{' + f + '}' for f in unknown))}; "
+            f"allowed: {', '.join(sorted('{' + f + '}' for f in TEMPLATE_FIELDS))}"
+        )
+
+
+def render_messages(
+    *,
+    system_template: str,
+    user_template: str,
+    style: str,
+    question: str,
+    first: str,
+    second: str,
+    scheme: LabelScheme,
+) -> list[dict[str, str]]:
+    """Chat messages for one round: `first` and `second` are the answers in the order shown."""
+    if style not in VOTE_INSTRUCTIONS:
+        raise PromptError(f"unknown prompt style {style!r}; known: {', '.join(PromptStyle.values)}")
+    labels = {"label_first": scheme.first, "label_second": scheme.second, "label_tie": scheme.tie}
+    fields = {
+        **labels,
+        "question": question,
+        "first": first,
+        "second": second,
+        "vote_instruction": VOTE_INSTRUCTIONS[style].format(**labels),
+    }
+    messages = []
+    if system_template.strip():
+        messages.append({"role": "system", "content": system_template.format(**fields)})
+    messages.append({"role": "user", "content": user_template.format(**fields)})
+    return messages

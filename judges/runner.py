@@ -1,0 +1,378 @@
+"""The engine of a judge run: plan what is missing, ask the model concurrently, store votes.
+
+One process runs one run at a time (the run is claimed atomically). Worker threads only talk
+to the model; the calling thread alone touches the database, writing finished votes in small
+batches (at least every half second), so a killed worker loses no more than the requests in
+flight and the answers of the last half second, and a resume plans only what is missing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from annotations.models import ComparisonItem, Vote, choice_from_shown
+from judges import backends
+from judges.models import CachedResponse, JudgeRun
+from judges.parsing import parse_vote
+from judges.plan import PlannedVote, item_rounds
+from judges.probs import option_probs
+from judges.prompts import label_scheme, render_messages
+
+log = logging.getLogger(__name__)
+
+FLUSH_SECONDS = 0.5
+FLUSH_VOTES = 200
+
+
+class Stopped(Exception):
+    """The run was cancelled while this request waited."""
+
+
+@dataclass
+class Unit:
+    item_id: int
+    planned: PlannedVote
+    messages: list[dict[str, str]]
+    keys: list[str]  # cache key per attempt (0 = first try, then one per invalid retry)
+    existing_vote_id: int | None = None  # a failed vote being retried
+
+
+@dataclass
+class Outcome:
+    unit: Unit
+    status: str
+    choice_shown: str | None = None
+    raw_output: str = ""
+    option_probs: dict[str, float] | None = None
+    error: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+    new_cache: list[CachedResponse] = field(default_factory=list)
+
+
+class RateLimiter:
+    """Spaces request starts at least 60/rpm seconds apart across all threads."""
+
+    def __init__(self, rpm: int):
+        self.interval = 60.0 / rpm if rpm else 0.0
+        self.next_at = 0.0
+        self.lock = threading.Lock()
+
+    def wait(self, stop: threading.Event) -> None:
+        if not self.interval:
+            return
+        with self.lock:
+            now = time.monotonic()
+            start = max(now, self.next_at)
+            self.next_at = start + self.interval
+        if start > now and stop.wait(start - now):
+            raise Stopped
+
+
+def _seed(config: dict[str, Any], sample: int, attempt: int) -> int | None:
+    if config["seed"] is None:
+        return None
+    return config["seed"] + 1009 * sample + attempt
+
+
+def cache_key(config: dict[str, Any], messages: list[dict[str, str]], *, sample: int, attempt: int) -> str:
+    identity = {
+        "backend": config["backend"],
+        "base_url": config["base_url"],
+        "model": config["model"],
+        "messages": messages,
+        "style": config["prompt_style"],
+        "temperature": config["temperature"],
+        "max_tokens": config["max_tokens"],
+        "seed": _seed(config, sample, attempt),
+        "logprobs": config["logprobs"],
+        "sample": sample,
+        "attempt": attempt,
+    }
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+class RunContext:
+    def __init__(self, config: dict[str, Any], backend: backends.Backend, cache: dict[str, CachedResponse]):
+        self.config = config
+        self.backend = backend
+        self.cache = cache
+        self.stop = threading.Event()
+        self.limiter = RateLimiter(config["rpm_limit"])
+
+    def call(self, request: backends.Request, meta: dict[str, Any]) -> backends.Completion:
+        """One request with retries on transient errors; raises BackendError when they run out."""
+        for attempt in range(self.config["max_retries"] + 1):
+            if self.stop.is_set():
+                raise Stopped
+            self.limiter.wait(self.stop)
+            meta["requests"] = meta.get("requests", 0) + 1
+            started = time.monotonic()
+            try:
+                completion = self.backend.complete(request)
+            except backends.TransientError as exc:
+                meta.setdefault("retried_errors", []).append(str(exc)[:200])
+                if attempt == self.config["max_retries"]:
+                    raise backends.BackendError(f"gave up after {attempt + 1} tries: {exc}") from exc
+                delay = backends.backoff_delay(
+                    attempt, base=self.config["retry_base_seconds"], retry_after=exc.retry_after
+                )
+                if self.stop.wait(delay):
+                    raise Stopped from exc
+                continue
+            meta["latency_ms"] = meta.get("latency_ms", 0) + round(1000 * (time.monotonic() - started))
+            return completion
+        raise AssertionError("unreachable")
+
+    def process(self, unit: Unit) -> Outcome | None:
+        """Ask (or read from the cache) until the vote parses or the invalid retries run out."""
+        config = self.config
+        scheme = label_scheme(unit.planned.scheme)
+        meta: dict[str, Any] = {"cached": True, "tokens_in": 0, "tokens_out": 0, "latency_ms": 0}
+        outcome = Outcome(unit=unit, status=Vote.Parse.INVALID, meta=meta)
+        invalid_outputs = []
+        for attempt, key in enumerate(unit.keys):
+            hit = self.cache.get(key)
+            if hit is None:
+                meta["cached"] = False
+                request = backends.Request(
+                    messages=unit.messages,
+                    model=config["model"],
+                    temperature=config["temperature"],
+                    max_tokens=config["max_tokens"],
+                    timeout=config["timeout"],
+                    seed=_seed(config, unit.planned.sample, attempt),
+                    logprobs=config["logprobs"],
+                    style=config["prompt_style"],
+                    labels=scheme.labels(),
+                )
+                try:
+                    completion = self.call(request, meta)
+                except Stopped:
+                    return None
+                except backends.BackendError as exc:
+                    outcome.status, outcome.error = Vote.Parse.FAILED, str(exc)
+                    break
+                meta["tokens_in"] += completion.tokens_in
+                meta["tokens_out"] += completion.tokens_out
+                hit = CachedResponse(
+                    key=key,
+                    backend=config["backend"],
+                    model=config["model"],
+                    text=completion.text,
+                    option_probs=completion.option_probs,
+                    logprobs=[[t.token, t.logprob, t.top] for t in completion.logprobs]
+                    if completion.logprobs
+                    else None,
+                    tokens_in=completion.tokens_in,
+                    tokens_out=completion.tokens_out,
+                )
+                parsed = parse_vote(hit.text, style=config["prompt_style"], scheme=scheme)
+                if parsed.ok and hit.option_probs is None and completion.logprobs:
+                    hit.option_probs = option_probs(
+                        completion.logprobs, label_offset=parsed.label_offset, scheme=scheme
+                    )
+                outcome.new_cache.append(hit)
+            else:
+                parsed = parse_vote(hit.text, style=config["prompt_style"], scheme=scheme)
+            outcome.raw_output = hit.text
+            if parsed.ok:
+                outcome.status, outcome.choice_shown, outcome.option_probs = (
+                    Vote.Parse.OK,
+                    parsed.choice,
+                    hit.option_probs,
+                )
+                outcome.error = ""
+                break
+            outcome.error = parsed.reason
+            invalid_outputs.append(hit.text)
+        if len(invalid_outputs) > (outcome.status == Vote.Parse.INVALID):
+            # Earlier unparseable outputs are kept too; raw_output holds the last one.
+            meta["invalid_outputs"] = invalid_outputs[:-1] if outcome.status == Vote.Parse.INVALID else invalid_outputs
+        return outcome
+
+
+def plan_units(run: JudgeRun, *, retry_failed: bool) -> tuple[list[Unit], int]:
+    """The votes still missing from the run (and its failed ones when retrying), and how many
+    are already done."""
+    config = run.config
+    existing = {
+        (item_id, round_): (vote_id, status)
+        for vote_id, item_id, round_, status in run.votes.values_list("id", "item_id", "round", "parse_status")
+    }
+    items = (
+        ComparisonItem.objects.filter(study=run.study)
+        .select_related("question", "answer_a1", "answer_a2")
+        .order_by("id")
+    )
+    units = []
+    done = 0
+    attempts = config["invalid_retries"] + 1
+    for index, item in enumerate(items):
+        for planned in item_rounds(
+            votes_per_item=config["votes_per_item"], schemes=config["label_schemes"], item_index=index
+        ):
+            vote = existing.get((item.id, planned.round))
+            if vote is not None and not (retry_failed and vote[1] == Vote.Parse.FAILED):
+                done += 1
+                continue
+            first, second = (
+                (item.answer_a1, item.answer_a2) if planned.shown_first == "a1" else (item.answer_a2, item.answer_a1)
+            )
+            messages = render_messages(
+                system_template=config["system_template"],
+                user_template=config["user_template"],
+                style=config["prompt_style"],
+                question=item.question.text,
+                first=first.text,
+                second=second.text,
+                scheme=label_scheme(planned.scheme),
+            )
+            keys = [cache_key(config, messages, sample=planned.sample, attempt=a) for a in range(attempts)]
+            units.append(Unit(item.id, planned, messages, keys, vote[0] if vote else None))
+    return units, done
+
+
+def load_cache(units: list[Unit]) -> dict[str, CachedResponse]:
+    keys = [key for unit in units for key in unit.keys]
+    cache = {}
+    for start in range(0, len(keys), 500):
+        for hit in CachedResponse.objects.filter(key__in=keys[start : start + 500]):
+            cache[hit.key] = hit
+    return cache
+
+
+def _vote_fields(run: JudgeRun, outcome: Outcome) -> dict[str, Any]:
+    unit = outcome.unit
+    return {
+        "shown_first": unit.planned.shown_first,
+        "choice_shown": outcome.choice_shown,
+        "choice": choice_from_shown(unit.planned.shown_first, outcome.choice_shown) if outcome.choice_shown else None,
+        "label_scheme": unit.planned.scheme,
+        "raw_output": outcome.raw_output,
+        "parse_status": outcome.status,
+        "option_probs": outcome.option_probs,
+        "error": outcome.error,
+        "meta": outcome.meta,
+        "received_at": timezone.now(),
+    }
+
+
+def write_outcomes(run: JudgeRun, outcomes: list[Outcome]) -> bool:
+    """Store finished votes and new cache entries in one transaction; beat the heart.
+    Returns False when the run is no longer running (cancelled elsewhere)."""
+    new_votes = []
+    with transaction.atomic():
+        entries = [entry for outcome in outcomes for entry in outcome.new_cache]
+        if entries:
+            CachedResponse.objects.bulk_create(entries, ignore_conflicts=True)
+        for outcome in outcomes:
+            fields = _vote_fields(run, outcome)
+            if outcome.unit.existing_vote_id is None:
+                new_votes.append(
+                    Vote(
+                        run=run,
+                        judge_id=run.judge_id,
+                        item_id=outcome.unit.item_id,
+                        round=outcome.unit.planned.round,
+                        **fields,
+                    )
+                )
+            else:
+                Vote.objects.filter(pk=outcome.unit.existing_vote_id, parse_status=Vote.Parse.FAILED).update(**fields)
+        if new_votes:
+            # The (run, item, round) constraint makes a vote slot unique; the run is claimed by
+            # one worker, so a conflict can only be a slot already stored.
+            Vote.objects.bulk_create(new_votes, ignore_conflicts=True)
+        return bool(
+            JudgeRun.objects.filter(pk=run.pk, status=JudgeRun.Status.RUNNING).update(heartbeat_at=timezone.now())
+        )
+
+
+def claim(run_id: int) -> JudgeRun | None:
+    """Move a queued run to running; None when another worker has it or it was cancelled."""
+    now = timezone.now()
+    claimed = JudgeRun.objects.filter(pk=run_id, status=JudgeRun.Status.QUEUED).update(
+        status=JudgeRun.Status.RUNNING, heartbeat_at=now, finished_at=None, error=""
+    )
+    if not claimed:
+        return None
+    JudgeRun.objects.filter(pk=run_id, started_at__isnull=True).update(started_at=now)
+    return JudgeRun.objects.select_related("study", "judge").get(pk=run_id)
+
+
+def _finish(run: JudgeRun, status: str, error: str = "") -> None:
+    JudgeRun.objects.filter(pk=run.pk, status=JudgeRun.Status.RUNNING).update(
+        status=status, finished_at=timezone.now(), error=error[:2000]
+    )
+
+
+def execute(run_id: int, *, progress: Callable[[int], None] | None = None) -> JudgeRun:
+    run = claim(run_id)
+    if run is None:
+        return JudgeRun.objects.get(pk=run_id)
+    try:
+        _execute(run, retry_failed=run.retry_failed, progress=progress)
+    except Exception as exc:
+        log.exception("judge run %s failed", run.pk)
+        _finish(run, JudgeRun.Status.FAILED, f"{type(exc).__name__}: {exc}")
+        raise
+    run.refresh_from_db()
+    return run
+
+
+def _execute(run: JudgeRun, *, retry_failed: bool, progress: Callable[[int], None] | None) -> None:
+    config = run.config
+    units, done = plan_units(run, retry_failed=retry_failed)
+    if progress:
+        progress(done)
+    if not units:
+        _finish(run, JudgeRun.Status.DONE)
+        return
+    try:
+        backend = backends.make_backend(config)
+    except backends.BackendError as exc:
+        _finish(run, JudgeRun.Status.FAILED, str(exc))
+        return
+    context = RunContext(config, backend, load_cache(units))
+    workers = min(config["concurrency"], backend.max_concurrency or config["concurrency"], len(units))
+    breaker = max(10, 2 * workers)  # this many failures in a row: the backend is down or misconfigured
+    consecutive_failures = 0
+    error = ""
+    buffer: list[Outcome] = []
+    last_flush = time.monotonic()
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"judge-run-{run.pk}") as pool:
+        pending: set[Future] = {pool.submit(context.process, unit) for unit in units}
+        while pending:
+            finished, pending = wait(pending, timeout=FLUSH_SECONDS, return_when=FIRST_COMPLETED)
+            for future in finished:
+                if future.cancelled():
+                    continue
+                outcome = future.result()
+                if outcome is None:
+                    continue
+                buffer.append(outcome)
+                consecutive_failures = consecutive_failures + 1 if outcome.status == Vote.Parse.FAILED else 0
+                if consecutive_failures >= breaker and not error:
+                    error = f"{breaker} requests in a row failed; last error: {outcome.error}"
+                    context.stop.set()
+            if len(buffer) >= FLUSH_VOTES or time.monotonic() - last_flush >= FLUSH_SECONDS or not pending:
+                if not write_outcomes(run, buffer):
+                    context.stop.set()
+                if progress and buffer:
+                    progress(len(buffer))
+                buffer, last_flush = [], time.monotonic()
+            if context.stop.is_set():
+                for future in pending:
+                    future.cancel()
+    _finish(run, JudgeRun.Status.FAILED if error else JudgeRun.Status.DONE, error)

@@ -1,0 +1,176 @@
+"""A small scriptable OpenAI-compatible chat server for tests and benchmarks (loopback only).
+
+It answers POST .../chat/completions. By default it votes for the shown answer that contains
+the word GOOD (a tie when neither or both do), under the labels it reads from the prompt's
+"[Label]" headers. Directives in the prompt change what it does, per exact prompt:
+
+    [[do:429x2]]        the first 2 requests get 429 with Retry-After (then the normal vote)
+    [[do:500]]          every request gets HTTP 500
+    [[do:malformedx1]]  200 with a body that is not JSON
+    [[do:dropx1]]       the connection is closed without a response
+    [[do:slowx1]]       waits `slow_seconds` before answering
+    [[do:garbage]]      answers text that names no option
+    [[do:garbagex1]]    ... only the first time
+
+With logprobs requested, the answer comes with top log-probabilities: the vote's label is
+split into the common prefix of the labels and the rest, and `p_choice` of the mass goes to
+the chosen option, the remainder to the other named option (see answer_logprobs).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import socket
+import threading
+import time
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+DIRECTIVE = re.compile(r"\[\[do:([a-z0-9]+?)(?:x(\d+))?\]\]")
+LABEL = re.compile(r"^\[(?!end of )([^\]\n]+)\]$", re.M)
+
+
+class JudgeServer:
+    def __init__(self, *, delay: float = 0.0, retry_after: str = "1", slow_seconds: float = 1.0, p_choice: float = 0.8):
+        self.delay = delay
+        self.retry_after = retry_after
+        self.slow_seconds = slow_seconds
+        self.p_choice = p_choice
+        self.lock = threading.Lock()
+        self.counts: Counter[str] = Counter()  # requests per exact prompt
+        self.log: list[dict[str, Any]] = []  # one entry per request: time, directive, body
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", 0))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                server.handle(self, body)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        # A client that timed out leaves a broken pipe behind: expected here, not worth a traceback.
+        self.httpd.handle_error = lambda request, client_address: None
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def __enter__(self) -> JudgeServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def requests_for(self, marker: str) -> list[dict[str, Any]]:
+        return [entry for entry in self.log if marker in entry["prompt"]]
+
+    # --- behaviour -------------------------------------------------------------------------
+
+    def handle(self, handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+        prompt = "\n".join(m.get("content", "") for m in body.get("messages", []))
+        key = hashlib.sha256(prompt.encode()).hexdigest()
+        with self.lock:
+            self.counts[key] += 1
+            nth = self.counts[key]
+            self.log.append({"at": time.monotonic(), "prompt": prompt, "body": body, "nth": nth})
+        directive = DIRECTIVE.search(prompt)
+        action = ""
+        if directive:
+            times = int(directive.group(2)) if directive.group(2) else None
+            if times is None or nth <= times:
+                action = directive.group(1)
+        if self.delay:
+            time.sleep(self.delay)
+        if action == "429":
+            return self._send(handler, 429, {"error": {"message": "slow down"}}, {"Retry-After": self.retry_after})
+        if action == "500":
+            return self._send(handler, 500, {"error": {"message": "boom"}})
+        if action == "malformed":
+            return self._send_raw(handler, 200, b'{"id": "x", "choices": [', "application/json")
+        if action == "drop":
+            handler.close_connection = True
+            handler.connection.shutdown(socket.SHUT_RDWR)
+            return None
+        if action == "slow":
+            time.sleep(self.slow_seconds)
+        labels = LABEL.findall(prompt)[:2]
+        user = body["messages"][-1]["content"]
+        if action == "garbage" or len(labels) < 2:
+            text = "Both answers have their merits and I would rather not say."
+            return self._reply(handler, body, text, None)
+        first_text = user.split(f"[{labels[0]}]", 1)[1].split(f"[end of {labels[0]}]", 1)[0]
+        second_text = user.split(f"[{labels[1]}]", 1)[1].split(f"[end of {labels[1]}]", 1)[0]
+        good_first, good_second = "GOOD" in first_text, "GOOD" in second_text
+        if good_first == good_second:
+            choice, other = "Tie", labels[0]
+        elif good_first:
+            choice, other = labels[0], labels[1]
+        else:
+            choice, other = labels[1], labels[0]
+        return self._reply(handler, body, choice, self.answer_logprobs(choice, other) if body.get("logprobs") else None)
+
+    def answer_logprobs(self, choice: str, other: str) -> list[dict[str, Any]]:
+        """Tokens of `choice` with top alternatives: p_choice on the chosen option, the rest on
+        `other`, split at the common prefix of the two labels (e.g. "Answer" + "1")."""
+        common = 0
+        while common < min(len(choice), len(other)) - 1 and choice[common] == other[common]:
+            common += 1
+        p, q = math.log(self.p_choice), math.log(1 - self.p_choice)
+        if common == 0:
+            return [_token(choice, p, [(choice, p), (other, q)])]
+        return [
+            _token(choice[:common], 0.0, [(choice[:common], 0.0)]),
+            _token(choice[common:], p, [(choice[common:], p), (other[common:], q)]),
+        ]
+
+    def _reply(self, handler, body: dict[str, Any], text: str, logprobs: list[dict[str, Any]] | None) -> None:
+        payload = {
+            "id": "chatcmpl-test",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", "test"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": "stop",
+                    "logprobs": {"content": logprobs} if logprobs else None,
+                }
+            ],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 2, "total_tokens": 102},
+        }
+        self._send(handler, 200, payload)
+
+    def _send(self, handler, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        self._send_raw(handler, status, json.dumps(payload).encode(), "application/json", headers)
+
+    def _send_raw(self, handler, status: int, data: bytes, content_type: str, headers: dict[str, str] | None = None):
+        handler.send_response(status)
+        handler.send_header("Content-Type", content_type)
+        handler.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            handler.send_header(name, value)
+        handler.end_headers()
+        handler.wfile.write(data)
+
+
+def _token(token: str, logprob: float, top: list[tuple[str, float]]) -> dict[str, Any]:
+    return {
+        "token": token,
+        "logprob": logprob,
+        "bytes": list(token.encode()),
+        "top_logprobs": [{"token": t, "logprob": lp, "bytes": list(t.encode())} for t, lp in top],
+    }

@@ -1,0 +1,68 @@
+import pytest
+
+from judges.prompts import (
+    DEFAULT_SYSTEM_TEMPLATE,
+    DEFAULT_USER_TEMPLATE,
+    PromptError,
+    check_template,
+    label_scheme,
+    render_messages,
+)
+
+
+def render(style="vote_only", scheme="answer12", **kw):
+    kw.setdefault("question", "Why is the sky blue?")
+    kw.setdefault("first", "Rayleigh scattering.")
+    kw.setdefault("second", "Because of {the sea}.")
+    return render_messages(
+        system_template=DEFAULT_SYSTEM_TEMPLATE,
+        user_template=DEFAULT_USER_TEMPLATE,
+        style=style,
+        scheme=label_scheme(scheme),
+        **kw,
+    )
+
+
+def test_it_shows_the_answers_in_the_given_order_under_the_scheme_labels():
+    system, user = render(scheme="ab")
+    assert system["role"] == "system" and user["role"] == "user"
+    assert user["content"].index("[A]\nRayleigh scattering.") < user["content"].index("[B]\nBecause of {the sea}.")
+    assert "A, B or Tie" in user["content"]
+
+
+def test_the_default_wording_states_the_rules_of_the_study():
+    text = DEFAULT_SYSTEM_TEMPLATE.lower()
+    for rule in ("correct", "formatting", "tone", "order", "tie"):
+        assert rule in text
+
+
+def test_each_style_says_where_the_vote_goes():
+    assert "Nothing else" in render("vote_only")[1]["content"]
+    assert "last line" in render("explain_then_vote")[1]["content"]
+    assert "first line" in render("vote_then_explain")[1]["content"]
+
+
+def test_a_blank_system_template_sends_only_the_user_message():
+    messages = render_messages(
+        system_template=" ",
+        user_template="{question}",
+        style="vote_only",
+        question="Q",
+        first="a",
+        second="b",
+        scheme=label_scheme("ab"),
+    )
+    assert messages == [{"role": "user", "content": "Q"}]
+
+
+def test_it_names_unknown_template_fields_and_where_they_are():
+    with pytest.raises(PromptError, match=r"user_template: unknown field\(s\) \{answer\}"):
+        check_template("{question} {answer}", where="user_template")
+    with pytest.raises(PromptError, match="system_template"):
+        check_template("a { b", where="system_template")
+    check_template(DEFAULT_USER_TEMPLATE, where="user_template")
+
+
+def test_it_rejects_an_unknown_label_scheme():
+    with pytest.raises(PromptError, match="unknown label scheme 'xy'"):
+        label_scheme("xy")
