@@ -13,6 +13,7 @@ export DJANGO_DEBUG="${DJANGO_DEBUG:-1}"
 log "Preparing the database"
 "$PY" manage.py migrate --no-input -v0
 "$PY" manage.py load_demo
+"$PY" manage.py create_demo_judges
 "$PY" manage.py ensure_staff
 
 log "Starting the task worker"
