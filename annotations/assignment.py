@@ -234,18 +234,15 @@ def vote_record(
     with transaction.atomic():
         rater = Rater.objects.select_for_update().select_related("study").get(pk=rater.pk)
         study = rater.study
-        lease = (
-            _lease_queryset()
-            .select_for_update(of=("self",))
-            .filter(rater=rater, token=token)
-            .first()
-        )
+        lease = _lease_queryset().select_for_update(of=("self",)).filter(rater=rater, token=token).first()
         if lease is None:
             raise LeaseNotFound("this item is not one of yours; nothing was recorded")
         if lease.voted_at is not None:
             vote = Vote.objects.get(rater=rater, item_id=lease.item_id)
             meta = vote.meta.get("assignment", {})
-            return VoteOutcome(vote=vote, created=False, counted=meta.get("counted", False), late=meta.get("late", False))
+            return VoteOutcome(
+                vote=vote, created=False, counted=meta.get("counted", False), late=meta.get("late", False)
+            )
         item = lease.item
         server_ms = max(0, int((now - lease.created_at).total_seconds() * 1000))
         words = item.answer_a1.len_words + item.answer_a2.len_words

@@ -19,9 +19,9 @@ class PlatformForm(forms.Form):
     PROLIFIC_PID = forms.CharField(required=False, max_length=128, validators=[_participant_id])
     STUDY_ID = forms.CharField(required=False, max_length=128)
     SESSION_ID = forms.CharField(required=False, max_length=128)
-    workerId = forms.CharField(required=False, max_length=128, validators=[_participant_id])  # noqa: N815
-    assignmentId = forms.CharField(required=False, max_length=128)  # noqa: N815
-    hitId = forms.CharField(required=False, max_length=128)  # noqa: N815
+    workerId = forms.CharField(required=False, max_length=128, validators=[_participant_id])
+    assignmentId = forms.CharField(required=False, max_length=128)
+    hitId = forms.CharField(required=False, max_length=128)
 
     MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"
 

@@ -5,7 +5,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from annotations.models import Lease, Rater, Vote
+from annotations.models import Vote
 from tests.factories import make_question, make_study
 
 pytestmark = pytest.mark.django_db
