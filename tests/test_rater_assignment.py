@@ -22,16 +22,21 @@ def answer(rater, choice="first", *, not_familiar=False, client_ms=5000, now=Non
     return lease, outcome
 
 
+def rate_until_done(rater, choice="tie"):
+    """Answer every item the rater is given; returns their leases in order."""
+    leases = []
+    while (lease := lease_next(rater=rater)) is not None:
+        leases.append(lease)
+        vote_record(rater=rater, token=lease.token, choice_shown=choice, client_ms=5000)
+    return leases
+
+
 def test_a_rater_never_gets_the_same_item_or_question_twice():
     study = make_study(votes_per_item=10, target_per_rater=20)
     questions = [make_question(study) for _ in range(3)]
     for question in questions:
         make_variant(question, kind="reference")
-    rater = make_rater(study)
-    seen = []
-    while (lease := lease_next(rater=rater)) is not None:
-        seen.append(lease.item)
-        vote_record(rater=rater, token=lease.token, choice_shown="tie", client_ms=5000)
+    seen = [lease.item for lease in rate_until_done(make_rater(study))]
     assert len(seen) == 3
     assert len({item.question_id for item in seen}) == 3
 
@@ -41,11 +46,7 @@ def test_without_one_variant_per_question_a_rater_sees_every_item_once():
     question = make_question(study)
     make_variant(question, kind="reference")
     make_variant(question, kind="rich_content")
-    rater = make_rater(study)
-    items = []
-    while (lease := lease_next(rater=rater)) is not None:
-        items.append(lease.item_id)
-        vote_record(rater=rater, token=lease.token, choice_shown="tie", client_ms=5000)
+    items = [lease.item_id for lease in rate_until_done(make_rater(study))]
     assert sorted(items) == sorted(ComparisonItem.objects.values_list("pk", flat=True))
 
 
@@ -62,11 +63,7 @@ def test_items_with_answers_awaiting_review_are_never_shown():
     study = make_study()
     question = make_question(study)
     make_variant(question, review_status=Answer.Review.PENDING)
-    rater = make_rater(study, target=5)
-    leases = []
-    while (lease := lease_next(rater=rater)) is not None:
-        leases.append(lease)
-        vote_record(rater=rater, token=lease.token, choice_shown="tie", client_ms=5000)
+    leases = rate_until_done(make_rater(study, target=5))
     assert [lease.item.kind_id for lease in leases] == [None]
 
 
