@@ -48,6 +48,7 @@ class EnterForm(forms.Form):
         max_length=128,
         validators=[_participant_id],
         help_text="Use the same id to come back later and continue where you stopped.",
+        widget=forms.TextInput(attrs={"aria-describedby": "id_participant_id-help", "autocomplete": "off"}),
     )
     target = forms.IntegerField(
         label="How many items would you like to rate?",

@@ -213,7 +213,12 @@ def test_a_screenshot_of_the_task_page(browser, live_server, transactional_db):
         a2="## Short answer ⚡\n\nThe flash comes first and the clouds make the **sound** afterwards, "
         "when they bump into each other.\n\n> Count the seconds between flash and bang to tell how far away it is.",
     )
+    study.instructions = "Read the question and **both answers**, then pick the better one."
+    study.consent = "We store your choices under your participant id only. You can stop at any time."
+    study.save()
     page = browser.new_page(viewport={"width": 1280, "height": 720})
+    page.goto(live_server.url + reverse("annotations:landing", args=[study.slug]))
+    page.screenshot(path=str(_shot_dir() / "rater-landing.png"))
     enter(page, live_server, study, participant_id="screenshot")
     page.get_by_label("I am not familiar with this topic").focus()
     page.keyboard.press("Tab")  # show the focus ring on the first choice
