@@ -147,9 +147,12 @@ def _slots_locked(item_id: int, *, now: datetime, exclude_lease: int | None = No
 def _lease_renew(lease: Lease, *, study: Study, now: datetime) -> bool:
     """An expired lease is given back to its rater if its slot is still wanted."""
     if not lease.is_gold:
+        savepoint = transaction.savepoint()
         a1, a2 = _slots_locked(lease.item_id, now=now, exclude_lease=lease.pk)
         if balance.next_order(a1, a2, study.votes_per_item, tie_break=lease.shown_first) != lease.shown_first:
+            transaction.savepoint_rollback(savepoint)  # let go of the item's lock (see _lease_hand_out)
             return False
+        transaction.savepoint_commit(savepoint)
     lease.expires_at = now + timedelta(seconds=study.lease_seconds)
     lease.save(update_fields=["expires_at"])
     return True
@@ -190,7 +193,11 @@ def _candidates(rater: Rater, study: Study, *, gold: bool, now: datetime) -> lis
 
 def _lease_hand_out(rater: Rater, study: Study, *, gold: bool, now: datetime) -> Lease | None:
     for item_id in _candidates(rater, study, gold=gold, now=now):
-        # The candidate list was read without locks; decide again under the item's lock.
+        # The candidate list was read without locks; decide again under the item's lock. A full
+        # item's lock is let go at once (rolling back to the savepoint releases it on
+        # PostgreSQL), so a transaction never holds one item while waiting for another: two
+        # raters trying candidates in different orders cannot deadlock.
+        savepoint = transaction.savepoint()
         a1, a2 = _slots_locked(item_id, now=now)
         tie_break = random.choice([Shown.A1_FIRST, Shown.A2_FIRST])
         if gold:
@@ -198,7 +205,9 @@ def _lease_hand_out(rater: Rater, study: Study, *, gold: bool, now: datetime) ->
         else:
             order = balance.next_order(a1, a2, study.votes_per_item, tie_break=tie_break)
         if order is None:
+            transaction.savepoint_rollback(savepoint)
             continue
+        transaction.savepoint_commit(savepoint)
         lease = Lease.objects.create(
             study=study,
             rater=rater,
