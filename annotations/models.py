@@ -203,6 +203,10 @@ class ComparisonItem(models.Model):
     )
     answer_a1 = models.ForeignKey(Answer, on_delete=models.PROTECT, related_name="+")
     answer_a2 = models.ForeignKey(Answer, on_delete=models.PROTECT, related_name="+")
+    # Counted human votes by display order, kept by annotations.assignment in the same
+    # transaction as the vote, so that handing out items needs no aggregate over all votes.
+    human_a1_first = models.PositiveIntegerField(default=0, editable=False)
+    human_a2_first = models.PositiveIntegerField(default=0, editable=False)
     created_at = models.DateTimeField(default=timezone.now)
 
     objects = ComparisonItemQuerySet.as_manager()
@@ -395,3 +399,55 @@ class Vote(models.Model):
         if self.choice_shown and not self.choice:
             self.choice = choice_from_shown(self.shown_first, self.choice_shown)
         super().save(*args, **kwargs)
+
+
+class LeaseQuerySet(models.QuerySet):
+    def pending(self) -> LeaseQuerySet:
+        """Leases still waiting for their vote (expired or not), not given up."""
+        return self.filter(voted_at__isnull=True, released_at__isnull=True)
+
+    def holding(self, now=None) -> LeaseQuerySet:
+        """Pending leases that still reserve their item's slot (not yet expired)."""
+        return self.pending().filter(expires_at__gt=now or timezone.now())
+
+
+class Lease(models.Model):
+    """One item handed to one rater, with the display order decided when it was handed out.
+
+    The rater votes against the unguessable `token`, never an item id. A lease reserves its
+    slot until `expires_at`; after that the item may be handed to someone else, but a vote
+    that still arrives on it is stored (never dropped). `released_at` is set when an expired
+    lease is given up because the rater came back after its slot had gone to someone else.
+    """
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="leases")
+    rater = models.ForeignKey(Rater, on_delete=models.CASCADE, related_name="leases")
+    item = models.ForeignKey(ComparisonItem, on_delete=models.PROTECT, related_name="leases")
+    token = models.CharField(max_length=43, unique=True)
+    shown_first = models.CharField(max_length=2, choices=Shown.choices)
+    is_gold = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now, help_text="When the item was first handed out.")
+    expires_at = models.DateTimeField(db_index=True)
+    voted_at = models.DateTimeField(null=True, blank=True)
+    released_at = models.DateTimeField(null=True, blank=True)
+
+    objects = LeaseQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["item", "expires_at"], name="lease_item_expires")]
+        constraints = [
+            # A rater never gets the same item twice.
+            models.UniqueConstraint(fields=["rater", "item"], name="lease_once_per_rater_item"),
+            # A rater has at most one current item.
+            models.UniqueConstraint(
+                fields=["rater"],
+                condition=Q(voted_at__isnull=True, released_at__isnull=True),
+                name="lease_one_pending_per_rater",
+            ),
+            models.CheckConstraint(condition=Q(expires_at__gt=models.F("created_at")), name="lease_expires_after_start"),
+            models.CheckConstraint(condition=Q(shown_first__in=["a1", "a2"]), name="lease_shown_first_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.rater} / {self.item_id}"

@@ -6,4 +6,7 @@ app_name = "annotations"
 
 urlpatterns = [
     path("", views.home, name="home"),
+    path("s/<slug:slug>/", views.study_landing, name="landing"),
+    path("s/<slug:slug>/task/", views.study_task, name="task"),
+    path("s/<slug:slug>/done/", views.study_done, name="done"),
 ]

@@ -1,11 +1,156 @@
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
-from django.views.decorators.http import require_GET
+"""The rater's pages: study landing, the task (page and htmx fragment from one view), completion.
 
-from annotations.models import Study
+A rater is known only through the session (`rater:<study id>` -> Rater pk); nothing in a URL or
+form names an item, a vote goes against the lease token of the rater's own current item.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import HttpResponseClientRedirect, HttpResponseClientRefresh
+
+from annotations import assignment
+from annotations.forms import EnterForm, PlatformForm, VoteForm
+from annotations.models import Lease, Rater, Study
 
 
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
     studies = Study.objects.filter(status=Study.Status.COLLECTING).order_by("title")
     return render(request, "annotations/home.html", {"studies": studies})
+
+
+def _study_or_404(request: HttpRequest, slug: str) -> Study:
+    """Raters see collecting and closed studies; drafts only exist for staff."""
+    study = get_object_or_404(Study, slug=slug)
+    if study.status == Study.Status.DRAFT and not request.user.is_staff:
+        raise Http404("No such study.")
+    return study
+
+
+def _session_key(study: Study) -> str:
+    return f"rater:{study.pk}"
+
+
+def _session_rater(request: HttpRequest, study: Study) -> Rater | None:
+    rater_id = request.session.get(_session_key(study))
+    if rater_id is None:
+        return None
+    return Rater.objects.filter(pk=rater_id, study=study).first()
+
+
+def _redirect(request: HttpRequest, url: str) -> HttpResponse:
+    """Leave the task fragment for another page, with or without htmx."""
+    return HttpResponseClientRedirect(url) if request.htmx else HttpResponseRedirect(url)
+
+
+@require_http_methods(["GET", "POST"])
+def study_landing(request: HttpRequest, slug: str) -> HttpResponse:
+    study = _study_or_404(request, slug)
+    platform_form = PlatformForm(request.GET)
+    platform = platform_form.platform()
+    preview = platform_form.is_mturk_preview()
+    current = _session_rater(request, study)
+    if current is not None and (platform is None or platform[1] == current.participant_id):
+        return redirect("annotations:task", slug=study.slug)
+
+    platform_id = platform[1] if platform else None
+    form = EnterForm(request.POST or None, platform_id=platform_id, initial={"target": study.target_per_rater})
+    if request.method == "POST" and study.status == Study.Status.COLLECTING and not preview and form.is_valid():
+        source, participant_id, meta = platform or (Rater.Source.DIRECT, form.cleaned_data["participant_id"], {})
+        rater = assignment.rater_enter(
+            study=study,
+            participant_id=participant_id,
+            source=source,
+            source_meta=meta,
+            target=form.cleaned_data.get("target"),
+        )
+        request.session.cycle_key()
+        request.session[_session_key(study)] = rater.pk
+        return redirect("annotations:task", slug=study.slug)
+    context = {
+        "study": study,
+        "form": form,
+        "platform_id": platform_id,
+        "preview": preview,
+        "query": request.GET.urlencode(),
+    }
+    return render(request, "annotations/landing.html", context, status=400 if form.errors else 200)
+
+
+@require_http_methods(["GET", "POST"])
+@vary_on_headers("HX-Request")
+def study_task(request: HttpRequest, slug: str) -> HttpResponse:
+    """The current item. A POST records the vote on the rater's own lease, then shows the next
+    item: as an htmx fragment, or by redirecting to GET so that a reload never re-posts."""
+    study = _study_or_404(request, slug)
+    rater = _session_rater(request, study)
+    if rater is None:
+        return _redirect(request, reverse("annotations:landing", args=[study.slug]))
+    form = VoteForm(request.POST or None)
+    if request.method == "POST":
+        if not form.is_valid():
+            return _task_response(request, study, rater, form=form, status=400)
+        data = form.cleaned_data
+        try:
+            assignment.vote_record(
+                rater=rater,
+                token=data["token"],
+                choice_shown=data["choice"],
+                not_familiar=data["not_familiar"],
+                client_ms=data["client_ms"],
+            )
+        except assignment.LeaseNotFound:
+            if request.htmx:
+                return HttpResponseClientRefresh()
+            raise Http404("This item is not one of yours.") from None
+        if not request.htmx:
+            return redirect("annotations:task", slug=study.slug)
+    return _task_response(request, study, rater, form=None)
+
+
+def _task_response(
+    request: HttpRequest, study: Study, rater: Rater, *, form: VoteForm | None, status: int = 200
+) -> HttpResponse:
+    lease = assignment.lease_next(rater=rater)
+    if lease is None:
+        return _redirect(request, reverse("annotations:done", args=[study.slug]))
+    done = assignment.rater_votes_done(rater=rater)
+    context = {"study": study, "rater": rater, "form": form, "done": done, **_sides(lease)}
+    template = "annotations/task.html#task" if request.htmx else "annotations/task.html"
+    return render(request, template, context, status=status)
+
+
+def _sides(lease: Lease) -> dict:
+    """What the page shows: answers in the lease's order, never which one is which."""
+    item = lease.item
+    left, right = (item.answer_a1, item.answer_a2) if lease.shown_first == "a1" else (item.answer_a2, item.answer_a1)
+    return {"token": lease.token, "question": item.question, "left": left, "right": right}
+
+
+@require_GET
+def study_done(request: HttpRequest, slug: str) -> HttpResponse:
+    study = _study_or_404(request, slug)
+    rater = _session_rater(request, study)
+    if rater is None:
+        return redirect("annotations:landing", slug=study.slug)
+    if assignment.lease_next(rater=rater) is not None:
+        return redirect("annotations:task", slug=study.slug)
+    if rater.source == Rater.Source.PROLIFIC and study.prolific_completion_url and study.completion_code:
+        return HttpResponseRedirect(_with_code(study.prolific_completion_url, study.completion_code))
+    done = assignment.rater_votes_done(rater=rater)
+    return render(request, "annotations/done.html", {"study": study, "rater": rater, "done": done})
+
+
+def _with_code(url: str, code: str) -> str:
+    """Prolific's completion URL with `cc=<code>` (kept as is when the study put it there)."""
+    parts = urlsplit(url)
+    query = dict(parse_qsl(parts.query))
+    query.setdefault("cc", code)
+    return urlunsplit(parts._replace(query=urlencode(query)))

@@ -1,0 +1,304 @@
+"""Handing items to human raters and recording their votes, correct with many raters at once.
+
+Locking discipline (the reason this is safe on PostgreSQL and on SQLite):
+- every transaction here first locks the rater row, so one rater's requests (two tabs, a
+  double click, a retry) run one after the other;
+- whoever changes how full an item is (a new lease, a counted vote) holds that item's row
+  lock, so the counts read under the lock are the truth; locks are always taken in the order
+  rater -> lease -> item, so two transactions never wait on each other in a circle;
+- on SQLite every transaction begins IMMEDIATE (see settings), which serialises writers.
+An item's fullness is its counted votes (`ComparisonItem.human_a1_first/human_a2_first`) plus
+the leases still holding a slot; `annotations.balance` decides the display order from them.
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db import transaction
+from django.db.models import Count, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Abs, Coalesce
+from django.utils import timezone
+
+from annotations import balance
+from annotations.models import Answer, ComparisonItem, Judge, Lease, Rater, Shown, Study, Vote
+
+# Gold accuracy is judged only after this many attention checks, so one slip does not flag.
+GOLD_MIN_SEEN = 3
+# How many of the emptiest items to try (each under its own lock) before giving up.
+CANDIDATES_TRIED = 8
+
+
+class LeaseNotFound(Exception):
+    """The token is not one of this rater's leases: nothing is recorded."""
+
+
+@dataclass(frozen=True)
+class VoteOutcome:
+    vote: Vote
+    created: bool  # False when this was a resubmission of an already stored vote
+    counted: bool  # counts towards the item's quota (familiar and not too fast)
+    late: bool  # arrived after the lease had expired
+
+
+def judge_human_pool(*, study: Study) -> Judge:
+    """The study's human rater pool, where every human vote goes."""
+    judge, _ = Judge.objects.get_or_create(study=study, kind=Judge.Kind.HUMAN, defaults={"name": "Humans"})
+    return judge
+
+
+def rater_enter(
+    *,
+    study: Study,
+    participant_id: str,
+    source: str = Rater.Source.DIRECT,
+    source_meta: dict | None = None,
+    target: int | None = None,
+) -> Rater:
+    """Find or create the rater with this participant id: coming back with the same id resumes."""
+    participant_id = participant_id.strip()
+    if not participant_id:
+        raise ValueError("rater_enter: participant_id is empty")
+    if target is not None and target < 1:
+        raise ValueError(f"rater_enter: target must be at least 1, got {target}")
+    now = timezone.now()
+    with transaction.atomic():
+        judge_human_pool(study=study)
+        rater, created = Rater.objects.get_or_create(
+            study=study,
+            participant_id=participant_id,
+            defaults={
+                "source": source,
+                "source_meta": source_meta or {},
+                "target": target or study.target_per_rater,
+                "consent_at": now,
+                "last_seen_at": now,
+            },
+        )
+        if not created:
+            rater.last_seen_at = now
+            rater.consent_at = rater.consent_at or now
+            rater.source_meta = {**rater.source_meta, **(source_meta or {})}
+            if target:
+                rater.target = target
+            rater.save(update_fields=["last_seen_at", "consent_at", "source_meta", "target"])
+    return rater
+
+
+def rater_votes_done(*, rater: Rater) -> int:
+    """How many items the rater has answered (every vote, gold and not-familiar included)."""
+    return Vote.objects.filter(rater=rater).count()
+
+
+def _lease_queryset() -> QuerySet[Lease]:
+    return Lease.objects.select_related("item__question", "item__answer_a1", "item__answer_a2")
+
+
+def lease_next(*, rater: Rater, now: datetime | None = None) -> Lease | None:
+    """The rater's current item: the pending lease if it still holds, else a new one.
+
+    Returns None when the rater is finished: target reached, study not collecting, or no item
+    left that they may rate.
+    """
+    now = now or timezone.now()
+    # Fast path without the write lock: reloading the page while the lease holds.
+    current = _lease_queryset().pending().filter(rater=rater).first()
+    if current is not None and current.expires_at > now:
+        return current
+    with transaction.atomic():
+        rater = Rater.objects.select_for_update().select_related("study").get(pk=rater.pk)
+        study = rater.study
+        current = _lease_queryset().pending().filter(rater=rater).first()
+        if current is not None:
+            if current.expires_at > now or _lease_renew(current, study=study, now=now):
+                return current
+            current.released_at = now
+            current.save(update_fields=["released_at"])
+        if study.status != Study.Status.COLLECTING:
+            return None
+        done = rater_votes_done(rater=rater)
+        if done >= rater.target:
+            return None
+        gold_turn = study.gold_every > 0 and (done + 1) % (study.gold_every + 1) == 0
+        lease = None
+        if gold_turn:
+            lease = _lease_hand_out(rater, study, gold=True, now=now)
+        if lease is None:
+            lease = _lease_hand_out(rater, study, gold=False, now=now)
+        return lease
+
+
+def _slots_locked(item_id: int, *, now: datetime, exclude_lease: int | None = None) -> tuple[int, int]:
+    """Lock the item and return (A1-left, A2-left) = counted votes + leases holding a slot."""
+    item = ComparisonItem.objects.select_for_update().only("human_a1_first", "human_a2_first").get(pk=item_id)
+    holding = Lease.objects.holding(now).filter(item_id=item_id)
+    if exclude_lease is not None:
+        holding = holding.exclude(pk=exclude_lease)
+    open_by_order = dict(holding.order_by().values_list("shown_first").annotate(n=Count("pk")))
+    return (
+        item.human_a1_first + open_by_order.get(Shown.A1_FIRST, 0),
+        item.human_a2_first + open_by_order.get(Shown.A2_FIRST, 0),
+    )
+
+
+def _lease_renew(lease: Lease, *, study: Study, now: datetime) -> bool:
+    """An expired lease is given back to its rater if its slot is still wanted."""
+    if not lease.is_gold:
+        savepoint = transaction.savepoint()
+        a1, a2 = _slots_locked(lease.item_id, now=now, exclude_lease=lease.pk)
+        if balance.next_order(a1, a2, study.votes_per_item, tie_break=lease.shown_first) != lease.shown_first:
+            transaction.savepoint_rollback(savepoint)  # let go of the item's lock (see _lease_hand_out)
+            return False
+        transaction.savepoint_commit(savepoint)
+    lease.expires_at = now + timedelta(seconds=study.lease_seconds)
+    lease.save(update_fields=["expires_at"])
+    return True
+
+
+def _open_count(order: str, now: datetime) -> Coalesce:
+    holding = (
+        Lease.objects.holding(now)
+        .filter(item=OuterRef("pk"), shown_first=order)
+        .order_by()
+        .values("item")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    return Coalesce(Subquery(holding, output_field=IntegerField()), Value(0))
+
+
+def _candidates(rater: Rater, study: Study, *, gold: bool, now: datetime) -> list[int]:
+    """Ids of the emptiest items this rater may get, emptiest first, ties in random order."""
+    seen = Lease.objects.filter(rater=rater)
+    items = ComparisonItem.objects.filter(
+        study=study,
+        question__is_gold=gold,
+        answer_a1__review_status=Answer.Review.APPROVED,
+        answer_a2__review_status=Answer.Review.APPROVED,
+    ).exclude(pk__in=seen.values("item_id"))
+    if study.one_variant_per_question:
+        items = items.exclude(question_id__in=seen.values("item__question_id"))
+    items = items.annotate(
+        a1=F("human_a1_first") + _open_count(Shown.A1_FIRST, now),
+        a2=F("human_a2_first") + _open_count(Shown.A2_FIRST, now),
+    ).annotate(total=F("a1") + F("a2"), gap=Abs(F("a1") - F("a2")))
+    if not gold:  # attention checks have no quota: any unseen one will do
+        quota = study.votes_per_item
+        items = items.filter(Q(total__lt=quota) | Q(gap__gt=quota % 2))
+    return list(items.order_by("total", "?").values_list("pk", flat=True)[:CANDIDATES_TRIED])
+
+
+def _lease_hand_out(rater: Rater, study: Study, *, gold: bool, now: datetime) -> Lease | None:
+    for item_id in _candidates(rater, study, gold=gold, now=now):
+        # The candidate list was read without locks; decide again under the item's lock. A full
+        # item's lock is let go at once (rolling back to the savepoint releases it on
+        # PostgreSQL), so a transaction never holds one item while waiting for another: two
+        # raters trying candidates in different orders cannot deadlock.
+        savepoint = transaction.savepoint()
+        a1, a2 = _slots_locked(item_id, now=now)
+        tie_break = random.choice([Shown.A1_FIRST, Shown.A2_FIRST])
+        if gold:
+            order = tie_break if a1 == a2 else (Shown.A1_FIRST if a1 < a2 else Shown.A2_FIRST)
+        else:
+            order = balance.next_order(a1, a2, study.votes_per_item, tie_break=tie_break)
+        if order is None:
+            transaction.savepoint_rollback(savepoint)
+            continue
+        transaction.savepoint_commit(savepoint)
+        lease = Lease.objects.create(
+            study=study,
+            rater=rater,
+            item_id=item_id,
+            token=secrets.token_urlsafe(24),
+            shown_first=order,
+            is_gold=gold,
+            created_at=now,
+            expires_at=now + timedelta(seconds=study.lease_seconds),
+        )
+        return _lease_queryset().get(pk=lease.pk)
+    return None
+
+
+def vote_record(
+    *,
+    rater: Rater,
+    token: str,
+    choice_shown: str,
+    not_familiar: bool = False,
+    client_ms: int | None = None,
+    now: datetime | None = None,
+) -> VoteOutcome:
+    """Store the rater's vote on one of their own leases, exactly once.
+
+    A resubmission returns the vote already stored. A vote on an expired (even released)
+    lease is stored all the same and flagged late in `meta`. Not-familiar votes and votes
+    faster than the study's threshold are stored but do not count towards the item's quota,
+    so the item is offered again. The threshold uses the browser's time when it was sent,
+    else the server's.
+    """
+    now = now or timezone.now()
+    with transaction.atomic():
+        rater = Rater.objects.select_for_update().select_related("study").get(pk=rater.pk)
+        study = rater.study
+        lease = _lease_queryset().select_for_update(of=("self",)).filter(rater=rater, token=token).first()
+        if lease is None:
+            raise LeaseNotFound("this item is not one of yours; nothing was recorded")
+        if lease.voted_at is not None:
+            vote = Vote.objects.get(rater=rater, item_id=lease.item_id)
+            meta = vote.meta.get("assignment", {})
+            return VoteOutcome(
+                vote=vote, created=False, counted=meta.get("counted", False), late=meta.get("late", False)
+            )
+        item = lease.item
+        server_ms = max(0, int((now - lease.created_at).total_seconds() * 1000))
+        words = item.answer_a1.len_words + item.answer_a2.len_words
+        too_fast = (client_ms if client_ms is not None else server_ms) < study.threshold_ms(words)
+        counted = not not_familiar and not too_fast
+        late = lease.released_at is not None or lease.expires_at <= now
+        vote = Vote.objects.create(
+            item=item,
+            judge=judge_human_pool(study=study),
+            rater=rater,
+            shown_first=lease.shown_first,
+            choice_shown=choice_shown,
+            not_familiar=not_familiar,
+            client_ms=client_ms,
+            server_ms=server_ms,
+            received_at=now,
+            meta={"assignment": {"counted": counted, "too_fast": too_fast, "late": late}},
+        )
+        lease.voted_at = now
+        lease.save(update_fields=["voted_at"])
+        if counted:
+            field = "human_a1_first" if lease.shown_first == Shown.A1_FIRST else "human_a2_first"
+            ComparisonItem.objects.filter(pk=item.pk).update(**{field: F(field) + 1})
+        rater.last_seen_at = now
+        fields = ["last_seen_at"]
+        if lease.is_gold:
+            _rater_score_gold(rater, study=study, correct=vote.choice == "a1" and not not_familiar)
+            fields += ["gold_seen", "gold_correct", "flagged", "flag_reason"]
+        rater.save(update_fields=fields)
+    return VoteOutcome(vote=vote, created=True, counted=counted, late=late)
+
+
+_GOLD_FLAG = "attention checks"
+
+
+def _rater_score_gold(rater: Rater, *, study: Study, correct: bool) -> None:
+    """Record one attention check and (un)flag the rater against the study's bar."""
+    rater.gold_seen += 1
+    rater.gold_correct += int(correct)
+    if rater.gold_seen < GOLD_MIN_SEEN:
+        return
+    accuracy = rater.gold_correct / rater.gold_seen
+    if accuracy < study.gold_min_accuracy:
+        rater.flagged = True
+        rater.flag_reason = (
+            f"{_GOLD_FLAG}: {rater.gold_correct}/{rater.gold_seen} correct, under {study.gold_min_accuracy:.0%}"
+        )
+    elif rater.flagged and rater.flag_reason.startswith(_GOLD_FLAG):
+        rater.flagged = False
+        rater.flag_reason = ""

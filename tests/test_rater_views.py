@@ -1,0 +1,270 @@
+"""The rater pages over HTTP with personas: anonymous visitor, rater, another rater, staff."""
+
+import re
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from annotations.assignment import lease_next
+from annotations.models import ComparisonItem, Lease, Rater, Study, Vote
+from tests.factories import make_question, make_rater, make_study
+
+pytestmark = pytest.mark.django_db
+
+HX = {"HTTP_HX_REQUEST": "true"}
+
+
+def urls(study):
+    return {name: reverse(f"annotations:{name}", args=[study.slug]) for name in ("landing", "task", "done")}
+
+
+def signed_in(rater: Rater) -> Client:
+    """A browser session of this rater, entered through the landing page like a real one."""
+    client = Client()
+    response = client.post(urls(rater.study)["landing"], {"participant_id": rater.participant_id, "consent": "on"})
+    assert response.status_code == 302, response.content
+    return client
+
+
+def token_in(response) -> str:
+    return re.search(r'name="token" value="([^"]+)"', response.content.decode()).group(1)
+
+
+# --- landing -------------------------------------------------------------------------------
+
+
+def test_the_landing_page_renders_instructions_and_consent_sanitised(anon_client):
+    study = make_study(
+        instructions="# Read *carefully*\n<script>alert(1)</script>", consent="You agree [x](javascript:alert(1))."
+    )
+    response = anon_client.get(urls(study)["landing"])
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "<em>carefully</em>" in html
+    assert "<script>alert" not in html and "javascript:" not in html
+    assert 'name="participant_id"' in html
+
+
+def test_entering_needs_an_id_and_consent(anon_client):
+    study = make_study()
+    response = anon_client.post(urls(study)["landing"], {"participant_id": "has space"})
+    assert response.status_code == 400
+    assert not Rater.objects.exists()
+    assert b"no spaces" in response.content
+
+
+def test_a_prolific_link_skips_the_id_entry_and_keeps_the_platform_ids(anon_client):
+    study = make_study()
+    query = "?PROLIFIC_PID=abc123&STUDY_ID=s1&SESSION_ID=x9"
+    page = anon_client.get(urls(study)["landing"] + query)
+    assert b'name="participant_id"' not in page.content
+    assert b"abc123" in page.content
+    response = anon_client.post(urls(study)["landing"] + query, {"consent": "on", "target": "7"})
+    assert response.status_code == 302
+    rater = Rater.objects.get()
+    assert (rater.participant_id, rater.source, rater.target) == ("abc123", "prolific", 7)
+    assert rater.source_meta == {"STUDY_ID": "s1", "SESSION_ID": "x9"}
+
+
+def test_an_mturk_link_enters_and_a_preview_cannot_start(anon_client):
+    study = make_study()
+    preview = "?assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE&hitId=h1"
+    page = anon_client.get(urls(study)["landing"] + preview)
+    assert b"Accept the HIT" in page.content and b"<form" not in page.content
+    anon_client.post(urls(study)["landing"] + preview, {"participant_id": "W1", "consent": "on"})
+    assert not Rater.objects.exists()
+    query = "?workerId=W1&assignmentId=A1&hitId=h1"
+    anon_client.post(urls(study)["landing"] + query, {"consent": "on"})
+    assert Rater.objects.get().source == "mturk"
+
+
+def test_coming_back_with_the_same_id_resumes_the_same_pending_item(rater):
+    first = signed_in(rater).get(urls(rater.study)["task"])
+    second = signed_in(rater).get(urls(rater.study)["task"])
+    assert token_in(first) == token_in(second)
+    assert Rater.objects.count() == 1 and Lease.objects.count() == 1
+
+
+def test_a_rater_with_a_session_goes_straight_to_the_task(rater):
+    client = signed_in(rater)
+    response = client.get(urls(rater.study)["landing"])
+    assert response.status_code == 302 and response["Location"] == urls(rater.study)["task"]
+
+
+def test_a_draft_study_is_hidden_from_raters_but_staff_can_preview_it(anon_client, staff_client):
+    study = make_study(status=Study.Status.DRAFT)
+    assert anon_client.get(urls(study)["landing"]).status_code == 404
+    assert staff_client.get(urls(study)["landing"]).status_code == 200
+
+
+# --- task: access control ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["task", "done"])
+def test_an_anonymous_visitor_is_sent_to_the_landing_page(anon_client, small_study, name):
+    response = anon_client.get(urls(small_study)[name])
+    assert response.status_code == 302 and response["Location"] == urls(small_study)["landing"]
+    htmx = anon_client.post(urls(small_study)["task"], {"token": "x", "choice": "first"}, **HX)
+    assert htmx["HX-Redirect"] == urls(small_study)["landing"]
+    assert not Vote.objects.exists()
+
+
+def test_staff_without_a_rater_session_cannot_vote(staff_client, small_study):
+    response = staff_client.get(urls(small_study)["task"])
+    assert response.status_code == 302 and response["Location"] == urls(small_study)["landing"]
+
+
+def test_it_rejects_a_vote_on_another_raters_current_item(rater):
+    owner = signed_in(rater)
+    token = token_in(owner.get(urls(rater.study)["task"]))
+    intruder = signed_in(make_rater(rater.study))
+    response = intruder.post(urls(rater.study)["task"], {"token": token, "choice": "first"})
+    assert response.status_code == 404
+    htmx = intruder.post(urls(rater.study)["task"], {"token": token, "choice": "first"}, **HX)
+    assert htmx["HX-Refresh"] == "true"
+    assert not Vote.objects.exists()
+
+
+def test_a_rater_session_of_one_study_does_not_open_another(rater):
+    client = signed_in(rater)
+    other = make_study()
+    make_question(other)
+    response = client.get(urls(other)["task"])
+    assert response.status_code == 302 and response["Location"] == urls(other)["landing"]
+
+
+def test_the_page_shows_no_item_ids_results_or_which_answer_is_perturbed(rater):
+    html = signed_in(rater).get(urls(rater.study)["task"]).content.decode()
+    lease = Lease.objects.get()
+    assert f'value="{lease.item_id}"' not in html
+    for word in ("a1", "a2", r"perturb\w*", "control", "human_a1_first", "votes", "score"):
+        assert not re.search(rf"\b{word}\b", html, re.IGNORECASE), word
+
+
+def test_a_malformed_vote_is_refused_with_the_same_item_shown_again(rater):
+    client = signed_in(rater)
+    token = token_in(client.get(urls(rater.study)["task"]))
+    response = client.post(urls(rater.study)["task"], {"token": token, "choice": "left"})
+    assert response.status_code == 400
+    assert token_in(response) == token
+    assert not Vote.objects.exists()
+
+
+# --- task: page and fragment ---------------------------------------------------------------
+
+
+def test_the_task_page_shows_both_answers_rendered_and_sanitised(db):
+    study = make_study(votes_per_item=1)
+    make_question(
+        study,
+        text="What is **H2O**?",
+        a1="Water. <img src=x onerror=alert(1)> :droplet: 💧",
+        a2="| a | b |\n|---|---|\n| 1 | 2 |\n\n<iframe src='x'></iframe><style>b{}</style>",
+    )
+    html = signed_in(make_rater(study)).get(urls(study)["task"]).content.decode()
+    assert "<strong>H2O</strong>" in html and "💧" in html and "<table>" in html
+    for bad in ("onerror", "<iframe", "<style>b", "<img"):
+        assert bad not in html
+    assert html.count('type="submit" name="choice"') == 3
+    assert 'type="checkbox" name="not_familiar"' in html and 'for="not-familiar"' in html
+    assert "0 / 45" in html
+
+
+def test_a_plain_post_records_the_vote_and_redirects_to_the_next_item(rater):
+    client = signed_in(rater)
+    task = urls(rater.study)["task"]
+    token = token_in(client.get(task))
+    response = client.post(task, {"token": token, "choice": "second", "not_familiar": "on", "client_ms": "4321"})
+    assert response.status_code == 302 and response["Location"] == task
+    vote = Vote.objects.get()
+    assert (vote.choice_shown, vote.not_familiar, vote.client_ms) == ("second", True, 4321)
+    assert vote.server_ms is not None
+    follow = client.get(task)
+    assert token_in(follow) != token and b"1 / 3" in follow.content
+
+
+def test_an_htmx_post_answers_with_the_next_item_fragment(rater):
+    client = signed_in(rater)
+    task = urls(rater.study)["task"]
+    token = token_in(client.get(task))
+    response = client.post(task, {"token": token, "choice": "tie", "client_ms": "2500"}, **HX)
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert html.lstrip().startswith('<section id="task"') and "<html" not in html
+    assert token_in(response) != token and "1 / 3" in html
+    assert response["Vary"] == "HX-Request, Cookie" or "HX-Request" in response["Vary"]
+
+
+def test_a_double_submission_is_stored_once(rater):
+    client = signed_in(rater)
+    task = urls(rater.study)["task"]
+    token = token_in(client.get(task))
+    client.post(task, {"token": token, "choice": "first"}, **HX)
+    client.post(task, {"token": token, "choice": "second"}, **HX)
+    assert Vote.objects.count() == 1 and Vote.objects.get().choice_shown == "first"
+
+
+def test_the_last_vote_leads_to_the_completion_code(db):
+    study = make_study(target_per_rater=1, completion_code="C0DE-77")
+    make_question(study)
+    client = signed_in(make_rater(study))
+    task, done = urls(study)["task"], urls(study)["done"]
+    token = token_in(client.get(task))
+    response = client.post(task, {"token": token, "choice": "tie"}, **HX)
+    assert response["HX-Redirect"] == done
+    page = client.get(done)
+    assert b"C0DE-77" in page.content
+    assert client.get(task)["Location"] == done
+
+
+def test_prolific_raters_are_sent_back_to_prolific_with_the_code(anon_client):
+    study = make_study(
+        target_per_rater=1,
+        completion_code="PRO1",
+        prolific_completion_url="https://app.prolific.com/submissions/complete",
+    )
+    make_question(study)
+    anon_client.post(urls(study)["landing"] + "?PROLIFIC_PID=pp1&STUDY_ID=s&SESSION_ID=x", {"consent": "on"})
+    token = token_in(anon_client.get(urls(study)["task"]))
+    anon_client.post(urls(study)["task"], {"token": token, "choice": "first"})
+    response = anon_client.get(urls(study)["done"])
+    assert response.status_code == 302
+    assert response["Location"] == "https://app.prolific.com/submissions/complete?cc=PRO1"
+
+
+def test_the_done_page_sends_an_unfinished_rater_back_to_work(rater):
+    client = signed_in(rater)
+    response = client.get(urls(rater.study)["done"])
+    assert response.status_code == 302 and response["Location"] == urls(rater.study)["task"]
+
+
+# --- query counts on the hot views ---------------------------------------------------------
+
+
+def test_the_task_page_query_count_is_pinned(rater, django_assert_num_queries):
+    client = signed_in(rater)
+    task = urls(rater.study)["task"]
+    client.get(task)  # the lease is handed out
+    # session, study, rater, pending lease with its item/question/answers, progress count
+    with django_assert_num_queries(5):
+        client.get(task)
+
+
+def test_the_vote_query_count_is_pinned(rater, django_assert_num_queries):
+    client = signed_in(rater)
+    task = urls(rater.study)["task"]
+    token = token_in(client.get(task))
+    # Study, session, rater; the vote under the rater lock (rater, lease, judge, insert, lease,
+    # item counter, rater) and handing out the next item under the lock (rater, lease,
+    # progress, candidates, locked item, its open leases, insert, reload), progress: 26 with
+    # the savepoints (one per transaction, one per candidate tried).
+    with django_assert_num_queries(26):
+        response = client.post(task, {"token": token, "choice": "first", "client_ms": "3000"}, **HX)
+    assert response.status_code == 200
+    assert (
+        ComparisonItem.objects.filter(human_a1_first__gt=0).count()
+        + ComparisonItem.objects.filter(human_a2_first__gt=0).count()
+        == 1
+    )
+    assert lease_next(rater=rater).token == token_in(response)
