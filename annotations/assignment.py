@@ -170,8 +170,8 @@ def _open_count(order: str, now: datetime) -> Coalesce:
     return Coalesce(Subquery(holding, output_field=IntegerField()), Value(0))
 
 
-def _candidates(rater: Rater, study: Study, *, gold: bool, now: datetime) -> list[int]:
-    """Ids of the emptiest items this rater may get, emptiest first, ties in random order."""
+def _eligible_items(rater: Rater, study: Study, *, gold: bool) -> QuerySet[ComparisonItem]:
+    """Items this rater may still be given, whatever their quota."""
     seen = Lease.objects.filter(rater=rater)
     items = ComparisonItem.objects.filter(
         study=study,
@@ -181,7 +181,28 @@ def _candidates(rater: Rater, study: Study, *, gold: bool, now: datetime) -> lis
     ).exclude(pk__in=seen.values("item_id"))
     if study.one_variant_per_question:
         items = items.exclude(question_id__in=seen.values("item__question_id"))
-    items = items.annotate(
+    return items
+
+
+def rater_may_wait(*, rater: Rater) -> bool:
+    """True when the rater has no item now only because other raters' leases hold the free
+    slots: an item they may rate still lacks counted votes. Such a rater is asked to come back
+    in a moment, not sent off with the completion code."""
+    study = rater.study
+    if study.status != Study.Status.COLLECTING or rater_votes_done(rater=rater) >= rater.target:
+        return False
+    counted = F("human_a1_first") + F("human_a2_first")
+    return (
+        _eligible_items(rater, study, gold=False)
+        .annotate(counted=counted)
+        .filter(counted__lt=study.votes_per_item)
+        .exists()
+    )
+
+
+def _candidates(rater: Rater, study: Study, *, gold: bool, now: datetime) -> list[int]:
+    """Ids of the emptiest items this rater may get, emptiest first, ties in random order."""
+    items = _eligible_items(rater, study, gold=gold).annotate(
         a1=F("human_a1_first") + _open_count(Shown.A1_FIRST, now),
         a2=F("human_a2_first") + _open_count(Shown.A2_FIRST, now),
     ).annotate(total=F("a1") + F("a2"), gap=Abs(F("a1") - F("a2")))

@@ -145,7 +145,9 @@ def study_done(request: HttpRequest, slug: str) -> HttpResponse:
     if rater.source == Rater.Source.PROLIFIC and study.prolific_completion_url and study.completion_code:
         return HttpResponseRedirect(_with_code(study.prolific_completion_url, study.completion_code))
     done = assignment.rater_votes_done(rater=rater)
-    return render(request, "annotations/done.html", {"study": study, "rater": rater, "done": done})
+    waiting = assignment.rater_may_wait(rater=rater)
+    context = {"study": study, "rater": rater, "done": done, "waiting": waiting}
+    return render(request, "annotations/done.html", context)
 
 
 def _with_code(url: str, code: str) -> str:

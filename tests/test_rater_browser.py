@@ -232,6 +232,8 @@ def test_a_screenshot_of_the_task_page(browser, live_server, transactional_db):
 
 
 def _shot_dir() -> Path:
-    path = Path(os.environ.get("BIASSTUDY_SHOT_DIR", "/tmp/biasstudy-shots"))
+    # Screenshots of every run land in test-artifacts/ (ignored by git) for a person to look at.
+    default = Path(__file__).resolve().parent.parent / "test-artifacts"
+    path = Path(os.environ.get("BIASSTUDY_SHOT_DIR", default))
     path.mkdir(parents=True, exist_ok=True)
     return path

@@ -218,6 +218,28 @@ def test_the_last_vote_leads_to_the_completion_code(db):
     assert client.get(task)["Location"] == done
 
 
+def test_a_rater_blocked_only_by_other_raters_leases_is_asked_to_wait_without_the_code(db):
+    study = make_study(votes_per_item=1, target_per_rater=5, completion_code="NOT-YET")
+    make_question(study)
+    holder, waiting = make_rater(study), make_rater(study)
+    assert lease_next(rater=holder) is not None  # the only slot is now on holder's lease
+    client = signed_in(waiting)
+    assert client.get(urls(study)["task"])["Location"] == urls(study)["done"]
+    page = client.get(urls(study)["done"])
+    assert b"Please wait a moment" in page.content
+    assert b"NOT-YET" not in page.content
+
+
+def test_a_rater_with_nothing_left_to_rate_gets_the_code_before_the_target(db):
+    study = make_study(votes_per_item=1, target_per_rater=5, completion_code="ALL-DONE")
+    make_question(study)
+    first = signed_in(make_rater(study))
+    token = token_in(first.get(urls(study)["task"]))
+    first.post(urls(study)["task"], {"token": token, "choice": "tie", "client_ms": 5000}, **HX)
+    page = signed_in(make_rater(study)).get(urls(study)["done"])
+    assert b"ALL-DONE" in page.content and b"no more items for you" in page.content
+
+
 def test_prolific_raters_are_sent_back_to_prolific_with_the_code(anon_client):
     study = make_study(
         target_per_rater=1,
