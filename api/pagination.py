@@ -4,6 +4,9 @@ pages through never shift what it has still to read."""
 
 from __future__ import annotations
 
+from base64 import b64decode
+from urllib import parse
+
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import CursorPagination
 
@@ -19,13 +22,14 @@ class IdCursorPagination(CursorPagination):
     def decode_cursor(self, request):
         # DRF answers a bad cursor with 404 and passes the position it decodes to the query
         # unchecked (a crafted "p=abc" became a 500). A cursor is input like any other: 400.
+        encoded = request.query_params.get(self.cursor_query_param)
         try:
             cursor = super().decode_cursor(request)
         except NotFound:
             cursor = None
             valid = False
         else:
-            valid = cursor is None or cursor.position is None or _is_id(cursor.position)
+            valid = cursor is None or (_only_cursor_keys(encoded) and (cursor.position is None or _is_id(cursor.position)))
         if not valid:
             raise ValidationError({self.cursor_query_param: ["Invalid cursor: use the next/previous links as given."]})
         return cursor
@@ -34,6 +38,15 @@ class IdCursorPagination(CursorPagination):
 class VoteCursorPagination(IdCursorPagination):
     page_size = 500
     max_page_size = 5000
+
+
+def _only_cursor_keys(encoded: str) -> bool:
+    """Strictly base64, and only the keys DRF writes (DRF itself skips junk it cannot read)."""
+    try:
+        tokens = parse.parse_qs(b64decode(encoded.encode("ascii"), validate=True).decode("ascii"), keep_blank_values=True)
+    except ValueError:
+        return False
+    return set(tokens) <= {"o", "r", "p"}
 
 
 def _is_id(value: str) -> bool:
