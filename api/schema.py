@@ -17,12 +17,6 @@ class ErrorSerializer(serializers.Serializer):
     detail = serializers.CharField()
 
 
-class StudyFileErrorSerializer(ErrorSerializer):
-    path = serializers.CharField(help_text='The file (inside the zip for chen2024), or "request body".')
-    line = serializers.IntegerField(allow_null=True)
-    field = serializers.CharField(allow_null=True, help_text='Where in the record, e.g. "questions[2].answers[0].text".')
-
-
 BAD_REQUEST = OpenApiResponse(
     response=OpenApiTypes.OBJECT,
     description=(
@@ -39,12 +33,14 @@ ERRORS = {
 
 class ApiAutoSchema(AutoSchema):
     def _resolve_path_parameters(self, variables):
-        # Ids are positive and fit the database's 64-bit keys; saying so keeps generated
-        # clients (and schemathesis) on URLs that exist.
+        # Ids are positive and fit the database's 64-bit keys, slugs are slugs; saying so keeps
+        # generated clients (and schemathesis) on URLs that can exist.
         parameters = super()._resolve_path_parameters(variables)
         for parameter in parameters:
             if parameter["schema"].get("type") == "integer":
                 parameter["schema"].update(minimum=1, maximum=MAX_ID)
+            elif parameter["name"] == "slug":
+                parameter["schema"].setdefault("pattern", r"^[-a-zA-Z0-9_]+$")
         return parameters
 
     def _get_response_bodies(self, direction="response"):

@@ -9,6 +9,9 @@ from annotations.models import Answer, ComparisonItem, Judge, Question, Rater, S
 
 
 class StudySerializer(serializers.ModelSerializer):
+    # Blank when unset, which the "uri" format a URLField would declare does not allow.
+    prolific_completion_url = serializers.CharField(read_only=True, help_text="A URL, or empty.")
+
     class Meta:
         model = Study
         fields = [

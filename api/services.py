@@ -92,10 +92,11 @@ def _unzip_chen(archive: Path, folder: Path, name: str, limit: int) -> Path:
             target.parent.mkdir(parents=True, exist_ok=True)
             with zf.open(member) as src:
                 _copy_bounded(src, target, limit)
-    candidates = [folder] + sorted(p for p in folder.iterdir() if p.is_dir()) if folder.exists() else []
-    for candidate in candidates:
-        if (candidate / CHEN_CONTROL_FILE).exists():
-            return candidate
+    if (folder / CHEN_CONTROL_FILE).exists():
+        return folder
+    subfolders = [p for p in folder.iterdir() if p.is_dir()] if folder.exists() else []
+    if len(subfolders) == 1 and (subfolders[0] / CHEN_CONTROL_FILE).exists():
+        return subfolders[0]
     raise StudyFileError(name, f"no {CHEN_CONTROL_FILE} at the top of the archive or in its single folder")
 
 

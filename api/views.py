@@ -12,7 +12,7 @@ from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import generics, status
 from rest_framework.exceptions import APIException, ValidationError
 from rest_framework.parsers import BaseParser, MultiPartParser
@@ -24,7 +24,7 @@ from annotations.models import Answer, ComparisonItem, Judge, Question, Rater, S
 from annotations.study_io import StudyFileError, study_export
 from api import inputs, serializers
 from api.pagination import MAX_ID, IdCursorPagination, VoteCursorPagination
-from api.schema import ErrorSerializer, StudyFileErrorSerializer
+from api.schema import ErrorSerializer
 from api.services import UploadTooLarge, study_import_upload
 
 
@@ -116,9 +116,6 @@ class StudiesView(ListView):
         request={"application/json": OpenApiTypes.OBJECT, "multipart/form-data": inputs.StudyImportUpload},
         responses={
             201: serializers.StudySerializer,
-            400: OpenApiResponse(
-                StudyFileErrorSerializer, description="The file is invalid (or, for a form: {field: [messages]})."
-            ),
             413: ErrorSerializer,
             415: ErrorSerializer,
         },
