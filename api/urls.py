@@ -36,5 +36,5 @@ urlpatterns = [
     path("docs/", staff_member_required(SpectacularSwaggerView.as_view(url_name="api:schema")), name="docs"),
     # Anything else under /api/ ending in a slash: a JSON 404, not the site's HTML page. (Paths
     # without the slash stay unmatched, so Django's APPEND_SLASH redirect still helps.)
-    re_path(r"(?s)^.*/$", views.not_found),
+    re_path(r"^[\s\S]*/$", views.not_found),
 ]

@@ -131,7 +131,8 @@ def test_the_drf_create_token_command_makes_a_token(db):
     assert Token.objects.filter(user=owner).exists()
 
 
-def test_an_unknown_api_path_is_a_json_404(token_client):
-    response = token_client.get("/api/v1/nothing-here/")
+@pytest.mark.parametrize("path", ["/api/v1/nothing-here/", "/api/v1/studies/a%0Ab/questions/", "/api/v1/votes/-1/"])
+def test_an_unknown_api_path_is_a_json_404(token_client, path):
+    response = token_client.get(path)
     assert response.status_code == 404
     assert response.json()["detail"]
