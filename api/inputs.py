@@ -30,7 +30,14 @@ def _group_field() -> serializers.SlugField:
 
 
 class QueryFilter(serializers.Serializer):
-    """A query-string filter: `QueryFilter(data=request.query_params).filter(queryset)`."""
+    """A query-string filter: `SomeFilter(data=request.query_params).filter(queryset)`.
+
+    `lookups` maps each parameter to the ORM lookup its value is matched with; `group` (a
+    group of items) is matched through `group_q` from the model at `group_prefix`.
+    """
+
+    lookups: dict[str, str] = {}
+    group_prefix = ""
 
     def __init__(self, data=empty, **kwargs):
         # A plain dict: with a QueryDict DRF reads a missing boolean as False.
@@ -38,10 +45,14 @@ class QueryFilter(serializers.Serializer):
 
     def filter(self, queryset: QuerySet) -> QuerySet:
         self.is_valid(raise_exception=True)
-        return self.apply(queryset, self.validated_data)
+        for name, value in self.validated_data.items():
+            queryset = queryset.filter(self.condition(name, value))
+        return queryset
 
-    def apply(self, queryset: QuerySet, values: dict[str, Any]) -> QuerySet:
-        raise NotImplementedError
+    def condition(self, name: str, value: Any) -> Q:
+        if name == "group":
+            return group_q(value, self.group_prefix)
+        return Q(**{self.lookups[name]: value})
 
     def validate_study(self, slug: str) -> Study:
         study = Study.objects.filter(slug=slug).first()
@@ -73,6 +84,16 @@ class VoteFilter(QueryFilter):
     received_since = serializers.DateTimeField(required=False, help_text="Votes received at or after this time.")
     received_before = serializers.DateTimeField(required=False, help_text="Votes received before this time.")
 
+    lookups = {
+        "study": "item__study",
+        "judge": "judge_id",
+        "rater": "rater_id",
+        "run": "run_id",
+        "received_since": "received_at__gte",
+        "received_before": "received_at__lt",
+    }
+    group_prefix = "item__"
+
     def validate_judge(self, pk: int) -> int:
         if not Judge.objects.filter(pk=pk).exists():
             raise serializers.ValidationError(f"No judge with id {pk}.")
@@ -89,20 +110,6 @@ class VoteFilter(QueryFilter):
             raise serializers.ValidationError({"received_before": ["Must be later than received_since."]})
         return attrs
 
-    def apply(self, queryset: QuerySet, values: dict[str, Any]) -> QuerySet:
-        if "study" in values:
-            queryset = queryset.filter(item__study=values["study"])
-        for field in ("judge", "rater", "run"):
-            if field in values:
-                queryset = queryset.filter(**{f"{field}_id": values[field]})
-        if "group" in values:
-            queryset = queryset.filter(group_q(values["group"], "item__"))
-        if "received_since" in values:
-            queryset = queryset.filter(received_at__gte=values["received_since"])
-        if "received_before" in values:
-            queryset = queryset.filter(received_at__lt=values["received_before"])
-        return queryset
-
 
 class AnswerFilter(QueryFilter):
     review_status = serializers.ChoiceField(choices=Answer.Review.choices, required=False)
@@ -110,30 +117,22 @@ class AnswerFilter(QueryFilter):
     original = serializers.BooleanField(required=False, help_text="true: originals only; false: variants only.")
     question = _id_field("Id of a question.")
 
-    def apply(self, queryset: QuerySet, values: dict[str, Any]) -> QuerySet:
-        if "review_status" in values:
-            queryset = queryset.filter(review_status=values["review_status"])
-        if "kind" in values:
-            queryset = queryset.filter(kind__slug=values["kind"])
-        if "original" in values:
-            queryset = queryset.filter(derived_from__isnull=values["original"])
-        if "question" in values:
-            queryset = queryset.filter(question_id=values["question"])
-        return queryset
+    lookups = {
+        "review_status": "review_status",
+        "kind": "kind__slug",
+        "original": "derived_from__isnull",
+        "question": "question_id",
+    }
 
 
 class ItemFilter(QueryFilter):
     group = _group_field()
 
-    def apply(self, queryset: QuerySet, values: dict[str, Any]) -> QuerySet:
-        return queryset.filter(group_q(values["group"])) if "group" in values else queryset
-
 
 class RaterFilter(QueryFilter):
     flagged = serializers.BooleanField(required=False)
 
-    def apply(self, queryset: QuerySet, values: dict[str, Any]) -> QuerySet:
-        return queryset.filter(flagged=values["flagged"]) if "flagged" in values else queryset
+    lookups = {"flagged": "flagged"}
 
 
 class JudgeFilter(QueryFilter):
@@ -142,12 +141,12 @@ class JudgeFilter(QueryFilter):
     )
     kind = serializers.ChoiceField(choices=Judge.Kind.choices, required=False)
 
-    def apply(self, queryset: QuerySet, values: dict[str, Any]) -> QuerySet:
-        if "study" in values:
-            queryset = queryset.filter(Q(study=values["study"]) | Q(study__isnull=True))
-        if "kind" in values:
-            queryset = queryset.filter(kind=values["kind"])
-        return queryset
+    lookups = {"kind": "kind"}
+
+    def condition(self, name: str, value: Any) -> Q:
+        if name == "study":
+            return Q(study=value) | Q(study__isnull=True)
+        return super().condition(name, value)
 
 
 class StudyImportOptions(serializers.Serializer):

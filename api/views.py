@@ -59,10 +59,11 @@ class ListView(generics.ListAPIView):
 class StudyListView(ListView):
     """A list scoped to the study named in the URL (404 when there is none)."""
 
-    def get_study(self) -> Study:
-        if not hasattr(self, "_study"):
-            self._study = get_object_or_404(Study, slug=self.kwargs["slug"])
-        return self._study
+    study_lookup = "study"
+
+    def get_queryset(self) -> QuerySet:
+        study = get_object_or_404(Study, slug=self.kwargs["slug"])
+        return super().get_queryset().filter(**{self.study_lookup: study})
 
 
 class DetailView(generics.RetrieveAPIView):
@@ -162,77 +163,72 @@ class StudyExportView(APIView):
         return Response(study_export(study=study))
 
 
-class StudyQuestionsView(StudyListView):
-    serializer_class = serializers.QuestionSerializer
+QUESTIONS = Question.objects.select_related("study")
+ANSWERS = Answer.objects.select_related("question", "kind").defer("question__text")
+ITEMS = ComparisonItem.objects.select_related("study", "question", "kind").defer("question__text")
+RATERS = Rater.objects.select_related("study").annotate(n_votes=Count("votes"))
+JUDGES = Judge.objects.select_related("study")
+# Votes with what a reader needs from the related rows, as columns of the same query.
+VOTES = Vote.objects.annotate(
+    study_slug=F("item__study__slug"),
+    group=Case(
+        When(item__question__is_gold=True, then=Value("gold")),
+        When(item__kind__isnull=True, then=Value("control")),
+        default=F("item__kind__slug"),
+        output_field=CharField(),
+    ),
+    participant_id=F("rater__participant_id"),
+)
 
-    def get_queryset(self) -> QuerySet:
-        return Question.objects.filter(study=self.get_study()).select_related("study")
+
+class StudyQuestionsView(StudyListView):
+    queryset = QUESTIONS
+    serializer_class = serializers.QuestionSerializer
 
 
 @_with_filters(inputs.AnswerFilter)
 class StudyAnswersView(StudyListView):
+    queryset = ANSWERS
+    study_lookup = "question__study"
     serializer_class = serializers.AnswerSerializer
     filter_class = inputs.AnswerFilter
-
-    def get_queryset(self) -> QuerySet:
-        return (
-            Answer.objects.filter(question__study=self.get_study())
-            .select_related("question", "kind")
-            .defer("question__text")
-        )
-
-
-def items_queryset() -> QuerySet:
-    return ComparisonItem.objects.select_related("study", "question", "kind").defer("question__text")
 
 
 @_with_filters(inputs.ItemFilter)
 class StudyItemsView(StudyListView):
+    queryset = ITEMS
     serializer_class = serializers.ItemSerializer
     filter_class = inputs.ItemFilter
-
-    def get_queryset(self) -> QuerySet:
-        return items_queryset().filter(study=self.get_study())
-
-
-def raters_queryset() -> QuerySet:
-    return Rater.objects.select_related("study").annotate(n_votes=Count("votes"))
 
 
 @_with_filters(inputs.RaterFilter)
 class StudyRatersView(StudyListView):
+    queryset = RATERS
     serializer_class = serializers.RaterSerializer
     filter_class = inputs.RaterFilter
-
-    def get_queryset(self) -> QuerySet:
-        return raters_queryset().filter(study=self.get_study())
 
 
 # --------------------------------------------------------------------------- by id
 
 
 class QuestionDetailView(DetailView):
-    queryset = Question.objects.select_related("study")
+    queryset = QUESTIONS
     serializer_class = serializers.QuestionSerializer
 
 
 class AnswerDetailView(DetailView):
-    queryset = Answer.objects.select_related("question", "kind")
+    queryset = ANSWERS
     serializer_class = serializers.AnswerSerializer
 
 
 class ItemDetailView(DetailView):
+    queryset = ITEMS
     serializer_class = serializers.ItemSerializer
-
-    def get_queryset(self) -> QuerySet:
-        return items_queryset()
 
 
 class RaterDetailView(DetailView):
+    queryset = RATERS
     serializer_class = serializers.RaterSerializer
-
-    def get_queryset(self) -> QuerySet:
-        return raters_queryset()
 
 
 # --------------------------------------------------------------------------- judges and votes
@@ -240,44 +236,26 @@ class RaterDetailView(DetailView):
 
 @_with_filters(inputs.JudgeFilter)
 class JudgesView(ListView):
-    queryset = Judge.objects.select_related("study")
+    queryset = JUDGES
     serializer_class = serializers.JudgeSerializer
     filter_class = inputs.JudgeFilter
 
 
 class JudgeDetailView(DetailView):
-    queryset = Judge.objects.select_related("study")
+    queryset = JUDGES
     serializer_class = serializers.JudgeSerializer
-
-
-def votes_queryset() -> QuerySet:
-    """Votes with what a reader needs from the related rows, as columns of the same query."""
-    return Vote.objects.annotate(
-        study_slug=F("item__study__slug"),
-        group=Case(
-            When(item__question__is_gold=True, then=Value("gold")),
-            When(item__kind__isnull=True, then=Value("control")),
-            default=F("item__kind__slug"),
-            output_field=CharField(),
-        ),
-        participant_id=F("rater__participant_id"),
-    )
 
 
 @_with_filters(inputs.VoteFilter)
 class VotesView(ListView):
     """All votes, oldest id first, 500 a page (page_size up to 5000)."""
 
+    queryset = VOTES
     serializer_class = serializers.VoteSerializer
     filter_class = inputs.VoteFilter
     pagination_class = VoteCursorPagination
 
-    def get_queryset(self) -> QuerySet:
-        return votes_queryset()
-
 
 class VoteDetailView(DetailView):
+    queryset = VOTES
     serializer_class = serializers.VoteSerializer
-
-    def get_queryset(self) -> QuerySet:
-        return votes_queryset()
