@@ -92,8 +92,10 @@ def test_an_existing_slug_is_refused_and_nothing_is_written(token_client):
     assert Study.objects.get(slug="mini").title == "Mini"
 
 
-def test_a_value_the_database_refuses_is_a_400_and_nothing_is_written(token_client):
-    response = post_json(token_client, minimal_document(votes_per_item=0))
+@pytest.mark.parametrize("value", [0, 2**70])
+def test_a_value_the_database_refuses_is_a_400_and_nothing_is_written(token_client, value):
+    # The file checks let these through; the database's constraints and column types do not.
+    response = post_json(token_client, minimal_document(votes_per_item=value))
     assert response.status_code == 400
     assert "the database refused a value" in response.json()["detail"]
     assert not Study.objects.exists()

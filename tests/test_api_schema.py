@@ -4,7 +4,9 @@ no response the schema does not describe."""
 
 import pytest
 import schemathesis
+from django.core.signals import request_finished, request_started
 from django.core.wsgi import get_wsgi_application
+from django.db import close_old_connections
 from drf_spectacular.validation import validate_schema
 from hypothesis import HealthCheck, Phase, given
 from hypothesis import settings as hypothesis_settings
@@ -37,8 +39,16 @@ def api_schema(voted_study, api_token):
     """The schema as served to staff, with requests going to the app in this process (so they
     see this test's database) and a staff token on each."""
     headers = {"Authorization": f"Token {api_token.key}"}
-    schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", get_wsgi_application(), headers=headers)
-    return schema, headers
+    # As Django's own test client does: a request must not close the connection that holds
+    # the test's transaction (PostgreSQL would lose the fixture's rows).
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    try:
+        schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", get_wsgi_application(), headers=headers)
+        yield schema, headers
+    finally:
+        request_started.connect(close_old_connections)
+        request_finished.connect(close_old_connections)
 
 
 def operations(schema):
