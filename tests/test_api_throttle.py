@@ -1,9 +1,14 @@
 """Each token has its own request budget (settings.API_THROTTLE_RATE)."""
 
+import importlib
+
+import pytest
 from django.core.cache import cache
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+import biasstudy.settings
+from biasstudy.env import EnvError
 from tests.factories import make_staff
 
 URL = "/api/v1/studies/"
@@ -24,13 +29,6 @@ def test_a_token_over_its_rate_gets_429_with_retry_after_and_others_do_not(token
 
 
 def test_the_rate_setting_is_checked_at_start_up(monkeypatch):
-    import importlib
-
-    import pytest
-
-    import biasstudy.settings
-    from biasstudy.env import EnvError
-
     monkeypatch.setenv("API_THROTTLE_RATE", "lots")
     try:
         with pytest.raises(EnvError, match="API_THROTTLE_RATE"):
