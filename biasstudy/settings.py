@@ -4,6 +4,7 @@ Defaults are for a laptop: SQLite in the checkout, the database-backed task queu
 judge model. Outside DEBUG the secure defaults hold and SECRET_KEY must be given.
 """
 
+import re
 from pathlib import Path
 
 import dj_database_url
@@ -35,6 +36,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_tasks",
     "django_tasks_db",
     "django_rq",
@@ -42,6 +44,7 @@ INSTALLED_APPS = [
     "perturbations",
     "judges",
     "analysis",
+    "api",
 ]
 
 MIDDLEWARE = [
@@ -130,14 +133,30 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAdminUser"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_THROTTLE_CLASSES": ["api.throttling.TokenRateThrottle"],
+    "DEFAULT_SCHEMA_CLASS": "api.schema.ApiAutoSchema",
+    "EXCEPTION_HANDLER": "api.exceptions.api_exception_handler",
 }
+# The largest study file (or unpacked chen2024 zip) the API's import accepts.
+API_IMPORT_MAX_MB = env_int("API_IMPORT_MAX_MB", 100)
+# Requests per token (or per staff session) and period: "<n>/second|minute|hour|day".
+API_THROTTLE_RATE = env_str("API_THROTTLE_RATE", "1200/minute")
+if not re.fullmatch(r"[1-9][0-9]*/(second|minute|hour|day)", API_THROTTLE_RATE):
+    raise EnvError(f"API_THROTTLE_RATE={API_THROTTLE_RATE!r} is not like 1200/minute (second, minute, hour or day)")
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "biasstudy API",
     "DESCRIPTION": "Studies, items, votes, judge runs and metrics of judge-bias studies.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAdminUser"],
+    "SCHEMA_PATH_PREFIX": r"/api/v[0-9]+",  # tags: studies, votes, judges...
+    # The documentation page's JavaScript and CSS come from drf-spectacular-sidecar, served
+    # with our own static files: no CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
 }
 
 # Content-Security-Policy on every page, in development too, so that what works here works in

@@ -6,5 +6,6 @@ from biasstudy.health import health
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("health/", health, name="health"),
+    path("api/", include("api.urls")),
     path("", include("annotations.urls")),
 ]

@@ -37,3 +37,74 @@ def small_study(db):
 @pytest.fixture
 def rater(small_study):
     return make_rater(small_study)
+
+
+# --------------------------------------------------------------------------- API personas
+
+
+@pytest.fixture
+def api_token(db):
+    """A staff member's API token (throttle counters cleared, so tests do not share budgets)."""
+    from django.core.cache import cache
+    from rest_framework.authtoken.models import Token
+
+    cache.clear()
+    return Token.objects.create(user=make_staff())
+
+
+@pytest.fixture
+def token_client(api_token):
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {api_token.key}")
+    return client
+
+
+@pytest.fixture
+def user_client(db) -> Client:
+    """Logged in, but not staff."""
+    from tests.factories import make_user
+
+    client = Client()
+    client.force_login(make_user())
+    return client
+
+
+@pytest.fixture
+def rater_session_client(rater) -> Client:
+    """What a rater's browser has: a session from the rater pages, no Django user."""
+    client = Client()
+    session = client.session
+    session["rater_id"] = rater.pk
+    session.save()
+    return client
+
+
+@pytest.fixture
+def voted_study(small_study, rater):
+    """small_study plus a reference variant with its item, an attention check, the human pool's
+    votes from `rater` on every item, and a simulated judge's votes on the control items."""
+    from types import SimpleNamespace
+
+    from annotations.models import Answer, ComparisonItem, Question
+    from tests.factories import human_pool, make_judge, make_variant, make_vote
+
+    questions = list(small_study.questions.order_by("id"))
+    variant = make_variant(questions[0], kind="reference", provenance={"method": "hand"}, checks={"length_ratio": 1.1})
+    gold = Question.objects.create(
+        study=small_study, external_id="gold-1", text="Gold?", bloom_level="remembering", is_gold=True
+    )
+    better = Answer.objects.create(question=gold, external_id="gold-1-better", text="Right.")
+    worse = Answer.objects.create(question=gold, external_id="gold-1-worse", text="Wrong.")
+    ComparisonItem.objects.create(study=small_study, question=gold, answer_a1=better, answer_a2=worse)
+    humans, bot = human_pool(small_study), make_judge()
+    items = list(small_study.items.order_by("id"))
+    human_votes = [make_vote(item, humans, rater=rater, client_ms=4000) for item in items]
+    bot_votes = [
+        make_vote(item, bot, shown_first="a2", choice_shown="second") for item in small_study.items.control()
+    ]
+    return SimpleNamespace(
+        study=small_study, questions=questions, variant=variant, gold=gold, items=items, humans=humans,
+        bot=bot, rater=rater, human_votes=human_votes, bot_votes=bot_votes,
+    )

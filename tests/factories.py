@@ -95,3 +95,16 @@ def make_llm_judge(**kw):
     kw.setdefault("model", "test-model")
     kw.setdefault("base_url", "http://127.0.0.1:9/v1")
     return llm_judge_create(**kw)
+
+
+def make_vote(item: ComparisonItem, judge: Judge, *, shown_first: str = "a1", choice_shown: str = "first", **kw):
+    """A vote; `choice` follows from what was shown and picked."""
+    from annotations.models import Vote
+
+    return Vote.objects.create(item=item, judge=judge, shown_first=shown_first, choice_shown=choice_shown, **kw)
+
+
+def make_user(**kw):
+    """A Django user who is not staff (the API refuses them)."""
+    kw.setdefault("username", f"user{next(_seq)}")
+    return get_user_model().objects.create_user(password="pw-user-12345", **kw)

@@ -1,0 +1,164 @@
+"""Every input the API takes, parsed before a view uses it: query-string filters and the import
+form. A bad value is a 400 naming the parameter, never a silent empty list or a 500."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Q, QuerySet
+from rest_framework import serializers
+from rest_framework.fields import empty
+
+from annotations.models import Answer, Judge, Rater, Study
+from annotations.study_io import READERS
+from api.pagination import MAX_ID
+from perturbations.models import PerturbationKind
+
+
+def _id_field(help_text: str) -> serializers.IntegerField:
+    return serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID, help_text=help_text)
+
+
+def _study_field() -> serializers.SlugField:
+    return serializers.SlugField(required=False, max_length=80, help_text="Slug of a study.")
+
+
+def _group_field() -> serializers.SlugField:
+    return serializers.SlugField(
+        required=False, max_length=64, help_text='"control", "gold" or a perturbation kind\'s slug.'
+    )
+
+
+class QueryFilter(serializers.Serializer):
+    """A query-string filter: `SomeFilter(data=request.query_params).filter(queryset)`.
+
+    `lookups` maps each parameter to the ORM lookup its value is matched with; `group` (a
+    group of items) is matched through `group_q` from the model at `group_prefix`.
+    """
+
+    lookups: dict[str, str] = {}
+    group_prefix = ""
+
+    def __init__(self, data=empty, **kwargs):
+        # A plain dict: with a QueryDict DRF reads a missing boolean as False.
+        super().__init__(data=data.dict() if hasattr(data, "dict") else data, **kwargs)
+
+    def filter(self, queryset: QuerySet) -> QuerySet:
+        self.is_valid(raise_exception=True)
+        for name, value in self.validated_data.items():
+            queryset = queryset.filter(self.condition(name, value))
+        return queryset
+
+    def condition(self, name: str, value: Any) -> Q:
+        if name == "group":
+            return group_q(value, self.group_prefix)
+        return Q(**{self.lookups[name]: value})
+
+    def validate_study(self, slug: str) -> Study:
+        study = Study.objects.filter(slug=slug).first()
+        if study is None:
+            raise serializers.ValidationError(f"No study with slug {slug!r}.")
+        return study
+
+    def validate_group(self, group: str) -> str:
+        if group not in ("control", "gold") and not PerturbationKind.objects.filter(slug=group).exists():
+            raise serializers.ValidationError(f"No group {group!r}: use control, gold or a perturbation kind's slug.")
+        return group
+
+
+def group_q(group: str, prefix: str = "") -> Q:
+    """The items of one group (`prefix` reaches the item from another model, e.g. "item__")."""
+    if group == "gold":
+        return Q(**{f"{prefix}question__is_gold": True})
+    if group == "control":
+        return Q(**{f"{prefix}kind__isnull": True, f"{prefix}question__is_gold": False})
+    return Q(**{f"{prefix}kind__slug": group})
+
+
+class VoteFilter(QueryFilter):
+    study = _study_field()
+    judge = _id_field("Id of a judge.")
+    group = _group_field()
+    rater = _id_field("Id of a rater.")
+    run = _id_field("Id of a judge run.")
+    received_since = serializers.DateTimeField(required=False, help_text="Votes received at or after this time.")
+    received_before = serializers.DateTimeField(required=False, help_text="Votes received before this time.")
+
+    lookups = {
+        "study": "item__study",
+        "judge": "judge_id",
+        "rater": "rater_id",
+        "run": "run_id",
+        "received_since": "received_at__gte",
+        "received_before": "received_at__lt",
+    }
+    group_prefix = "item__"
+
+    def validate_judge(self, pk: int) -> int:
+        if not Judge.objects.filter(pk=pk).exists():
+            raise serializers.ValidationError(f"No judge with id {pk}.")
+        return pk
+
+    def validate_rater(self, pk: int) -> int:
+        if not Rater.objects.filter(pk=pk).exists():
+            raise serializers.ValidationError(f"No rater with id {pk}.")
+        return pk
+
+    def validate(self, attrs: dict) -> dict:
+        since, before = attrs.get("received_since"), attrs.get("received_before")
+        if since and before and since >= before:
+            raise serializers.ValidationError({"received_before": ["Must be later than received_since."]})
+        return attrs
+
+
+class AnswerFilter(QueryFilter):
+    review_status = serializers.ChoiceField(choices=Answer.Review.choices, required=False)
+    kind = serializers.SlugField(required=False, max_length=64, help_text="Variants of this perturbation kind.")
+    original = serializers.BooleanField(required=False, help_text="true: originals only; false: variants only.")
+    question = _id_field("Id of a question.")
+
+    lookups = {
+        "review_status": "review_status",
+        "kind": "kind__slug",
+        "original": "derived_from__isnull",
+        "question": "question_id",
+    }
+
+
+class ItemFilter(QueryFilter):
+    group = _group_field()
+
+
+class RaterFilter(QueryFilter):
+    flagged = serializers.BooleanField(required=False)
+
+    lookups = {"flagged": "flagged"}
+
+
+class JudgeFilter(QueryFilter):
+    study = serializers.SlugField(
+        required=False, max_length=80, help_text="Judges that can vote on this study: its own and the global ones."
+    )
+    kind = serializers.ChoiceField(choices=Judge.Kind.choices, required=False)
+
+    lookups = {"kind": "kind"}
+
+    def condition(self, name: str, value: Any) -> Q:
+        if name == "study":
+            return Q(study=value) | Q(study__isnull=True)
+        return super().condition(name, value)
+
+
+class StudyImportOptions(serializers.Serializer):
+    """Overrides of the file's own settings, as with `import_study --slug/--title/--status`."""
+
+    slug = serializers.SlugField(required=False, max_length=80)
+    title = serializers.CharField(required=False, max_length=200)
+    status = serializers.ChoiceField(choices=Study.Status.choices, required=False)
+
+
+class StudyImportUpload(StudyImportOptions):
+    file = serializers.FileField(
+        help_text="biasstudy: the JSON document. chen2024: a zip of the folder (raw.json and one file per kind)."
+    )
+    format = serializers.ChoiceField(choices=sorted(READERS), default="biasstudy")

@@ -1,0 +1,70 @@
+"""The API's documentation page renders in a real browser from our own static files: no
+request leaves the machine (there is no CDN where this runs)."""
+
+import os
+from urllib.parse import urlsplit
+
+import pytest
+from django.conf import settings
+from django.test import Client
+
+from tests.factories import make_staff
+
+CHROMIUM_ARGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@pytest.fixture
+def staff_session_cookie(transactional_db) -> str:
+    client = Client()
+    client.force_login(make_staff())
+    return client.cookies[settings.SESSION_COOKIE_NAME].value
+
+
+@pytest.mark.browser
+def test_the_docs_page_renders_every_endpoint_without_leaving_the_machine(live_server, staff_session_cookie):
+    from playwright.sync_api import sync_playwright
+
+    origin = urlsplit(live_server.url)
+    requested, refused = [], []
+
+    def only_local(route):
+        url = urlsplit(route.request.url)
+        if (url.scheme, url.netloc) == (origin.scheme, origin.netloc):
+            route.continue_()
+        else:
+            refused.append(route.request.url)
+            route.abort()
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        try:
+            context = browser.new_context(viewport={"width": 1280, "height": 1000})
+            context.add_cookies(
+                [{"name": settings.SESSION_COOKIE_NAME, "value": staff_session_cookie, "url": live_server.url}]
+            )
+            context.route("**/*", only_local)
+            page = context.new_page()
+            page.on("request", lambda request: requested.append(request.url))
+            page.goto(f"{live_server.url}/api/docs/", timeout=15_000)
+            page.wait_for_selector(".swagger-ui .opblock", timeout=15_000)
+            operations = page.locator(".swagger-ui .opblock").count()
+            title = page.locator(".swagger-ui .info .title").inner_text()
+            shot = os.environ.get("API_DOCS_SCREENSHOT")
+            if shot:
+                page.screenshot(path=shot, full_page=False)
+        finally:
+            browser.close()
+
+    assert refused == []
+    assert any("/static/drf_spectacular_sidecar/swagger-ui-dist/" in url for url in requested)
+    assert any(url.startswith(f"{live_server.url}/api/schema/") for url in requested)
+    assert "biasstudy API" in title
+    assert operations == 16  # every /api/v1/ operation
