@@ -65,12 +65,25 @@ class Study(models.Model):
         verbose_name_plural = "studies"
         ordering = ["-created_at"]
         constraints = [
-            models.CheckConstraint(condition=Q(votes_per_item__gte=1), name="study_votes_per_item_positive"),
-            models.CheckConstraint(condition=Q(target_per_rater__gte=1), name="study_target_positive"),
-            models.CheckConstraint(condition=Q(lease_seconds__gte=10), name="study_lease_at_least_10s"),
+            models.CheckConstraint(
+                condition=Q(votes_per_item__gte=1),
+                name="study_votes_per_item_positive",
+                violation_error_message="votes_per_item must be at least 1",
+            ),
+            models.CheckConstraint(
+                condition=Q(target_per_rater__gte=1),
+                name="study_target_positive",
+                violation_error_message="target_per_rater must be at least 1",
+            ),
+            models.CheckConstraint(
+                condition=Q(lease_seconds__gte=10),
+                name="study_lease_at_least_10s",
+                violation_error_message="lease_seconds must be at least 10",
+            ),
             models.CheckConstraint(
                 condition=Q(gold_min_accuracy__gte=0) & Q(gold_min_accuracy__lte=1),
                 name="study_gold_min_accuracy_is_a_share",
+                violation_error_message="gold_min_accuracy must be between 0 and 1",
             ),
         ]
 

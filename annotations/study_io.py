@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import transaction
 
 from annotations.models import Answer, BloomLevel, ComparisonItem, Question, Study
@@ -110,6 +111,13 @@ def study_document_validate(document: dict, *, path: str | Path, locator: _Locat
         fail("must contain only letters, digits, hyphens and underscores", "study.slug", "slug")
     if "status" in study and study["status"] not in Study.Status.values:
         fail(f"must be one of {', '.join(Study.Status.values)}", "study.status", "status")
+    # The model's own field validators and check constraints (lengths, ranges, shares), so a
+    # value the database would refuse is refused here, by name, before anything is written.
+    try:
+        Study(**study).full_clean(validate_unique=False)
+    except ValidationError as exc:
+        name, messages = next(iter(exc.message_dict.items()))
+        fail(" ".join(messages), f"study.{name}" if name != NON_FIELD_ERRORS else "study", name)
 
     kinds = _validate_kinds(document.get("perturbation_kinds", []), fail)
 
@@ -130,6 +138,8 @@ def study_document_validate(document: dict, *, path: str | Path, locator: _Locat
         _check_bloom(gold.get("bloom"), f"{field}.bloom", fail, gold["id"])
         if gold["id"] in seen_questions:
             fail(f"duplicate question id {gold['id']!r}", f"{field}.id", gold["id"])
+        # Its two answers are stored as "<id>-better" and "<id>-worse".
+        _check_length(gold["id"] + "-better", Answer, "external_id", f"{field}.id", fail)
         seen_questions.add(gold["id"])
 
 
@@ -147,6 +157,8 @@ def _validate_kinds(declared: Any, fail: Callable) -> dict[str, str]:
             fail("slug must be lower-case letters, digits, hyphens or underscores", f"{field}.slug", slug)
         if kind.get("semantics") not in Semantics.values:
             fail(f"semantics must be one of {', '.join(Semantics.values)}", f"{field}.semantics", slug)
+        _check_length(slug, PerturbationKind, "slug", f"{field}.slug", fail)
+        _check_length(kind.get("name") or slug, PerturbationKind, "name", f"{field}.name", fail)
         if slug in known and known[slug] != kind["semantics"]:
             fail(f"kind {slug!r} already exists with semantics {known[slug]!r}", f"{field}.semantics", slug)
         known[slug] = kind["semantics"]
@@ -162,6 +174,7 @@ def _validate_question(question: Any, field: str, kinds: dict, seen: set, fail: 
     _check_keys(question, QUESTION_FIELDS, field, fail, qid)
     if qid in seen:
         fail(f"duplicate question id {qid!r}", f"{field}.id", qid)
+    _check_length(qid, Question, "external_id", f"{field}.id", fail)
     seen.add(qid)
     if not isinstance(question.get("text"), str) or not question["text"].strip():
         fail("required text", f"{field}.text", qid)
@@ -180,6 +193,7 @@ def _validate_question(question: Any, field: str, kinds: dict, seen: set, fail: 
         _check_keys(answer, ANSWER_FIELDS, afield, fail, aid)
         if aid in by_id:
             fail(f"duplicate answer id {aid!r}", f"{afield}.id", aid)
+        _check_length(aid, Answer, "external_id", f"{afield}.id", fail)
         if not isinstance(answer.get("text"), str) or not answer["text"].strip():
             fail("required text", f"{afield}.text", aid)
         by_id[aid] = answer
@@ -254,6 +268,12 @@ def _check_keys(record: dict, allowed: set, field: str, fail: Callable, near: st
     unknown = sorted(set(record) - allowed)
     if unknown:
         fail(f"unknown field(s) {', '.join(unknown)} (allowed: {', '.join(sorted(allowed))})", field, near)
+
+
+def _check_length(value: str, model: type, name: str, field: str, fail: Callable) -> None:
+    limit = model._meta.get_field(name).max_length
+    if len(value) > limit:
+        fail(f"at most {limit} characters, got {len(value)}", field, value[:limit])
 
 
 def _check_bloom(value: Any, field: str, fail: Callable, near: str | None) -> None:

@@ -168,6 +168,11 @@ def test_the_export_command_writes_a_file_the_import_command_reads(db, tmp_path)
         (lambda d: d["questions"][0]["answers"][2].update(kind="sarcasm"), r"unknown perturbation kind 'sarcasm'"),
         (lambda d: d["study"].update(votes_per_item="six"), r"study\.votes_per_item: must be a whole number"),
         (lambda d: d["study"].update(colour="red"), r"study\.colour: unknown setting"),
+        (lambda d: d["study"].update(title="t" * 201), r"study\.title: Ensure this value has at most 200"),
+        (lambda d: d["study"].update(votes_per_item=0), r"study: votes_per_item must be at least 1"),
+        (lambda d: d["study"].update(votes_per_item=2**70), r"study\.votes_per_item"),
+        (lambda d: d["study"].update(gold_min_accuracy=1.5), r"study: gold_min_accuracy must be between 0 and 1"),
+        (lambda d: d["questions"][0].update(id="q" * 121), r"questions\[0\]\.id: at most 120 characters"),
         (lambda d: d["questions"][0]["answers"].append({"id": "q1-a3", "text": "Blue."}), r"two original answers, found 3"),
     ],
 )
