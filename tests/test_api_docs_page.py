@@ -5,33 +5,13 @@ import os
 from urllib.parse import urlsplit
 
 import pytest
-from django.conf import settings
-from django.test import Client
 
+from tests.browser import chromium, session_cookie
 from tests.factories import make_staff
-
-CHROMIUM_ARGS = [
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-
-
-@pytest.fixture
-def staff_session_cookie(transactional_db) -> str:
-    client = Client()
-    client.force_login(make_staff())
-    return client.cookies[settings.SESSION_COOKIE_NAME].value
 
 
 @pytest.mark.browser
-def test_the_docs_page_renders_every_endpoint_without_leaving_the_machine(live_server, staff_session_cookie):
-    from playwright.sync_api import sync_playwright
-
+def test_the_docs_page_renders_every_endpoint_without_leaving_the_machine(live_server, transactional_db):
     origin = urlsplit(live_server.url)
     requested, refused = [], []
 
@@ -43,25 +23,21 @@ def test_the_docs_page_renders_every_endpoint_without_leaving_the_machine(live_s
             refused.append(route.request.url)
             route.abort()
 
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        try:
-            context = browser.new_context(viewport={"width": 1280, "height": 1000})
-            context.add_cookies(
-                [{"name": settings.SESSION_COOKIE_NAME, "value": staff_session_cookie, "url": live_server.url}]
-            )
-            context.route("**/*", only_local)
-            page = context.new_page()
-            page.on("request", lambda request: requested.append(request.url))
-            page.goto(f"{live_server.url}/api/docs/", timeout=15_000)
-            page.wait_for_selector(".swagger-ui .opblock", timeout=15_000)
-            operations = page.locator(".swagger-ui .opblock").count()
-            title = page.locator(".swagger-ui .info .title").inner_text()
-            shot = os.environ.get("API_DOCS_SCREENSHOT")
-            if shot:
-                page.screenshot(path=shot, full_page=False)
-        finally:
-            browser.close()
+    with chromium() as browser:
+        context = browser.new_context(viewport={"width": 1280, "height": 1000})
+        context.add_cookies(
+            [session_cookie(make_staff(), live_server.url)]
+        )
+        context.route("**/*", only_local)
+        page = context.new_page()
+        page.on("request", lambda request: requested.append(request.url))
+        page.goto(f"{live_server.url}/api/docs/", timeout=15_000)
+        page.wait_for_selector(".swagger-ui .opblock", timeout=15_000)
+        operations = page.locator(".swagger-ui .opblock").count()
+        title = page.locator(".swagger-ui .info .title").inner_text()
+        shot = os.environ.get("API_DOCS_SCREENSHOT")
+        if shot:
+            page.screenshot(path=shot, full_page=False)
 
     assert refused == []
     assert any("/static/drf_spectacular_sidecar/swagger-ui-dist/" in url for url in requested)

@@ -9,17 +9,9 @@ import pytest
 
 from annotations.models import ComparisonItem
 from perturbations.services import perturbation_generate
+from tests.browser import chromium
 from tests.factories import make_question, make_staff, make_study
 
-CHROMIUM_ARGS = [
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 A1 = "Ice floats because it is less dense than liquid water."
 A2 = (
     "Ice floats on water because it is less dense than liquid water. When water freezes, its molecules "
@@ -43,8 +35,6 @@ def scripted_model(system: str, user: str) -> str:
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_reviewer_sees_the_variants_and_approves_one_in_the_browser(live_server, tmp_path):
-    from playwright.sync_api import sync_playwright
-
     study = make_study(title="Why ice floats", slug="ice")
     question = make_question(study, text="Why does ice float on water?", a1=A1, a2=A2)
     perturbation_generate(study=study, kind="reference", seed=1)
@@ -54,27 +44,23 @@ def test_a_reviewer_sees_the_variants_and_approves_one_in_the_browser(live_serve
     url = f"{live_server.url}/admin/perturbations/perturbationstudy/{study.pk}/review/"
     shots = Path(os.environ.get("BIASSTUDY_SCREENSHOT_DIR") or tmp_path)
 
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 1400})
-            page.set_default_timeout(15000)
-            page.goto(url)
-            page.fill("#id_username", "reviewer")
-            page.fill("#id_password", "pw-staff-12345")
-            page.click("input[type=submit]")
-            page.wait_for_url(url)
-            cards = page.locator("section.pt-card")
-            assert cards.count() == 3
-            assert page.locator("section.pt-flagged").count() >= 1  # the long reference variant
-            assert page.locator(".pt-side h3").first.inner_text().startswith("ORIGINAL")
-            assert page.locator(".pt-ins").count() > 0 and page.locator(".pt-del").count() > 0
-            page.screenshot(path=str(shots / "review.png"), full_page=False)
-            rich = page.locator("section.pt-card", has_text="Rich content")
-            rich.locator("button", has_text="Approve").first.click()
-            page.wait_for_load_state()
-            assert "approved 1" in page.locator(".messagelist").inner_text().lower()
-        finally:
-            browser.close()
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 1400})
+        page.set_default_timeout(15000)
+        page.goto(url)
+        page.fill("#id_username", "reviewer")
+        page.fill("#id_password", "pw-staff-12345")
+        page.click("input[type=submit]")
+        page.wait_for_url(url)
+        cards = page.locator("section.pt-card")
+        assert cards.count() == 3
+        assert page.locator("section.pt-flagged").count() >= 1  # the long reference variant
+        assert page.locator(".pt-side h3").first.inner_text().startswith("ORIGINAL")
+        assert page.locator(".pt-ins").count() > 0 and page.locator(".pt-del").count() > 0
+        page.screenshot(path=str(shots / "review.png"), full_page=False)
+        rich = page.locator("section.pt-card", has_text="Rich content")
+        rich.locator("button", has_text="Approve").first.click()
+        page.wait_for_load_state()
+        assert "approved 1" in page.locator(".messagelist").inner_text().lower()
     item = ComparisonItem.objects.get(question=question, kind__slug="rich_content")
     assert item.answer_a2.review_status == "approved"

@@ -12,32 +12,20 @@ import pytest
 from django.urls import reverse
 
 from annotations.models import Vote
+from tests.browser import chromium, expect
 from tests.factories import make_question, make_study
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 # Playwright's sync API runs an event loop in this thread; the ORM calls here are plain sync code.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
-CHROMIUM_ARGS = [
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 DOCS_IMG = Path(__file__).resolve().parent.parent / "docs" / "img"
 
 
 @pytest.fixture(scope="module")
 def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
+    with chromium() as launched:
+        yield launched
 
 
 def demo_study(target=4):
@@ -87,7 +75,7 @@ def test_a_rater_completes_a_session_by_keyboard_with_a_reload_in_the_middle(bro
     first_question = question(page)
     page.wait_for_timeout(300)
     page.keyboard.press("1")
-    page.wait_for_function("document.querySelector('#progress-label').textContent.includes('1 / 4')")
+    expect(page.locator("#progress-label")).to_contain_text("1 / 4")
     assert page.evaluate("window.sameDocument") is True, "htmx swapped the item in without a reload"
     assert question(page) != first_question
     focused = page.evaluate("document.activeElement.id")
@@ -97,7 +85,7 @@ def test_a_rater_completes_a_session_by_keyboard_with_a_reload_in_the_middle(bro
     page.keyboard.press("f")
     assert page.get_by_label("I am not familiar with this topic").is_checked()
     page.keyboard.press("ArrowRight")
-    page.wait_for_function("document.querySelector('#progress-label').textContent.includes('2 / 4')")
+    expect(page.locator("#progress-label")).to_contain_text("2 / 4")
 
     # A break: reloading shows the same pending item, nothing counted twice.
     pending = question(page)
@@ -105,7 +93,7 @@ def test_a_rater_completes_a_session_by_keyboard_with_a_reload_in_the_middle(bro
     assert question(page) == pending and progress(page) == "2 / 4"
 
     page.keyboard.press("2")
-    page.wait_for_function("document.querySelector('#progress-label').textContent.includes('3 / 4')")
+    expect(page.locator("#progress-label")).to_contain_text("3 / 4")
     page.keyboard.press("ArrowLeft")
     page.wait_for_url(re.compile(r"/done/$"))
     assert "DONE-2024" in page.locator(".code").inner_text()
@@ -151,7 +139,7 @@ def test_on_a_phone_the_answers_are_stacked_with_their_labels(browser, live_serv
     assert page.get_by_role("heading", name="Answer 2").is_visible()
     assert page.evaluate("document.documentElement.scrollWidth") <= 390, "no sideways scrolling"
     page.get_by_role("button", name="Answer 1 is better").tap()
-    page.wait_for_function("document.querySelector('#progress-label').textContent.includes('1 / 2')")
+    expect(page.locator("#progress-label")).to_contain_text("1 / 2")
     page.screenshot(path=str(_shot_dir() / "rater-task-phone.png"), full_page=True)
     context.close()
 
@@ -199,7 +187,7 @@ def test_the_task_page_is_usable_by_keyboard_with_visible_focus_and_readable_con
     # Space on a focused button votes, like a click.
     page.get_by_role("button", name="About the same").focus()
     page.keyboard.press("Space")
-    page.wait_for_function("document.querySelector('#progress-label').textContent.includes('1 / 3')")
+    expect(page.locator("#progress-label")).to_contain_text("1 / 3")
     page.close()
 
 

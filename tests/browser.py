@@ -1,0 +1,60 @@
+"""Driving Debian's Chromium with Playwright, the one way browser tests start a browser.
+
+Chromium is the distribution's (/usr/bin/chromium, installed by scripts/test.sh); Playwright's
+own browser downloads cannot work here. The flags keep it from calling home, which this
+machine's closed network would refuse.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.test import Client
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@contextmanager
+def chromium() -> Iterator[Any]:
+    """A launched browser, closed afterwards. Without Chromium the test is skipped, except in CI,
+    where a missing browser is a broken set-up and fails."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not os.path.exists(CHROMIUM):
+        if os.environ.get("CI"):
+            pytest.fail(f"{CHROMIUM} is missing: scripts/test.sh installs Debian's chromium")
+        pytest.skip(f"{CHROMIUM} is not installed")
+    # Playwright's sync API keeps an event loop in this thread; our ORM calls are plain sync code.
+    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def session_cookie(user, url: str) -> dict:
+    """A cookie that logs the browser in as `user` on the live server at `url`."""
+    client = Client()
+    client.force_login(user)
+    return {"name": settings.SESSION_COOKIE_NAME, "value": client.cookies[settings.SESSION_COOKIE_NAME].value, "url": url}
+
+
+def expect(locator: Any) -> Any:
+    """Playwright's polling assertions. Prefer them to wait_for_function: our pages' CSP forbids
+    evaluating strings, which wait_for_function does inside the page."""
+    return pytest.importorskip("playwright.sync_api").expect(locator)
