@@ -92,12 +92,13 @@ def test_an_existing_slug_is_refused_and_nothing_is_written(token_client):
     assert Study.objects.get(slug="mini").title == "Mini"
 
 
-@pytest.mark.parametrize("value", [0, 2**70])
-def test_a_value_the_database_refuses_is_a_400_and_nothing_is_written(token_client, value):
-    # The file checks let these through; the database's constraints and column types do not.
+@pytest.mark.parametrize(("value", "message"), [(0, "at least 1"), (2**70, "less than or equal to")])
+def test_a_value_the_database_would_refuse_is_a_400_naming_the_setting(token_client, value, message):
+    # The file checks apply the model's own validators and constraints before anything is written.
     response = post_json(token_client, minimal_document(votes_per_item=value))
     assert response.status_code == 400
-    assert "the database refused a value" in response.json()["detail"]
+    assert message in response.json()["detail"]
+    assert response.json()["field"] in ("study", "study.votes_per_item")
     assert not Study.objects.exists()
 
 
