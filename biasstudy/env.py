@@ -53,3 +53,23 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if value is None:
         return list(default)
     return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def load_env_file(path: os.PathLike | str) -> None:
+    """Read KEY=VALUE lines from a local `.env` file into the environment, never overriding a
+    variable that is set already. scripts/start.sh writes one for a laptop (DEBUG on, a random
+    secret key), so that every `manage.py` command in that checkout sees the same settings as
+    the running app. Production sets real environment variables and has no such file.
+    """
+    try:
+        lines = open(path, encoding="utf-8").read().splitlines()  # noqa: SIM115
+    except FileNotFoundError:
+        return
+    for number, line in enumerate(lines, start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        key, sep, value = stripped.partition("=")
+        if not sep or not key.strip().isidentifier():
+            raise EnvError(f"{path}, line {number}: expected KEY=VALUE")
+        os.environ.setdefault(key.strip(), value.strip().strip("'\""))

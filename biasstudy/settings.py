@@ -9,9 +9,10 @@ from pathlib import Path
 
 import dj_database_url
 
-from biasstudy.env import EnvError, env_bool, env_int, env_list, env_str
+from biasstudy.env import EnvError, env_bool, env_int, env_list, env_str, load_env_file
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+load_env_file(env_str("BIASSTUDY_ENV_FILE", str(BASE_DIR / ".env")))
 
 DEBUG = env_bool("DJANGO_DEBUG", False)
 
@@ -19,6 +20,8 @@ _DEV_SECRET_KEY = "django-insecure-dev-only-never-use-in-production"  # noqa: S1
 SECRET_KEY = env_str("DJANGO_SECRET_KEY", _DEV_SECRET_KEY if DEBUG else None)
 if not DEBUG and SECRET_KEY == _DEV_SECRET_KEY:
     raise EnvError("DJANGO_SECRET_KEY must be set to a real secret when DJANGO_DEBUG is off")
+# (env_str above fails with "DJANGO_SECRET_KEY is required" outside DEBUG; for a laptop,
+# scripts/start.sh writes a .env with DJANGO_DEBUG=1 and a random key.)
 
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])

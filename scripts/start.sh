@@ -9,7 +9,11 @@ ensure_build_tools
 ensure_venv
 pip_install requirements.txt
 
-export DJANGO_DEBUG="${DJANGO_DEBUG:-1}"
+# Local settings for this checkout, read by every manage.py command (biasstudy/env.py).
+if [ ! -f .env ]; then
+  log "Writing .env (DEBUG on, a random secret key) for this laptop"
+  printf 'DJANGO_DEBUG=1\nDJANGO_SECRET_KEY=%s\n' "$("$PY" -c 'import secrets; print(secrets.token_urlsafe(50))')" > .env
+fi
 log "Preparing the database"
 "$PY" manage.py migrate --no-input -v0
 "$PY" manage.py load_demo

@@ -2,6 +2,8 @@
 
 import os
 
+# A developer's .env (scripts/start.sh) must not change what the tests see.
+os.environ["BIASSTUDY_ENV_FILE"] = os.devnull
 os.environ.setdefault("DJANGO_SECRET_KEY", "test-only-secret-key-not-for-production-0123456789")
 os.environ.setdefault("DJANGO_SECURE_COOKIES", "0")
 
