@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-from django.core.management.base import CommandError, CommandParser
+import os
+import tempfile
+from pathlib import Path
 
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from analysis import exports, services
 from analysis.forms import FilterForm
 from annotations.models import Study
 
@@ -47,3 +52,52 @@ def filter_form(options: dict, groups: list[str]) -> FilterForm:
         problems = "; ".join(f"--{k.replace('_', '-')}: {' '.join(v)}" for k, v in form.errors.items())
         raise CommandError(f"bad filter: {problems}")
     return form
+
+
+class ExportCommand(BaseCommand):
+    """export_votes / export_items / export_metrics: stream one export of analysis.exports."""
+
+    export = ""  # key of analysis.exports.EXPORTS
+    takes_filters = True
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--study", required=True, help="study slug")
+        parser.add_argument("-o", "--output", required=True, help="CSV file to write, or - for standard output")
+        if self.takes_filters:
+            add_filter_arguments(parser)
+
+    def handle(self, *args, **options) -> None:
+        study = study_by_slug(options["study"])
+        kwargs = {}
+        if self.takes_filters:
+            groups, _ = services.study_groups(study=study)
+            form = filter_form(options, groups)
+            kwargs["filters"] = form.filters()
+            if self.export == "metrics":
+                kwargs["options"] = form.options()
+        lines = exports.csv_lines(exports.EXPORTS[self.export](study, **kwargs))
+        n = write_lines(lines, options["output"], self.stdout)
+        if options["verbosity"] > 0 and options["output"] != "-":
+            self.stderr.write(f"wrote {n - 1} {self.export} rows to {options['output']}")
+
+
+def write_lines(lines, output: str, stdout) -> int:
+    """Write to a temporary file first and move it into place, so a failure leaves no half file."""
+    n = 0
+    if output == "-":
+        for line in lines:
+            stdout.write(line, ending="")
+            n += 1
+        return n
+    target = Path(output)
+    fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".", suffix=".part")
+    try:
+        with os.fdopen(fd, "w", newline="", encoding="utf-8") as fh:
+            for line in lines:
+                fh.write(line)
+                n += 1
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return n
