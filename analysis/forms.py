@@ -49,3 +49,31 @@ class FilterForm(forms.Form):
     def options(self, **overrides) -> Options:
         d = self.cleaned_data
         return Options(measure=d.get("measure") or "words", bin_width=d.get("bin_width") or 10, **overrides)
+
+
+class PowerForm(forms.Form):
+    """The "how many votes do I need" page: a design and a judge to simulate."""
+
+    n_questions = forms.IntegerField(min_value=10, max_value=2000, label="Questions")
+    raters = forms.IntegerField(min_value=1, max_value=10_000, label="Raters")
+    items_per_rater = forms.IntegerField(min_value=1, max_value=1000, label="Items per rater")
+    susceptibility = forms.FloatField(
+        min_value=-5,
+        max_value=5,
+        label="Pull towards the perturbed answer (log-odds)",
+        help_text="0: unbiased on non-semantic perturbations; 1: strongly swayed.",
+    )
+    noise = forms.FloatField(min_value=0, max_value=5, label="Disagreement between items (log-odds sd)")
+    tie_rate = forms.FloatField(min_value=0, max_value=0.9, label="Tie rate")
+
+    @staticmethod
+    def initial_for(study) -> dict:
+        n = study.questions.filter(is_gold=False).count() or 142
+        return {
+            "n_questions": min(max(n, 10), 2000),
+            "raters": 79,
+            "items_per_rater": study.target_per_rater,
+            "susceptibility": 0.5,
+            "noise": 1.0,
+            "tie_rate": 0.15,
+        }

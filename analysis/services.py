@@ -140,3 +140,66 @@ def raters_simulate(
             batch_size=2000,
         )
     return len(sim)
+
+
+def raters_monitor(*, study: Study) -> list[dict]:
+    """Per rater: votes, median response time, share of left choices, tie rate, not-familiar
+    rate, attention-check accuracy and flags, so careless raters can be replaced in time."""
+    votes = pd.DataFrame(
+        list(
+            Vote.objects.filter(item__study=study, rater__isnull=False).values_list(
+                "rater_id", "client_ms", "choice_shown", "not_familiar", "received_at"
+            )
+        ),
+        columns=["rater_id", "client_ms", "choice_shown", "not_familiar", "received_at"],
+    )
+    stats_by_rater = {}
+    if len(votes):
+        votes["client_ms"] = votes["client_ms"].astype(float)
+        grouped = votes.groupby("rater_id")
+        decided = votes[votes["choice_shown"].notna()]
+        stats_by_rater = {
+            rid: {
+                "votes": int(len(g)),
+                "median_ms": None if g["client_ms"].isna().all() else float(g["client_ms"].median()),
+                "not_familiar": float(g["not_familiar"].mean()),
+            }
+            for rid, g in grouped
+        }
+        for rid, g in decided.groupby("rater_id"):
+            shown = g["choice_shown"]
+            stats_by_rater[rid]["left"] = float((shown == "first").mean())
+            stats_by_rater[rid]["tie"] = float((shown == "tie").mean())
+    rows = []
+    for rater in Rater.objects.filter(study=study).order_by("participant_id"):
+        s = stats_by_rater.get(rater.id, {})
+        rows.append(
+            {
+                "rater": rater,
+                "votes": s.get("votes", 0),
+                "median_ms": s.get("median_ms"),
+                "left": s.get("left"),
+                "tie": s.get("tie"),
+                "not_familiar": s.get("not_familiar"),
+                "gold": rater.gold_correct / rater.gold_seen if rater.gold_seen else None,
+                "below_gold": bool(rater.gold_seen) and rater.gold_correct / rater.gold_seen < study.gold_min_accuracy,
+            }
+        )
+    return rows
+
+
+def power_table(
+    *, n_questions: int, raters: int, items_per_rater: int, susceptibility: float, noise: float, tie_rate: float
+) -> dict:
+    """Interval widths of ASR for several votes-per-item, including what the given raters
+    supply (raters × items per rater spread over the questions' items)."""
+    groups = len(simulate.SYNTHETIC_GROUPS) + 1
+    supplied = max(1, (raters * items_per_rater) // (n_questions * groups))
+    ks = sorted({1, 2, 4, 6, 8, 12, supplied})
+    params = simulate.JudgeParams(
+        tie_rate=tie_rate,
+        noise=noise,
+        susceptibility={"reference": susceptibility, "rich_content": susceptibility, "factual_error": -susceptibility},
+    )
+    rows = simulate.asr_interval_widths(n_questions=n_questions, votes_per_item=ks, params=params, reps=300)
+    return {"rows": rows, "supplied": supplied, "groups": list(simulate.SYNTHETIC_GROUPS)}

@@ -128,3 +128,91 @@ def _score_distribution(n: int, p1: float, p2: float, pt: float) -> np.ndarray:
         new[:-1] += dist[1:] * p2
         dist = new
     return dist
+
+
+SYNTHETIC_GROUPS = {
+    "factual_error": ("degrading", 0),
+    "reference": ("non_semantic", 15),
+    "rich_content": ("non_semantic", 25),
+}
+
+
+def synthetic_items(n_questions: int, *, groups: dict | None = None, seed: int = 0) -> pd.DataFrame:
+    """A made-up design: per question a control item and one item per perturbation group
+    (``{slug: (semantics, words added)}``); the perturbed original alternates between the first
+    and the second from one question to the next."""
+    groups = SYNTHETIC_GROUPS if groups is None else groups
+    rng = np.random.default_rng(seed)
+    k = len(groups) + 1
+    q = np.repeat(np.arange(n_questions), k)
+    slot = np.tile(np.arange(k), n_questions)
+    names = np.array(["control", *groups])
+    sem = np.array(["control", *(s for s, _ in groups.values())])
+    extra = np.array([0, *(e for _, e in groups.values())])
+    lens = rng.integers(30, 120, (n_questions, 2))
+    flip = (q % 2 == 1) & (slot > 0)
+    o1, o2 = 2 * q, 2 * q + 1
+    l1, l2 = lens[q, 0], lens[q, 1]
+    return pd.DataFrame(
+        {
+            "item_id": q * k + slot,
+            "question_id": q,
+            "group": names[slot],
+            "semantics": sem[slot],
+            "a1_root": np.where(flip, o2, o1),
+            "a2_root": np.where(flip, o1, o2),
+            "len_a1_words": np.where(flip, l2, l1),
+            "len_a2_words": np.where(flip, l1, l2) + extra[slot],
+            "bloom": np.array(["remembering", "understanding", "applying", "analyzing", "evaluating", "creating"])[
+                q % 6
+            ],
+        }
+    )
+
+
+def votes_frame(
+    items: pd.DataFrame, votes: pd.DataFrame, *, judge: str = "sim", kind: str = "simulated"
+) -> pd.DataFrame:
+    """Simulated votes joined to their items as a complete votes frame (analysis.frame)."""
+    from analysis.frame import COLUMNS, MEASURES, normalise
+
+    df = votes.merge(items, on="item_id")
+    n = len(df)
+    df["vote_id"] = np.arange(n)
+    df["question_ext"] = df["question_id"].astype(str)
+    df["is_gold"] = False
+    df["judge"], df["judge_kind"], df["rater"], df["rater_flagged"] = judge, kind, "", False
+    df["run_id"], df["order_known"], df["not_familiar"] = np.nan, True, False
+    df["threshold_ms"], df["words"] = 0.0, df["len_a1_words"] + df["len_a2_words"]
+    df["received_at"] = pd.Timestamp("2025-01-01", tz="UTC")
+    df["label_scheme"], df["option_probs"] = "", None
+    for m in MEASURES:
+        if m != "words":
+            df[f"len_a1_{m}"] = np.nan
+            df[f"len_a2_{m}"] = np.nan
+    return normalise(df[COLUMNS].copy())
+
+
+def asr_interval_widths(
+    *, n_questions: int, votes_per_item: list[int], params: JudgeParams, seed: int = 0, reps: int = 300
+) -> list[dict]:
+    """How wide the 95% bootstrap interval of each ASR is for a design of ``n_questions`` with
+    k votes per item, for a judge like ``params``: the "how many votes do I need" question."""
+    from analysis import metrics, stats
+
+    items = synthetic_items(n_questions, seed=seed)
+    semantics = {g: s for g, (s, _) in SYNTHETIC_GROUPS.items()}
+    out = []
+    for k in votes_per_item:
+        frame = votes_frame(items, simulate_votes(items, params, votes_per_item=k, seed=seed + k))
+        prefs = metrics.item_preferences(frame)
+        indicators = metrics.asr_indicators(metrics.oriented_pairs(prefs))
+        index = pd.Index(np.arange(n_questions))
+        counts = stats.bootstrap_counts(n_questions, reps=reps, seed=seed)
+        asr, acc = metrics.asr_and_accuracy(indicators, index, counts, list(semantics), semantics)
+        row = {"votes_per_item": k}
+        for g, rate in asr.items():
+            lo, hi = rate["ci"]
+            row[g] = {"value": rate["value"], "width": None if lo is None else hi - lo, "n": rate["n"]}
+        out.append(row)
+    return out

@@ -1,75 +1,19 @@
 """The analysis recovers the biases a simulated judge was given, within its intervals."""
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from analysis import metrics, simulate
-from analysis.frame import COLUMNS, MEASURES, normalise
 from analysis.report import analyze
 from analysis.simulate import JudgeParams
 
-SEMANTICS = {
-    "control": "control",
-    "factual_error": "degrading",
-    "reference": "non_semantic",
-    "rich_content": "non_semantic",
-}
+
+def design(n_q=300):
+    return simulate.synthetic_items(n_q)
 
 
-def design(n_q=300, seed=0, extra_len=None):
-    """Control + three perturbations per question; the perturbed original alternates between
-    the first and the second original from one question to the next."""
-    rng = np.random.default_rng(seed)
-    extra_len = extra_len or {"factual_error": 0, "reference": 15, "rich_content": 25}
-    rows = []
-    for q in range(n_q):
-        o1, o2 = 2 * q, 2 * q + 1
-        l1, l2 = rng.integers(30, 120, 2)
-        rows.append(
-            {
-                "item_id": 10 * q,
-                "question_id": q,
-                "group": "control",
-                "a1_root": o1,
-                "a2_root": o2,
-                "len_a1_words": l1,
-                "len_a2_words": l2,
-            }
-        )
-        for k, (group, extra) in enumerate(extra_len.items(), start=1):
-            flip = q % 2 == 1
-            rows.append(
-                {
-                    "item_id": 10 * q + k,
-                    "question_id": q,
-                    "group": group,
-                    "a1_root": o2 if flip else o1,
-                    "a2_root": o1 if flip else o2,
-                    "len_a1_words": l2 if flip else l1,
-                    "len_a2_words": (l1 if flip else l2) + extra,
-                }
-            )
-    return pd.DataFrame(rows)
-
-
-def to_frame(items, sim, judge="sim"):
-    df = sim.merge(items, on="item_id")
-    df["vote_id"] = np.arange(len(df))
-    df["question_ext"] = df["question_id"].astype(str)
-    df["bloom"] = "remembering"
-    df["is_gold"] = False
-    df["semantics"] = df["group"].map(SEMANTICS)
-    df["judge"], df["judge_kind"], df["rater"], df["rater_flagged"] = judge, "simulated", "", False
-    df["run_id"], df["order_known"], df["not_familiar"] = np.nan, True, False
-    df["threshold_ms"], df["words"] = 0.0, df["len_a1_words"] + df["len_a2_words"]
-    df["received_at"] = pd.Timestamp("2025-01-01", tz="UTC")
-    df["label_scheme"], df["option_probs"] = "", None
-    for m in MEASURES:
-        if m != "words":
-            df[f"len_a1_{m}"] = np.nan
-            df[f"len_a2_{m}"] = np.nan
-    return normalise(df[COLUMNS].copy())
+def to_frame(items, sim):
+    return simulate.votes_frame(items, sim)
 
 
 def test_the_position_bias_put_in_is_the_position_bias_measured():
@@ -128,3 +72,11 @@ def test_the_simulated_votes_are_balanced_over_the_two_orders():
     items = design(n_q=5)
     sim = simulate.simulate_votes(items, JudgeParams(), votes_per_item=6, seed=0)
     assert (sim.groupby("item_id")["shown_first"].apply(lambda s: (s == "a1").sum()) == 3).all()
+
+
+def test_the_power_table_gives_narrower_intervals_for_more_questions():
+    params = JudgeParams(noise=0.5, susceptibility={"reference": 1.0})
+    small = simulate.asr_interval_widths(n_questions=100, votes_per_item=[6], params=params, reps=200)[0]
+    large = simulate.asr_interval_widths(n_questions=400, votes_per_item=[6], params=params, reps=200)[0]
+    assert large["reference"]["width"] < 0.7 * small["reference"]["width"]
+    assert small["reference"]["n"] > 0 and 0 < large["reference"]["value"] < 1
