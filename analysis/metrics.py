@@ -97,42 +97,55 @@ def rate(hit: int, base: int, ci: tuple[float | None, float | None]) -> dict:
 
 
 def asr_and_accuracy(
-    indicators: pd.DataFrame, question_index: pd.Index, counts: np.ndarray, groups: list[str], semantics: dict
-) -> tuple[dict, dict]:
+    indicators: pd.DataFrame,
+    question_index: pd.Index,
+    counts: np.ndarray,
+    groups: list[str],
+    semantics: dict,
+    *,
+    by: str | None = None,
+) -> tuple[dict, dict, dict]:
     """ASR per perturbation group and accuracy per degrading group, with bootstrap intervals
-    over questions (``counts``: resamples × questions, aligned with ``question_index``)."""
+    over questions (``counts``: resamples × questions, aligned with ``question_index``).
+
+    Returns (asr, accuracy, parts): with ``by`` (e.g. "bloom"), parts is {value: (asr, accuracy)}
+    for each value of that column, all sharing one pass over the resamples; else it is empty."""
+    parts = [(None, indicators)]
+    if by is not None:
+        parts += [(key, sub) for key, sub in indicators.groupby(by, observed=True)]
     cols, names = [], []
-    for group in groups:
-        sub = indicators[indicators["group"] == group]
-        qpos = question_index.get_indexer(sub["question_id"])
-        for metric in ("asr", "acc") if semantics.get(group) == "degrading" else ("asr",):
-            hit = np.zeros(len(question_index), np.float32)
-            base = np.zeros(len(question_index), np.float32)
-            np.add.at(hit, qpos, sub[f"{metric}_hit"].to_numpy(np.float32))
-            np.add.at(base, qpos, sub[f"{metric}_base"].to_numpy(np.float32))
-            cols.append((hit, base))
-            names.append((metric, group))
+    for part, frame in parts:
+        for group in groups:
+            sub = frame[frame["group"] == group]
+            qpos = question_index.get_indexer(sub["question_id"])
+            for metric in ("asr", "acc") if semantics.get(group) == "degrading" else ("asr",):
+                hit = np.bincount(qpos, weights=sub[f"{metric}_hit"].to_numpy(float), minlength=len(question_index))
+                base = np.bincount(qpos, weights=sub[f"{metric}_base"].to_numpy(float), minlength=len(question_index))
+                cols.append((hit, base))
+                names.append((part, metric, group))
     if cols:
         hits = np.stack([c[0] for c in cols], axis=1)
         bases = np.stack([c[1] for c in cols], axis=1)
         cis = stats.bootstrap_ratio_ci(counts, hits, bases)
-    asr: dict = {}
-    acc: dict = {}
-    for j, (metric, group) in enumerate(names):
-        target = asr if metric == "asr" else acc
+    out: dict = {part: ({}, {}) for part, _ in parts}
+    for j, (part, metric, group) in enumerate(names):
+        target = out[part][0] if metric == "asr" else out[part][1]
         target[group] = rate(int(hits[:, j].sum()), int(bases[:, j].sum()), cis[j])
-    return asr, acc
+    return out[None][0], out[None][1], {str(k): v for k, v in out.items() if k is not None}
 
 
 def position(votes: pd.DataFrame) -> dict:
     """Shares of votes for the answer shown first / tie / second, with Wilson intervals, and an
     exact binomial test of first vs second with ties left out. Votes whose order is unknown
     (some imported data) are not part of it."""
-    known = votes[votes["order_known"].to_numpy()]
-    shown = known["choice_shown"].astype(str).to_numpy()
-    n = int(len(shown))
-    first, second = int((shown == "first").sum()), int((shown == "second").sum())
-    tie = int((shown == "tie").sum())
+    known = votes["order_known"].to_numpy()
+    column = votes["choice_shown"]
+    codes = column.cat.codes.to_numpy()[known]
+    tally = dict(
+        zip(column.cat.categories, np.bincount(codes[codes >= 0], minlength=len(column.cat.categories)), strict=True)
+    )
+    first, second, tie = (int(tally.get(k, 0)) for k in ("first", "second", "tie"))
+    n = first + second + tie
     if n == 0:
         return {"first": None, "tie": None, "second": None, "diff": None, "n": 0, "ci": {}, "p_value": None}
     return {

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from threadpoolctl import threadpool_limits
 
 from analysis import lc, metrics, stats
 from analysis.frame import CONTROL, Filters, apply_filters
@@ -49,8 +50,20 @@ def analyze(
     groups: list[str] | None = None,
     semantics: dict[str, str] | None = None,
 ) -> dict:
-    filters = filters or Filters()
-    options = options or Options()
+    # Small dense products fight over cores when BLAS runs them threaded: one thread is faster.
+    with threadpool_limits(1):
+        return _analyze(
+            frame,
+            study=study,
+            filters=filters or Filters(),
+            options=options or Options(),
+            votes_per_item=votes_per_item,
+            groups=groups,
+            semantics=semantics,
+        )
+
+
+def _analyze(frame, *, study, filters, options, votes_per_item, groups, semantics) -> dict:
     if groups is None or semantics is None:
         groups, semantics = groups_and_semantics(frame)
     counted, excluded, not_familiar = apply_filters(frame, filters)
@@ -64,7 +77,21 @@ def analyze(
         for j, n in frame.assign(r=frame["rater"].astype(str) != "").groupby("judge", observed=True)["r"].sum().items()
     }
     total_by_judge = frame.groupby("judge", observed=True).size()
-    counted_by_judge = dict(iter(counted.groupby("judge", observed=True)))
+    # Per-judge work needs a few columns only; splitting the slim frame copies far less.
+    needed = [
+        "judge",
+        "group",
+        "bloom",
+        "choice",
+        "choice_shown",
+        "shown_first",
+        "order_known",
+        "label_scheme",
+        "option_probs",
+        f"len_a1_{options.measure}",
+        f"len_a2_{options.measure}",
+    ]
+    counted_by_judge = dict(iter(counted[needed].groupby("judge", observed=True)))
     prefs_by_judge = dict(iter(prefs.groupby("judge", observed=True))) if prefs is not None else {}
 
     judges = []
@@ -115,14 +142,16 @@ def _judge_report(name, kind, votes, prefs, question_index, counts, groups, sema
     lc_part: dict = {"lc_winrate": {}, "raw_winrate": {}, "lc_effect": {}, "raw_effect": {}, "length_slope": {}}
     if prefs is not None and len(prefs):
         indicators = metrics.asr_indicators(metrics.oriented_pairs(prefs))
-        got_asr, got_acc = metrics.asr_and_accuracy(indicators, question_index, counts, groups, semantics)
+        got_asr, got_acc, parts = metrics.asr_and_accuracy(
+            indicators, question_index, counts, groups, semantics, by="bloom" if options.by_bloom else None
+        )
         asr.update(got_asr)
         acc.update(got_acc)
-        if options.by_bloom:
-            for bloom, sub in indicators.groupby("bloom", observed=True):
-                b_asr, b_acc = metrics.asr_and_accuracy(sub, question_index, counts, groups, semantics)
-                bvotes = votes[(votes["bloom"] == bloom).to_numpy()]
-                by_bloom[str(bloom)] = {"asr": b_asr, "accuracy": b_acc, "position": metrics.position(bvotes)}
+        if parts:
+            votes_by_bloom = dict(iter(votes.groupby("bloom", observed=True)))
+            for bloom, (b_asr, b_acc) in parts.items():
+                bvotes = votes_by_bloom.get(bloom, votes.iloc[0:0])
+                by_bloom[bloom] = {"asr": b_asr, "accuracy": b_acc, "position": metrics.position(bvotes)}
         lc_part = _length_controlled(prefs, options)
     verbosity_votes = votes[votes["group"].isin(options.verbosity_groups).to_numpy()]
     return {
@@ -193,9 +222,11 @@ def _agreement(counted: pd.DataFrame, prefs: pd.DataFrame | None, humans: list[s
     out: dict = {"among_humans": None, "vs_human_majority": {}, "spearman": []}
     if prefs is None or not len(prefs):
         return out
-    human_votes = counted[counted["judge"].isin(humans).to_numpy() & (counted["rater"].astype(str) != "").to_numpy()]
+    human_votes = counted[counted["judge"].isin(humans).to_numpy() & (counted["rater"] != "").to_numpy()]
     if len(human_votes):
-        table = pd.crosstab(human_votes["item_id"], human_votes["choice"].astype(str)).to_numpy()
+        item_code, _ = pd.factorize(human_votes["item_id"])
+        choice_code = human_votes["choice"].cat.codes.to_numpy()
+        table = np.bincount(item_code * 3 + choice_code, minlength=3 * (item_code.max() + 1)).reshape(-1, 3)
         out["among_humans"] = {
             "krippendorff_alpha": stats.krippendorff_alpha_nominal(table),
             "fleiss_kappa": stats.fleiss_kappa(table),
@@ -219,14 +250,13 @@ def _agreement(counted: pd.DataFrame, prefs: pd.DataFrame | None, humans: list[s
                 "n": int(len(common)),
             }
     # Rank correlation of judges: Spearman of their mean item scores over the items both rated.
-    mean_score = prefs.assign(m=prefs["score"] / prefs["n"]).pivot_table(
-        index="item_id", columns="judge", values="m", observed=True
-    )
-    names = [str(c) for c in mean_score.columns]
+    item_code, _ = pd.factorize(prefs["item_id"])
+    judge_code, names = pd.factorize(prefs["judge"].astype(str))
+    mean_score = np.full((item_code.max() + 1, len(names)), np.nan)
+    mean_score[item_code, judge_code] = (prefs["score"] / prefs["n"]).to_numpy()
     for i, a in enumerate(names):
-        for b in names[i + 1 :]:
-            both = mean_score[[a, b]].dropna()
-            out["spearman"].append(
-                {"a": a, "b": b, "rho": stats.spearman(both[a].to_numpy(), both[b].to_numpy()), "n": int(len(both))}
-            )
+        for j in range(i + 1, len(names)):
+            both = ~np.isnan(mean_score[:, i]) & ~np.isnan(mean_score[:, j])
+            rho = stats.spearman(mean_score[both, i], mean_score[both, j])
+            out["spearman"].append({"a": a, "b": names[j], "rho": rho, "n": int(both.sum())})
     return out

@@ -6,9 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
-from analysis import loader, report, simulate
+from analysis import importers, loader, report, simulate
 from analysis.frame import Filters
 from annotations.models import ComparisonItem, Judge, Rater, Study, Vote
 from perturbations.models import PerturbationKind
@@ -20,6 +21,11 @@ def study_groups(*, study: Study) -> tuple[list[str], dict[str, str]]:
     kinds = PerturbationKind.objects.filter(id__in=kind_ids).values_list("slug", "semantics")
     semantics = dict(kinds)
     return sorted(semantics), semantics
+
+
+def kind_slugs(*, study: Study) -> set[str]:
+    """Perturbation kinds usable in the study: the built-in ones and its own."""
+    return set(PerturbationKind.objects.filter(Q(study__isnull=True) | Q(study=study)).values_list("slug", flat=True))
 
 
 def study_analyze(*, study: Study, filters: Filters | None = None, options: report.Options | None = None) -> dict:
@@ -203,3 +209,168 @@ def power_table(
     )
     rows = simulate.asr_interval_widths(n_questions=n_questions, votes_per_item=ks, params=params, reps=300)
     return {"rows": rows, "supplied": supplied, "groups": list(simulate.SYNTHETIC_GROUPS)}
+
+
+def votes_import(*, study: Study, parsed: importers.Parsed) -> dict[str, int]:
+    """Write parsed votes as the study's rows: questions, original (and variant) answers, items,
+    one imported judge per judge name, raters, votes. All in one transaction: a problem found
+    while writing leaves nothing behind. Questions already in the study are reused when they
+    match (so human and model votes on the same pairs can come from separate files)."""
+    from annotations.models import Answer, Question, choice_from_shown
+
+    kinds = {k.slug: k for k in PerturbationKind.objects.all()}
+    counts = {"questions": 0, "answers": 0, "items": 0, "judges": 0, "raters": 0, "votes": 0, "repeats_unlinked": 0}
+    with transaction.atomic():
+        judge_names = sorted({v.judge for v in parsed.votes})
+        taken = set(
+            Vote.objects.filter(item__study=study, judge__name__in=judge_names).values_list("judge__name", flat=True)
+        )
+        if taken:
+            raise importers.ImportProblem(
+                parsed.source, None, "judge", f"study {study.slug!r} already has votes of {', '.join(sorted(taken))}"
+            )
+        existing = {
+            q.external_id: q for q in Question.objects.filter(study=study, external_id__in=list(parsed.questions))
+        }
+        new_questions = []
+        for ext, rec in parsed.questions.items():
+            if ext in existing:
+                if existing[ext].text != rec.text:
+                    raise importers.ImportProblem(
+                        parsed.source, None, "question", f"question {ext!r} is already in the study with another text"
+                    )
+            else:
+                new_questions.append(Question(study=study, external_id=ext, text=rec.text, bloom_level=rec.bloom))
+        Question.objects.bulk_create(new_questions, batch_size=1000)
+        counts["questions"] = len(new_questions)
+        questions = {
+            q.external_id: q for q in Question.objects.filter(study=study, external_id__in=list(parsed.questions))
+        }
+
+        answers = {(a.question_id, a.external_id): a for a in Answer.objects.filter(question__in=questions.values())}
+        for originals_pass in (True, False):
+            batch = []
+            for ext, rec in parsed.questions.items():
+                q = questions[ext]
+                for a in rec.answers.values():
+                    if (a.derived_from is None) != originals_pass:
+                        continue
+                    known = answers.get((q.id, a.external_id))
+                    if known is not None:
+                        if known.text != a.text:
+                            raise importers.ImportProblem(
+                                parsed.source,
+                                None,
+                                "answer",
+                                f"answer {a.external_id!r} is already in the study with another text",
+                            )
+                        continue
+                    answer = Answer(
+                        question=q,
+                        external_id=a.external_id,
+                        text=a.text,
+                        provenance={"method": "import", "source": parsed.source},
+                    )
+                    if a.derived_from:
+                        answer.derived_from = answers[(q.id, a.derived_from)]
+                        answer.kind = kinds[_group_of(rec, a.external_id)]
+                    answer.refresh_lengths()  # bulk_create skips save(), which caches them
+                    batch.append(answer)
+            Answer.objects.bulk_create(batch, batch_size=1000)
+            counts["answers"] += len(batch)
+            answers.update({(a.question_id, a.external_id): a for a in batch})
+
+        items = {
+            (i.question_id, i.kind.slug if i.kind_id else "control"): i
+            for i in ComparisonItem.objects.filter(study=study, question__in=questions.values()).select_related("kind")
+        }
+        new_items = []
+        for ext, rec in parsed.questions.items():
+            q = questions[ext]
+            for group, (a1, a2) in rec.items.items():
+                known = items.get((q.id, group))
+                a1_obj, a2_obj = answers[(q.id, a1)], answers[(q.id, a2)]
+                if known is not None:
+                    if (known.answer_a1_id, known.answer_a2_id) != (a1_obj.id, a2_obj.id):
+                        raise importers.ImportProblem(
+                            parsed.source,
+                            None,
+                            "group",
+                            f"question {ext!r} already has a {group} item with other answers",
+                        )
+                    continue
+                item = ComparisonItem(
+                    study=study,
+                    question=q,
+                    kind=None if group == "control" else kinds[group],
+                    answer_a1=a1_obj,
+                    answer_a2=a2_obj,
+                )
+                new_items.append(item)
+        ComparisonItem.objects.bulk_create(new_items, batch_size=1000)
+        counts["items"] = len(new_items)
+        items.update({(i.question_id, i.kind.slug if i.kind_id else "control"): i for i in new_items})
+
+        judges = {}
+        for name in judge_names:
+            judge, created = Judge.objects.get_or_create(
+                study=study, name=name, defaults={"kind": Judge.Kind.IMPORTED, "params": {"source": parsed.source}}
+            )
+            judges[name] = judge
+            counts["judges"] += int(created)
+        rater_votes: dict[str, int] = {}
+        for v in parsed.votes:
+            if v.rater:
+                rater_votes[v.rater] = rater_votes.get(v.rater, 0) + 1
+        raters = {r.participant_id: r for r in Rater.objects.filter(study=study, participant_id__in=list(rater_votes))}
+        new_raters = [
+            Rater(study=study, participant_id=pid, target=n, source=Rater.Source.DIRECT)
+            for pid, n in rater_votes.items()
+            if pid not in raters
+        ]
+        Rater.objects.bulk_create(new_raters, batch_size=1000)
+        counts["raters"] = len(new_raters)
+        raters.update(
+            {r.participant_id: r for r in Rater.objects.filter(study=study, participant_id__in=list(rater_votes))}
+        )
+
+        seen: set[tuple[int, int]] = set()
+        batch = []
+        for v in parsed.votes:
+            item = items[(questions[v.question].id, v.group)]
+            shown_first = v.shown_first or "a1"
+            choice_shown = "tie" if v.winner == "tie" else ("first" if v.winner == shown_first else "second")
+            meta = dict(v.meta)
+            if v.shown_first is None:
+                meta["order_known"] = False
+            rater = raters.get(v.rater) if v.rater else None
+            if rater is not None:
+                if (rater.id, item.id) in seen:
+                    meta.update(rater=v.rater, repeat_of_same_rater=True)
+                    counts["repeats_unlinked"] += 1
+                    rater = None
+                else:
+                    seen.add((rater.id, item.id))
+            batch.append(
+                Vote(
+                    item=item,
+                    judge=judges[v.judge],
+                    rater=rater,
+                    shown_first=shown_first,
+                    choice_shown=choice_shown,
+                    choice=choice_from_shown(shown_first, choice_shown),
+                    not_familiar=v.not_familiar,
+                    client_ms=v.response_ms,
+                    meta=meta,
+                )
+            )
+        Vote.objects.bulk_create(batch, batch_size=2000)
+        counts["votes"] = len(batch)
+    return counts
+
+
+def _group_of(rec: importers.QuestionRecord, answer_external_id: str) -> str:
+    for group, (_, a2) in rec.items.items():
+        if a2 == answer_external_id:
+            return group
+    raise importers.ImportProblem("", None, "group", f"answer {answer_external_id!r} is in no item")

@@ -209,7 +209,7 @@ def asr_interval_widths(
         indicators = metrics.asr_indicators(metrics.oriented_pairs(prefs))
         index = pd.Index(np.arange(n_questions))
         counts = stats.bootstrap_counts(n_questions, reps=reps, seed=seed)
-        asr, acc = metrics.asr_and_accuracy(indicators, index, counts, list(semantics), semantics)
+        asr, _, _ = metrics.asr_and_accuracy(indicators, index, counts, list(semantics), semantics)
         row = {"votes_per_item": k}
         for g, rate in asr.items():
             lo, hi = rate["ci"]

@@ -77,3 +77,22 @@ def test_the_text_report_names_every_judge(voted_study):
     out = StringIO()
     call_command("analyze", "--study", "demo-s", "--bootstrap", "50", stdout=out)
     assert "sim-1 (simulated)" in out.getvalue() and "random (random)" in out.getvalue()
+
+
+def test_the_simulate_command_stores_the_judges_biases_and_votes(db):
+    from annotations.models import Judge, Vote
+
+    study = make_study(slug="sim-s", votes_per_item=2)
+    for _ in range(3):
+        make_question(study)
+    out = StringIO()
+    call_command("simulate", "--study", "sim-s", "--name", "biased", "--position", "1.5", stdout=out)
+    judge = Judge.objects.get(name="biased")
+    assert judge.kind == "simulated" and judge.params["position"] == 1.5
+    assert Vote.objects.filter(judge=judge).count() == 6 and "6 votes" in out.getvalue()
+    call_command("simulate", "--study", "sim-s", "--raters", "3", stdout=out)
+    assert Vote.objects.filter(judge__kind="human").count() == 6
+    with pytest.raises(CommandError, match="susceptibility"):
+        call_command("simulate", "--study", "sim-s", "--susceptibility", "[1]")
+    with pytest.raises(CommandError, match="at least 2 raters"):
+        call_command("simulate", "--study", "sim-s", "--raters", "1", "--seed", "9")
