@@ -63,8 +63,8 @@ VOTE_COLUMNS = [
     "received_at",
 ]
 
-# Where a judge's backend/model/prompt style live depends on the judges app: fields of the run
-# when it has them, otherwise keys of Judge.params.
+# A judge's backend/model/prompt style: from the run's configuration snapshot (JudgeRun.config,
+# written by the judges app when a run starts) when there is one, else from Judge.params.
 _PROVENANCE = ("backend", "model", "prompt_style")
 
 
@@ -86,8 +86,7 @@ def csv_lines(rows: Iterable[list]) -> Iterator[str]:
 
 
 def _run_fields() -> list[str]:
-    names = {f.name for f in JudgeRun._meta.get_fields()}
-    return [f for f in _PROVENANCE if f in names]
+    return ["config"] if "config" in {f.name for f in JudgeRun._meta.get_fields()} else []
 
 
 def votes_rows(study: Study, *, chunk_size: int = 2000) -> Iterator[list]:
@@ -133,7 +132,8 @@ def votes_rows(study: Study, *, chunk_size: int = 2000) -> Iterator[list]:
     for row in queryset.iterator(chunk_size=chunk_size):
         rec = dict(zip(fields, row, strict=True))
         judge = judges[rec["judge_id"]]
-        provenance = {f: rec.get(f"run__{f}") or judge.params.get(f, "") for f in _PROVENANCE}
+        run_config = rec.get("run__config") or {}
+        provenance = {f: run_config.get(f) or judge.params.get(f, "") for f in _PROVENANCE}
         probs = rec["option_probs"] or {}
         kind = rec["item__kind__slug"]
         yield [

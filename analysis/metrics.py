@@ -203,12 +203,14 @@ def verbosity(
     }
 
 
-def label_bias(votes: pd.DataFrame) -> dict | None:
+def label_bias(votes: pd.DataFrame, scheme_labels: dict[str, tuple[str, str]] | None = None) -> dict | None:
     """Preference by label next to preference by position, for votes with a label scheme.
 
-    A scheme is named ``"<first label>/<second label>"`` (e.g. "A/B", "B/A", "Answer1/Answer2");
-    a scheme without "/" is reported by position only. None when no vote has a scheme.
+    ``scheme_labels`` maps a scheme to the labels of the first and second answer (the judges
+    app's schemes, e.g. "ab" → ("A", "B")); a scheme not in it but named "<first>/<second>" is
+    read from its name, any other is reported by position only. None when no vote has a scheme.
     """
+    scheme_labels = scheme_labels or {}
     labelled = votes[votes["label_scheme"].astype(str) != ""]
     if labelled.empty:
         return None
@@ -220,7 +222,7 @@ def label_bias(votes: pd.DataFrame) -> dict | None:
     offered: dict[str, int] = {}
     chosen: dict[str, int] = {}
     for scheme, sub in labelled.groupby("label_scheme", observed=True):
-        labels = str(scheme).split("/")
+        labels = list(scheme_labels.get(str(scheme), str(scheme).split("/")))
         if len(labels) != 2:
             continue
         shown = sub["choice_shown"].astype(str).to_numpy()

@@ -25,6 +25,8 @@ class Options:
     seed: int = 0
     by_bloom: bool = True
     lc_lambdas: tuple[float, ...] = lc.LAMBDAS
+    # Label scheme → (label of the first answer, label of the second), for label bias.
+    scheme_labels: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 def groups_and_semantics(frame: pd.DataFrame) -> tuple[list[str], dict[str, str]]:
@@ -166,7 +168,7 @@ def _judge_report(name, kind, votes, prefs, question_index, counts, groups, sema
             verbosity_votes, measure=options.measure, bin_width=options.bin_width, seed=options.seed
         ),
         **lc_part,
-        "label_bias": metrics.label_bias(votes),
+        "label_bias": metrics.label_bias(votes, options.scheme_labels),
         "option_probs": metrics.option_probs(votes),
         "by_bloom": by_bloom,
     }

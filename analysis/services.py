@@ -28,9 +28,21 @@ def kind_slugs(*, study: Study) -> set[str]:
     return set(PerturbationKind.objects.filter(Q(study__isnull=True) | Q(study=study)).values_list("slug", flat=True))
 
 
+def scheme_labels() -> dict[str, tuple[str, str]]:
+    """The judges app's label schemes as (first label, second label); empty before it has them."""
+    try:
+        from judges.prompts import LABEL_SCHEMES
+    except ImportError:  # the judges app defines its schemes in judges.prompts
+        return {}
+    return {slug: (scheme.first, scheme.second) for slug, scheme in LABEL_SCHEMES.items()}
+
+
 def study_analyze(*, study: Study, filters: Filters | None = None, options: report.Options | None = None) -> dict:
     groups, semantics = study_groups(study=study)
     frame = loader.study_frame(study)
+    options = options or report.Options()
+    if not options.scheme_labels:
+        options.scheme_labels = scheme_labels()
     return report.analyze(
         frame,
         study=study.slug,

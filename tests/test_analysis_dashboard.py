@@ -64,7 +64,7 @@ def test_an_htmx_request_gets_only_the_results_fragment(dash_study, staff_client
     body = response.content.decode()
     assert response.status_code == 200
     assert body.lstrip().startswith('<div id="results"') and "<html" not in body
-    assert "flaggedrater 0" in body
+    assert "flagged rater 0" in body
 
 
 def test_bad_filters_are_shown_not_applied(dash_study, staff_client):

@@ -223,3 +223,12 @@ def test_option_probabilities_are_averaged_and_mapped_to_a1_and_a2():
     probs = metrics.option_probs(frame(rows))
     assert probs["a1"] == pytest.approx(0.7) and probs["first"] == pytest.approx(0.6)
     assert probs["confidence"] == pytest.approx(0.7)
+
+
+def test_label_bias_reads_labels_from_the_judges_schemes():
+    it = item(1, 1, "control", 1, 2)
+    rows = votes(it, "a1", shown_first="a1", label_scheme="ab") + votes(
+        it, "a1", shown_first="a1", label_scheme="symbols"
+    )
+    lb = metrics.label_bias(frame(rows), {"ab": ("A", "B"), "symbols": ("Circle", "Square")})
+    assert lb["by_label"]["A"]["value"] == 1.0 and lb["by_label"]["Circle"]["value"] == 1.0

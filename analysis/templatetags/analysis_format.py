@@ -23,3 +23,9 @@ def num(value, digits: int = 2) -> str:
     if value is None:
         return "n/a"
     return f"{float(value):.{int(digits)}f}"
+
+
+@register.filter
+def words(value: str) -> str:
+    """A snake_case key as words: "flagged_rater" → "flagged rater"."""
+    return str(value).replace("_", " ")
