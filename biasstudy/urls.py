@@ -7,5 +7,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("health/", health, name="health"),
     path("api/", include("api.urls")),
+    path("dashboard/", include("analysis.urls")),
     path("", include("annotations.urls")),
 ]

@@ -1,0 +1,79 @@
+"""Query-string and command-line filters, parsed once into analysis.frame.Filters."""
+
+from __future__ import annotations
+
+from django import forms
+
+from analysis.frame import MEASURES, Filters
+from analysis.report import Options
+from annotations.models import BloomLevel
+
+
+class FilterForm(forms.Form):
+    min_ms = forms.IntegerField(
+        required=False, min_value=0, label="Min. response time (ms)", help_text="Empty: the study's threshold."
+    )
+    ms_per_word = forms.IntegerField(required=False, min_value=0, label="+ ms per word")
+    include_not_familiar = forms.BooleanField(required=False, label="Count not-familiar votes")
+    include_flagged = forms.BooleanField(required=False, label="Count flagged raters")
+    bloom = forms.MultipleChoiceField(required=False, choices=BloomLevel.choices, label="Bloom levels")
+    group = forms.MultipleChoiceField(required=False, choices=(), label="Groups")
+    since = forms.DateTimeField(required=False, label="Votes from")
+    until = forms.DateTimeField(required=False, label="Votes until")
+    measure = forms.ChoiceField(required=False, choices=[(m, m) for m in MEASURES], label="Length measure")
+    bin_width = forms.IntegerField(required=False, min_value=1, max_value=10_000, label="Length bin width")
+
+    def __init__(self, *args, groups: list[str] = (), **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["group"].choices = [(g, g) for g in groups]
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if data.get("since") and data.get("until") and data["since"] > data["until"]:
+            raise forms.ValidationError("'Votes from' must be before 'Votes until'.")
+        return data
+
+    def filters(self) -> Filters:
+        d = self.cleaned_data
+        return Filters(
+            min_ms=d.get("min_ms"),
+            ms_per_word=d.get("ms_per_word"),
+            include_not_familiar=bool(d.get("include_not_familiar")),
+            include_flagged=bool(d.get("include_flagged")),
+            blooms=list(d.get("bloom") or []),
+            groups=list(d.get("group") or []),
+            since=d.get("since"),
+            until=d.get("until"),
+        )
+
+    def options(self, **overrides) -> Options:
+        d = self.cleaned_data
+        return Options(measure=d.get("measure") or "words", bin_width=d.get("bin_width") or 10, **overrides)
+
+
+class PowerForm(forms.Form):
+    """The "how many votes do I need" page: a design and a judge to simulate."""
+
+    n_questions = forms.IntegerField(min_value=10, max_value=2000, label="Questions")
+    raters = forms.IntegerField(min_value=1, max_value=10_000, label="Raters")
+    items_per_rater = forms.IntegerField(min_value=1, max_value=1000, label="Items per rater")
+    susceptibility = forms.FloatField(
+        min_value=-5,
+        max_value=5,
+        label="Pull towards the perturbed answer (log-odds)",
+        help_text="0: unbiased on non-semantic perturbations; 1: strongly swayed.",
+    )
+    noise = forms.FloatField(min_value=0, max_value=5, label="Disagreement between items (log-odds sd)")
+    tie_rate = forms.FloatField(min_value=0, max_value=0.9, label="Tie rate")
+
+    @staticmethod
+    def initial_for(study) -> dict:
+        n = study.questions.filter(is_gold=False).count() or 142
+        return {
+            "n_questions": min(max(n, 10), 2000),
+            "raters": 79,
+            "items_per_rater": study.target_per_rater,
+            "susceptibility": 0.5,
+            "noise": 1.0,
+            "tie_rate": 0.15,
+        }

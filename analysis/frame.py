@@ -1,0 +1,172 @@
+"""The votes frame every metric reads, and the filters applied to it.
+
+One row per vote. The loaders (``analysis.loader`` from the database, ``analysis.importers``
+from a vote file) build it; the maths in ``analysis.metrics`` and ``analysis.lc`` only reads it.
+
+Columns (dtype):
+
+- ``vote_id`` (int), ``question_id`` (int), ``question_ext`` (str), ``bloom`` (str),
+  ``is_gold`` (bool), ``item_id`` (int), ``group`` ("control" or a perturbation slug),
+  ``semantics`` ("control", "degrading" or "non_semantic");
+- ``a1_root`` / ``a2_root`` (int): the original answer each side is (or derives from); they
+  orient a perturbation's item against the question's control item;
+- ``judge`` (str), ``judge_kind`` (human/llm/simulated/imported), ``rater`` (str, "" for none),
+  ``rater_flagged`` (bool), ``run_id`` (float, NaN for none);
+- ``shown_first`` ("a1"/"a2"), ``order_known`` (bool: False for imported votes whose source did
+  not record the order), ``choice_shown`` (first/second/tie or None), ``choice`` (a1/a2/tie or
+  None when the output could not be parsed);
+- ``not_familiar`` (bool), ``client_ms`` (float, NaN unknown), ``threshold_ms`` (float: the
+  study's threshold for this item), ``words`` (int: words of both answers), ``received_at``
+  (datetime, UTC);
+- ``len_a1_<m>`` / ``len_a2_<m>`` (float, NaN unknown) for each measure m in ``MEASURES``;
+- ``label_scheme`` (str), ``option_probs`` (dict first/second/tie or None).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+
+import numpy as np
+import pandas as pd
+
+MEASURES = ("words", "chars", "bpe")
+CHOICES = ("a1", "a2", "tie")
+CONTROL = "control"
+
+COLUMNS = [
+    "vote_id",
+    "question_id",
+    "question_ext",
+    "bloom",
+    "is_gold",
+    "item_id",
+    "group",
+    "semantics",
+    "a1_root",
+    "a2_root",
+    "judge",
+    "judge_kind",
+    "rater",
+    "rater_flagged",
+    "run_id",
+    "shown_first",
+    "order_known",
+    "choice_shown",
+    "choice",
+    "not_familiar",
+    "client_ms",
+    "threshold_ms",
+    "words",
+    "received_at",
+    "label_scheme",
+    "option_probs",
+] + [f"len_{side}_{m}" for m in MEASURES for side in ("a1", "a2")]
+
+_CATEGORICAL = (
+    "bloom",
+    "group",
+    "semantics",
+    "judge",
+    "judge_kind",
+    "rater",
+    "shown_first",
+    "choice_shown",
+    "label_scheme",
+)
+
+
+def normalise(frame: pd.DataFrame) -> pd.DataFrame:
+    """Give a frame built by any loader the dtypes the maths expects (in place where possible)."""
+    missing = [c for c in COLUMNS if c not in frame.columns]
+    if missing:
+        raise ValueError(f"votes frame lacks columns: {', '.join(missing)}")
+    for col in _CATEGORICAL:
+        frame[col] = frame[col].astype("category")
+    frame["choice"] = pd.Categorical(frame["choice"], categories=list(CHOICES))
+    for col in ("is_gold", "rater_flagged", "order_known", "not_familiar"):
+        frame[col] = frame[col].astype(bool)
+    for col in ("client_ms", "threshold_ms", "run_id") + tuple(c for c in COLUMNS if c.startswith("len_")):
+        frame[col] = frame[col].astype(float)
+    frame["received_at"] = pd.to_datetime(frame["received_at"], utc=True)
+    return frame
+
+
+def empty_frame() -> pd.DataFrame:
+    return normalise(pd.DataFrame({c: pd.Series(dtype=object) for c in COLUMNS}))
+
+
+@dataclass
+class Filters:
+    """Which votes count. Defaults follow SPEC: not-familiar votes and flagged raters out, the
+    study's own response-time threshold. ``min_ms``/``ms_per_word`` replace the study's
+    threshold (min_ms + ms_per_word × words of both answers) when given.
+    """
+
+    min_ms: int | None = None
+    ms_per_word: int | None = None
+    include_not_familiar: bool = False
+    include_flagged: bool = False
+    blooms: list[str] = field(default_factory=list)
+    groups: list[str] = field(default_factory=list)
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def as_dict(self) -> dict:
+        out = asdict(self)
+        for key in ("since", "until"):
+            if out[key] is not None:
+                out[key] = out[key].isoformat()
+        return out
+
+
+def apply_filters(frame: pd.DataFrame, filters: Filters) -> tuple[pd.DataFrame, dict[str, int], pd.DataFrame]:
+    """Return (counted votes, votes excluded by each filter, not-familiar votes that passed the
+    other filters). Filters apply in the order of the returned dict, so each count is what that
+    filter removed from what the earlier ones left; together they add up to every vote not
+    counted. Nothing is dropped silently: unparsed votes and attention checks have their own rows.
+    """
+    excluded: dict[str, int] = {}
+    keep = np.ones(len(frame), dtype=bool)
+
+    def drop(name: str, mask: np.ndarray) -> None:
+        nonlocal keep
+        hit = keep & mask
+        excluded[name] = int(hit.sum())
+        keep = keep & ~mask
+
+    drop("gold", frame["is_gold"].to_numpy())
+    drop("time_range", _outside_range(frame, filters))
+    drop("bloom", ~frame["bloom"].isin(filters.blooms).to_numpy() if filters.blooms else np.zeros(len(frame), bool))
+    drop("group", ~frame["group"].isin(filters.groups).to_numpy() if filters.groups else np.zeros(len(frame), bool))
+    drop("flagged_rater", np.zeros(len(frame), bool) if filters.include_flagged else frame["rater_flagged"].to_numpy())
+    drop("too_fast", _too_fast(frame, filters))
+    # Not-familiar votes leave the metrics but feed the Human-NF row, so they are split off
+    # before votes without a choice are counted (a not-familiar vote may carry no choice).
+    nf_mask = frame["not_familiar"].to_numpy()
+    not_familiar = frame[keep & nf_mask]
+    if not filters.include_not_familiar:
+        drop("not_familiar", nf_mask)
+    else:
+        excluded["not_familiar"] = 0
+    drop("no_choice", frame["choice"].isna().to_numpy())
+    return frame[keep], excluded, not_familiar
+
+
+def _too_fast(frame: pd.DataFrame, filters: Filters) -> np.ndarray:
+    if filters.min_ms is None and filters.ms_per_word is None:
+        threshold = frame["threshold_ms"].to_numpy()
+    else:
+        threshold = (filters.min_ms or 0) + (filters.ms_per_word or 0) * frame["words"].to_numpy(dtype=float)
+    client = frame["client_ms"].to_numpy()
+    with np.errstate(invalid="ignore"):
+        return ~np.isnan(client) & (client < threshold)
+
+
+def _outside_range(frame: pd.DataFrame, filters: Filters) -> np.ndarray:
+    out = np.zeros(len(frame), dtype=bool)
+    if filters.since is not None:
+        out |= (frame["received_at"] < pd.Timestamp(filters.since)).to_numpy()
+    if filters.until is not None:
+        out |= (frame["received_at"] > pd.Timestamp(filters.until)).to_numpy()
+    return out

@@ -1,0 +1,324 @@
+"""Parse pairwise votes collected elsewhere into plain records; ``services.votes_import`` writes
+them. Every problem is an ``ImportProblem`` naming the file, the line and the field.
+
+Generic CSV (UTF-8, header row; one row per vote):
+
+=================  ========  ===========================================================
+column             required  meaning
+=================  ========  ===========================================================
+question_id        yes       the question's id in your data
+question           yes       the question text (the same on every row of a question)
+answer_a1          yes       text of the first answer (markdown)
+answer_a2          yes       text of the second answer
+judge              yes       judge name; one imported judge per name
+winner             yes       a1, a2 or tie
+answer_a1_id       no        the answer's id (default ``<question_id>-a1``)
+answer_a2_id       no        default ``<question_id>-a2`` (``-<group>`` for a perturbation)
+bloom              no        a Bloom level (default ``understanding``)
+group              no        ``control`` (default) or a perturbation kind slug; then A2 is
+                             a variant of the original named by ``a2_original_id``
+a2_original_id     no        for perturbation rows: which original answer A2 derives from
+rater              no        pseudonymous rater id (one rater per id, one vote per item)
+shown_first        no        a1 or a2; empty: the order is unknown and the vote is left out
+                             of the positional table
+not_familiar       no        1/0, true/false, yes/no
+response_ms        no        time to decide, in ms
+=================  ========  ===========================================================
+
+MT-bench human judgments (Zheng et al. 2023; ``../shared/datasets/mtbench_human_judgments``):
+``human.csv`` and ``gpt4_pair.csv`` with ``question.jsonl`` and ``model_answers.jsonl`` next to
+them. One question per (MT-bench question, model pair, turn), A1/A2 = the two models in
+alphabetical order (the winner is flipped when a row lists them the other way round), so human
+and GPT-4 votes on the same pair meet on the same item. Human votes go to the imported judge
+``mtbench-human`` with one rater per expert/author; GPT-4's to ``mtbench-gpt4-pair``.
+
+- Lengths: each answer is the assistant message the vote judged, so a turn-2 vote uses the
+  length of the *second* assistant answer (turn 1: the first). The blog figures in the dataset's
+  README (longer wins 61.2 % humans / 66.0 % GPT-4) use the turn-1 length for every vote.
+- The question text of a turn-2 item holds both user turns.
+- The order shown is not in the data: votes are stored A1-first with ``order_known: false`` and
+  left out of the positional table. "tie (inconsistent)" (GPT-4's two orders disagreed) is a tie.
+- MT-bench categories become Bloom levels by this mapping (ours; MT-bench has no Bloom levels):
+  writing, roleplay → creating; reasoning → analyzing; math, coding → applying;
+  extraction → understanding; stem → remembering; humanities → evaluating (``MTBENCH_BLOOM``).
+- One expert voted twice on the same pair and turn; the database keeps one vote per rater and
+  item, so the repeat is kept without the rater link (its rater id stays in ``meta``).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from annotations.models import BloomLevel
+
+MTBENCH_BLOOM = {
+    "writing": "creating",
+    "roleplay": "creating",
+    "reasoning": "analyzing",
+    "math": "applying",
+    "coding": "applying",
+    "extraction": "understanding",
+    "stem": "remembering",
+    "humanities": "evaluating",
+}
+MTBENCH_FILES = {"human.csv": "mtbench-human", "gpt4_pair.csv": "mtbench-gpt4-pair"}
+TRUE, FALSE = {"1", "true", "yes", "y"}, {"0", "false", "no", "n", ""}
+
+
+class ImportProblem(ValueError):
+    def __init__(self, path: Path | str, line: int | None, field_name: str | None, message: str) -> None:
+        where = f"{path}" + (f", line {line}" if line else "") + (f", field {field_name!r}" if field_name else "")
+        super().__init__(f"{where}: {message}")
+
+
+@dataclass
+class AnswerRecord:
+    external_id: str
+    text: str
+    derived_from: str | None = None  # external id of the original, for variants
+
+
+@dataclass
+class QuestionRecord:
+    external_id: str
+    text: str
+    bloom: str
+    answers: dict[str, AnswerRecord] = field(default_factory=dict)
+    # group → (A1 external id, A2 external id)
+    items: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+
+@dataclass
+class VoteRecord:
+    question: str
+    group: str
+    judge: str
+    winner: str  # a1 / a2 / tie
+    rater: str = ""
+    shown_first: str | None = None  # None: unknown
+    not_familiar: bool = False
+    response_ms: int | None = None
+    meta: dict = field(default_factory=dict)
+
+
+@dataclass
+class Parsed:
+    source: str
+    questions: dict[str, QuestionRecord]
+    votes: list[VoteRecord]
+
+
+def _add_question(questions: dict, rec: QuestionRecord, path, line) -> QuestionRecord:
+    known = questions.setdefault(rec.external_id, rec)
+    if known.text != rec.text:
+        raise ImportProblem(path, line, "question", f"question {rec.external_id!r} has a different text than before")
+    if known.bloom != rec.bloom:
+        raise ImportProblem(
+            path, line, "bloom", f"question {rec.external_id!r} has a different Bloom level than before"
+        )
+    return known
+
+
+def _add_answer(question: QuestionRecord, answer: AnswerRecord, path, line, field_name) -> None:
+    known = question.answers.setdefault(answer.external_id, answer)
+    if known.text != answer.text or known.derived_from != answer.derived_from:
+        raise ImportProblem(path, line, field_name, f"answer {answer.external_id!r} differs from an earlier row")
+
+
+def _add_item(question: QuestionRecord, group: str, pair: tuple[str, str], path, line) -> None:
+    known = question.items.setdefault(group, pair)
+    if known != pair:
+        raise ImportProblem(
+            path, line, "group", f"question {question.external_id!r} already has a {group} item with other answers"
+        )
+
+
+# --- generic CSV -----------------------------------------------------------------------------
+
+REQUIRED = ("question_id", "question", "answer_a1", "answer_a2", "judge", "winner")
+
+
+def parse_csv(path: Path, *, known_groups: set[str]) -> Parsed:
+    questions: dict[str, QuestionRecord] = {}
+    votes: list[VoteRecord] = []
+    try:
+        fh = path.open(encoding="utf-8", newline="")
+    except OSError as exc:
+        raise ImportProblem(path, None, None, f"cannot read: {exc.strerror}") from exc
+    with fh:
+        reader = csv.DictReader(fh)
+        missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
+        if missing:
+            raise ImportProblem(path, 1, missing[0], f"missing column(s): {', '.join(missing)}")
+        try:
+            for row in reader:
+                votes.append(_csv_row(row, reader.line_num, path, questions, known_groups))
+        except UnicodeDecodeError as exc:
+            raise ImportProblem(path, reader.line_num + 1, None, "not UTF-8 text") from exc
+    # Perturbation rows name their A2's original; it must exist as an original of the question.
+    for q in questions.values():
+        for a in q.answers.values():
+            if a.derived_from and (a.derived_from not in q.answers or q.answers[a.derived_from].derived_from):
+                raise ImportProblem(
+                    path,
+                    None,
+                    "a2_original_id",
+                    f"question {q.external_id!r}: {a.derived_from!r} is not an original answer of it",
+                )
+    if not votes:
+        raise ImportProblem(path, None, None, "no votes in the file")
+    return Parsed(source=str(path), questions=questions, votes=votes)
+
+
+def _csv_row(row: dict, line: int, path, questions: dict, known_groups: set[str]) -> VoteRecord:
+    def get(name: str) -> str:
+        return (row.get(name) or "").strip()
+
+    for name in REQUIRED:
+        if not get(name) and name not in ("answer_a1", "answer_a2"):
+            raise ImportProblem(path, line, name, "is empty")
+    qid = get("question_id")
+    bloom = get("bloom") or BloomLevel.UNDERSTANDING
+    if bloom not in BloomLevel.values:
+        raise ImportProblem(path, line, "bloom", f"{bloom!r} is not one of {', '.join(BloomLevel.values)}")
+    group = get("group") or "control"
+    if group != "control" and group not in known_groups:
+        raise ImportProblem(path, line, "group", f"{group!r} is not a perturbation kind of this study")
+    winner = get("winner").lower()
+    if winner not in ("a1", "a2", "tie"):
+        raise ImportProblem(path, line, "winner", f"{winner!r} is not a1, a2 or tie")
+    shown_first = get("shown_first").lower() or None
+    if shown_first not in (None, "a1", "a2"):
+        raise ImportProblem(path, line, "shown_first", f"{shown_first!r} is not a1 or a2")
+    nf = get("not_familiar").lower()
+    if nf not in TRUE | FALSE:
+        raise ImportProblem(path, line, "not_familiar", f"{nf!r} is not a yes/no value")
+    ms = get("response_ms")
+    if ms and not ms.isdigit():
+        raise ImportProblem(path, line, "response_ms", f"{ms!r} is not a whole number of milliseconds")
+    question = _add_question(questions, QuestionRecord(qid, row["question"], bloom), path, line)
+    a1_id = get("answer_a1_id") or f"{qid}-a1"
+    a2_id = get("answer_a2_id") or (f"{qid}-a2" if group == "control" else f"{qid}-{group}")
+    original = None
+    if group != "control":
+        original = get("a2_original_id")
+        if not original:
+            raise ImportProblem(path, line, "a2_original_id", "is needed for a perturbation row")
+    if a1_id == a2_id:
+        raise ImportProblem(path, line, "answer_a2_id", "A1 and A2 must be different answers")
+    _add_answer(question, AnswerRecord(a1_id, row["answer_a1"]), path, line, "answer_a1")
+    _add_answer(question, AnswerRecord(a2_id, row["answer_a2"], original), path, line, "answer_a2")
+    _add_item(question, group, (a1_id, a2_id), path, line)
+    return VoteRecord(
+        question=qid,
+        group=group,
+        judge=get("judge"),
+        winner=winner,
+        rater=get("rater"),
+        shown_first=shown_first,
+        not_familiar=nf in TRUE,
+        response_ms=int(ms) if ms else None,
+        meta={"source": str(path.name), "line": line},
+    )
+
+
+# --- MT-bench ---------------------------------------------------------------------------------
+
+
+def parse_mtbench(path: Path, *, limit: int | None = None) -> Parsed:
+    """``path``: the dataset folder (both vote files) or one of its vote files."""
+    folder = path if path.is_dir() else path.parent
+    files = [folder / name for name in MTBENCH_FILES] if path.is_dir() else [path]
+    if not path.is_dir() and path.name not in MTBENCH_FILES:
+        raise ImportProblem(path, None, None, f"expected one of {', '.join(MTBENCH_FILES)} or their folder")
+    mt_questions = _jsonl(folder / "question.jsonl", ("question_id", "category", "turns"))
+    answers = {
+        (a["question_id"], a["model"]): a
+        for a in _jsonl(folder / "model_answers.jsonl", ("question_id", "model", "turns"))
+    }
+    by_id = {q["question_id"]: q for q in mt_questions}
+    questions: dict[str, QuestionRecord] = {}
+    votes: list[VoteRecord] = []
+    for vote_file in files:
+        judge_name = MTBENCH_FILES[vote_file.name]
+        try:
+            fh = vote_file.open(encoding="utf-8", newline="")
+        except OSError as exc:
+            raise ImportProblem(vote_file, None, None, f"cannot read: {exc.strerror}") from exc
+        with fh:
+            reader = csv.DictReader(fh)
+            for row in reader:
+                if limit is not None and len(votes) >= limit:
+                    break
+                votes.append(_mtbench_row(row, reader.line_num, vote_file, judge_name, by_id, answers, questions))
+    return Parsed(source=str(path), questions=questions, votes=votes)
+
+
+def _jsonl(path: Path, keys: tuple[str, ...]) -> list[dict]:
+    out = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ImportProblem(path, None, None, f"cannot read: {exc.strerror}") from exc
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ImportProblem(path, n, None, f"not JSON: {exc.msg}") from exc
+        for key in keys:
+            if key not in rec:
+                raise ImportProblem(path, n, key, "is missing")
+        out.append(rec)
+    return out
+
+
+def _mtbench_row(row, line, path, judge_name, by_id, answers, questions) -> VoteRecord:
+    try:
+        qid, turn = int(row["question_id"]), int(row["turn"])
+    except (KeyError, TypeError, ValueError):
+        raise ImportProblem(path, line, "question_id/turn", "must be whole numbers") from None
+    if qid not in by_id:
+        raise ImportProblem(path, line, "question_id", f"{qid} is not in question.jsonl")
+    if turn not in (1, 2):
+        raise ImportProblem(path, line, "turn", f"{turn} is not 1 or 2")
+    model_a, model_b, winner = row.get("model_a", ""), row.get("model_b", ""), row.get("winner", "")
+    for model, name in ((model_a, "model_a"), (model_b, "model_b")):
+        if (qid, model) not in answers:
+            raise ImportProblem(path, line, name, f"no answer of {model!r} to question {qid} in model_answers.jsonl")
+    meaning = {"model_a": model_a, "model_b": model_b}.get(winner)
+    if meaning is None and not winner.startswith("tie"):
+        raise ImportProblem(path, line, "winner", f"{winner!r} is not model_a, model_b or tie")
+    first, second = sorted((model_a, model_b))
+    external = f"mtbench-{qid}-t{turn}-{first}-vs-{second}"
+    mt = by_id[qid]
+    text = mt["turns"][0] if turn == 1 else f"{mt['turns'][0]}\n\n(Follow-up) {mt['turns'][1]}"
+    bloom = MTBENCH_BLOOM.get(mt["category"], BloomLevel.UNDERSTANDING)
+    question = _add_question(questions, QuestionRecord(external, text, bloom), path, line)
+    for model in (first, second):
+        _add_answer(
+            question, AnswerRecord(f"{external}-{model}", answers[(qid, model)]["turns"][turn - 1]), path, line, "turn"
+        )
+    _add_item(question, "control", (f"{external}-{first}", f"{external}-{second}"), path, line)
+    choice = "tie" if meaning is None else ("a1" if meaning == first else "a2")
+    rater = row.get("judge", "") if judge_name == "mtbench-human" else ""
+    return VoteRecord(
+        question=external,
+        group="control",
+        judge=judge_name,
+        winner=choice,
+        rater=rater,
+        meta={
+            "source": path.name,
+            "line": line,
+            "turn": turn,
+            "winner": winner,
+            "model_a": model_a,
+            "model_b": model_b,
+            "judge": row.get("judge", ""),
+        },
+    )

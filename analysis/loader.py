@@ -1,0 +1,117 @@
+"""The database → votes frame (see analysis.frame). A handful of ``values_list`` queries, no
+per-row model objects, joined in pandas."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from analysis.frame import COLUMNS, CONTROL, empty_frame, normalise
+from annotations.models import Answer, ComparisonItem, Judge, Rater, Study, Vote
+
+
+def answer_roots(study: Study) -> pd.DataFrame:
+    """Every answer of the study with the original it derives from (following compounds built
+    on other variants) and its cached lengths."""
+    rows = list(
+        Answer.objects.filter(question__study=study).values_list(
+            "id", "derived_from_id", "len_words", "len_chars", "len_bpe"
+        )
+    )
+    parent = {a: p for a, p, *_ in rows}
+    roots = {}
+    for answer_id in parent:
+        node, seen = answer_id, 0
+        while parent.get(node) is not None and seen < 100:
+            node, seen = parent[node], seen + 1
+        roots[answer_id] = node
+    frame = pd.DataFrame(rows, columns=["answer_id", "derived_from", "words", "chars", "bpe"])
+    frame["root"] = frame["answer_id"].map(roots)
+    return frame.set_index("answer_id")
+
+
+def study_items(study: Study) -> pd.DataFrame:
+    """One row per comparison item with its group, semantics, roots and lengths."""
+    rows = list(
+        ComparisonItem.objects.filter(study=study).values_list(
+            "id",
+            "question_id",
+            "question__external_id",
+            "question__bloom_level",
+            "question__is_gold",
+            "kind__slug",
+            "kind__semantics",
+            "answer_a1_id",
+            "answer_a2_id",
+        )
+    )
+    items = pd.DataFrame(
+        rows,
+        columns=["item_id", "question_id", "question_ext", "bloom", "is_gold", "group", "semantics", "a1_id", "a2_id"],
+    )
+    items["group"] = items["group"].fillna(CONTROL)
+    items["semantics"] = items["semantics"].fillna(CONTROL)
+    answers = answer_roots(study)
+    for side in ("a1", "a2"):
+        ids = items[f"{side}_id"]
+        items[f"{side}_root"] = ids.map(answers["root"]).astype("int64") if len(items) else ids
+        for m in ("words", "chars", "bpe"):
+            items[f"len_{side}_{m}"] = ids.map(answers[m]).astype(float)
+    items["words"] = (items["len_a1_words"] + items["len_a2_words"]).fillna(0).astype(np.int64)
+    items["threshold_ms"] = (study.min_response_ms + study.ms_per_word * items["words"]).astype(float)
+    return items
+
+
+def study_frame(study: Study) -> pd.DataFrame:
+    votes = pd.DataFrame(
+        list(
+            Vote.objects.filter(item__study=study).values_list(
+                "id",
+                "item_id",
+                "judge_id",
+                "rater_id",
+                "run_id",
+                "shown_first",
+                "choice_shown",
+                "choice",
+                "not_familiar",
+                "client_ms",
+                "received_at",
+                "label_scheme",
+                "option_probs",
+            )
+        ),
+        columns=[
+            "vote_id",
+            "item_id",
+            "judge_id",
+            "rater_id",
+            "run_id",
+            "shown_first",
+            "choice_shown",
+            "choice",
+            "not_familiar",
+            "client_ms",
+            "received_at",
+            "label_scheme",
+            "option_probs",
+        ],
+    )
+    if votes.empty:
+        return empty_frame()
+    unknown_order = set(Vote.objects.filter(item__study=study, meta__order_known=False).values_list("id", flat=True))
+    votes["order_known"] = ~votes["vote_id"].isin(unknown_order)
+    judges = pd.DataFrame(
+        list(Judge.objects.filter(id__in=votes["judge_id"].unique().tolist()).values_list("id", "name", "kind")),
+        columns=["judge_id", "judge", "judge_kind"],
+    )
+    raters = pd.DataFrame(
+        list(Rater.objects.filter(study=study).values_list("id", "participant_id", "flagged")),
+        columns=["rater_id", "rater", "rater_flagged"],
+    )
+    frame = votes.merge(study_items(study), on="item_id", how="left").merge(judges, on="judge_id", how="left")
+    frame = frame.merge(raters, on="rater_id", how="left")
+    frame["rater"] = frame["rater"].fillna("")
+    frame["rater_flagged"] = frame["rater_flagged"].astype("boolean").fillna(False).astype(bool)
+    frame["run_id"] = frame["run_id"].astype(float)
+    return normalise(frame[COLUMNS].copy())

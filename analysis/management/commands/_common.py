@@ -1,0 +1,103 @@
+"""Shared argument handling for the analysis commands."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from analysis import exports, services
+from analysis.forms import FilterForm
+from annotations.models import Study
+
+
+def study_by_slug(slug: str) -> Study:
+    try:
+        return Study.objects.get(slug=slug)
+    except Study.DoesNotExist:
+        raise CommandError(f"no study with slug {slug!r}") from None
+
+
+def add_filter_arguments(parser: CommandParser) -> None:
+    parser.add_argument("--min-ms", type=int, help="response-time threshold in ms (default: the study's)")
+    parser.add_argument("--ms-per-word", type=int, help="plus this many ms per word of both answers")
+    parser.add_argument("--include-not-familiar", action="store_true")
+    parser.add_argument("--include-flagged", action="store_true", help="count votes of flagged raters")
+    parser.add_argument("--bloom", action="append", default=[], help="only this Bloom level (repeatable)")
+    parser.add_argument("--group", action="append", default=[], help="only this group (repeatable)")
+    parser.add_argument("--since", help="votes received from (ISO date/time)")
+    parser.add_argument("--until", help="votes received until (ISO date/time)")
+    parser.add_argument("--measure", default="words", help="length measure: words, chars or bpe")
+    parser.add_argument("--bin-width", type=int, default=10)
+
+
+def filter_form(options: dict, groups: list[str]) -> FilterForm:
+    """The command's options parsed by the dashboard's form: one validation for both."""
+    data = {
+        "min_ms": options.get("min_ms"),
+        "ms_per_word": options.get("ms_per_word"),
+        "include_not_familiar": options.get("include_not_familiar"),
+        "include_flagged": options.get("include_flagged"),
+        "bloom": options.get("bloom") or [],
+        "group": options.get("group") or [],
+        "since": options.get("since"),
+        "until": options.get("until"),
+        "measure": options.get("measure"),
+        "bin_width": options.get("bin_width"),
+    }
+    form = FilterForm({k: v for k, v in data.items() if v not in (None, False)}, groups=groups)
+    if not form.is_valid():
+        problems = "; ".join(f"--{k.replace('_', '-')}: {' '.join(v)}" for k, v in form.errors.items())
+        raise CommandError(f"bad filter: {problems}")
+    return form
+
+
+class ExportCommand(BaseCommand):
+    """export_votes / export_items / export_metrics: stream one export of analysis.exports."""
+
+    export = ""  # key of analysis.exports.EXPORTS
+    takes_filters = True
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--study", required=True, help="study slug")
+        parser.add_argument("-o", "--output", required=True, help="CSV file to write, or - for standard output")
+        if self.takes_filters:
+            add_filter_arguments(parser)
+
+    def handle(self, *args, **options) -> None:
+        study = study_by_slug(options["study"])
+        kwargs = {}
+        if self.takes_filters:
+            groups, _ = services.study_groups(study=study)
+            form = filter_form(options, groups)
+            kwargs["filters"] = form.filters()
+            if self.export == "metrics":
+                kwargs["options"] = form.options()
+        lines = exports.csv_lines(exports.EXPORTS[self.export](study, **kwargs))
+        n = write_lines(lines, options["output"], self.stdout)
+        if options["verbosity"] > 0 and options["output"] != "-":
+            self.stderr.write(f"wrote {n - 1} {self.export} rows to {options['output']}")
+
+
+def write_lines(lines, output: str, stdout) -> int:
+    """Write to a temporary file first and move it into place, so a failure leaves no half file."""
+    n = 0
+    if output == "-":
+        for line in lines:
+            stdout.write(line, ending="")
+            n += 1
+        return n
+    target = Path(output)
+    fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".", suffix=".part")
+    try:
+        with os.fdopen(fd, "w", newline="", encoding="utf-8") as fh:
+            for line in lines:
+                fh.write(line)
+                n += 1
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return n

@@ -1,0 +1,39 @@
+"""python manage.py import_votes PATH --format mtbench|csv --study S (formats: analysis.importers)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from analysis import importers, services
+from analysis.management.commands._common import study_by_slug
+
+
+class Command(BaseCommand):
+    help = "Import pairwise votes collected elsewhere (MT-bench human judgments or a generic CSV) into a study."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("path", help="vote file (or the MT-bench dataset folder)")
+        parser.add_argument("--format", required=True, choices=["mtbench", "csv"])
+        parser.add_argument("--study", required=True, help="study slug")
+        parser.add_argument("--limit", type=int, help="import only the first N votes (MT-bench)")
+
+    def handle(self, *args, **options) -> None:
+        study = study_by_slug(options["study"])
+        path = Path(options["path"])
+        if not path.exists():
+            raise CommandError(f"{path}: no such file or folder")
+        started = time.perf_counter()
+        try:
+            if options["format"] == "mtbench":
+                parsed = importers.parse_mtbench(path, limit=options["limit"])
+            else:
+                parsed = importers.parse_csv(path, known_groups=services.kind_slugs(study=study))
+            counts = services.votes_import(study=study, parsed=parsed)
+        except importers.ImportProblem as exc:
+            raise CommandError(str(exc)) from exc
+        if options["verbosity"] > 0:
+            summary = ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in counts.items())
+            self.stdout.write(f"imported into {study.slug}: {summary} in {time.perf_counter() - started:.1f} s")

@@ -1,0 +1,301 @@
+"""The study's metrics as pure functions over the votes frame (see analysis.frame and SPEC).
+
+Item preferences are coded as integers: +1 = A1, -1 = A2, 0 = Tie.
+"""
+
+from __future__ import annotations
+
+from itertools import product
+from math import comb
+
+import numpy as np
+import pandas as pd
+
+from analysis import stats
+from analysis.frame import CONTROL
+
+PREF_LABEL = {1: "A1", -1: "A2", 0: "Tie"}
+ITEM_COLUMNS = ["item_id", "question_id", "bloom", "group", "semantics", "a1_root", "a2_root"]
+
+
+def preference(n_a1: np.ndarray, n_a2: np.ndarray) -> np.ndarray:
+    """The item preference rule, in one place: score = votes A1 − votes A2 (ties count 0);
+    A1 if the score is positive, A2 if negative, Tie if zero."""
+    return np.sign(np.asarray(n_a1, dtype=np.int64) - np.asarray(n_a2, dtype=np.int64)).astype(np.int8)
+
+
+def item_preferences(votes: pd.DataFrame) -> pd.DataFrame:
+    """One row per (judge, item) with counted votes: n_a1, n_a2, n_tie, n, score, pref, plus the
+    item's columns. ``votes`` holds counted votes only (see frame.apply_filters)."""
+    choice = votes["choice"].cat.codes.to_numpy()  # 0 a1, 1 a2, 2 tie
+    keys = pd.DataFrame(
+        {
+            "judge": votes["judge"].to_numpy(),
+            "item_id": votes["item_id"].to_numpy(),
+            "n_a1": (choice == 0).astype(np.int32),
+            "n_a2": (choice == 1).astype(np.int32),
+            "n_tie": (choice == 2).astype(np.int32),
+        }
+    )
+    counts = keys.groupby(["judge", "item_id"], observed=True, sort=False).sum().reset_index()
+    counts["n"] = counts["n_a1"] + counts["n_a2"] + counts["n_tie"]
+    counts["score"] = counts["n_a1"] - counts["n_a2"]
+    counts["pref"] = preference(counts["n_a1"], counts["n_a2"])
+    items = votes.drop_duplicates("item_id")[ITEM_COLUMNS + [c for c in votes.columns if c.startswith("len_")]]
+    return counts.merge(items, on="item_id", how="left")
+
+
+def oriented_pairs(prefs: pd.DataFrame) -> pd.DataFrame:
+    """For one judge's item preferences: one row per (question, perturbation group) with the
+    experimental preference and the control preference read relative to that perturbation.
+
+    The control item is (A1, A2) of the question; a perturbation's item may have perturbed the
+    other original, so the control preference flips sign when the perturbation's A2 derives from
+    the control's A1. Questions without a counted control preference get ``ctrl`` NaN.
+    """
+    ctrl = prefs[prefs["group"] == CONTROL][["question_id", "pref", "a1_root", "a2_root"]]
+    ctrl = ctrl.rename(columns={"pref": "ctrl", "a1_root": "c_a1", "a2_root": "c_a2"})
+    exp = prefs[prefs["group"] != CONTROL][["question_id", "bloom", "group", "semantics", "pref", "a2_root"]]
+    pairs = exp.merge(ctrl, on="question_id", how="left")
+    orient = np.where(
+        pairs["a2_root"].to_numpy() == pairs["c_a2"].to_numpy(),
+        1.0,
+        np.where(pairs["a2_root"].to_numpy() == pairs["c_a1"].to_numpy(), -1.0, np.nan),
+    )
+    pairs["ctrl"] = pairs["ctrl"].to_numpy(dtype=float) * orient
+    pairs["group"] = pairs["group"].astype(str)
+    pairs["semantics"] = pairs["semantics"].astype(str)
+    return pairs
+
+
+def asr_indicators(pairs: pd.DataFrame) -> pd.DataFrame:
+    """Per (question, perturbation): whether it is in the base set and whether it counts as a
+    success of the attack, for ASR; and for degrading kinds the same for accuracy.
+
+    - non-semantic: base V1 = control pref A1 or Tie; hit = p-item pref A2.
+    - degrading: base V2 = control pref A2 or Tie; hit = FE pref A2 or Tie.
+    - accuracy (degrading): base = questions with both preferences; hit = FE pref A1.
+    """
+    ctrl, exp = pairs["ctrl"].to_numpy(), pairs["pref"].to_numpy()
+    has_ctrl = ~np.isnan(ctrl)
+    degrading = (pairs["semantics"] == "degrading").to_numpy()
+    with np.errstate(invalid="ignore"):
+        base = np.where(degrading, ctrl <= 0, ctrl >= 0) & has_ctrl
+        hit = base & np.where(degrading, exp <= 0, exp == -1)
+    out = pairs[["question_id", "bloom", "group", "semantics"]].copy()
+    out["asr_base"], out["asr_hit"] = base, hit
+    out["acc_base"] = degrading & has_ctrl
+    out["acc_hit"] = out["acc_base"].to_numpy() & (exp == 1)
+    return out
+
+
+def rate(hit: int, base: int, ci: tuple[float | None, float | None]) -> dict:
+    """A rate with its interval; undefined (None, n 0) when the base set is empty."""
+    if base == 0:
+        return {"value": None, "ci": [None, None], "n": 0}
+    return {"value": hit / base, "ci": [ci[0], ci[1]], "n": int(base)}
+
+
+def asr_and_accuracy(
+    indicators: pd.DataFrame,
+    question_index: pd.Index,
+    counts: np.ndarray,
+    groups: list[str],
+    semantics: dict,
+    *,
+    by: str | None = None,
+) -> tuple[dict, dict, dict]:
+    """ASR per perturbation group and accuracy per degrading group, with bootstrap intervals
+    over questions (``counts``: resamples × questions, aligned with ``question_index``).
+
+    Returns (asr, accuracy, parts): with ``by`` (e.g. "bloom"), parts is {value: (asr, accuracy)}
+    for each value of that column, all sharing one pass over the resamples; else it is empty."""
+    parts = [(None, indicators)]
+    if by is not None:
+        parts += [(key, sub) for key, sub in indicators.groupby(by, observed=True)]
+    cols, names = [], []
+    for part, frame in parts:
+        for group in groups:
+            sub = frame[frame["group"] == group]
+            qpos = question_index.get_indexer(sub["question_id"])
+            for metric in ("asr", "acc") if semantics.get(group) == "degrading" else ("asr",):
+                hit = np.bincount(qpos, weights=sub[f"{metric}_hit"].to_numpy(float), minlength=len(question_index))
+                base = np.bincount(qpos, weights=sub[f"{metric}_base"].to_numpy(float), minlength=len(question_index))
+                cols.append((hit, base))
+                names.append((part, metric, group))
+    if cols:
+        hits = np.stack([c[0] for c in cols], axis=1)
+        bases = np.stack([c[1] for c in cols], axis=1)
+        cis = stats.bootstrap_ratio_ci(counts, hits, bases)
+    out: dict = {part: ({}, {}) for part, _ in parts}
+    for j, (part, metric, group) in enumerate(names):
+        target = out[part][0] if metric == "asr" else out[part][1]
+        target[group] = rate(int(hits[:, j].sum()), int(bases[:, j].sum()), cis[j])
+    return out[None][0], out[None][1], {str(k): v for k, v in out.items() if k is not None}
+
+
+def position(votes: pd.DataFrame) -> dict:
+    """Shares of votes for the answer shown first / tie / second, with Wilson intervals, and an
+    exact binomial test of first vs second with ties left out. Votes whose order is unknown
+    (some imported data) are not part of it."""
+    known = votes["order_known"].to_numpy()
+    column = votes["choice_shown"]
+    codes = column.cat.codes.to_numpy()[known]
+    tally = dict(
+        zip(column.cat.categories, np.bincount(codes[codes >= 0], minlength=len(column.cat.categories)), strict=True)
+    )
+    first, second, tie = (int(tally.get(k, 0)) for k in ("first", "second", "tie"))
+    n = first + second + tie
+    if n == 0:
+        return {"first": None, "tie": None, "second": None, "diff": None, "n": 0, "ci": {}, "p_value": None}
+    return {
+        "first": first / n,
+        "tie": tie / n,
+        "second": second / n,
+        "diff": (first - second) / n,
+        "n": n,
+        "ci": {
+            "first": list(stats.wilson(first, n)),
+            "tie": list(stats.wilson(tie, n)),
+            "second": list(stats.wilson(second, n)),
+        },
+        "p_value": stats.binomial_p(first, first + second),
+    }
+
+
+def verbosity(
+    votes: pd.DataFrame, *, measure: str = "words", bin_width: int = 10, max_bins: int = 10, seed: int = 0
+) -> dict:
+    """Preference for the longer answer against |Δ length| (bins of ``bin_width``, the last one
+    open), and the share of decisive outcomes won by the longer answer (ties broken at random
+    with ``seed``). Pairs of equal length, or with unknown length, are left out."""
+    la1, la2 = votes[f"len_a1_{measure}"].to_numpy(), votes[f"len_a2_{measure}"].to_numpy()
+    delta = la2 - la1
+    with np.errstate(invalid="ignore"):
+        usable = ~np.isnan(delta) & (delta != 0)
+    delta = delta[usable]
+    choice = votes["choice"].cat.codes.to_numpy()[usable]
+    a2_longer = delta > 0
+    longer_chosen = np.where(choice == 2, 0.5, np.where((choice == 1) == a2_longer, 1.0, 0.0))
+    absd = np.abs(delta)
+    bin_of = np.minimum((absd // bin_width).astype(np.int64), max_bins) if len(absd) else np.zeros(0, np.int64)
+    n_bins = int(bin_of.max()) + 1 if len(bin_of) else 0
+    sums = np.bincount(bin_of, weights=longer_chosen, minlength=n_bins)
+    ns = np.bincount(bin_of, minlength=n_bins)
+    bins = []
+    for b in range(n_bins):
+        lo = b * bin_width
+        hi = None if b == max_bins else (b + 1) * bin_width
+        value = float(sums[b] / ns[b]) if ns[b] else None
+        bins.append({"lo": lo, "hi": hi, "value": value, "n": int(ns[b])})
+    rng = np.random.default_rng(seed)
+    ties = choice == 2
+    wins = np.where(ties, rng.random(len(choice)) < 0.5, longer_chosen == 1.0)
+    n = int(len(choice))
+    won = int(wins.sum())
+    return {
+        "measure": measure,
+        "bin_width": bin_width,
+        "bins": bins,
+        "longer_wins": won / n if n else None,
+        "longer_wins_ci": list(stats.wilson(won, n)),
+        "n": n,
+    }
+
+
+def label_bias(votes: pd.DataFrame, scheme_labels: dict[str, tuple[str, str]] | None = None) -> dict | None:
+    """Preference by label next to preference by position, for votes with a label scheme.
+
+    ``scheme_labels`` maps a scheme to the labels of the first and second answer (the judges
+    app's schemes, e.g. "ab" → ("A", "B")); a scheme not in it but named "<first>/<second>" is
+    read from its name, any other is reported by position only. None when no vote has a scheme.
+    """
+    scheme_labels = scheme_labels or {}
+    labelled = votes[votes["label_scheme"].astype(str) != ""]
+    if labelled.empty:
+        return None
+    by_scheme = {
+        str(scheme): {k: sub_pos[k] for k in ("first", "tie", "second", "n")}
+        for scheme, sub in labelled.groupby("label_scheme", observed=True)
+        for sub_pos in [position(sub)]
+    }
+    offered: dict[str, int] = {}
+    chosen: dict[str, int] = {}
+    for scheme, sub in labelled.groupby("label_scheme", observed=True):
+        labels = list(scheme_labels.get(str(scheme), str(scheme).split("/")))
+        if len(labels) != 2:
+            continue
+        shown = sub["choice_shown"].astype(str).to_numpy()
+        decisive = int(((shown == "first") | (shown == "second")).sum())
+        for label, side in zip(labels, ("first", "second"), strict=False):
+            offered[label] = offered.get(label, 0) + decisive
+            chosen[label] = chosen.get(label, 0) + int((shown == side).sum())
+    by_label = {
+        label: {
+            "value": chosen[label] / offered[label] if offered[label] else None,
+            "n": offered[label],
+            "ci": list(stats.wilson(chosen[label], offered[label])),
+        }
+        for label in sorted(offered)
+    }
+    return {"by_scheme": by_scheme, "by_label": by_label}
+
+
+def option_probs(votes: pd.DataFrame) -> dict | None:
+    """Mean probability the judge put on first/second/tie and on A1/A2, where it gave them."""
+    has = votes["option_probs"].notna().to_numpy()
+    if not has.any():
+        return None
+    sub = votes[has]
+    probs = pd.DataFrame(list(sub["option_probs"]), index=sub.index).reindex(columns=["first", "second", "tie"])
+    probs = probs.astype(float).fillna(0.0)
+    a1_first = (sub["shown_first"].astype(str) == "a1").to_numpy()
+    p_a1 = np.where(a1_first, probs["first"], probs["second"])
+    p_a2 = np.where(a1_first, probs["second"], probs["first"])
+    return {
+        "n": int(len(sub)),
+        "first": float(probs["first"].mean()),
+        "second": float(probs["second"].mean()),
+        "tie": float(probs["tie"].mean()),
+        "a1": float(p_a1.mean()),
+        "a2": float(p_a2.mean()),
+        "confidence": float(probs.max(axis=1).mean()),
+    }
+
+
+def random_judge(votes_per_item: int, groups: list[str], semantics: dict, p_tie: float = 1 / 3) -> dict:
+    """Exact expected metrics of a judge that votes A1 / A2 / tie at random (tie with ``p_tie``,
+    A1 and A2 equally likely otherwise), ``votes_per_item`` votes per item: the chance level of
+    this study's design. Its control and experimental preferences are independent, so
+    ASR = P(experimental pref hits) whatever the base set."""
+    p_side = (1 - p_tie) / 2
+    k = votes_per_item
+    p_a1 = p_a2 = p_tied = 0.0
+    for n_a1, n_a2 in product(range(k + 1), repeat=2):
+        if n_a1 + n_a2 > k:
+            continue
+        n_t = k - n_a1 - n_a2
+        prob = comb(k, n_a1) * comb(k - n_a1, n_a2) * p_side ** (n_a1 + n_a2) * p_tie**n_t
+        if n_a1 > n_a2:
+            p_a1 += prob
+        elif n_a2 > n_a1:
+            p_a2 += prob
+        else:
+            p_tied += prob
+    asr, acc = {}, {}
+    for group in groups:
+        if semantics.get(group) == "degrading":
+            asr[group] = {"value": p_a2 + p_tied, "ci": [None, None], "n": None}
+            acc[group] = {"value": p_a1, "ci": [None, None], "n": None}
+        else:
+            asr[group] = {"value": p_a2, "ci": [None, None], "n": None}
+    return {
+        "judge": "random",
+        "kind": "random",
+        "votes_per_item": k,
+        "asr": asr,
+        "accuracy": acc,
+        "position": {"first": p_side, "tie": p_tie, "second": p_side, "diff": 0.0, "n": None},
+        "verbosity_longer_wins": 0.5,
+        "lc_winrate": {g: 0.5 for g in [CONTROL, *groups]},
+    }

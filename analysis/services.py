@@ -1,0 +1,388 @@
+"""Analysis workflows over the database: analyse a study, simulate judges, import votes.
+Views, commands and the admin call these; the maths lives in plain modules."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from analysis import importers, loader, report, simulate
+from analysis.frame import Filters
+from annotations.models import ComparisonItem, Judge, Rater, Study, Vote
+from perturbations.models import PerturbationKind
+
+
+def study_groups(*, study: Study) -> tuple[list[str], dict[str, str]]:
+    """The study's perturbation groups (from its items, voted on or not) and their semantics."""
+    kind_ids = ComparisonItem.objects.filter(study=study, kind__isnull=False).values_list("kind_id", flat=True)
+    kinds = PerturbationKind.objects.filter(id__in=kind_ids).values_list("slug", "semantics")
+    semantics = dict(kinds)
+    return sorted(semantics), semantics
+
+
+def kind_slugs(*, study: Study) -> set[str]:
+    """Perturbation kinds usable in the study: the built-in ones and its own."""
+    return set(PerturbationKind.objects.filter(Q(study__isnull=True) | Q(study=study)).values_list("slug", flat=True))
+
+
+def scheme_labels() -> dict[str, tuple[str, str]]:
+    """The judges app's label schemes as (first label, second label); empty before it has them."""
+    try:
+        from judges.prompts import LABEL_SCHEMES
+    except ImportError:  # the judges app defines its schemes in judges.prompts
+        return {}
+    return {slug: (scheme.first, scheme.second) for slug, scheme in LABEL_SCHEMES.items()}
+
+
+def study_analyze(*, study: Study, filters: Filters | None = None, options: report.Options | None = None) -> dict:
+    groups, semantics = study_groups(study=study)
+    frame = loader.study_frame(study)
+    options = options or report.Options()
+    if not options.scheme_labels:
+        options.scheme_labels = scheme_labels()
+    return report.analyze(
+        frame,
+        study=study.slug,
+        filters=filters,
+        options=options,
+        votes_per_item=study.votes_per_item,
+        groups=groups,
+        semantics=semantics,
+    )
+
+
+def judge_simulate(
+    *, study: Study, name: str, params: simulate.JudgeParams, votes_per_item: int | None = None, seed: int = 0
+) -> tuple[Judge, int]:
+    """Create (or reuse) a simulated judge with ``params`` and let it vote on every scored item
+    of ``study``, ``votes_per_item`` times each, balanced over orders. Returns (judge, votes)."""
+    k = votes_per_item or study.votes_per_item
+    items = loader.study_items(study)
+    items = items[~items["is_gold"]]
+    sim = simulate.simulate_votes(items, params, votes_per_item=k, seed=seed)
+    with transaction.atomic():
+        judge, _ = Judge.objects.update_or_create(
+            name=name, study=None, defaults={"kind": Judge.Kind.SIMULATED, "params": params.as_dict()}
+        )
+        start = (
+            Vote.objects.filter(judge=judge, item__study=study)
+            .order_by("-round")
+            .values_list("round", flat=True)
+            .first()
+        )
+        offset = 0 if start is None else start + 1
+        Vote.objects.bulk_create(
+            [
+                Vote(
+                    item_id=int(r.item_id),
+                    judge=judge,
+                    round=int(r.round) + offset,
+                    shown_first=r.shown_first,
+                    choice_shown=r.choice_shown,
+                    choice=r.choice,
+                    meta={"simulated": True, "seed": seed},
+                )
+                for r in sim.itertuples(index=False)
+            ],
+            batch_size=2000,
+        )
+    return judge, len(sim)
+
+
+def raters_simulate(
+    *,
+    study: Study,
+    raters: int,
+    params: simulate.JudgeParams,
+    votes_per_item: int | None = None,
+    seed: int = 0,
+    flag_share: float = 0.0,
+    not_familiar_rate: float = 0.03,
+) -> int:
+    """Fill the study's human pool with simulated people (demo data and the rater monitor):
+    ``raters`` raters with pseudonymous ids SIM-0001…, each item voted by distinct raters.
+    Returns the number of votes written."""
+    k = votes_per_item or study.votes_per_item
+    if raters < k:
+        raise ValueError(f"need at least {k} raters for {k} votes per item (a rater votes once per item)")
+    items = loader.study_items(study)
+    items = items[~items["is_gold"]]
+    params = simulate.JudgeParams(**{**params.as_dict(), "median_ms": params.median_ms or 9000})
+    sim = simulate.simulate_votes(items, params, votes_per_item=k, seed=seed)
+    rng = np.random.default_rng(seed + 1)
+    # Each item's k votes go to k different raters.
+    per_item = np.argsort(rng.random((len(items), raters)), axis=1)[:, :k].ravel()
+    now = timezone.now()
+    spread = pd.to_timedelta(rng.uniform(0, 3 * 24 * 3600, len(sim)), unit="s")
+    nf = rng.random(len(sim)) < not_familiar_rate
+    with transaction.atomic():
+        pool, _ = Judge.objects.get_or_create(study=study, kind=Judge.Kind.HUMAN, defaults={"name": "Humans"})
+        people = []
+        for i in range(raters):
+            pid = f"SIM-{seed:02d}-{i + 1:04d}"
+            flagged = i < round(raters * flag_share)
+            rater, _ = Rater.objects.get_or_create(
+                study=study,
+                participant_id=pid,
+                defaults={
+                    "target": study.target_per_rater,
+                    "flagged": flagged,
+                    "flag_reason": "simulated careless rater" if flagged else "",
+                    "gold_seen": 5,
+                    "gold_correct": 2 if flagged else 5,
+                },
+            )
+            people.append(rater)
+        Vote.objects.bulk_create(
+            [
+                Vote(
+                    item_id=int(r.item_id),
+                    judge=pool,
+                    rater=people[int(who)],
+                    shown_first=r.shown_first,
+                    choice_shown=None if is_nf and j % 2 else r.choice_shown,
+                    choice=None if is_nf and j % 2 else r.choice,
+                    not_familiar=bool(is_nf),
+                    client_ms=int(r.client_ms),
+                    server_ms=int(r.client_ms) + 400,
+                    received_at=now - delay,
+                    parse_status=Vote.Parse.OK,
+                )
+                for j, (r, who, is_nf, delay) in enumerate(
+                    zip(sim.itertuples(index=False), per_item, nf, spread, strict=True)
+                )
+            ],
+            batch_size=2000,
+        )
+    return len(sim)
+
+
+def raters_monitor(*, study: Study) -> list[dict]:
+    """Per rater: votes, median response time, share of left choices, tie rate, not-familiar
+    rate, attention-check accuracy and flags, so careless raters can be replaced in time."""
+    votes = pd.DataFrame(
+        list(
+            Vote.objects.filter(item__study=study, rater__isnull=False).values_list(
+                "rater_id", "client_ms", "choice_shown", "not_familiar", "received_at"
+            )
+        ),
+        columns=["rater_id", "client_ms", "choice_shown", "not_familiar", "received_at"],
+    )
+    stats_by_rater = {}
+    if len(votes):
+        votes["client_ms"] = votes["client_ms"].astype(float)
+        grouped = votes.groupby("rater_id")
+        decided = votes[votes["choice_shown"].notna()]
+        stats_by_rater = {
+            rid: {
+                "votes": int(len(g)),
+                "median_ms": None if g["client_ms"].isna().all() else float(g["client_ms"].median()),
+                "not_familiar": float(g["not_familiar"].mean()),
+            }
+            for rid, g in grouped
+        }
+        for rid, g in decided.groupby("rater_id"):
+            shown = g["choice_shown"]
+            stats_by_rater[rid]["left"] = float((shown == "first").mean())
+            stats_by_rater[rid]["tie"] = float((shown == "tie").mean())
+    rows = []
+    for rater in Rater.objects.filter(study=study).order_by("participant_id"):
+        s = stats_by_rater.get(rater.id, {})
+        rows.append(
+            {
+                "rater": rater,
+                "votes": s.get("votes", 0),
+                "median_ms": s.get("median_ms"),
+                "left": s.get("left"),
+                "tie": s.get("tie"),
+                "not_familiar": s.get("not_familiar"),
+                "gold": rater.gold_correct / rater.gold_seen if rater.gold_seen else None,
+                "below_gold": bool(rater.gold_seen) and rater.gold_correct / rater.gold_seen < study.gold_min_accuracy,
+            }
+        )
+    return rows
+
+
+def power_table(
+    *, n_questions: int, raters: int, items_per_rater: int, susceptibility: float, noise: float, tie_rate: float
+) -> dict:
+    """Interval widths of ASR for several votes-per-item, including what the given raters
+    supply (raters × items per rater spread over the questions' items)."""
+    groups = len(simulate.SYNTHETIC_GROUPS) + 1
+    supplied = max(1, (raters * items_per_rater) // (n_questions * groups))
+    ks = sorted({1, 2, 4, 6, 8, 12, supplied})
+    params = simulate.JudgeParams(
+        tie_rate=tie_rate,
+        noise=noise,
+        susceptibility={"reference": susceptibility, "rich_content": susceptibility, "factual_error": -susceptibility},
+    )
+    rows = simulate.asr_interval_widths(n_questions=n_questions, votes_per_item=ks, params=params, reps=300)
+    return {"rows": rows, "supplied": supplied, "groups": list(simulate.SYNTHETIC_GROUPS)}
+
+
+def votes_import(*, study: Study, parsed: importers.Parsed) -> dict[str, int]:
+    """Write parsed votes as the study's rows: questions, original (and variant) answers, items,
+    one imported judge per judge name, raters, votes. All in one transaction: a problem found
+    while writing leaves nothing behind. Questions already in the study are reused when they
+    match (so human and model votes on the same pairs can come from separate files)."""
+    from annotations.models import Answer, Question, choice_from_shown
+
+    kinds = {k.slug: k for k in PerturbationKind.objects.all()}
+    counts = {"questions": 0, "answers": 0, "items": 0, "judges": 0, "raters": 0, "votes": 0, "repeats_unlinked": 0}
+    with transaction.atomic():
+        judge_names = sorted({v.judge for v in parsed.votes})
+        taken = set(
+            Vote.objects.filter(item__study=study, judge__name__in=judge_names).values_list("judge__name", flat=True)
+        )
+        if taken:
+            raise importers.ImportProblem(
+                parsed.source, None, "judge", f"study {study.slug!r} already has votes of {', '.join(sorted(taken))}"
+            )
+        existing = {
+            q.external_id: q for q in Question.objects.filter(study=study, external_id__in=list(parsed.questions))
+        }
+        new_questions = []
+        for ext, rec in parsed.questions.items():
+            if ext in existing:
+                if existing[ext].text != rec.text:
+                    raise importers.ImportProblem(
+                        parsed.source, None, "question", f"question {ext!r} is already in the study with another text"
+                    )
+            else:
+                new_questions.append(Question(study=study, external_id=ext, text=rec.text, bloom_level=rec.bloom))
+        Question.objects.bulk_create(new_questions, batch_size=1000)
+        counts["questions"] = len(new_questions)
+        questions = {
+            q.external_id: q for q in Question.objects.filter(study=study, external_id__in=list(parsed.questions))
+        }
+
+        answers = {(a.question_id, a.external_id): a for a in Answer.objects.filter(question__in=questions.values())}
+        for originals_pass in (True, False):
+            batch = []
+            for ext, rec in parsed.questions.items():
+                q = questions[ext]
+                for a in rec.answers.values():
+                    if (a.derived_from is None) != originals_pass:
+                        continue
+                    known = answers.get((q.id, a.external_id))
+                    if known is not None:
+                        if known.text != a.text:
+                            raise importers.ImportProblem(
+                                parsed.source,
+                                None,
+                                "answer",
+                                f"answer {a.external_id!r} is already in the study with another text",
+                            )
+                        continue
+                    answer = Answer(
+                        question=q,
+                        external_id=a.external_id,
+                        text=a.text,
+                        provenance={"method": "import", "source": parsed.source},
+                    )
+                    if a.derived_from:
+                        answer.derived_from = answers[(q.id, a.derived_from)]
+                        answer.kind = kinds[_group_of(rec, a.external_id)]
+                    answer.refresh_lengths()  # bulk_create skips save(), which caches them
+                    batch.append(answer)
+            Answer.objects.bulk_create(batch, batch_size=1000)
+            counts["answers"] += len(batch)
+            answers.update({(a.question_id, a.external_id): a for a in batch})
+
+        items = {
+            (i.question_id, i.kind.slug if i.kind_id else "control"): i
+            for i in ComparisonItem.objects.filter(study=study, question__in=questions.values()).select_related("kind")
+        }
+        new_items = []
+        for ext, rec in parsed.questions.items():
+            q = questions[ext]
+            for group, (a1, a2) in rec.items.items():
+                known = items.get((q.id, group))
+                a1_obj, a2_obj = answers[(q.id, a1)], answers[(q.id, a2)]
+                if known is not None:
+                    if (known.answer_a1_id, known.answer_a2_id) != (a1_obj.id, a2_obj.id):
+                        raise importers.ImportProblem(
+                            parsed.source,
+                            None,
+                            "group",
+                            f"question {ext!r} already has a {group} item with other answers",
+                        )
+                    continue
+                item = ComparisonItem(
+                    study=study,
+                    question=q,
+                    kind=None if group == "control" else kinds[group],
+                    answer_a1=a1_obj,
+                    answer_a2=a2_obj,
+                )
+                new_items.append(item)
+        ComparisonItem.objects.bulk_create(new_items, batch_size=1000)
+        counts["items"] = len(new_items)
+        items.update({(i.question_id, i.kind.slug if i.kind_id else "control"): i for i in new_items})
+
+        judges = {}
+        for name in judge_names:
+            judge, created = Judge.objects.get_or_create(
+                study=study, name=name, defaults={"kind": Judge.Kind.IMPORTED, "params": {"source": parsed.source}}
+            )
+            judges[name] = judge
+            counts["judges"] += int(created)
+        rater_votes: dict[str, int] = {}
+        for v in parsed.votes:
+            if v.rater:
+                rater_votes[v.rater] = rater_votes.get(v.rater, 0) + 1
+        raters = {r.participant_id: r for r in Rater.objects.filter(study=study, participant_id__in=list(rater_votes))}
+        new_raters = [
+            Rater(study=study, participant_id=pid, target=n, source=Rater.Source.DIRECT)
+            for pid, n in rater_votes.items()
+            if pid not in raters
+        ]
+        Rater.objects.bulk_create(new_raters, batch_size=1000)
+        counts["raters"] = len(new_raters)
+        raters.update(
+            {r.participant_id: r for r in Rater.objects.filter(study=study, participant_id__in=list(rater_votes))}
+        )
+
+        seen: set[tuple[int, int]] = set()
+        batch = []
+        for v in parsed.votes:
+            item = items[(questions[v.question].id, v.group)]
+            shown_first = v.shown_first or "a1"
+            choice_shown = "tie" if v.winner == "tie" else ("first" if v.winner == shown_first else "second")
+            meta = dict(v.meta)
+            if v.shown_first is None:
+                meta["order_known"] = False
+            rater = raters.get(v.rater) if v.rater else None
+            if rater is not None:
+                if (rater.id, item.id) in seen:
+                    meta.update(rater=v.rater, repeat_of_same_rater=True)
+                    counts["repeats_unlinked"] += 1
+                    rater = None
+                else:
+                    seen.add((rater.id, item.id))
+            batch.append(
+                Vote(
+                    item=item,
+                    judge=judges[v.judge],
+                    rater=rater,
+                    shown_first=shown_first,
+                    choice_shown=choice_shown,
+                    choice=choice_from_shown(shown_first, choice_shown),
+                    not_familiar=v.not_familiar,
+                    client_ms=v.response_ms,
+                    meta=meta,
+                )
+            )
+        Vote.objects.bulk_create(batch, batch_size=2000)
+        counts["votes"] = len(batch)
+    return counts
+
+
+def _group_of(rec: importers.QuestionRecord, answer_external_id: str) -> str:
+    for group, (_, a2) in rec.items.items():
+        if a2 == answer_external_id:
+            return group
+    raise importers.ImportProblem("", None, "group", f"answer {answer_external_id!r} is in no item")

@@ -1,0 +1,218 @@
+"""A simulated judge with set biases, voting on a study's items. Pure numpy/pandas.
+
+Each vote is a tie with probability ``tie_rate``; otherwise it goes to A2 with probability
+σ(u), where u (log-odds of A2 over A1) is
+
+    quality(A2's original) − quality(A1's original)        # latent, sd ``noise`` per pair
+    + susceptibility[group]                                 # pull towards the perturbed side
+    + length_per_token · (len A2 − len A1)                  # in words
+    ± position                                              # + when A2 is shown first
+
+so ``position`` > 0 favours the answer shown first and ``susceptibility`` < 0 means the judge
+sees through a degrading perturbation. Orders are balanced: half the rounds show A1 first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import pandas as pd
+from scipy.special import expit
+
+DEFAULT_SUSCEPTIBILITY = {"factual_error": -2.0, "reference": 0.4, "rich_content": 0.6, "reference_rich_content": 0.8}
+
+
+@dataclass
+class JudgeParams:
+    position: float = 0.0
+    length_per_token: float = 0.0
+    susceptibility: dict[str, float] = field(default_factory=dict)
+    tie_rate: float = 0.1
+    noise: float = 1.0
+    # Response time (ms) of simulated people: lognormal around this median; None for machines.
+    median_ms: float | None = None
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> JudgeParams:
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**known)
+
+
+def log_odds_a2(items: pd.DataFrame, params: JudgeParams, quality: dict[int, float]) -> np.ndarray:
+    """u for each item with A1 shown first (the position term is added per vote)."""
+    q_a1 = items["a1_root"].map(quality).to_numpy(dtype=float)
+    q_a2 = items["a2_root"].map(quality).to_numpy(dtype=float)
+    suscept = items["group"].astype(str).map(lambda g: params.susceptibility.get(g, 0.0)).to_numpy(dtype=float)
+    delta = (items["len_a2_words"] - items["len_a1_words"]).to_numpy(dtype=float)
+    return q_a2 - q_a1 + suscept + params.length_per_token * delta
+
+
+def draw_quality(items: pd.DataFrame, params: JudgeParams, rng: np.random.Generator) -> dict[int, float]:
+    roots = np.unique(np.concatenate([items["a1_root"].to_numpy(), items["a2_root"].to_numpy()]))
+    # Differences of two originals then have standard deviation `noise`.
+    return dict(zip(roots.tolist(), rng.normal(0.0, params.noise / np.sqrt(2), len(roots)).tolist(), strict=False))
+
+
+def simulate_votes(items: pd.DataFrame, params: JudgeParams, *, votes_per_item: int, seed: int = 0) -> pd.DataFrame:
+    """Votes on ``items`` (columns item_id, group, a1_root, a2_root, len_a1_words, len_a2_words):
+    one row per vote with item_id, round, shown_first, choice_shown, choice, client_ms."""
+    rng = np.random.default_rng(seed)
+    quality = draw_quality(items, params, rng)
+    base = log_odds_a2(items, params, quality)
+    n_items, k = len(items), votes_per_item
+    item_idx = np.repeat(np.arange(n_items), k)
+    rounds = np.tile(np.arange(k), n_items)
+    # Balanced orders: alternate by round, starting side random per item (matters for odd k).
+    start = rng.integers(0, 2, n_items)[item_idx]
+    a2_first = ((rounds + start) % 2).astype(bool)
+    u = base[item_idx] + np.where(a2_first, params.position, -params.position)
+    draw = rng.random(len(u))
+    tie = draw < params.tie_rate
+    pick_a2 = ~tie & (rng.random(len(u)) < expit(u))
+    choice = np.where(tie, "tie", np.where(pick_a2, "a2", "a1"))
+    picked_first = np.where(a2_first, pick_a2, ~pick_a2)
+    choice_shown = np.where(tie, "tie", np.where(picked_first, "first", "second"))
+    if params.median_ms:
+        client_ms = np.round(params.median_ms * np.exp(rng.normal(0.0, 0.6, len(u))))
+    else:
+        client_ms = np.full(len(u), np.nan)
+    return pd.DataFrame(
+        {
+            "item_id": items["item_id"].to_numpy()[item_idx],
+            "round": rounds,
+            "shown_first": np.where(a2_first, "a2", "a1"),
+            "choice_shown": choice_shown,
+            "choice": choice,
+            "client_ms": client_ms,
+        }
+    )
+
+
+def expected_item_probabilities(
+    items: pd.DataFrame, params: JudgeParams, *, votes_per_item: int, quality: dict[int, float] | None = None
+) -> pd.DataFrame:
+    """Exact probabilities of each item preference (A1 / A2 / Tie) under the judge model, for
+    checking that the analysis recovers what was put in. Needs an even ``votes_per_item`` (half
+    the votes in each order) and, unless noise is 0, the realised ``quality``."""
+    if votes_per_item % 2:
+        raise ValueError("expected probabilities need an even number of votes per item")
+    quality = quality or {int(r): 0.0 for r in np.unique(items[["a1_root", "a2_root"]].to_numpy())}
+    base = log_odds_a2(items, params, quality)
+    half = votes_per_item // 2
+    t = params.tie_rate
+    out = np.zeros((len(items), 3))
+    # Distribution of (A1 − A2) votes within each order, then convolve the two halves.
+    for i, u in enumerate(base):
+        dists = []
+        for sign in (-1, 1):
+            p2 = (1 - t) * expit(u + sign * params.position)
+            p1 = 1 - t - p2
+            dists.append(_score_distribution(half, p1, p2, t))
+        total = np.convolve(dists[0], dists[1])
+        mid = len(total) // 2
+        out[i] = [total[mid + 1 :].sum(), total[:mid].sum(), total[mid]]
+    return pd.DataFrame(out, columns=["p_a1", "p_a2", "p_tie"], index=items.index)
+
+
+def _score_distribution(n: int, p1: float, p2: float, pt: float) -> np.ndarray:
+    """P(votes A1 − votes A2 = s) for s in −n..n after n votes."""
+    dist = np.zeros(2 * n + 1)
+    dist[n] = 1.0
+    for _ in range(n):
+        new = dist * pt
+        new[1:] += dist[:-1] * p1
+        new[:-1] += dist[1:] * p2
+        dist = new
+    return dist
+
+
+SYNTHETIC_GROUPS = {
+    "factual_error": ("degrading", 0),
+    "reference": ("non_semantic", 15),
+    "rich_content": ("non_semantic", 25),
+}
+
+
+def synthetic_items(n_questions: int, *, groups: dict | None = None, seed: int = 0) -> pd.DataFrame:
+    """A made-up design: per question a control item and one item per perturbation group
+    (``{slug: (semantics, words added)}``); the perturbed original alternates between the first
+    and the second from one question to the next."""
+    groups = SYNTHETIC_GROUPS if groups is None else groups
+    rng = np.random.default_rng(seed)
+    k = len(groups) + 1
+    q = np.repeat(np.arange(n_questions), k)
+    slot = np.tile(np.arange(k), n_questions)
+    names = np.array(["control", *groups])
+    sem = np.array(["control", *(s for s, _ in groups.values())])
+    extra = np.array([0, *(e for _, e in groups.values())])
+    lens = rng.integers(30, 120, (n_questions, 2))
+    flip = (q % 2 == 1) & (slot > 0)
+    o1, o2 = 2 * q, 2 * q + 1
+    l1, l2 = lens[q, 0], lens[q, 1]
+    return pd.DataFrame(
+        {
+            "item_id": q * k + slot,
+            "question_id": q,
+            "group": names[slot],
+            "semantics": sem[slot],
+            "a1_root": np.where(flip, o2, o1),
+            "a2_root": np.where(flip, o1, o2),
+            "len_a1_words": np.where(flip, l2, l1),
+            "len_a2_words": np.where(flip, l1, l2) + extra[slot],
+            "bloom": np.array(["remembering", "understanding", "applying", "analyzing", "evaluating", "creating"])[
+                q % 6
+            ],
+        }
+    )
+
+
+def votes_frame(
+    items: pd.DataFrame, votes: pd.DataFrame, *, judge: str = "sim", kind: str = "simulated"
+) -> pd.DataFrame:
+    """Simulated votes joined to their items as a complete votes frame (analysis.frame)."""
+    from analysis.frame import COLUMNS, MEASURES, normalise
+
+    df = votes.merge(items, on="item_id")
+    n = len(df)
+    df["vote_id"] = np.arange(n)
+    df["question_ext"] = df["question_id"].astype(str)
+    df["is_gold"] = False
+    df["judge"], df["judge_kind"], df["rater"], df["rater_flagged"] = judge, kind, "", False
+    df["run_id"], df["order_known"], df["not_familiar"] = np.nan, True, False
+    df["threshold_ms"], df["words"] = 0.0, df["len_a1_words"] + df["len_a2_words"]
+    df["received_at"] = pd.Timestamp("2025-01-01", tz="UTC")
+    df["label_scheme"], df["option_probs"] = "", None
+    for m in MEASURES:
+        if m != "words":
+            df[f"len_a1_{m}"] = np.nan
+            df[f"len_a2_{m}"] = np.nan
+    return normalise(df[COLUMNS].copy())
+
+
+def asr_interval_widths(
+    *, n_questions: int, votes_per_item: list[int], params: JudgeParams, seed: int = 0, reps: int = 300
+) -> list[dict]:
+    """How wide the 95% bootstrap interval of each ASR is for a design of ``n_questions`` with
+    k votes per item, for a judge like ``params``: the "how many votes do I need" question."""
+    from analysis import metrics, stats
+
+    items = synthetic_items(n_questions, seed=seed)
+    semantics = {g: s for g, (s, _) in SYNTHETIC_GROUPS.items()}
+    out = []
+    for k in votes_per_item:
+        frame = votes_frame(items, simulate_votes(items, params, votes_per_item=k, seed=seed + k))
+        prefs = metrics.item_preferences(frame)
+        indicators = metrics.asr_indicators(metrics.oriented_pairs(prefs))
+        index = pd.Index(np.arange(n_questions))
+        counts = stats.bootstrap_counts(n_questions, reps=reps, seed=seed)
+        asr, _, _ = metrics.asr_and_accuracy(indicators, index, counts, list(semantics), semantics)
+        row = {"votes_per_item": k}
+        for g, rate in asr.items():
+            lo, hi = rate["ci"]
+            row[g] = {"value": rate["value"], "width": None if lo is None else hi - lo, "n": rate["n"]}
+        out.append(row)
+    return out

@@ -1,0 +1,90 @@
+"""The analysis report reshaped into the rows the dashboard's tables show (the paper's Table 1
+and Table 2 shapes). Pure functions over the report dict."""
+
+from __future__ import annotations
+
+from analysis import svg
+
+
+def columns(result: dict) -> list[dict]:
+    """Table 1 columns: ASR for every perturbation, accuracy for degrading ones."""
+    cols = []
+    for g in result["groups"]:
+        cols.append({"group": g["group"], "metric": "asr", "label": f"ASR {g['group']}", "better": "lower"})
+        if g["semantics"] == "degrading":
+            cols.append({"group": g["group"], "metric": "accuracy", "label": f"Acc {g['group']}", "better": "higher"})
+    return cols
+
+
+def table1(result: dict, part: str | None = None) -> dict:
+    """Rows of judges (then the random judge) with value, interval, n and rank per column.
+    ``part`` selects a Bloom level's breakdown instead of the whole study."""
+    cols = columns(result)
+    rows = []
+    for judge in result["judges"]:
+        source = judge if part is None else judge["by_bloom"].get(part)
+        if source is None:
+            continue
+        cells = []
+        for c in cols:
+            rate = source["asr" if c["metric"] == "asr" else "accuracy"].get(
+                c["group"], {"value": None, "ci": [None, None], "n": 0}
+            )
+            rank = judge["ranks"][c["metric"]].get(c["group"]) if part is None else None
+            cells.append({**rate, "lo": rate["ci"][0], "hi": rate["ci"][1], "rank": rank})
+        rows.append({"judge": judge["judge"], "kind": judge["kind"], "n_votes": judge["n_votes"], "cells": cells})
+    rnd = result["random_judge"]
+    cells = [
+        {**rnd["asr" if c["metric"] == "asr" else "accuracy"][c["group"]], "lo": None, "hi": None, "rank": None}
+        for c in cols
+    ]
+    rows.append({"judge": "random judge", "kind": "chance level", "n_votes": None, "cells": cells, "chance": True})
+    return {"columns": cols, "rows": rows}
+
+
+def table2(result: dict) -> list[dict]:
+    rows = [{"judge": j["judge"], "kind": j["kind"], **j["position"]} for j in result["judges"]]
+    rows.append({"judge": "Human-NF", "kind": "not familiar", **result["human_nf_position"]})
+    rows.append({"judge": "random judge", "kind": "chance level", **result["random_judge"]["position"], "chance": True})
+    return rows
+
+
+def lc_rows(result: dict) -> list[dict]:
+    rows = []
+    for judge in result["judges"]:
+        for g, lc in judge["lc_winrate"].items():
+            rows.append(
+                {
+                    "judge": judge["judge"],
+                    "group": g,
+                    "raw": judge["raw_winrate"].get(g),
+                    "lc": lc,
+                    "raw_effect": judge["raw_effect"].get(g),
+                    "lc_effect": judge["lc_effect"].get(g),
+                    "slope": judge["length_slope"].get(g),
+                }
+            )
+    return rows
+
+
+def verbosity_svg(result: dict) -> str:
+    series = []
+    width = None
+    for judge in result["judges"]:
+        v = judge["verbosity"]
+        width = v["bin_width"]
+        series.append(
+            (
+                judge["judge"],
+                [
+                    ((b["lo"] + (b["hi"] if b["hi"] is not None else b["lo"] + v["bin_width"])) / 2, b["value"])
+                    for b in v["bins"]
+                ],
+            )
+        )
+    return svg.line_chart(
+        series,
+        title="Preference for the longer answer",
+        x_label=f"|Δ length| ({result['measure']}, bins of {width or 10}; last bin open)",
+        y_label="share of votes for the longer answer",
+    )

@@ -1,0 +1,154 @@
+"""Benchmark of the analysis: one million votes on 40,000 items analysed in at most 3 s.
+
+    python bench/bench_analysis.py                 # the analysis on a synthetic frame
+    python bench/bench_analysis.py --db 50000      # plus loading that many votes from the database
+
+The frame is built synthetically (10,000 questions × control + 3 perturbations = 40,000
+items; 5 simulated judges × 5 votes per item = 1,000,000 votes) and not timed. The timed part
+is ``report.analyze``: filters, item preferences, ASR/accuracy with 1,000 bootstrap resamples,
+position, verbosity, length-controlled GLMs with cross-validation, agreement, Bloom breakdown.
+Loading from the database is measured separately at a smaller size (``--db``), in a throwaway
+SQLite database (or $DATABASE_URL's server with a test database).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+
+def synthetic_frame(n_questions: int, judges: int, votes_per_item: int) -> pd.DataFrame:
+    from analysis import simulate
+
+    items = simulate.synthetic_items(n_questions, seed=0)
+    frames = []
+    for j in range(judges):
+        params = simulate.JudgeParams(
+            position=0.3 * j,
+            length_per_token=0.01 * j,
+            susceptibility=simulate.DEFAULT_SUSCEPTIBILITY,
+            tie_rate=0.1,
+            noise=1.0,
+        )
+        votes = simulate.simulate_votes(items, params, votes_per_item=votes_per_item, seed=j)
+        frames.append(simulate.votes_frame(items, votes, judge=f"judge-{j}", kind="human" if j == 0 else "llm"))
+    frame = pd.concat(frames, ignore_index=True)
+    from analysis.frame import normalise
+
+    frame["rater"] = np.where(frame["judge"] == "judge-0", "r" + (np.arange(len(frame)) % 500).astype(str), "")
+    frame["vote_id"] = np.arange(len(frame))
+    return normalise(frame)
+
+
+def bench_analysis(n_questions: int, judges: int, votes_per_item: int, repeat: int) -> None:
+    from analysis import report
+
+    frame = synthetic_frame(n_questions, judges, votes_per_item)
+    n_items = frame["item_id"].nunique()
+    print(
+        f"frame: {len(frame):,} votes on {n_items:,} items, {judges} judges "
+        f"({frame.memory_usage(deep=False).sum() / 2**20:.0f} MiB)"
+    )
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        result = report.analyze(frame, study="bench", votes_per_item=votes_per_item)
+        times.append(time.perf_counter() - started)
+    print(
+        f"analyze: best {min(times):.2f} s, all {', '.join(f'{t:.2f}' for t in times)} s "
+        f"(cpu count {os.cpu_count()}, load {os.getloadavg()[0]:.1f})"
+    )
+    assert len(result["judges"]) == judges
+    tracemalloc.start()
+    report.analyze(frame, study="bench", votes_per_item=votes_per_item)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    print(
+        f"peak memory during analyze (tracemalloc, beyond the frame): {peak / 2**20:.0f} MiB; "
+        f"process max RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB"
+    )
+
+
+def bench_db(n_votes: int) -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
+    os.environ.setdefault("SQLITE_TEST_NAME", str(Path(tempfile.gettempdir()) / "bench_analysis.sqlite3"))
+    import django
+
+    django.setup()
+    from django.test.runner import DiscoverRunner
+    from django.test.utils import setup_test_environment
+
+    setup_test_environment()
+    runner = DiscoverRunner(verbosity=0)
+    old = runner.setup_databases()
+    try:
+        from analysis import loader, services
+        from analysis.simulate import JudgeParams
+        from annotations.models import Answer, ComparisonItem, Question, Study
+
+        study = Study.objects.create(title="bench", slug="bench", votes_per_item=6)
+        n_questions = max(1, n_votes // (6 * 5))  # 1 control item, 5 judges × 6 votes
+        questions = Question.objects.bulk_create(
+            [Question(study=study, external_id=f"q{i}", text="?", bloom_level="applying") for i in range(n_questions)]
+        )
+        answers = Answer.objects.bulk_create(
+            [
+                Answer(
+                    question=q,
+                    external_id=f"{q.external_id}-{s}",
+                    text="x " * (20 + i % 50),
+                    len_words=20 + i % 50,
+                    len_chars=2 * (20 + i % 50),
+                )
+                for i, q in enumerate(questions)
+                for s in ("a1", "a2")
+            ]
+        )
+        ComparisonItem.objects.bulk_create(
+            [
+                ComparisonItem(study=study, question=q, answer_a1=answers[2 * i], answer_a2=answers[2 * i + 1])
+                for i, q in enumerate(questions)
+            ]
+        )
+        for j in range(5):
+            services.judge_simulate(study=study, name=f"judge-{j}", params=JudgeParams(position=0.2 * j), seed=j)
+        started = time.perf_counter()
+        frame = loader.study_frame(study)
+        print(
+            f"load from the database ({django.db.connection.vendor}): {len(frame):,} votes in "
+            f"{time.perf_counter() - started:.2f} s"
+        )
+    finally:
+        runner.teardown_databases(old)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--questions", type=int, default=10_000)
+    parser.add_argument("--judges", type=int, default=5)
+    parser.add_argument("--votes-per-item", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--db", type=int, default=0, help="also time loading this many votes from the database")
+    args = parser.parse_args()
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
+    import django
+
+    django.setup()
+    bench_analysis(args.questions, args.judges, args.votes_per_item, args.repeat)
+    if args.db:
+        bench_db(args.db)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+"""manage.py analyze: the JSON contract other tools rely on, and its errors."""
+
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from analysis import services
+from analysis.simulate import JudgeParams
+from tests.factories import make_question, make_study, make_variant
+
+
+@pytest.fixture
+def voted_study(db):
+    study = make_study(slug="demo-s", votes_per_item=4)
+    for i in range(12):
+        q = make_question(study, a1="short answer " * (i + 1), a2="a longer answer " * 8)
+        make_variant(q, kind="reference", of="a2" if i % 2 else "a1")
+        make_variant(q, kind="factual_error", text="Wrong facts. " * 5)
+    services.judge_simulate(study=study, name="sim-1", params=JudgeParams(position=0.5), seed=1)
+    services.raters_simulate(study=study, raters=6, params=JudgeParams(), seed=2, flag_share=0.2)
+    return study
+
+
+def run_json(*args):
+    out = StringIO()
+    call_command("analyze", *args, "--json", "--bootstrap", "200", stdout=out)
+    return json.loads(out.getvalue())
+
+
+def test_the_json_has_the_keys_of_the_contract(voted_study):
+    result = run_json("--study", "demo-s")
+    assert result["study"] == "demo-s"
+    assert {"filters", "judges", "human_nf_position"} <= result.keys()
+    by_name = {j["judge"]: j for j in result["judges"]}
+    assert by_name["sim-1"]["kind"] == "simulated" and by_name["Humans"]["kind"] == "human"
+    judge = by_name["sim-1"]
+    assert judge["n_votes"] == 12 * 3 * 4
+    for kind in ("reference", "factual_error"):
+        rate = judge["asr"][kind]
+        assert set(rate) == {"value", "ci", "n"} and len(rate["ci"]) == 2 and isinstance(rate["n"], int)
+    assert set(judge["accuracy"]) == {"factual_error"}
+    assert {"first", "tie", "second", "diff", "n"} <= judge["position"].keys()
+    verbosity = judge["verbosity"]
+    assert verbosity["measure"] == "words" and isinstance(verbosity["longer_wins"], float)
+    assert all({"lo", "hi", "value", "n"} <= b.keys() for b in verbosity["bins"])
+    assert set(judge["lc_winrate"]) == {"control", "reference", "factual_error"}
+    assert {"first", "tie", "second", "diff", "n"} <= result["human_nf_position"].keys()
+
+
+def test_filters_are_echoed_with_the_votes_each_one_excluded(voted_study):
+    plain = run_json("--study", "demo-s")
+    with_flagged = run_json("--study", "demo-s", "--include-flagged", "--min-ms", "100000")
+    assert plain["filters"]["excluded"]["flagged_rater"] > 0
+    assert with_flagged["filters"]["include_flagged"] is True
+    assert with_flagged["filters"]["excluded"]["flagged_rater"] == 0
+    assert with_flagged["filters"]["excluded"]["too_fast"] > 0
+
+
+def test_a_bloom_filter_leaves_only_that_level(voted_study):
+    result = run_json("--study", "demo-s", "--bloom", "creating")
+    assert result["filters"]["n_votes_counted"] == 0
+    assert all(j["asr"]["reference"]["value"] is None for j in result["judges"])
+
+
+def test_it_rejects_an_unknown_study_and_bad_filters(voted_study):
+    with pytest.raises(CommandError, match="no study"):
+        call_command("analyze", "--study", "nope", "--json")
+    with pytest.raises(CommandError, match="--bloom"):
+        call_command("analyze", "--study", "demo-s", "--bloom", "dreaming")
+    with pytest.raises(CommandError, match="--measure"):
+        call_command("analyze", "--study", "demo-s", "--measure", "inches")
+
+
+def test_the_text_report_names_every_judge(voted_study):
+    out = StringIO()
+    call_command("analyze", "--study", "demo-s", "--bootstrap", "50", stdout=out)
+    assert "sim-1 (simulated)" in out.getvalue() and "random (random)" in out.getvalue()
+
+
+def test_the_simulate_command_stores_the_judges_biases_and_votes(db):
+    from annotations.models import Judge, Vote
+
+    study = make_study(slug="sim-s", votes_per_item=2)
+    for _ in range(3):
+        make_question(study)
+    out = StringIO()
+    call_command("simulate", "--study", "sim-s", "--name", "biased", "--position", "1.5", stdout=out)
+    judge = Judge.objects.get(name="biased")
+    assert judge.kind == "simulated" and judge.params["position"] == 1.5
+    assert Vote.objects.filter(judge=judge).count() == 6 and "6 votes" in out.getvalue()
+    call_command("simulate", "--study", "sim-s", "--raters", "3", stdout=out)
+    assert Vote.objects.filter(judge__kind="human").count() == 6
+    with pytest.raises(CommandError, match="susceptibility"):
+        call_command("simulate", "--study", "sim-s", "--susceptibility", "[1]")
+    with pytest.raises(CommandError, match="at least 2 raters"):
+        call_command("simulate", "--study", "sim-s", "--raters", "1", "--seed", "9")

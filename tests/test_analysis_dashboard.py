@@ -1,0 +1,103 @@
+"""The results dashboard: staff only on every view and fragment, and it shows the tables."""
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+from django.urls import reverse
+
+from analysis import services
+from analysis.simulate import JudgeParams
+from tests.factories import make_question, make_study, make_variant
+
+
+@pytest.fixture
+def dash_study(db):
+    study = make_study(slug="dash-s", votes_per_item=2, gold_min_accuracy=0.8)
+    for i in range(6):
+        q = make_question(study, a1="word " * (5 + 7 * i), a2="<script>alert(1)</script> longer " * 4)
+        make_variant(q, kind="factual_error", text="wrong " * 10)
+        make_variant(q, kind="reference", of="a1" if i % 2 else "a2")
+    services.judge_simulate(study=study, name="sim <b>bold</b>", params=JudgeParams(position=1.0), seed=5)
+    services.raters_simulate(study=study, raters=4, params=JudgeParams(), votes_per_item=2, seed=6, flag_share=0.25)
+    return study
+
+
+def urls(slug):
+    return [
+        reverse("analysis:studies"),
+        reverse("analysis:study", args=[slug]),
+        reverse("analysis:raters", args=[slug]),
+        reverse("analysis:power", args=[slug]),
+        reverse("analysis:export", args=[slug, "votes"]),
+        reverse("analysis:export", args=[slug, "metrics"]),
+    ]
+
+
+def test_anonymous_visitors_and_non_staff_users_are_sent_to_log_in(dash_study, anon_client):
+    user = get_user_model().objects.create_user("rater-person", password="pw-123456789")
+    member = Client()
+    member.force_login(user)
+    for client in (anon_client, member):
+        for url in urls("dash-s"):
+            for headers in ({}, {"HTTP_HX_REQUEST": "true"}):
+                response = client.get(url, **headers)
+                assert response.status_code == 302, url
+                assert "/admin/login/" in response["Location"]
+
+
+def test_staff_see_every_table_of_the_paper(dash_study, staff_client):
+    response = staff_client.get(reverse("analysis:study", args=["dash-s"]))
+    body = response.content.decode()
+    assert response.status_code == 200
+    for heading in ("Table 1", "Table 2", "Verbosity", "Length-controlled", "Agreement", "By Bloom level"):
+        assert heading in body
+    assert "Human-NF" in body and "random judge" in body
+    assert "<svg" in body and 'stroke-dasharray="6 4"' in body
+    assert "sim &lt;b&gt;bold&lt;/b&gt;" in body and "sim <b>bold</b>" not in body
+    assert 'hx-trigger="every 10s"' in body
+
+
+def test_an_htmx_request_gets_only_the_results_fragment(dash_study, staff_client):
+    response = staff_client.get(
+        reverse("analysis:study", args=["dash-s"]), {"include_flagged": "on"}, HTTP_HX_REQUEST="true"
+    )
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert body.lstrip().startswith('<div id="results"') and "<html" not in body
+    assert "flagged rater 0" in body
+
+
+def test_bad_filters_are_shown_not_applied(dash_study, staff_client):
+    response = staff_client.get(reverse("analysis:study", args=["dash-s"]), {"min_ms": "-5", "bloom": "dreaming"})
+    assert response.status_code == 400
+    assert "Fix the filters" in response.content.decode()
+
+
+def test_the_rater_monitor_lists_every_rater_with_flags(dash_study, staff_client):
+    body = staff_client.get(reverse("analysis:raters", args=["dash-s"])).content.decode()
+    assert body.count("SIM-06-") == 4
+    assert "flagged" in body and "2/5" in body
+
+
+def test_the_power_page_simulates_interval_widths(dash_study, staff_client):
+    params = {
+        "n_questions": 40,
+        "raters": 10,
+        "items_per_rater": 20,
+        "susceptibility": 0.5,
+        "noise": 1.0,
+        "tie_rate": 0.1,
+    }
+    response = staff_client.get(reverse("analysis:power", args=["dash-s"]), params, HTTP_HX_REQUEST="true")
+    body = response.content.decode()
+    assert response.status_code == 200 and "Votes per item" in body and "interval width" in body
+
+
+def test_the_dashboard_downloads_the_same_csv_as_the_command(dash_study, staff_client):
+    from analysis import exports
+
+    response = staff_client.get(reverse("analysis:export", args=["dash-s", "votes"]))
+    assert response["Content-Type"].startswith("text/csv") and response.streaming
+    streamed = b"".join(response.streaming_content).decode()
+    assert streamed == "".join(exports.csv_lines(exports.votes_rows(dash_study)))
+    assert staff_client.get(reverse("analysis:export", args=["dash-s", "secrets"])).status_code == 404

@@ -1,0 +1,82 @@
+"""The analysis recovers the biases a simulated judge was given, within its intervals."""
+
+import numpy as np
+import pytest
+
+from analysis import metrics, simulate
+from analysis.report import analyze
+from analysis.simulate import JudgeParams
+
+
+def design(n_q=300):
+    return simulate.synthetic_items(n_q)
+
+
+def to_frame(items, sim):
+    return simulate.votes_frame(items, sim)
+
+
+def test_the_position_bias_put_in_is_the_position_bias_measured():
+    items = design()
+    params = JudgeParams(position=0.8, tie_rate=0.2, noise=0.0)
+    sim = simulate.simulate_votes(items, params, votes_per_item=6, seed=1)
+    pos = metrics.position(to_frame(items, sim))
+    # Orders are balanced, so on average P(first) = (1 − t)·mean over items and orders of
+    # σ(u ± position)… with noise 0 and no other bias except susceptibility, take it exactly:
+    expected_first = []
+    base = simulate.log_odds_a2(items, params, {r: 0.0 for r in range(600)})
+    from scipy.special import expit
+
+    for u in base:
+        expected_first += [(1 - 0.2) * expit(u + 0.8), (1 - 0.2) * (1 - expit(u - 0.8))]
+    lo, hi = pos["ci"]["first"]
+    assert lo <= np.mean(expected_first) <= hi
+    assert pos["tie"] == pytest.approx(0.2, abs=0.02)
+
+
+def test_asr_and_accuracy_recover_the_exact_expected_values_within_their_intervals():
+    items = design(n_q=400)
+    params = JudgeParams(
+        susceptibility={"factual_error": -1.5, "reference": 0.7, "rich_content": 0.0}, tie_rate=0.1, noise=0.0
+    )
+    sim = simulate.simulate_votes(items, params, votes_per_item=6, seed=2)
+    judge = analyze(to_frame(items, sim), study="s", votes_per_item=6)["judges"][0]
+    probs = simulate.expected_item_probabilities(items, params, votes_per_item=6).set_index(items["group"])
+    # With noise 0 every question is alike: control, p-item preferences are independent draws.
+    ctrl = probs.loc["control"].mean()
+    for group in ("reference", "rich_content"):
+        p = probs.loc[group].mean()
+        lo, hi = judge["asr"][group]["ci"]
+        assert lo <= p["p_a2"] <= hi, group
+    fe = probs.loc["factual_error"].mean()
+    lo, hi = judge["asr"]["factual_error"]["ci"]
+    assert lo <= fe["p_a2"] + fe["p_tie"] <= hi
+    lo, hi = judge["accuracy"]["factual_error"]["ci"]
+    assert lo <= fe["p_a1"] <= hi
+    assert ctrl["p_a1"] == pytest.approx(ctrl["p_a2"])
+
+
+def test_a_pure_length_preference_shows_in_the_curve_and_vanishes_after_length_control():
+    items = design(n_q=500)
+    params = JudgeParams(length_per_token=0.03, tie_rate=0.0, noise=0.3)
+    sim = simulate.simulate_votes(items, params, votes_per_item=6, seed=3)
+    judge = analyze(to_frame(items, sim), study="s")["judges"][0]
+    values = [b["value"] for b in judge["verbosity"]["bins"] if b["n"] > 200]
+    assert values[0] < values[-1] and all(v >= 0.45 for v in values)
+    assert judge["verbosity"]["longer_wins"] > 0.6
+    assert judge["raw_effect"]["rich_content"] > 0.1
+    assert abs(judge["lc_effect"]["rich_content"]) < 0.06
+
+
+def test_the_simulated_votes_are_balanced_over_the_two_orders():
+    items = design(n_q=5)
+    sim = simulate.simulate_votes(items, JudgeParams(), votes_per_item=6, seed=0)
+    assert (sim.groupby("item_id")["shown_first"].apply(lambda s: (s == "a1").sum()) == 3).all()
+
+
+def test_the_power_table_gives_narrower_intervals_for_more_questions():
+    params = JudgeParams(noise=0.5, susceptibility={"reference": 1.0})
+    small = simulate.asr_interval_widths(n_questions=100, votes_per_item=[6], params=params, reps=200)[0]
+    large = simulate.asr_interval_widths(n_questions=400, votes_per_item=[6], params=params, reps=200)[0]
+    assert large["reference"]["width"] < 0.7 * small["reference"]["width"]
+    assert small["reference"]["n"] > 0 and 0 < large["reference"]["value"] < 1
