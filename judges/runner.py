@@ -240,6 +240,10 @@ def plan_units(run: JudgeRun, *, retry_failed: bool) -> tuple[list[Unit], int]:
             )
             keys = [cache_key(config, messages, sample=planned.sample, attempt=a) for a in range(attempts)]
             units.append(Unit(item.id, planned, messages, keys, vote[0] if vote else None))
+    # Identical prompts next to each other (an item's rounds with the same order and labels):
+    # the local backend then reuses its evaluated prompt and only scores the options again,
+    # three times less work at 6 votes per item. Remote backends do not mind the order.
+    units.sort(key=lambda unit: (unit.item_id, unit.planned.shown_first, unit.planned.scheme, unit.planned.round))
     return units, done
 
 
