@@ -10,10 +10,26 @@ DEMO_FILE = Path(settings.BASE_DIR) / "fixtures" / "demo_study.json"
 DEMO_SLUG = "demo"
 
 
+# Two simulated judges with known biases vote on the demo at once, so that the dashboard has
+# something to show before any rater or model has voted (log-odds, see analysis/simulate.py).
+DEMO_SIMULATED_JUDGES = {
+    "Simulated: swayed by references and formatting": {
+        "position": 0.2,
+        "susceptibility": {"reference": 1.2, "rich_content": 0.8, "factual_error": -1.5},
+    },
+    "Simulated: prefers the left answer": {"position": 1.2, "susceptibility": {"factual_error": -0.8}},
+}
+
+
 class Command(BaseCommand):
     help = "Load the demo study (our own writing, fixtures/demo_study.json) unless it is there already."
 
-    def handle(self, *args, verbosity: int = 1, **options):
+    def add_arguments(self, parser) -> None:
+        parser.add_argument(
+            "--no-simulated", action="store_true", help="Do not add the two simulated judges' votes."
+        )
+
+    def handle(self, *args, verbosity: int = 1, no_simulated: bool = False, **options):
         if Study.objects.filter(slug=DEMO_SLUG).exists():
             if verbosity:
                 self.stdout.write("The demo study is loaded already.")
@@ -29,3 +45,12 @@ class Command(BaseCommand):
                     f"{study.items.scored().count()} items. Raters start at /s/{study.slug}/"
                 )
             )
+        if no_simulated:
+            return
+        from analysis.services import judge_simulate
+        from analysis.simulate import JudgeParams
+
+        for seed, (name, params) in enumerate(DEMO_SIMULATED_JUDGES.items(), start=1):
+            _, votes = judge_simulate(study=study, name=name, params=JudgeParams(**params), seed=seed)
+            if verbosity:
+                self.stdout.write(f"  {name!r}: {votes} simulated votes (see /dashboard/)")
