@@ -3,12 +3,14 @@ and never deletable (exclusions are analysis-time filters)."""
 
 import json
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db.models import Count, Q
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
+from django.utils.html import format_html
 from django.utils.text import Truncator
 
-from annotations.models import Answer, ComparisonItem, Judge, Question, Rater, Study, Vote
+from annotations.models import Answer, ComparisonItem, Judge, Lease, Question, Rater, Study, Vote
 from annotations.study_io import study_export
 from perturbations.admin import generate_perturbations
 
@@ -19,11 +21,11 @@ def _short(text: str, length: int = 80) -> str:
 
 @admin.register(Study)
 class StudyAdmin(admin.ModelAdmin):
-    list_display = ("title", "slug", "status", "question_count", "item_count", "rater_count", "vote_count", "created_at")
+    list_display = ("title", "slug", "status", "question_count", "item_count", "rater_count", "vote_count", "results", "created_at")
     list_filter = ("status",)
     search_fields = ("title", "slug")
     prepopulated_fields = {"slug": ("title",)}
-    actions = ["export_json", generate_perturbations]
+    actions = ["export_json", "export_votes_csv", generate_perturbations]
     fieldsets = (
         (None, {"fields": ("title", "slug", "status")}),
         ("What raters read", {"fields": ("instructions", "consent", "completion_code", "prolific_completion_url")}),
@@ -69,6 +71,18 @@ class StudyAdmin(admin.ModelAdmin):
     @admin.display(description="votes")
     def vote_count(self, obj: Study) -> int:
         return Vote.objects.filter(item__study=obj).count()
+
+    @admin.display(description="results")
+    def results(self, obj: Study) -> str:
+        return format_html('<a href="{}">dashboard</a>', reverse("analysis:study", args=[obj.slug]))
+
+    @admin.action(description="Download the votes of the selected study as CSV")
+    def export_votes_csv(self, request: HttpRequest, queryset) -> HttpResponse | None:
+        # The dashboard's download is the one code path for exports: send the browser there.
+        if queryset.count() != 1:
+            self.message_user(request, "Choose exactly one study to download its votes.", level=messages.WARNING)
+            return None
+        return HttpResponseRedirect(reverse("analysis:export", args=[queryset.get().slug, "votes"]))
 
     @admin.action(description="Export selected studies as biasstudy JSON")
     def export_json(self, request: HttpRequest, queryset) -> HttpResponse:
@@ -188,6 +202,7 @@ class VoteAdmin(admin.ModelAdmin):
         "client_ms",
         "server_ms",
         "parse_status",
+        "assignment",
         "received_at",
     )
     list_filter = ("item__study", "judge__kind", "judge", "run", "choice", "shown_first", "not_familiar", "parse_status", "item__kind")
@@ -208,3 +223,31 @@ class VoteAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
         return False
 
+    @admin.display(description="counted?")
+    def assignment(self, obj: Vote) -> str:
+        """How the rater app judged a human vote when it arrived (counted, too fast, late)."""
+        info = (obj.meta or {}).get("assignment")
+        if not info:
+            return "–"
+        return ", ".join(key.replace("_", " ") for key, value in info.items() if value is True) or "not counted"
+
+
+
+@admin.register(Lease)
+class LeaseAdmin(admin.ModelAdmin):
+    """Items handed to raters: who holds what, in which order, until when."""
+
+    list_display = ("id", "study", "rater", "item", "shown_first", "is_gold", "created_at", "expires_at", "voted_at", "released_at")
+    list_filter = ("study", "is_gold", "shown_first")
+    search_fields = ("rater__participant_id", "item__question__external_id")
+    list_select_related = ("study", "rater", "item__question", "item__kind")
+    exclude = ("token",)  # a bearer secret of the rater's session
+
+    def get_readonly_fields(self, request: HttpRequest, obj=None):
+        return [field.name for field in self.model._meta.fields if field.name != "token"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False

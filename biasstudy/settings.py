@@ -42,7 +42,6 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_tasks",
     "django_tasks_db",
-    "django_rq",
     "annotations",
     "perturbations",
     "judges",
@@ -126,9 +125,11 @@ TASKS = {
         "BACKEND": env_str("TASKS_BACKEND", "django_tasks_db.DatabaseBackend"),
     }
 }
-# Used only when TASKS_BACKEND=django_tasks_rq.RQBackend (workers: `manage.py rqworker default
-# --job-class django_tasks_rq.Job`).
+# The Redis queue (workers: `manage.py rqworker default --job-class django_tasks_rq.Job`). Its
+# app, with admin pages that talk to Redis, is installed only when Redis is the queue.
 RQ_QUEUES = {"default": {"URL": env_str("REDIS_URL", "redis://127.0.0.1:6379/0"), "DEFAULT_TIMEOUT": 3600}}
+if TASKS["default"]["BACKEND"] == "django_tasks_rq.RQBackend":
+    INSTALLED_APPS.append("django_rq")
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
