@@ -7,6 +7,10 @@ production must stop the start-up, not silently fall back to a default.
 from __future__ import annotations
 
 import os
+import re
+
+_RATE = re.compile(r"([1-9][0-9]*)/(second|minute|hour|day)")
+_PERIOD_SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
 
 
 class EnvError(ValueError):
@@ -53,3 +57,12 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if value is None:
         return list(default)
     return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def env_rate(name: str, default: str) -> tuple[int, int]:
+    """A rate like "30/minute" as (requests, period in seconds)."""
+    value = os.environ.get(name, default).strip()
+    match = _RATE.fullmatch(value)
+    if not match:
+        raise EnvError(f"environment variable {name}={value!r} is not a rate like 30/minute (second, minute, hour, day)")
+    return int(match.group(1)), _PERIOD_SECONDS[match.group(2)]
