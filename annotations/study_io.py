@@ -91,6 +91,11 @@ def study_document_validate(document: dict, *, path: str | Path, locator: _Locat
     def fail(message: str, field: str, near: str | None = None) -> None:
         raise StudyFileError(path, message, line=locate(near), field=field)
 
+    nul = _first_nul(document)
+    if nul is not None:
+        # PostgreSQL stores no NUL character in text or JSON: refuse it here, naming where it is,
+        # instead of failing in the middle of the write.
+        fail("contains a NUL character (\\u0000), which cannot be stored", nul or "(a key)")
     if document.get("format") != FORMAT_NAME:
         fail(f"expected \"format\": \"{FORMAT_NAME}\"", "format")
     if document.get("version") != FORMAT_VERSION:
@@ -264,6 +269,21 @@ def _derive_items(question: dict) -> list[dict]:
     return items
 
 
+def _first_nul(node: Any, where: str = "") -> str | None:
+    """The dotted path of the first string (key or value) holding a NUL character, else None."""
+    if isinstance(node, str):
+        return where if "\x00" in node else None
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, value in items:
+        path = f"{where}.{key}" if where else str(key)
+        if isinstance(key, str) and "\x00" in key:
+            return path
+        found = _first_nul(value, path)
+        if found is not None:
+            return found
+    return None
+
+
 def _check_keys(record: dict, allowed: set, field: str, fail: Callable, near: str | None) -> None:
     unknown = sorted(set(record) - allowed)
     if unknown:
@@ -314,6 +334,8 @@ def read_chen2024(path: Path) -> tuple[dict, None]:
             if key not in row:
                 raise StudyFileError(control, "missing field", line=line_no, field=key)
         qid = row["question_id"]
+        if not isinstance(qid, str) or not qid:
+            raise StudyFileError(control, "must be a non-empty string", line=line_no, field="question_id")
         if qid in questions:
             raise StudyFileError(control, f"duplicate question id {qid!r}", line=line_no, field="question_id")
         level = str(row["level"]).lower()
@@ -322,7 +344,12 @@ def read_chen2024(path: Path) -> tuple[dict, None]:
         answers = []
         for slot in ("answer1", "answer2"):
             answer = row["answers"].get(slot) if isinstance(row["answers"], dict) else None
-            if not isinstance(answer, dict) or not answer.get("answer_id") or not isinstance(answer.get("answer"), str):
+            if (
+                not isinstance(answer, dict)
+                or not isinstance(answer.get("answer_id"), str)
+                or not answer["answer_id"]
+                or not isinstance(answer.get("answer"), str)
+            ):
                 raise StudyFileError(control, "missing answer or answer_id", line=line_no, field=f"answers.{slot}")
             aid = answer["answer_id"]
             if aid in answers_by_id:
@@ -364,19 +391,23 @@ def _read_chen_perturbation(
     for key in ("question_id", "answers"):
         if key not in row:
             raise StudyFileError(file, "missing field", line=line_no, field=key)
-    qid = str(row["question_id"]).removesuffix(f"-{kind}")
+    if not isinstance(row["question_id"], str):
+        raise StudyFileError(file, "must be a string", line=line_no, field="question_id")
+    if not isinstance(row["answers"], dict):
+        raise StudyFileError(file, "must be an object with answer1 and answer2", line=line_no, field="answers")
+    qid = row["question_id"].removesuffix(f"-{kind}")
     if qid not in questions:
         raise StudyFileError(file, f"question {qid!r} is not in raw.json", line=line_no, field="question_id")
     if qid in seen:
         raise StudyFileError(file, f"duplicate question id {qid!r}", line=line_no, field="question_id")
     seen.add(qid)
-    perturbed = [
-        (slot, a) for slot, a in (row["answers"] or {}).items() if isinstance(a, dict) and a.get("perturb")
-    ]
+    perturbed = [(slot, a) for slot, a in row["answers"].items() if isinstance(a, dict) and a.get("perturb")]
     if len(perturbed) != 1:
         raise StudyFileError(file, f"expected exactly one perturbed answer, found {len(perturbed)}", line=line_no, field="answers")
     slot, answer = perturbed[0]
     aid = answer.get("answer_id") or ""
+    if not isinstance(aid, str):
+        raise StudyFileError(file, "must be a string", line=line_no, field=f"answers.{slot}.answer_id")
     original_id = aid[:-4]
     owner = answers_by_id.get(original_id)
     if len(aid) <= 4 or owner is None or owner[0] != qid:

@@ -6,18 +6,64 @@ form names an item, a vote goes against the lease token of the rater's own curre
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
+from functools import wraps
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from django.conf import settings
+from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
-from django_htmx.http import HttpResponseClientRedirect, HttpResponseClientRefresh
+from django_htmx.http import HttpResponseClientRedirect, HttpResponseClientRefresh, reswap, retarget
 
-from annotations import assignment
+from annotations import assignment, ratelimit
 from annotations.forms import EnterForm, PlatformForm, VoteForm
 from annotations.models import Lease, Rater, Study
+
+log = logging.getLogger(__name__)
+
+# Seconds a rater is asked to wait after the database failed them.
+DATABASE_RETRY_AFTER = 5
+
+
+def _try_again(request: HttpRequest, *, status: int, retry_after: int, reason: str) -> HttpResponse:
+    """A friendly "please try again" for a failure the rater can wait out (429, 503). Nothing
+    was recorded, so sending the same answer again is safe. htmx requests get a short alert in
+    the task form, which stays as it was; other requests a whole page."""
+    context = {"reason": reason, "retry_after": retry_after, "posted": request.method == "POST"}
+    if request.htmx:
+        response = render(request, "annotations/try_again.html#alert", context, status=status)
+        response = reswap(retarget(response, "#task-alert"), "innerHTML")
+    else:
+        response = render(request, "annotations/try_again.html", context, status=status)
+    response["Retry-After"] = str(retry_after)
+    return response
+
+
+def _database_failures_answered(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """A database that is restarting, unreachable or locked too long gives the rater a 503 "try
+    again" instead of a server error; the transaction was rolled back, so nothing is half stored."""
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        try:
+            return view(request, *args, **kwargs)
+        except (OperationalError, InterfaceError) as exc:
+            log.warning("database unavailable for %s %s: %s", request.method, request.path, exc)
+            return _try_again(request, status=503, retry_after=DATABASE_RETRY_AFTER, reason="database")
+
+    return wrapper
+
+
+def _over_limit(request: HttpRequest, scope: str, key: str, rate: tuple[int, int]) -> HttpResponse | None:
+    retry_after = ratelimit.hit(scope, key, rate=rate)
+    if retry_after is None:
+        return None
+    return _try_again(request, status=429, retry_after=retry_after, reason="rate")
 
 
 @require_GET
@@ -51,6 +97,7 @@ def _redirect(request: HttpRequest, url: str) -> HttpResponse:
 
 
 @require_http_methods(["GET", "POST"])
+@_database_failures_answered
 def study_landing(request: HttpRequest, slug: str) -> HttpResponse:
     study = _study_or_404(request, slug)
     platform_form = PlatformForm(request.GET)
@@ -62,6 +109,10 @@ def study_landing(request: HttpRequest, slug: str) -> HttpResponse:
 
     platform_id = platform[1] if platform else None
     form = EnterForm(request.POST or None, platform_id=platform_id, initial={"target": study.target_per_rater})
+    if request.method == "POST":
+        limited = _over_limit(request, "enter", ratelimit.client_address(request), settings.RATER_ENTRY_RATE)
+        if limited is not None:
+            return limited
     if request.method == "POST" and study.status == Study.Status.COLLECTING and not preview and form.is_valid():
         source, participant_id, meta = platform or (Rater.Source.DIRECT, form.cleaned_data["participant_id"], {})
         rater = assignment.rater_enter(
@@ -86,6 +137,7 @@ def study_landing(request: HttpRequest, slug: str) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @vary_on_headers("HX-Request")
+@_database_failures_answered
 def study_task(request: HttpRequest, slug: str) -> HttpResponse:
     """The current item. A POST records the vote on the rater's own lease, then shows the next
     item: as an htmx fragment, or by redirecting to GET so that a reload never re-posts."""
@@ -95,6 +147,9 @@ def study_task(request: HttpRequest, slug: str) -> HttpResponse:
         return _redirect(request, reverse("annotations:landing", args=[study.slug]))
     form = VoteForm(request.POST or None)
     if request.method == "POST":
+        limited = _over_limit(request, "vote", f"{study.pk}:{rater.pk}", settings.RATER_VOTE_RATE)
+        if limited is not None:
+            return limited
         if not form.is_valid():
             return _task_response(request, study, rater, form=form, status=400)
         data = form.cleaned_data
@@ -135,6 +190,7 @@ def _sides(lease: Lease) -> dict:
 
 
 @require_GET
+@_database_failures_answered
 def study_done(request: HttpRequest, slug: str) -> HttpResponse:
     study = _study_or_404(request, slug)
     rater = _session_rater(request, study)

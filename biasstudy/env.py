@@ -7,6 +7,10 @@ production must stop the start-up, not silently fall back to a default.
 from __future__ import annotations
 
 import os
+import re
+
+_RATE = re.compile(r"([1-9][0-9]*)/(second|minute|hour|day)")
+_PERIOD_SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
 
 
 class EnvError(ValueError):
@@ -73,3 +77,12 @@ def load_env_file(path: os.PathLike | str) -> None:
         if not sep or not key.strip().isidentifier():
             raise EnvError(f"{path}, line {number}: expected KEY=VALUE")
         os.environ.setdefault(key.strip(), value.strip().strip("'\""))
+
+
+def env_rate(name: str, default: str) -> tuple[int, int]:
+    """A rate like "30/minute" as (requests, period in seconds)."""
+    value = os.environ.get(name, default).strip()
+    match = _RATE.fullmatch(value)
+    if not match:
+        raise EnvError(f"environment variable {name}={value!r} is not a rate like 30/minute (second, minute, hour, day)")
+    return int(match.group(1)), _PERIOD_SECONDS[match.group(2)]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from biasstudy.env import EnvError, env_bool, env_int, env_list, env_str, load_env_file
+from biasstudy.env import EnvError, env_bool, env_int, env_list, env_rate, env_str, load_env_file
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 load_env_file(env_str("BIASSTUDY_ENV_FILE", str(BASE_DIR / ".env")))
@@ -85,6 +85,9 @@ DATABASES = {
     "default": dj_database_url.parse(
         env_str("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
         conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 0),
+        # A kept connection is checked before a request uses it, so a database restart costs
+        # no failed request (only meaningful with DATABASE_CONN_MAX_AGE > 0).
+        conn_health_checks=env_bool("DATABASE_CONN_HEALTH_CHECKS", True),
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
@@ -93,7 +96,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # and the timeout makes a writer wait for the lock instead of failing at once.
     DATABASES["default"]["OPTIONS"] = {
         "transaction_mode": "IMMEDIATE",
-        "timeout": 30,
+        "timeout": env_int("DATABASE_SQLITE_TIMEOUT", 30),
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
     DATABASES["default"]["TEST"] = {"NAME": env_str("SQLITE_TEST_NAME", "") or None}
@@ -125,6 +128,10 @@ TASKS = {
         "BACKEND": env_str("TASKS_BACKEND", "django_tasks_db.DatabaseBackend"),
     }
 }
+# A running judge run whose worker has not written for this many seconds is taken for dead
+# and may be resumed (the worker beats every half second while it runs).
+JUDGE_RUN_STALE_SECONDS = env_int("JUDGE_RUN_STALE_SECONDS", 60)
+
 # The Redis queue (workers: `manage.py rqworker default --job-class django_tasks_rq.Job`). Its
 # app, with admin pages that talk to Redis, is installed only when Redis is the queue.
 RQ_QUEUES = {"default": {"URL": env_str("REDIS_URL", "redis://127.0.0.1:6379/0"), "DEFAULT_TIMEOUT": 3600}}
@@ -147,6 +154,15 @@ API_IMPORT_MAX_MB = env_int("API_IMPORT_MAX_MB", 100)
 API_THROTTLE_RATE = env_str("API_THROTTLE_RATE", "1200/minute")
 if not re.fullmatch(r"[1-9][0-9]*/(second|minute|hour|day)", API_THROTTLE_RATE):
     raise EnvError(f"API_THROTTLE_RATE={API_THROTTLE_RATE!r} is not like 1200/minute (second, minute, hour or day)")
+
+# The rater pages' own limits, per client address for entering a study and per rater session
+# for votes ("<n>/second|minute|hour"); over them the rater gets a 429 page with Retry-After.
+# They count in the default cache: give every web instance one shared cache (CACHE_URL) when
+# there are several.
+RATER_ENTRY_RATE = env_rate("RATER_ENTRY_RATE", "30/minute")
+RATER_VOTE_RATE = env_rate("RATER_VOTE_RATE", "60/minute")
+if env_str("CACHE_URL", ""):
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": env_str("CACHE_URL")}}
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "biasstudy API",
@@ -186,7 +202,8 @@ SECURE_SSL_REDIRECT = env_bool("DJANGO_SSL_REDIRECT", False)
 SECURE_HSTS_SECONDS = env_int("DJANGO_HSTS_SECONDS", 0 if DEBUG else 31536000)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_HSTS_INCLUDE_SUBDOMAINS", False)
 SECURE_HSTS_PRELOAD = env_bool("DJANGO_HSTS_PRELOAD", False)
-if env_bool("DJANGO_BEHIND_PROXY", False):
+BEHIND_PROXY = env_bool("DJANGO_BEHIND_PROXY", False)
+if BEHIND_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 # Secure defaults outside DEBUG (production settings are documented in docs/DEPLOY.md).

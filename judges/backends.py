@@ -93,6 +93,18 @@ def _retry_after(exc: Exception) -> float | None:
         return None  # an HTTP date: fall back to our own backoff
 
 
+def _raise_translated(exc: Exception, sdk: Any, *, secret: str) -> None:
+    """Raise our error for an SDK exception, with the API key blanked out of its message: some
+    providers repeat the key they were sent in an "invalid key" error, and error messages are
+    logged and stored with the vote. The SDK's exception is then not chained either, so no
+    traceback in a log can carry it."""
+    error = _translate(exc, sdk)
+    if len(secret) >= 8 and secret in str(exc):
+        error.args = (str(error).replace(secret, "[redacted]"),)
+        raise error from None
+    raise error from exc
+
+
 def _translate(exc: Exception, sdk: Any) -> BackendError:
     """Map an SDK exception (openai and anthropic share their class names) onto ours."""
     name = type(exc).__name__
@@ -117,9 +129,10 @@ class OpenAICompatibleBackend:
         import openai
 
         self._sdk = openai
+        self._secret = _api_key(api_key_env, required=not base_url)
         self.client = openai.OpenAI(
             base_url=base_url or None,
-            api_key=_api_key(api_key_env, required=not base_url),
+            api_key=self._secret,
             max_retries=0,
             timeout=timeout,
             http_client=httpx.Client(
@@ -144,7 +157,7 @@ class OpenAICompatibleBackend:
         try:
             response = self.client.chat.completions.create(**params)
         except Exception as exc:  # noqa: BLE001 - every SDK failure is classified, none escapes raw
-            raise _translate(exc, self._sdk) from exc
+            _raise_translated(exc, self._sdk, secret=self._secret)
         if not getattr(response, "choices", None):
             raise TransientError(f"malformed response: no choices in {str(response)[:200]}")
         choice = response.choices[0]
@@ -172,9 +185,10 @@ class AnthropicBackend:
         import anthropic
 
         self._sdk = anthropic
+        self._secret = _api_key(api_key_env, required=True)
         self.client = anthropic.Anthropic(
             base_url=base_url or None,
-            api_key=_api_key(api_key_env, required=True),
+            api_key=self._secret,
             max_retries=0,
             timeout=timeout,
         )
@@ -194,7 +208,7 @@ class AnthropicBackend:
         try:
             response = self.client.messages.create(**params)
         except Exception as exc:  # noqa: BLE001
-            raise _translate(exc, self._sdk) from exc
+            _raise_translated(exc, self._sdk, secret=self._secret)
         text = "".join(block.text for block in response.content if getattr(block, "type", "") == "text")
         return Completion(
             text=text,

@@ -144,6 +144,12 @@ class LLMJudge(models.Model):
         return data
 
 
+def stale_after() -> timedelta:
+    """A running run whose worker has not been heard of for this long is taken for dead (and may
+    be resumed). Read at each use so the setting can change under tests and between deploys."""
+    return timedelta(seconds=settings.JUDGE_RUN_STALE_SECONDS)
+
+
 class JudgeRunQuerySet(models.QuerySet):
     def active(self) -> JudgeRunQuerySet:
         return self.filter(status__in=[JudgeRun.Status.QUEUED, JudgeRun.Status.RUNNING])
@@ -157,8 +163,6 @@ class JudgeRun(models.Model):
         DONE = "done", "Done"
         FAILED = "failed", "Failed"
 
-    # A running run whose worker has not been heard of for this long is taken for dead.
-    STALE_AFTER = timedelta(seconds=60)
 
     study = models.ForeignKey("annotations.Study", on_delete=models.CASCADE, related_name="runs")
     judge = models.ForeignKey("annotations.Judge", on_delete=models.PROTECT, related_name="runs")
@@ -188,7 +192,7 @@ class JudgeRun(models.Model):
         return (
             self.status == self.Status.RUNNING
             and self.heartbeat_at is not None
-            and timezone.now() - self.heartbeat_at > self.STALE_AFTER
+            and timezone.now() - self.heartbeat_at > stale_after()
         )
 
     @property

@@ -108,3 +108,8 @@ def voted_study(small_study, rater):
         study=small_study, questions=questions, variant=variant, gold=gold, items=items, humans=humans,
         bot=bot, rater=rater, human_votes=human_votes, bot_votes=bot_votes,
     )
+
+
+# --------------------------------------------------------------------------- live processes
+
+from tests.live import live_database  # noqa: E402,F401 - the fresh database of live-server tests

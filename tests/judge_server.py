@@ -35,8 +35,24 @@ LABEL = re.compile(r"^\[(?!end of )([^\]\n]+)\]$", re.M)
 
 
 class JudgeServer:
-    def __init__(self, *, delay: float = 0.0, retry_after: str = "1", slow_seconds: float = 1.0, p_choice: float = 0.8):
+    def __init__(
+        self,
+        *,
+        delay: float = 0.0,
+        retry_after: str = "1",
+        slow_seconds: float = 1.0,
+        p_choice: float = 0.8,
+        fail_every: int = 0,
+        fail_status: int = 500,
+        echo_auth: bool = False,
+    ):
         self.delay = delay
+        # Every fail_every-th request (counted over all prompts) gets fail_status; 0: none. The
+        # error message repeats the Authorization header when echo_auth is set, as some
+        # providers' "invalid key" messages do.
+        self.fail_every = fail_every
+        self.fail_status = fail_status
+        self.echo_auth = echo_auth
         self.retry_after = retry_after
         self.slow_seconds = slow_seconds
         self.p_choice = p_choice
@@ -54,7 +70,7 @@ class JudgeServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
-                server.handle(self, body)
+                server.handle(self, body, authorization=self.headers.get("Authorization", ""))
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
@@ -79,13 +95,19 @@ class JudgeServer:
 
     # --- behaviour -------------------------------------------------------------------------
 
-    def handle(self, handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+    def handle(self, handler: BaseHTTPRequestHandler, body: dict[str, Any], *, authorization: str = "") -> None:
         prompt = "\n".join(m.get("content", "") for m in body.get("messages", []))
         key = hashlib.sha256(prompt.encode()).hexdigest()
         with self.lock:
             self.counts[key] += 1
             nth = self.counts[key]
-            self.log.append({"at": time.monotonic(), "prompt": prompt, "body": body, "nth": nth})
+            self.log.append(
+                {"at": time.monotonic(), "prompt": prompt, "body": body, "nth": nth, "authorization": authorization}
+            )
+            fail = bool(self.fail_every) and len(self.log) % self.fail_every == 0
+        if fail:
+            message = f"refused (Authorization: {authorization})" if self.echo_auth else "refused"
+            return self._send(handler, self.fail_status, {"error": {"message": message}})
         directive = DIRECTIVE.search(prompt)
         action = ""
         if directive:

@@ -11,27 +11,20 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import random
 import re
-import socket
-import subprocess
-import sys
 import time
-import uuid
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
+
+from tests.live import gunicorn, live_env, prepare, run_django
 
 httpx = pytest.importorskip("httpx")
 
 pytestmark = pytest.mark.slow
 logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request would drown a failure
 
-ROOT = Path(__file__).resolve().parent.parent
-PYTHON = sys.executable
 RATERS = 20
 QUESTIONS = 8
 QUOTA = 4
@@ -79,79 +72,12 @@ def check() -> None:
     print(json.dumps(summary))
 
 
-def _run_django(code: str, env: dict) -> str:
-    script = f"import django; django.setup(); {code}"
-    done = subprocess.run(
-        [PYTHON, "-c", script], check=False, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def live_database(request, tmp_path):
-    """A fresh, migrated database URL for the server processes."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'live.sqlite3'}"
-        return
-    base = os.environ.get("DATABASE_URL", "")
-    if not base.startswith(("postgres://", "postgresql://")):
-        pytest.skip("DATABASE_URL does not point to PostgreSQL")
-    import psycopg
-
-    name = f"biasstudy_live_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    parts = urlsplit(base)
-    yield urlunsplit(parts._replace(path=f"/{name}"))
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 @pytest.fixture
 def live_server_process(live_database):
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "tests.settings",
-        "DATABASE_URL": live_database,
-        "PYTHONPATH": str(ROOT),
-        "DJANGO_LOG_LEVEL": "WARNING",
-    }
-    _run_django(
-        "from django.core.management import call_command; call_command('migrate', verbosity=0); "
-        "from tests.test_rater_concurrency import seed; seed()",
-        env,
-    )
-    port = _free_port()
-    server = subprocess.Popen(
-        [PYTHON, "-m", "gunicorn", "biasstudy.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "2",
-         "--threads", "10", "--timeout", "60", "--log-level", "warning"],
-        env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            if httpx.get(url + "/", timeout=2).status_code == 200:
-                break
-        except httpx.TransportError:
-            pass
-        assert server.poll() is None, server.stderr.read()[-3000:]
-        assert time.monotonic() < deadline, "the live server did not come up"
-        time.sleep(0.2)
-    yield url, env
-    server.terminate()
-    try:
-        server.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        server.wait()
+    env = live_env(live_database)
+    prepare(env, seed="tests.test_rater_concurrency:seed")
+    with gunicorn(env) as url:
+        yield url, env
 
 
 _TOKEN = re.compile(r'name="token" value="([^"]+)"')
@@ -216,7 +142,7 @@ def test_twenty_raters_at_once_keep_quotas_balance_and_uniqueness(live_server_pr
         )
     elapsed = time.monotonic() - started
     # While collecting: never over quota, orders at most one apart.
-    during = json.loads(_run_django("from tests.test_rater_concurrency import check; check()", env))
+    during = json.loads(run_django("from tests.test_rater_concurrency import check; check()", env))
     for item in during["items"]:
         assert sum(item["counted"]) <= QUOTA and abs(item["counted"][0] - item["counted"][1]) <= 1, item
     # Slots freed by not-familiar votes after the others had left are taken by latecomers, one at a time.
@@ -225,7 +151,7 @@ def test_twenty_raters_at_once_keep_quotas_balance_and_uniqueness(live_server_pr
         sessions.append(late)
         if not late["seen"]:
             break
-    summary = json.loads(_run_django("from tests.test_rater_concurrency import check; check()", env))
+    summary = json.loads(run_django("from tests.test_rater_concurrency import check; check()", env))
 
     for session in sessions:
         assert len(session["seen"]) == len(set(session["seen"])), f"rater {session['rater']} saw a question twice"

@@ -63,6 +63,8 @@
   });
 
   document.addEventListener("htmx:afterSwap", function (event) {
+    // A "try again" alert (429, 503) keeps the item on screen: its clock must keep running.
+    if (event.detail.xhr && event.detail.xhr.status !== 200) return;
     var task = document.querySelector("[data-task]");
     if (!task) return;
     startClock();

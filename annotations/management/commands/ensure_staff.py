@@ -1,7 +1,8 @@
 import secrets
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 
 class Command(BaseCommand):
@@ -14,6 +15,12 @@ class Command(BaseCommand):
         parser.add_argument("--username", default="researcher")
 
     def handle(self, *args, username: str, **options):
+        # get_or_create does not validate: an empty or malformed name would become an account.
+        field = get_user_model()._meta.get_field(get_user_model().USERNAME_FIELD)
+        try:
+            field.clean(username, None)
+        except ValidationError as exc:
+            raise CommandError(f"--username {username!r}: {' '.join(exc.messages)}") from None
         user, created = get_user_model().objects.get_or_create(username=username)
         password = secrets.token_urlsafe(12)
         user.is_staff = user.is_superuser = True

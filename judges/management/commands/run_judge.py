@@ -65,6 +65,8 @@ class Command(BaseCommand):
         parser.add_argument("--wait", action="store_true", help="Run here with a progress bar instead of queueing.")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["retry_failed"] and not options["resume"]:
+            raise CommandError("--retry-failed only applies with --resume (a new run has no failed votes)")
         study, judge = find_study(options["study"]), find_judge(options["judge"])
         enqueue = not options["wait"]
         try:

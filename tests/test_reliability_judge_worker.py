@@ -1,0 +1,206 @@
+"""Judge runs executed by real task workers in separate processes, on a fresh file database:
+
+- the database queue's worker (`manage.py db_worker`) killed with SIGKILL in the middle of a run,
+  the run resumed once its heartbeat is stale, a new worker started: every planned vote is
+  stored once, none is missing;
+- the Redis queue (TASKS_BACKEND=django_tasks_rq.RQBackend) with Debian's redis-server on a free
+  loopback port: a run queued by `manage.py run_judge` is executed by `manage.py rqworker`.
+
+The model is the scriptable OpenAI-compatible JudgeServer in this process, on loopback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+
+from tests.judge_server import JudgeServer
+from tests.live import PYTHON, ROOT, free_port, live_env, manage, prepare, run_django, stop
+
+pytestmark = pytest.mark.slow
+
+SLUG = "worker-study"
+JUDGE = "worker-judge"
+QUESTIONS = 20
+VOTES_PER_ITEM = 6
+TOTAL = QUESTIONS * VOTES_PER_ITEM
+STALE_SECONDS = 5  # JUDGE_RUN_STALE_SECONDS in the processes: the default 60 s would make a slow test
+
+
+def seed() -> None:
+    """Run in a subprocess: the study and an LLM judge asking the JudgeServer at TEST_JUDGE_URL."""
+    from tests.factories import make_llm_judge, make_question, make_study
+
+    study = make_study(slug=SLUG)
+    for n in range(QUESTIONS):
+        make_question(study, text=f"Worker question {n}?", a1=f"GOOD answer {n}.", a2=f"Other answer {n}.")
+    make_llm_judge(
+        name=JUDGE, base_url=os.environ["TEST_JUDGE_URL"], concurrency=2, votes_per_item=VOTES_PER_ITEM,
+        max_retries=1, retry_base_seconds=0.1, timeout=10,
+    )  # fmt: skip
+
+
+def report() -> None:
+    """Run in a subprocess: the latest run of the judge and its votes, as JSON."""
+    from django.db.models import Count
+
+    from judges.models import JudgeRun
+
+    run = JudgeRun.objects.filter(judge__name=JUDGE).first()
+    votes = run.votes.all() if run else None
+    print(
+        json.dumps(
+            {
+                "status": run.status if run else None,
+                "error": run.error if run else "",
+                "votes": votes.count() if run else 0,
+                "slots": votes.values("item", "round").distinct().count() if run else 0,
+                "doubled": votes.values("item", "round").annotate(n=Count("pk")).filter(n__gt=1).count() if run else 0,
+                "ok": votes.filter(parse_status="ok").count() if run else 0,
+                "runs": JudgeRun.objects.filter(judge__name=JUDGE).count(),
+            }
+        )
+    )
+
+
+def _report(env: dict) -> dict:
+    return json.loads(run_django("from tests.test_reliability_judge_worker import report; report()", env))
+
+
+def _wait_for(env: dict, done, *, timeout: float) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        state = _report(env)
+        if done(state):
+            return state
+        assert time.monotonic() < deadline, f"gave up waiting: {state}"
+        time.sleep(0.5)
+
+
+def _worker(env: dict, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [PYTHON, "manage.py", "db_worker", "--no-reload", "--no-startup-delay", "--interval", "0.2", *extra],
+        env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def _ok(done: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return done
+
+
+@pytest.mark.parametrize("live_database", ["sqlite", "postgres"], indirect=True)
+def test_a_worker_killed_mid_run_loses_and_doubles_nothing_after_a_resume(live_database):
+    with JudgeServer(delay=0.1) as server:
+        env = live_env(
+            live_database,
+            DJANGO_SETTINGS_MODULE="biasstudy.settings",  # the database queue, as deployed
+            JUDGE_RUN_STALE_SECONDS=str(STALE_SECONDS),
+            TEST_JUDGE_URL=server.base_url,
+        )
+        prepare(env, seed="tests.test_reliability_judge_worker:seed")
+        queued = _ok(manage("run_judge", "--study", SLUG, "--judge", JUDGE, env=env))
+        assert "queued" in queued.stdout
+
+        worker = _worker(env)
+        try:
+            deadline = time.monotonic() + 30
+            while len(server.log) < TOTAL // 3:
+                assert worker.poll() is None, worker.stderr.read()[-3000:]
+                assert time.monotonic() < deadline, "the worker did not start the run"
+                time.sleep(0.05)
+            time.sleep(0.8)  # the runner writes finished votes at least every half second
+            os.kill(worker.pid, signal.SIGKILL)
+            worker.wait(timeout=10)
+            killed_at = time.monotonic()
+        finally:
+            stop(worker)
+        asked_before_kill = len(server.log)
+
+        # Before the heartbeat is stale the run cannot be resumed: its worker might be alive.
+        early = manage("run_judge", "--study", SLUG, "--judge", JUDGE, "--resume", env=env)
+        assert time.monotonic() - killed_at < STALE_SECONDS, "too slow to check the early resume"
+        assert early.returncode != 0 and "cannot be resumed" in early.stderr, early.stderr
+        killed = _report(env)
+        assert killed["status"] == "running", killed  # nobody told the database: it just went quiet
+        assert 0 < killed["votes"] < TOTAL, killed
+        assert killed["doubled"] == 0
+        time.sleep(max(0.0, STALE_SECONDS + 0.5 - (time.monotonic() - killed_at)))
+        # ... after it, it can: a new worker finishes what is missing.
+        _ok(manage("run_judge", "--study", SLUG, "--judge", JUDGE, "--resume", env=env))
+        second = _worker(env)
+        try:
+            final = _wait_for(env, lambda s: s["status"] in ("done", "failed"), timeout=60)
+        finally:
+            stop(second)
+
+    assert final["status"] == "done", final
+    assert final["runs"] == 1
+    assert final["votes"] == final["slots"] == TOTAL, final
+    assert final["doubled"] == 0
+    assert final["ok"] == TOTAL
+    # The resumed worker asked only for what had not been stored (plus what was in flight).
+    assert len(server.log) - asked_before_kill <= TOTAL - killed["votes"] + 2 * 2
+
+
+def _redis_server() -> str:
+    path = shutil.which("redis-server") or "/usr/bin/redis-server"
+    if not os.path.exists(path):
+        if os.environ.get("CI"):
+            pytest.fail("redis-server is missing: scripts/test.sh installs Debian's redis-server")
+        pytest.skip("redis-server is not installed")
+    return path
+
+
+@pytest.fixture
+def redis_url(tmp_path):
+    """Debian's redis-server on a free loopback port, without persistence, stopped afterwards."""
+    import redis
+
+    port = free_port()
+    server = subprocess.Popen(
+        [_redis_server(), "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+         "--dir", str(tmp_path), "--protected-mode", "yes"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    url = f"redis://127.0.0.1:{port}/0"
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                redis.Redis.from_url(url).ping()
+                break
+            except redis.ConnectionError:
+                assert server.poll() is None, server.stderr.read()[-2000:]
+                assert time.monotonic() < deadline, "redis-server did not come up"
+                time.sleep(0.1)
+        yield url
+    finally:
+        stop(server)
+
+
+@pytest.mark.parametrize("live_database", ["sqlite"], indirect=True)
+def test_the_redis_queue_runs_a_judge_run_queued_by_the_command(live_database, redis_url):
+    with JudgeServer() as server:
+        env = live_env(
+            live_database,
+            DJANGO_SETTINGS_MODULE="biasstudy.settings",
+            TASKS_BACKEND="django_tasks_rq.RQBackend",
+            REDIS_URL=redis_url,
+            TEST_JUDGE_URL=server.base_url,
+        )
+        prepare(env, seed="tests.test_reliability_judge_worker:seed")
+        _ok(manage("run_judge", "--study", SLUG, "--judge", JUDGE, env=env))
+        assert _report(env)["status"] == "queued"
+        _ok(manage("rqworker", "default", "--burst", "--job-class", "django_tasks_rq.Job", env=env, timeout=120))
+        final = _report(env)
+
+    assert final["status"] == "done", final
+    assert final["votes"] == final["slots"] == final["ok"] == TOTAL, final
+    assert len(server.log) == TOTAL

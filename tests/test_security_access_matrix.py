@@ -1,0 +1,149 @@
+"""Every URL pattern of the project x anonymous visitor, rater, another rater, staff.
+
+The routes are read from the URL resolver; each must have a rule in ACCESS, so a new URL that
+nobody classified fails test_every_route_has_an_access_rule. Everything under admin/ and api/
+is staff only (custom admin views included); the rater pages show only the asking rater's own
+state; health and the study list are public.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.test import Client
+from django.urls import URLResolver, get_resolver
+
+from annotations.models import Vote
+from tests.factories import human_pool, make_question, make_staff, make_study, make_variant, make_vote
+
+# route (as the resolver spells it) -> who may use it
+ACCESS: dict[str, str] = {
+    "": "public",
+    "health/": "public",
+    "s/<slug:slug>/": "public",  # the landing page: anyone may read the study's information
+    "s/<slug:slug>/task/": "rater",
+    "s/<slug:slug>/done/": "rater",
+    "admin/login/": "public",
+    "admin/logout/": "post_only",
+    "api/^[\\s\\S]*/$": "not_found",  # the API's JSON 404 for every unknown path
+}
+PREFIX_RULES = [("admin/django_rq/", "staff_needs_redis"), ("admin/", "staff"), ("api/", "staff")]
+
+# Regular-expression routes: a concrete path to try for each.
+SAMPLES = {
+    "admin/django_rq/dashboard/^stats.json/?$": "admin/django_rq/dashboard/stats.json",
+    "admin/django_rq/dashboard/^stats.json/(?P<token>[\\w]+)?/?$": "admin/django_rq/dashboard/stats.json/abc/",
+    "admin/^(?P<app_label>auth|authtoken|django_tasks_database|django_rq|perturbations|annotations|judges)/$": "admin/annotations/",
+    "admin/(?P<url>.*)$": "admin/no-such-page/",
+    "api/^[\\s\\S]*/$": "api/no-such-endpoint/",
+}
+
+
+def routes() -> list[str]:
+    def walk(patterns, prefix=""):
+        for pattern in patterns:
+            if isinstance(pattern, URLResolver):
+                yield from walk(pattern.url_patterns, prefix + str(pattern.pattern))
+            else:
+                yield prefix + str(pattern.pattern)
+
+    return sorted(set(walk(get_resolver().url_patterns)))
+
+
+def rule(route: str) -> str | None:
+    if route in ACCESS:
+        return ACCESS[route]
+    return next((category for prefix, category in PREFIX_RULES if route.startswith(prefix)), None)
+
+
+def test_every_route_has_an_access_rule():
+    unclassified = [route for route in routes() if rule(route) is None]
+    assert not unclassified, f"classify these routes in ACCESS: {unclassified}"
+    regex_routes = [route for route in routes() if "^" in route or "(?P" in route]
+    assert set(regex_routes) <= set(SAMPLES), "give a sample path for these regular-expression routes"
+
+
+def _path(route: str, world) -> str:
+    if route in SAMPLES:
+        return "/" + SAMPLES[route]
+    from django.contrib.contenttypes.models import ContentType
+
+    ids = {
+        "study_id": world.study.pk,
+        "answer_id": world.variant.pk,
+        "content_type_id": ContentType.objects.get_for_model(world.study).pk,
+        "object_id": world.study.pk if "<path:content_type_id>" in route else world.vote.pk,
+    }
+    path = re.sub(r"<slug:\w+>", world.study.slug, route)
+    path = re.sub(r"<(?:int|str|path):(\w+)>", lambda m: str(ids.get(m.group(1), world.vote.pk)), path)
+    return "/" + path
+
+
+@pytest.fixture
+def world(db):
+    from types import SimpleNamespace
+
+    study = make_study(slug="matrix", votes_per_item=2, target_per_rater=2)
+    question = make_question(study)
+    make_question(study)
+    variant = make_variant(question)
+    vote = make_vote(study.items.first(), human_pool(study))
+    personas = {"anonymous": Client(), "rater": Client(), "other_rater": Client(), "staff": Client()}
+    for name in ("rater", "other_rater"):
+        assert personas[name].post("/s/matrix/", {"participant_id": name, "consent": "on"}).status_code == 302
+    personas["staff"].force_login(make_staff())
+    return SimpleNamespace(study=study, variant=variant, vote=vote, personas=personas)
+
+
+def _allowed(category: str, persona: str, route: str, response) -> bool:
+    status, location = response.status_code, response.get("Location", "")
+    if status >= 500:
+        return False
+    if category == "public":
+        return status < 400
+    if category == "post_only":
+        return status in (302, 405)
+    if category == "not_found":
+        return status == 404
+    if category == "rater":
+        if persona in ("rater", "other_rater"):
+            return status in (200, 302) and "/admin/" not in location
+        return status == 302 and location.endswith(f"/s/{'matrix'}/")
+    # staff only
+    if persona == "staff":
+        # Some admin pages are closed to everyone by design (votes are never added by hand...).
+        by_design = route.endswith(("add/", "delete/", "autocomplete/")) and status == 403
+        return (status not in (401, 403) or by_design) and "/admin/login/" not in location
+    return status in (401, 403) or (status == 302 and "/admin/login/" in location)
+
+
+@pytest.mark.parametrize("persona", ["anonymous", "rater", "other_rater", "staff"])
+def test_each_route_answers_each_persona_as_the_matrix_says(world, persona):
+    client = world.personas[persona]
+    client.raise_request_exception = False
+    wrong = []
+    for route in routes():
+        category = rule(route)
+        if category == "staff_needs_redis" and persona == "staff":
+            continue  # the RQ dashboard needs a Redis server; test_reliability_judge_worker has one
+        category = "staff" if category == "staff_needs_redis" else category
+        response = client.get(_path(route, world))
+        if not _allowed(category, persona, route, response):
+            wrong.append((route, _path(route, world), response.status_code, response.get("Location", "")))
+    assert not wrong, f"{persona}: {wrong}"
+
+
+def test_a_rater_sees_and_votes_only_on_their_own_items(world):
+    rater, other = world.personas["rater"], world.personas["other_rater"]
+    token = re.compile(r'name="token" value="([^"]+)"')
+    mine = token.search(rater.get("/s/matrix/task/").content.decode()).group(1)
+    theirs = token.search(other.get("/s/matrix/task/").content.decode()).group(1)
+    assert mine != theirs
+    before = Vote.objects.count()
+    response = rater.post("/s/matrix/task/", {"token": theirs, "choice": "first", "client_ms": "5000"})
+    assert response.status_code == 404
+    assert Vote.objects.count() == before
+    # A session on one study is no rater of another.
+    make_study(slug="elsewhere")
+    assert rater.get("/s/elsewhere/task/")["Location"].endswith("/s/elsewhere/")

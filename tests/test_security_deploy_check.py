@@ -1,0 +1,33 @@
+"""`manage.py check --deploy` finds nothing under production-like settings."""
+
+import secrets
+
+from tests.live import live_env, manage
+
+PRODUCTION = {
+    "DJANGO_SETTINGS_MODULE": "biasstudy.settings",
+    "DJANGO_DEBUG": "0",
+    "DJANGO_SECURE_COOKIES": "1",
+    "DJANGO_SSL_REDIRECT": "1",
+    "DJANGO_HSTS_SECONDS": "31536000",
+    "DJANGO_HSTS_INCLUDE_SUBDOMAINS": "1",
+    "DJANGO_HSTS_PRELOAD": "1",
+    "DJANGO_BEHIND_PROXY": "1",
+}
+
+
+def test_the_deploy_check_is_clean_under_production_settings(tmp_path):
+    env = live_env(f"sqlite:///{tmp_path / 'deploy.sqlite3'}", DJANGO_SECRET_KEY=secrets.token_urlsafe(64), **PRODUCTION)
+    env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)  # set by the browser tests for their own process only
+    done = manage("check", "--deploy", "--fail-level", "DEBUG", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "System check identified no issues (0 silenced)." in done.stdout
+    assert "WARNINGS" not in done.stdout + done.stderr
+
+
+def test_production_settings_refuse_the_development_secret_key(tmp_path):
+    env = live_env(f"sqlite:///{tmp_path / 'deploy.sqlite3'}", **PRODUCTION)
+    env.pop("DJANGO_SECRET_KEY", None)
+    done = manage("check", "--deploy", env=env)
+    assert done.returncode != 0
+    assert "DJANGO_SECRET_KEY" in done.stderr
