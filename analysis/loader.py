@@ -109,6 +109,10 @@ def study_frame(study: Study) -> pd.DataFrame:
         list(Rater.objects.filter(study=study).values_list("id", "participant_id", "flagged")),
         columns=["rater_id", "rater", "rater_flagged"],
     )
+    # Nullable integers on both sides: when no vote so far has a rater (only LLM votes, raters
+    # who entered but have not voted), the votes' column is all None and would not merge.
+    votes["rater_id"] = votes["rater_id"].astype("Int64")
+    raters["rater_id"] = raters["rater_id"].astype("Int64")
     frame = votes.merge(study_items(study), on="item_id", how="left").merge(judges, on="judge_id", how="left")
     frame = frame.merge(raters, on="rater_id", how="left")
     frame["rater"] = frame["rater"].fillna("")

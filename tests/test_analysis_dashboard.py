@@ -101,3 +101,16 @@ def test_the_dashboard_downloads_the_same_csv_as_the_command(dash_study, staff_c
     streamed = b"".join(response.streaming_content).decode()
     assert streamed == "".join(exports.csv_lines(exports.votes_rows(dash_study)))
     assert staff_client.get(reverse("analysis:export", args=["dash-s", "secrets"])).status_code == 404
+
+
+def test_the_dashboard_works_when_raters_have_entered_but_only_machines_have_voted(staff_client, db):
+    # Found by the access matrix: the votes' rater column was all None and would not merge
+    # with the raters who had entered but not yet voted.
+    from tests.factories import make_judge, make_question, make_rater, make_study, make_vote
+
+    study = make_study()
+    item = make_question(study).items.get()
+    make_rater(study)
+    make_vote(item, make_judge())
+    response = staff_client.get(f"/dashboard/{study.slug}/")
+    assert response.status_code == 200
