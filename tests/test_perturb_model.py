@@ -1,5 +1,5 @@
-"""The model-based generator against a scriptable OpenAI-compatible server on loopback, and once
-against the embedded local llama.cpp model.
+"""The model-based generator, through an LLM judge configuration and the judges' backends, against
+a scriptable OpenAI-compatible server on loopback, and once against the embedded local llama.cpp model.
 """
 
 import json
@@ -12,6 +12,7 @@ from annotations.models import Answer
 from biasstudy.localmodel import default_gguf_path
 from perturbations import modelgen
 from perturbations.models import PerturbationKind
+from judges.services import llm_judge_create
 from perturbations.services import perturbation_generate
 from tests.factories import make_question, make_study
 
@@ -26,7 +27,8 @@ FE_OUTPUT = (
 
 
 class ScriptedServer:
-    """Answers POST /v1/chat/completions with the next scripted reply; records every request."""
+    """Answers POST /v1/chat/completions with the next scripted reply (a string; or an int: that HTTP
+    status with an error body); records every request."""
 
     def __init__(self, replies):
         self.replies = list(replies)
@@ -38,6 +40,15 @@ class ScriptedServer:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 server.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
                 content = server.replies.pop(0) if server.replies else ""
+                if isinstance(content, int):
+                    payload = json.dumps({"error": {"message": f"scripted {content}", "type": "test"}}).encode()
+                    self.send_response(content)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.send_header("Retry-After", "0")
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    return
                 payload = json.dumps(
                     {
                         "id": "chatcmpl-test",
@@ -84,17 +95,24 @@ def study(db):
     return study
 
 
-def client(server, monkeypatch):
+def scripted_generator(server, monkeypatch, **fields):
+    """An LLM judge configuration pointing at the scripted server; the key comes from the environment."""
     monkeypatch.setenv("TEST_PERTURB_KEY", "sk-test-123")
-    return modelgen.OpenAICompatible(
-        base_url=server.base_url, model="scripted-1", api_key_env="TEST_PERTURB_KEY", timeout=5, max_retries=0
+    fields = {"timeout": 5, "max_retries": 0, "retry_base_seconds": 0, **fields}
+    return llm_judge_create(
+        name="Scripted rewriter",
+        backend="openai_compatible",
+        model="scripted-1",
+        base_url=server.base_url,
+        api_key_env="TEST_PERTURB_KEY",
+        **fields,
     )
 
 
 def test_a_factual_error_from_the_model_is_stored_with_its_declared_errors(study, monkeypatch):
     with ScriptedServer([FE_OUTPUT]) as server:
         result = perturbation_generate(
-            study=study, kind="factual_error", seed=2, method="model", complete=client(server, monkeypatch)
+            study=study, kind="factual_error", seed=2, method="model", generator=scripted_generator(server, monkeypatch)
         )
     assert not result.failed
     (variant,) = result.created
@@ -103,12 +121,26 @@ def test_a_factual_error_from_the_model_is_stored_with_its_declared_errors(study
     assert [e["error"] for e in variant.inserted_errors] == ["45 days", "magnetism"]
     assert variant.review_status == Answer.Review.PENDING
     step = variant.provenance["steps"][0]
-    assert step["model"]["model"] == "scripted-1" and step["raw_output"] == FE_OUTPUT
+    assert step["model"] == {
+        "judge": "Scripted rewriter",
+        "backend": "openai_compatible",
+        "model": "scripted-1",
+        "base_url": server.base_url,
+        "temperature": 0.0,
+        "max_tokens": 1024,
+        "seed": 2,
+    }
+    assert "sk-test" not in json.dumps(variant.provenance) and "TEST_PERTURB_KEY" not in json.dumps(variant.provenance)
+    assert step["raw_output"] == FE_OUTPUT
     assert "Plant two or three factual mistakes" in step["prompt"]["user"]
     # The request carried our prompt, the original answer and the key from the environment.
     (request,) = server.requests
     assert request["path"] == "/v1/chat/completions"
     assert request["auth"] == "Bearer sk-test-123"
+    body = request["body"]
+    assert body["model"] == "scripted-1" and body["seed"] == 2 and body["max_tokens"] == 1024
+    assert "logprobs" not in body
+    assert body["messages"][0] == {"role": "system", "content": modelgen.SYSTEM_PROMPT}
     assert A2 in request["body"]["messages"][1]["content"]
     # "27" is in the answer but not in the question, so changing it is a declared error, not a warning.
     assert variant.checks["factual"]["errors_missing"] == []
@@ -130,7 +162,7 @@ def test_malformed_model_output_gives_a_clear_error_and_writes_nothing(study, mo
     count = Answer.objects.count()
     with ScriptedServer([reply]) as server:
         result = perturbation_generate(
-            study=study, kind="factual_error", seed=1, method="model", complete=client(server, monkeypatch)
+            study=study, kind="factual_error", seed=1, method="model", generator=scripted_generator(server, monkeypatch)
         )
     assert not result.created
     ((question, why),) = result.failed
@@ -145,7 +177,7 @@ def test_a_kinds_own_prompt_is_used_when_set(study, monkeypatch):
     reply = "```answer\n### 🌙 Tides\n\nThe Moon orbits the Earth about once every 27 days. Its **gravity** causes the ocean tides.\n```"
     with ScriptedServer([reply]) as server:
         result = perturbation_generate(
-            study=study, kind=kind, seed=1, method="model", complete=client(server, monkeypatch)
+            study=study, kind=kind, seed=1, method="model", generator=scripted_generator(server, monkeypatch)
         )
     user = server.requests[0]["body"]["messages"][1]["content"]
     assert user.startswith(f"Decorate this answer to {QUESTION} with markdown:\n{A2}")
@@ -160,7 +192,7 @@ def test_a_compound_asks_the_model_once_per_step_in_order(study, monkeypatch):
     decorated = "```answer\n### Tides 🌊\n\n" + with_refs.split("\n", 1)[1]
     with ScriptedServer([with_refs, decorated]) as server:
         result = perturbation_generate(
-            study=study, kind="reference_rich_content", seed=1, method="model", complete=client(server, monkeypatch)
+            study=study, kind="reference_rich_content", seed=1, method="model", generator=scripted_generator(server, monkeypatch)
         )
     assert len(server.requests) == 2
     assert "[1]" in server.requests[1]["body"]["messages"][1]["content"]  # step 2 rewrote step 1's output
