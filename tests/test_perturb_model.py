@@ -3,17 +3,21 @@ a scriptable OpenAI-compatible server on loopback, and once against the embedded
 """
 
 import json
+import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from io import StringIO
 
 import pytest
+from django.core.management import CommandError, call_command
 
 from annotations.models import Answer
 from biasstudy.localmodel import default_gguf_path
+from judges.models import LLMJudge
+from judges.services import DEMO_JUDGE_NAME, llm_judge_create, llm_judge_demo_create
 from perturbations import modelgen
 from perturbations.models import PerturbationKind
-from judges.services import llm_judge_create
-from perturbations.services import perturbation_generate
+from perturbations.services import PerturbationError, perturbation_generate
 from tests.factories import make_question, make_study
 
 A2 = "The Moon orbits the Earth about once every 27 days. Its gravity causes the ocean tides."
@@ -192,7 +196,11 @@ def test_a_compound_asks_the_model_once_per_step_in_order(study, monkeypatch):
     decorated = "```answer\n### Tides 🌊\n\n" + with_refs.split("\n", 1)[1]
     with ScriptedServer([with_refs, decorated]) as server:
         result = perturbation_generate(
-            study=study, kind="reference_rich_content", seed=1, method="model", generator=scripted_generator(server, monkeypatch)
+            study=study,
+            kind="reference_rich_content",
+            seed=1,
+            method="model",
+            generator=scripted_generator(server, monkeypatch),
         )
     assert len(server.requests) == 2
     assert "[1]" in server.requests[1]["body"]["messages"][1]["content"]  # step 2 rewrote step 1's output
@@ -201,12 +209,88 @@ def test_a_compound_asks_the_model_once_per_step_in_order(study, monkeypatch):
     assert variant.checks["preservation"]["words_lost"] == 0
 
 
+def test_a_transient_failure_is_retried_with_the_judges_backoff(study, monkeypatch):
+    with ScriptedServer([503, 429, FE_OUTPUT]) as server:
+        config = scripted_generator(server, monkeypatch, max_retries=2)
+        result = perturbation_generate(study=study, kind="factual_error", seed=1, method="model", generator=config)
+    assert len(server.requests) == 3
+    assert not result.failed and len(result.created) == 1
+
+
+def test_retries_are_bounded_and_then_the_question_fails_with_nothing_written(study, monkeypatch):
+    count = Answer.objects.count()
+    with ScriptedServer([500, 500, 500, FE_OUTPUT]) as server:
+        config = scripted_generator(server, monkeypatch, max_retries=1)
+        result = perturbation_generate(study=study, kind="factual_error", seed=1, method="model", generator=config)
+    assert len(server.requests) == 2
+    ((_, why),) = result.failed
+    assert "generator 'Scripted rewriter' (openai_compatible, scripted-1): gave up after 2 tries" in why
+    assert "HTTP 500" in why
+    assert Answer.objects.count() == count
+
+
+def test_a_refused_request_is_not_retried_and_says_which_generator(study, monkeypatch):
+    count = Answer.objects.count()
+    with ScriptedServer([400, FE_OUTPUT]) as server:
+        config = scripted_generator(server, monkeypatch, max_retries=3)
+        result = perturbation_generate(study=study, kind="factual_error", seed=1, method="model", generator=config)
+    assert len(server.requests) == 1
+    ((_, why),) = result.failed
+    assert why.startswith("generator 'Scripted rewriter' (openai_compatible, scripted-1): HTTP 400")
+    assert Answer.objects.count() == count
+
+
+def test_a_generator_whose_key_variable_is_unset_is_refused_before_anything_is_asked(study, monkeypatch):
+    with ScriptedServer([FE_OUTPUT]) as server:
+        config = scripted_generator(server, monkeypatch)
+        monkeypatch.delenv("TEST_PERTURB_KEY")
+        with pytest.raises(PerturbationError, match="environment variable TEST_PERTURB_KEY .* is not set"):
+            perturbation_generate(study=study, kind="factual_error", seed=1, method="model", generator=config)
+    assert server.requests == []
+    assert not Answer.objects.filter(derived_from__isnull=False).exists()
+
+
+def test_without_a_generator_the_local_demo_judge_is_used(study):
+    # The demo judge exists, pointed at a missing file: the error shows it was the one chosen.
+    demo = llm_judge_demo_create()
+    LLMJudge.objects.filter(pk=demo.pk).update(model="/nonexistent/rewriter.gguf")
+    with pytest.raises(PerturbationError) as caught:
+        perturbation_generate(study=study, kind="reference", seed=1, method="model")
+    assert f"generator {DEMO_JUDGE_NAME!r} (local, /nonexistent/rewriter.gguf)" in str(caught.value)
+    assert "local model file not found" in str(caught.value)
+
+
+def test_the_perturb_command_uses_the_named_generator(study, monkeypatch):
+    with ScriptedServer([FE_OUTPUT]) as server:
+        scripted_generator(server, monkeypatch)
+        out = StringIO()
+        call_command(
+            "perturb", study="moon", kind="factual_error", seed=3, method="model", generator="Scripted rewriter",
+            stdout=out,
+        )  # fmt: skip
+    assert len(server.requests) == 1
+    (variant,) = Answer.objects.filter(kind__slug="factual_error")
+    assert variant.provenance["steps"][0]["model"]["judge"] == "Scripted rewriter"
+    assert "created 1 variant(s)" in out.getvalue()
+
+
+def test_the_perturb_command_names_the_known_generators_when_one_is_unknown(study):
+    llm_judge_demo_create()
+    with pytest.raises(CommandError, match=rf"no LLM judge named 'GPT-9' \(known: {re.escape(DEMO_JUDGE_NAME)}\)"):
+        call_command("perturb", study="moon", kind="reference", method="model", generator="GPT-9")
+    with pytest.raises(CommandError, match="--generator only applies to --method model"):
+        call_command("perturb", study="moon", kind="reference", generator=DEMO_JUDGE_NAME)
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(default_gguf_path() is None, reason="local GGUF model not installed")
 def test_the_local_model_is_wired_and_unusable_output_is_a_clear_error(study):
-    local = modelgen.LocalLlama(max_tokens=24, temperature=0.0, seed=1, n_ctx=1024)
+    # The vote-only demo judge: a rewrite request makes the local backend generate, not score labels.
+    config = llm_judge_demo_create()
+    local = modelgen.JudgeModel(config, seed=1, max_tokens=24)
     raw = local(modelgen.SYSTEM_PROMPT, "Say hello.")
     assert isinstance(raw, str) and raw.strip()
+    assert raw not in ("1", "2", "tie")  # generated text, not a scored vote label
     count = Answer.objects.count()
     result = perturbation_generate(study=study, kind="factual_error", seed=1, method="model", complete=local)
     # 24 tokens cannot hold an answer block and an errors block: the 135M model's reply is refused.
@@ -214,3 +298,5 @@ def test_the_local_model_is_wired_and_unusable_output_is_a_clear_error(study):
     ((_, why),) = result.failed
     assert "```answer" in why or "```errors" in why
     assert Answer.objects.count() == count
+    assert local.describe()["judge"] == DEMO_JUDGE_NAME
+    assert local.describe()["model_file"].endswith(".gguf")
