@@ -52,6 +52,9 @@ class Request:
     logprobs: bool
     style: str
     labels: dict[str, str]  # first/second/tie -> label text, for backends that score options
+    # Free text wanted (e.g. a perturbation rewrite), never option scoring: the local backend then
+    # generates whatever the prompt style; API backends always generate.
+    generate: bool = False
 
 
 @dataclass
@@ -227,7 +230,8 @@ class LocalLlamaBackend:
     scoring each option's label as the continuation of the prompt: the probabilities come
     from the logits over the whole vocabulary and sum to 1 over the three options; the vote is
     their argmax at temperature 0, else a draw seeded by the request. Explain-then-vote needs
-    the explanation, so it is generated (seeded) and parsed like any other output.
+    the explanation, so it is generated (seeded) and parsed like any other output; so is any
+    request with `generate` set (free text such as a perturbation rewrite).
     """
 
     max_concurrency = 1  # one llama context: calls are serialised by a lock anyway
@@ -272,7 +276,7 @@ class LocalLlamaBackend:
     def complete(self, request: Request) -> Completion:
         with _LLAMA_LOCK:
             llm = self._llama()
-            if request.style == PromptStyle.EXPLAIN_THEN_VOTE:
+            if request.generate or request.style == PromptStyle.EXPLAIN_THEN_VOTE:
                 return self._generate(llm, request)
             return self._score(llm, request)
 

@@ -19,6 +19,7 @@ from django.utils.html import format_html
 from django.views.decorators.http import require_http_methods
 
 from annotations.models import Answer, Study
+from judges.services import llm_judge_demo_create
 from perturbations.forms import EditForm, GenerateForm, ReviewFilterForm, ReviewForm
 from perturbations.models import AnswerRevision, PerturbationKind, PerturbationStudy, Variant
 from perturbations.services import (
@@ -144,7 +145,7 @@ class PerturbationStudyAdmin(admin.ModelAdmin):
         if not studies:
             messages.error(request, "Choose studies from the list first.")
             return HttpResponseRedirect(reverse("admin:perturbations_perturbationstudy_changelist"))
-        form = GenerateForm(request.POST or None, studies=studies)
+        form = GenerateForm(request.POST or None, studies=studies, default_generator=llm_judge_demo_create())
         if request.method == "POST" and form.is_valid():
             data = form.cleaned_data
             if data["method"] == "model":
@@ -159,11 +160,12 @@ class PerturbationStudyAdmin(admin.ModelAdmin):
                             method="model",
                             of=data["of"],
                             user_id=request.user.pk,
+                            generator_id=data["generator"].pk,
                         )
                     )
                     messages.info(
                         request,
-                        f"{study.slug}: queued model-based {data['kind'].slug} variants; "
+                        f"{study.slug}: queued model-based {data['kind'].slug} variants by {data['generator']}; "
                         "they appear here as pending when done.",
                     )
                 studies_done = []

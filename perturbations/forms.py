@@ -6,6 +6,7 @@ from django import forms
 from django.db.models import Q
 
 from annotations.models import Answer, Study
+from judges.models import LLMJudge
 from perturbations.models import PerturbationKind
 from perturbations.services import METHODS
 
@@ -24,10 +25,25 @@ class GenerateForm(forms.Form):
         initial="a2",
         label="Perturb",
     )
+    generator = forms.ModelChoiceField(
+        queryset=LLMJudge.objects.select_related("judge").order_by("judge__name"),
+        required=False,
+        empty_label=None,
+        label="Generator model",
+        help_text="For method model: the LLM judge configuration whose model rewrites the answers.",
+    )
 
-    def __init__(self, *args, studies: list[Study], **kwargs) -> None:
+    def __init__(self, *args, studies: list[Study], default_generator: LLMJudge | None = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.fields["kind"].queryset = kinds_for(studies)
+        if default_generator is not None:
+            self.fields["generator"].initial = default_generator.pk
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if data.get("method") == "model" and not data.get("generator"):
+            self.add_error("generator", "choose the LLM judge configuration whose model generates")
+        return data
 
 
 class ReviewFilterForm(forms.Form):

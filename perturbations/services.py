@@ -16,6 +16,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from annotations.models import Answer, ComparisonItem, Question, Study
+from judges.models import LLMJudge
 from perturbations import checks, modelgen, rules
 from perturbations.kinds import BUILTIN_KINDS
 from perturbations.models import AnswerRevision, PerturbationKind
@@ -147,6 +148,7 @@ def perturbation_generate(
     of: str = "a2",
     questions: Iterable[Question] | None = None,
     complete: modelgen.Complete | None = None,
+    generator: LLMJudge | None = None,
     user=None,
     dry_run: bool = False,
 ) -> GenerateResult:
@@ -154,6 +156,11 @@ def perturbation_generate(
     from the original `of` (A2 by default), with its checks. Existing variants of the same kind,
     method and seed are skipped. Each variant is written on its own: a question whose generation fails
     is reported in `failed` and gets nothing. Never creates comparison items.
+
+    With method "model", the model is that of the LLM judge configuration `generator` (default: the
+    embedded local judge), asked through the judges' backends; `complete` replaces it (tests).
+    A generator whose backend cannot be set up (missing key variable or model file) raises
+    PerturbationError before anything is written.
     """
     if method not in METHODS:
         raise PerturbationError(f"method must be one of {', '.join(METHODS)}, not {method!r}")
@@ -165,7 +172,16 @@ def perturbation_generate(
     if method == "rule" and not all(rules.has_rule(step) for step in steps):
         raise PerturbationError(f"kind {kind.slug} has no rule generator; use method 'model'")
     if method == "model" and complete is None:
-        complete = modelgen.completer_from_env(seed=seed)
+        if generator is None:
+            from judges.services import llm_judge_demo_create
+
+            generator = llm_judge_demo_create()
+        complete = modelgen.JudgeModel(generator, seed=seed)
+    if isinstance(complete, modelgen.JudgeModel):
+        try:
+            complete.backend()
+        except modelgen.GeneratorError as exc:
+            raise PerturbationError(str(exc)) from exc
 
     result = GenerateResult(dry_run=dry_run)
     if questions is None:
@@ -190,10 +206,10 @@ def perturbation_generate(
                 text, errors, step_provenance = _rewrite_by_model(
                     complete, study=study, question=question, text=base.text, steps=steps, seed=seed
                 )
-        except (modelgen.ModelOutputError, PerturbationError) as exc:
+        except (modelgen.ModelOutputError, modelgen.GeneratorError, PerturbationError) as exc:
             result.failed.append((question.external_id, str(exc)))
             continue
-        except Exception as exc:  # a backend failure (network, model file) stops this question only
+        except Exception as exc:  # any other failure of a test's callable stops this question only
             result.failed.append((question.external_id, f"{type(exc).__name__}: {exc}"))
             continue
         variant = Answer(

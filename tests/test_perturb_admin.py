@@ -154,10 +154,11 @@ def test_the_variant_list_approves_in_bulk_with_an_admin_action(staff_client, st
     assert ComparisonItem.objects.filter(kind__slug="reference").count() == 2
 
 
-def test_model_generation_is_queued_and_runs_against_the_configured_endpoint(
+def test_model_generation_is_queued_and_runs_with_the_chosen_generator(
     staff_client, study, monkeypatch, django_capture_on_commit_callbacks
 ):
-    from tests.test_perturb_model import ScriptedServer
+    from judges.services import DEMO_JUDGE_NAME
+    from tests.test_perturb_model import ScriptedServer, scripted_generator
 
     reply = (
         "```answer\n"
@@ -167,13 +168,27 @@ def test_model_generation_is_queued_and_runs_against_the_configured_endpoint(
     )
     url = reverse("admin:perturbations_generate") + f"?ids={study.pk}"
     with ScriptedServer([reply, reply]) as server:
-        monkeypatch.setenv("PERTURB_MODEL_BACKEND", "openai")
-        monkeypatch.setenv("PERTURB_MODEL_BASE_URL", server.base_url)
-        monkeypatch.setenv("PERTURB_MODEL_NAME", "scripted-1")
+        config = scripted_generator(server, monkeypatch)
+        form = staff_client.get(url).context["form"]
+        # The local demo judge is offered and chosen by default; the other configurations are listed.
+        choices = [label for _, label in form.fields["generator"].choices]
+        assert choices == ["Scripted rewriter", DEMO_JUDGE_NAME]  # by name
+        assert form["generator"].value() == form.fields["generator"].queryset.get(judge__name=DEMO_JUDGE_NAME).pk
         with django_capture_on_commit_callbacks(execute=True):
-            response = staff_client.post(url, {"kind": "factual_error", "seed": 1, "method": "model", "of": "a2"})
+            response = staff_client.post(
+                url, {"kind": "factual_error", "seed": 1, "method": "model", "of": "a2", "generator": config.pk}
+            )
     assert response.status_code == 302
     assert len(server.requests) == 2
     variants = Answer.objects.filter(kind__slug="factual_error", review_status="pending")
     assert variants.count() == 2
     assert all(v.inserted_errors[0]["error"] == "90 degrees" for v in variants)
+    assert {v.provenance["steps"][0]["model"]["judge"] for v in variants} == {"Scripted rewriter"}
+
+
+def test_model_generation_needs_a_generator(staff_client, study):
+    url = reverse("admin:perturbations_generate") + f"?ids={study.pk}"
+    response = staff_client.post(url, {"kind": "factual_error", "seed": 1, "method": "model", "of": "a2"})
+    assert response.status_code == 200
+    assert "choose the LLM judge configuration whose model generates" in response.content.decode()
+    assert not Answer.objects.filter(kind__slug="factual_error").exists()

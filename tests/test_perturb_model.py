@@ -1,18 +1,23 @@
-"""The model-based generator against a scriptable OpenAI-compatible server on loopback, and once
-against the embedded local llama.cpp model.
+"""The model-based generator, through an LLM judge configuration and the judges' backends, against
+a scriptable OpenAI-compatible server on loopback, and once against the embedded local llama.cpp model.
 """
 
 import json
+import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from io import StringIO
 
 import pytest
+from django.core.management import CommandError, call_command
 
 from annotations.models import Answer
 from biasstudy.localmodel import default_gguf_path
+from judges.models import LLMJudge
+from judges.services import DEMO_JUDGE_NAME, llm_judge_create, llm_judge_demo_create
 from perturbations import modelgen
 from perturbations.models import PerturbationKind
-from perturbations.services import perturbation_generate
+from perturbations.services import PerturbationError, perturbation_generate
 from tests.factories import make_question, make_study
 
 A2 = "The Moon orbits the Earth about once every 27 days. Its gravity causes the ocean tides."
@@ -26,7 +31,8 @@ FE_OUTPUT = (
 
 
 class ScriptedServer:
-    """Answers POST /v1/chat/completions with the next scripted reply; records every request."""
+    """Answers POST /v1/chat/completions with the next scripted reply (a string; or an int: that HTTP
+    status with an error body); records every request."""
 
     def __init__(self, replies):
         self.replies = list(replies)
@@ -38,6 +44,15 @@ class ScriptedServer:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 server.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
                 content = server.replies.pop(0) if server.replies else ""
+                if isinstance(content, int):
+                    payload = json.dumps({"error": {"message": f"scripted {content}", "type": "test"}}).encode()
+                    self.send_response(content)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.send_header("Retry-After", "0")
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    return
                 payload = json.dumps(
                     {
                         "id": "chatcmpl-test",
@@ -84,17 +99,24 @@ def study(db):
     return study
 
 
-def client(server, monkeypatch):
+def scripted_generator(server, monkeypatch, **fields):
+    """An LLM judge configuration pointing at the scripted server; the key comes from the environment."""
     monkeypatch.setenv("TEST_PERTURB_KEY", "sk-test-123")
-    return modelgen.OpenAICompatible(
-        base_url=server.base_url, model="scripted-1", api_key_env="TEST_PERTURB_KEY", timeout=5, max_retries=0
+    fields = {"timeout": 5, "max_retries": 0, "retry_base_seconds": 0, **fields}
+    return llm_judge_create(
+        name="Scripted rewriter",
+        backend="openai_compatible",
+        model="scripted-1",
+        base_url=server.base_url,
+        api_key_env="TEST_PERTURB_KEY",
+        **fields,
     )
 
 
 def test_a_factual_error_from_the_model_is_stored_with_its_declared_errors(study, monkeypatch):
     with ScriptedServer([FE_OUTPUT]) as server:
         result = perturbation_generate(
-            study=study, kind="factual_error", seed=2, method="model", complete=client(server, monkeypatch)
+            study=study, kind="factual_error", seed=2, method="model", generator=scripted_generator(server, monkeypatch)
         )
     assert not result.failed
     (variant,) = result.created
@@ -103,12 +125,26 @@ def test_a_factual_error_from_the_model_is_stored_with_its_declared_errors(study
     assert [e["error"] for e in variant.inserted_errors] == ["45 days", "magnetism"]
     assert variant.review_status == Answer.Review.PENDING
     step = variant.provenance["steps"][0]
-    assert step["model"]["model"] == "scripted-1" and step["raw_output"] == FE_OUTPUT
+    assert step["model"] == {
+        "judge": "Scripted rewriter",
+        "backend": "openai_compatible",
+        "model": "scripted-1",
+        "base_url": server.base_url,
+        "temperature": 0.0,
+        "max_tokens": 1024,
+        "seed": 2,
+    }
+    assert "sk-test" not in json.dumps(variant.provenance) and "TEST_PERTURB_KEY" not in json.dumps(variant.provenance)
+    assert step["raw_output"] == FE_OUTPUT
     assert "Plant two or three factual mistakes" in step["prompt"]["user"]
     # The request carried our prompt, the original answer and the key from the environment.
     (request,) = server.requests
     assert request["path"] == "/v1/chat/completions"
     assert request["auth"] == "Bearer sk-test-123"
+    body = request["body"]
+    assert body["model"] == "scripted-1" and body["seed"] == 2 and body["max_tokens"] == 1024
+    assert "logprobs" not in body
+    assert body["messages"][0] == {"role": "system", "content": modelgen.SYSTEM_PROMPT}
     assert A2 in request["body"]["messages"][1]["content"]
     # "27" is in the answer but not in the question, so changing it is a declared error, not a warning.
     assert variant.checks["factual"]["errors_missing"] == []
@@ -130,7 +166,7 @@ def test_malformed_model_output_gives_a_clear_error_and_writes_nothing(study, mo
     count = Answer.objects.count()
     with ScriptedServer([reply]) as server:
         result = perturbation_generate(
-            study=study, kind="factual_error", seed=1, method="model", complete=client(server, monkeypatch)
+            study=study, kind="factual_error", seed=1, method="model", generator=scripted_generator(server, monkeypatch)
         )
     assert not result.created
     ((question, why),) = result.failed
@@ -145,7 +181,7 @@ def test_a_kinds_own_prompt_is_used_when_set(study, monkeypatch):
     reply = "```answer\n### 🌙 Tides\n\nThe Moon orbits the Earth about once every 27 days. Its **gravity** causes the ocean tides.\n```"
     with ScriptedServer([reply]) as server:
         result = perturbation_generate(
-            study=study, kind=kind, seed=1, method="model", complete=client(server, monkeypatch)
+            study=study, kind=kind, seed=1, method="model", generator=scripted_generator(server, monkeypatch)
         )
     user = server.requests[0]["body"]["messages"][1]["content"]
     assert user.startswith(f"Decorate this answer to {QUESTION} with markdown:\n{A2}")
@@ -160,7 +196,11 @@ def test_a_compound_asks_the_model_once_per_step_in_order(study, monkeypatch):
     decorated = "```answer\n### Tides 🌊\n\n" + with_refs.split("\n", 1)[1]
     with ScriptedServer([with_refs, decorated]) as server:
         result = perturbation_generate(
-            study=study, kind="reference_rich_content", seed=1, method="model", complete=client(server, monkeypatch)
+            study=study,
+            kind="reference_rich_content",
+            seed=1,
+            method="model",
+            generator=scripted_generator(server, monkeypatch),
         )
     assert len(server.requests) == 2
     assert "[1]" in server.requests[1]["body"]["messages"][1]["content"]  # step 2 rewrote step 1's output
@@ -169,12 +209,88 @@ def test_a_compound_asks_the_model_once_per_step_in_order(study, monkeypatch):
     assert variant.checks["preservation"]["words_lost"] == 0
 
 
+def test_a_transient_failure_is_retried_with_the_judges_backoff(study, monkeypatch):
+    with ScriptedServer([503, 429, FE_OUTPUT]) as server:
+        config = scripted_generator(server, monkeypatch, max_retries=2)
+        result = perturbation_generate(study=study, kind="factual_error", seed=1, method="model", generator=config)
+    assert len(server.requests) == 3
+    assert not result.failed and len(result.created) == 1
+
+
+def test_retries_are_bounded_and_then_the_question_fails_with_nothing_written(study, monkeypatch):
+    count = Answer.objects.count()
+    with ScriptedServer([500, 500, 500, FE_OUTPUT]) as server:
+        config = scripted_generator(server, monkeypatch, max_retries=1)
+        result = perturbation_generate(study=study, kind="factual_error", seed=1, method="model", generator=config)
+    assert len(server.requests) == 2
+    ((_, why),) = result.failed
+    assert "generator 'Scripted rewriter' (openai_compatible, scripted-1): gave up after 2 tries" in why
+    assert "HTTP 500" in why
+    assert Answer.objects.count() == count
+
+
+def test_a_refused_request_is_not_retried_and_says_which_generator(study, monkeypatch):
+    count = Answer.objects.count()
+    with ScriptedServer([400, FE_OUTPUT]) as server:
+        config = scripted_generator(server, monkeypatch, max_retries=3)
+        result = perturbation_generate(study=study, kind="factual_error", seed=1, method="model", generator=config)
+    assert len(server.requests) == 1
+    ((_, why),) = result.failed
+    assert why.startswith("generator 'Scripted rewriter' (openai_compatible, scripted-1): HTTP 400")
+    assert Answer.objects.count() == count
+
+
+def test_a_generator_whose_key_variable_is_unset_is_refused_before_anything_is_asked(study, monkeypatch):
+    with ScriptedServer([FE_OUTPUT]) as server:
+        config = scripted_generator(server, monkeypatch)
+        monkeypatch.delenv("TEST_PERTURB_KEY")
+        with pytest.raises(PerturbationError, match="environment variable TEST_PERTURB_KEY .* is not set"):
+            perturbation_generate(study=study, kind="factual_error", seed=1, method="model", generator=config)
+    assert server.requests == []
+    assert not Answer.objects.filter(derived_from__isnull=False).exists()
+
+
+def test_without_a_generator_the_local_demo_judge_is_used(study):
+    # The demo judge exists, pointed at a missing file: the error shows it was the one chosen.
+    demo = llm_judge_demo_create()
+    LLMJudge.objects.filter(pk=demo.pk).update(model="/nonexistent/rewriter.gguf")
+    with pytest.raises(PerturbationError) as caught:
+        perturbation_generate(study=study, kind="reference", seed=1, method="model")
+    assert f"generator {DEMO_JUDGE_NAME!r} (local, /nonexistent/rewriter.gguf)" in str(caught.value)
+    assert "local model file not found" in str(caught.value)
+
+
+def test_the_perturb_command_uses_the_named_generator(study, monkeypatch):
+    with ScriptedServer([FE_OUTPUT]) as server:
+        scripted_generator(server, monkeypatch)
+        out = StringIO()
+        call_command(
+            "perturb", study="moon", kind="factual_error", seed=3, method="model", generator="Scripted rewriter",
+            stdout=out,
+        )  # fmt: skip
+    assert len(server.requests) == 1
+    (variant,) = Answer.objects.filter(kind__slug="factual_error")
+    assert variant.provenance["steps"][0]["model"]["judge"] == "Scripted rewriter"
+    assert "created 1 variant(s)" in out.getvalue()
+
+
+def test_the_perturb_command_names_the_known_generators_when_one_is_unknown(study):
+    llm_judge_demo_create()
+    with pytest.raises(CommandError, match=rf"no LLM judge named 'GPT-9' \(known: {re.escape(DEMO_JUDGE_NAME)}\)"):
+        call_command("perturb", study="moon", kind="reference", method="model", generator="GPT-9")
+    with pytest.raises(CommandError, match="--generator only applies to --method model"):
+        call_command("perturb", study="moon", kind="reference", generator=DEMO_JUDGE_NAME)
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(default_gguf_path() is None, reason="local GGUF model not installed")
 def test_the_local_model_is_wired_and_unusable_output_is_a_clear_error(study):
-    local = modelgen.LocalLlama(max_tokens=24, temperature=0.0, seed=1, n_ctx=1024)
+    # The vote-only demo judge: a rewrite request makes the local backend generate, not score labels.
+    config = llm_judge_demo_create()
+    local = modelgen.JudgeModel(config, seed=1, max_tokens=24)
     raw = local(modelgen.SYSTEM_PROMPT, "Say hello.")
     assert isinstance(raw, str) and raw.strip()
+    assert raw not in ("1", "2", "tie")  # generated text, not a scored vote label
     count = Answer.objects.count()
     result = perturbation_generate(study=study, kind="factual_error", seed=1, method="model", complete=local)
     # 24 tokens cannot hold an answer block and an errors block: the 135M model's reply is refused.
@@ -182,3 +298,5 @@ def test_the_local_model_is_wired_and_unusable_output_is_a_clear_error(study):
     ((_, why),) = result.failed
     assert "```answer" in why or "```errors" in why
     assert Answer.objects.count() == count
+    assert local.describe()["judge"] == DEMO_JUDGE_NAME
+    assert local.describe()["model_file"].endswith(".gguf")

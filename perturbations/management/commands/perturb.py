@@ -1,10 +1,12 @@
-"""python manage.py perturb --study S --kind reference --seed 1 [--method rule|model] [--of a2] [--dry-run]"""
+"""python manage.py perturb --study S --kind reference --seed 1 [--method rule|model] [--generator NAME] [--of a2]
+[--dry-run]"""
 
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
 from annotations.models import Study
+from judges.models import LLMJudge
 from perturbations.services import METHODS, GenerateResult, PerturbationError, perturbation_generate
 
 
@@ -16,6 +18,10 @@ class Command(BaseCommand):
         parser.add_argument("--kind", required=True, help="Perturbation kind slug, e.g. reference.")
         parser.add_argument("--seed", type=int, default=1)
         parser.add_argument("--method", choices=METHODS, default="rule")
+        parser.add_argument(
+            "--generator",
+            help="With --method model: the name of the LLM judge whose model rewrites (default: the local one).",
+        )
         parser.add_argument("--of", choices=("a1", "a2"), default="a2", help="Which original to perturb.")
         parser.add_argument("--dry-run", action="store_true", help="Generate and check, write nothing.")
 
@@ -24,12 +30,14 @@ class Command(BaseCommand):
             study = Study.objects.get(slug=options["study"])
         except Study.DoesNotExist as exc:
             raise CommandError(f"no study with slug {options['study']!r}") from exc
+        generator = self.generator(options["generator"], method=options["method"])
         try:
             result = perturbation_generate(
                 study=study,
                 kind=options["kind"],
                 seed=options["seed"],
                 method=options["method"],
+                generator=generator,
                 of=options["of"],
                 dry_run=options["dry_run"],
             )
@@ -38,6 +46,18 @@ class Command(BaseCommand):
         report(self, result, verbosity=options["verbosity"])
         if result.failed:
             raise CommandError(f"{len(result.failed)} question(s) failed; see above")
+
+    @staticmethod
+    def generator(name: str | None, *, method: str) -> LLMJudge | None:
+        if name is None:
+            return None
+        if method != "model":
+            raise CommandError("--generator only applies to --method model")
+        config = LLMJudge.objects.select_related("judge").filter(judge__name=name).first()
+        if config is None:
+            known = ", ".join(sorted(LLMJudge.objects.values_list("judge__name", flat=True))) or "none yet"
+            raise CommandError(f"no LLM judge named {name!r} (known: {known})")
+        return config
 
 
 def report(command: BaseCommand, result: GenerateResult, *, verbosity: int) -> None:
