@@ -240,8 +240,8 @@ class VariantFilter(QueryFilter):
 
     def condition(self, name: str, value: Any) -> Q:
         if name == "flagged":
-            flagged = Q(checks__ok=False)
-            return flagged if value else ~flagged
+            # As GenerateResult.flagged reads it: checks without "ok" (never run) are no warning.
+            return Q(checks__ok=False) if value else Q(checks__ok=True) | ~Q(checks__has_key="ok")
         return super().condition(name, value)
 
 
