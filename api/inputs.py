@@ -12,7 +12,9 @@ from rest_framework.fields import empty
 from annotations.models import Answer, Judge, Rater, Study
 from annotations.study_io import READERS
 from api.pagination import MAX_ID
+from judges.models import JudgeRun
 from perturbations.models import PerturbationKind
+from perturbations.services import DECISIONS, METHODS, PerturbationError, kind_for_study
 
 
 def _id_field(help_text: str) -> serializers.IntegerField:
@@ -162,3 +164,87 @@ class StudyImportUpload(StudyImportOptions):
         help_text="biasstudy: the JSON document. chen2024: a zip of the folder (raw.json and one file per kind)."
     )
     format = serializers.ChoiceField(choices=sorted(READERS), default="biasstudy")
+
+
+# --------------------------------------------------------------------------- judge runs
+
+
+class RunFilter(QueryFilter):
+    study = _study_field()
+    judge = _id_field("Id of a judge.")
+    status = serializers.ChoiceField(choices=JudgeRun.Status.choices, required=False)
+
+    lookups = {"study": "study", "judge": "judge_id", "status": "status"}
+
+
+class RunStartInput(serializers.Serializer):
+    """What the admin's start form asks for; judges.services.judge_run_start decides the rest."""
+
+    study = serializers.SlugRelatedField(slug_field="slug", queryset=Study.objects.all(), help_text="Slug of a study.")
+    judge = serializers.PrimaryKeyRelatedField(
+        queryset=Judge.objects.all(), help_text="Id of an LLM judge (the `judge` of /api/v1/llm-judges/)."
+    )
+    votes_per_item = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, max_value=100, help_text="Omitted: the judge's own setting."
+    )
+
+
+class RunResumeInput(serializers.Serializer):
+    retry_failed = serializers.BooleanField(
+        default=False, help_text="Ask again for the votes whose request failed, not only for the missing ones."
+    )
+
+
+# --------------------------------------------------------------------------- metrics
+
+
+class MetricsOptions(serializers.Serializer):
+    """The `analyze` command's options beyond the dashboard's filters (same defaults)."""
+
+    bootstrap = serializers.IntegerField(
+        required=False, default=1000, min_value=0, max_value=10_000, help_text="Bootstrap resamples (default 1000)."
+    )
+    seed = serializers.IntegerField(required=False, default=0, min_value=0, max_value=2**32 - 1)
+
+
+# --------------------------------------------------------------------------- perturbations
+
+
+class PerturbationGenerateInput(serializers.Serializer):
+    """The admin's generate form, for one study (the study in the URL)."""
+
+    kind = serializers.SlugField(max_length=64, help_text="A built-in perturbation kind or one of the study's own.")
+    seed = serializers.IntegerField(min_value=0, max_value=2**31 - 1)
+    method = serializers.ChoiceField(choices=[(m, m) for m in METHODS], default="rule")
+    of = serializers.ChoiceField(
+        choices=[("a2", "the second original"), ("a1", "the first original")],
+        default="a2",
+        help_text="Which original answer to perturb.",
+    )
+
+    def validate_kind(self, slug: str) -> PerturbationKind:
+        try:
+            return kind_for_study(study=self.context["study"], slug=slug)
+        except PerturbationError as exc:
+            raise serializers.ValidationError(str(exc)) from None
+
+
+class VariantFilter(QueryFilter):
+    kind = serializers.SlugField(required=False, max_length=64, help_text="Variants of this perturbation kind.")
+    review_status = serializers.ChoiceField(choices=Answer.Review.choices, required=False)
+    flagged = serializers.BooleanField(
+        required=False, help_text="true: only variants whose checks gave warnings; false: only clean ones."
+    )
+
+    lookups = {"kind": "kind__slug", "review_status": "review_status"}
+
+    def condition(self, name: str, value: Any) -> Q:
+        if name == "flagged":
+            # As GenerateResult.flagged reads it: checks without "ok" (never run) are no warning.
+            return Q(checks__ok=False) if value else Q(checks__ok=True) | ~Q(checks__has_key="ok")
+        return super().condition(name, value)
+
+
+class ReviewInput(serializers.Serializer):
+    decision = serializers.ChoiceField(choices=[(d, d) for d in DECISIONS])
+    note = serializers.CharField(required=False, allow_blank=True, max_length=2000, default="")

@@ -5,9 +5,10 @@ carries input."""
 
 from __future__ import annotations
 
+from django import forms
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import serializers
 
 from api.pagination import MAX_ID
@@ -56,3 +57,31 @@ class ApiAutoSchema(AutoSchema):
             if code not in responses:
                 responses[code] = self._get_response_for_code(response, code, direction=direction)
         return responses
+
+
+def form_parameters(form_class: type[forms.Form]) -> list[OpenApiParameter]:
+    """Query-string parameters of a Django form that another app owns (the analysis filters),
+    read from its fields so the schema follows the form."""
+    parameters = []
+    for name, field in form_class.base_fields.items():
+        many = isinstance(field, forms.MultipleChoiceField)
+        if isinstance(field, forms.IntegerField):
+            schema: dict = {"type": "integer"}
+            if field.min_value is not None:
+                schema["minimum"] = field.min_value
+            if field.max_value is not None:
+                schema["maximum"] = field.max_value
+        elif isinstance(field, forms.BooleanField):
+            schema = {"type": "boolean"}
+        elif isinstance(field, forms.DateTimeField):
+            schema = {"type": "string", "format": "date-time"}
+        else:
+            schema = {"type": "string"}
+            choices = getattr(field, "choices", [])
+            if choices:
+                schema["enum"] = [value for value, _ in choices if value != ""]
+        if many:
+            schema = {"type": "array", "items": schema}
+        description = " ".join(str(part) for part in (field.label, field.help_text) if part)
+        parameters.append(OpenApiParameter(name, schema, OpenApiParameter.QUERY, description=description, explode=many))
+    return parameters

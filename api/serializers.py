@@ -1,11 +1,13 @@
-"""What the API shows of each model. Read-only: writes go through service functions, whose
-inputs are parsed by the serializers in api/inputs.py."""
+"""What the API shows of each model and of each service's result. Read-only: writes go through
+service functions, whose inputs are parsed by the serializers in api/inputs.py."""
 
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from annotations.models import Answer, ComparisonItem, Judge, Question, Rater, Study, Vote
+from judges.models import JudgeRun, LLMJudge
 
 
 class StudySerializer(serializers.ModelSerializer):
@@ -159,3 +161,155 @@ class VoteSerializer(serializers.ModelSerializer):
             "meta",
         ]
         read_only_fields = fields
+
+
+# --------------------------------------------------------------------------- LLM judges and runs
+
+
+class LLMJudgeSerializer(serializers.ModelSerializer):
+    """An LLM judge's configuration. Keys are never stored, only the name of the environment
+    variable that holds one (`api_key_env`), which is shown."""
+
+    name = serializers.CharField(source="judge.name", read_only=True)
+
+    class Meta:
+        model = LLMJudge
+        fields = [
+            "id",
+            "judge",
+            "name",
+            "backend",
+            "model",
+            "base_url",
+            "api_key_env",
+            "temperature",
+            "max_tokens",
+            "timeout",
+            "seed",
+            "prompt_style",
+            "system_template",
+            "user_template",
+            "label_schemes",
+            "votes_per_item",
+            "concurrency",
+            "rpm_limit",
+            "max_retries",
+            "retry_base_seconds",
+            "invalid_retries",
+            "logprobs",
+            "price_in_per_mtok",
+            "price_out_per_mtok",
+        ]
+        read_only_fields = fields
+
+
+class RunErrorSerializer(serializers.Serializer):
+    item = serializers.IntegerField()
+    round = serializers.IntegerField()
+    error = serializers.CharField()
+
+    def to_representation(self, instance):
+        item, round_, error = instance
+        return {"item": item, "round": round_, "error": error}
+
+
+class ProgressSerializer(serializers.Serializer):
+    """JudgeRun.progress(), the figures the admin's live run page shows."""
+
+    done = serializers.IntegerField(help_text="Votes received so far.")
+    invalid = serializers.IntegerField(help_text="Votes whose answer could not be parsed.")
+    failed = serializers.IntegerField(help_text="Votes whose request failed.")
+    cached = serializers.IntegerField(help_text="Votes answered from the response cache.")
+    tokens_in = serializers.IntegerField()
+    tokens_out = serializers.IntegerField()
+    total = serializers.IntegerField(help_text="Votes planned.")
+    remaining = serializers.IntegerField()
+    percent = serializers.FloatField()
+    votes_per_second = serializers.FloatField(help_text="Over the last 30 seconds of the run.")
+    eta_seconds = serializers.FloatField(allow_null=True)
+    cost = serializers.FloatField(allow_null=True, help_text="From the judge's prices, when it has them.")
+    last_errors = RunErrorSerializer(many=True, help_text="The five latest errors.")
+
+
+class JudgeRunSerializer(serializers.ModelSerializer):
+    study = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    judge_name = serializers.CharField(source="judge.name", read_only=True)
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+    progress = serializers.SerializerMethodField(help_text="Live figures, read at each request.")
+    can_cancel = serializers.BooleanField(read_only=True)
+    can_resume = serializers.BooleanField(read_only=True)
+    is_stale = serializers.BooleanField(read_only=True, help_text="Running, but its worker has not been heard of.")
+
+    class Meta:
+        model = JudgeRun
+        fields = [
+            "id",
+            "study",
+            "judge",
+            "judge_name",
+            "status",
+            "total",
+            "progress",
+            "can_cancel",
+            "can_resume",
+            "is_stale",
+            "retry_failed",
+            "error",
+            "config",
+            "created_by",
+            "created_at",
+            "started_at",
+            "finished_at",
+            "heartbeat_at",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(ProgressSerializer)
+    def get_progress(self, run: JudgeRun) -> dict:
+        return ProgressSerializer(run.progress()).data
+
+
+# --------------------------------------------------------------------------- perturbations
+
+
+class VariantSerializer(AnswerSerializer):
+    """A perturbed answer with its checks and review status, and the item it is in once approved."""
+
+    item = serializers.IntegerField(
+        source="item_id", read_only=True, allow_null=True, help_text="Its comparison item, once approved."
+    )
+
+    class Meta(AnswerSerializer.Meta):
+        fields = [*AnswerSerializer.Meta.fields, "item"]
+        read_only_fields = fields
+
+
+class GenerateFailureSerializer(serializers.Serializer):
+    question = serializers.CharField(help_text="External id of the question.")
+    error = serializers.CharField()
+
+    def to_representation(self, instance):
+        question, error = instance
+        return {"question": question, "error": error}
+
+
+class GenerateResultSerializer(serializers.Serializer):
+    """perturbations.services.GenerateResult: what a rule-based generation did."""
+
+    created = VariantSerializer(many=True, help_text="The new variants, pending review.")
+    flagged = serializers.SerializerMethodField(help_text="Ids of the new variants whose checks gave warnings.")
+    skipped = serializers.ListField(child=serializers.CharField(), help_text="External ids that already existed.")
+    failed = GenerateFailureSerializer(many=True, help_text="Questions that got no variant, and why.")
+
+    def get_flagged(self, result) -> list[int]:
+        return [answer.pk for answer in result.flagged]
+
+
+class GenerateQueuedSerializer(serializers.Serializer):
+    queued = serializers.BooleanField()
+    detail = serializers.CharField()
+
+
+class ReviewResultSerializer(serializers.Serializer):
+    answer = VariantSerializer()
+    item = serializers.IntegerField(allow_null=True, help_text="The comparison item after an approval, else null.")

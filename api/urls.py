@@ -25,8 +25,18 @@ v1 = [
     path("judges/<int:pk>/", views.JudgeDetailView.as_view(), name="judge-detail"),
     path("votes/", views.VotesView.as_view(), name="votes"),
     path("votes/<int:pk>/", views.VoteDetailView.as_view(), name="vote-detail"),
-    # To come with the judges, perturbations and analysis apps: runs/, runs/<id>/,
-    # studies/<slug>/metrics/, studies/<slug>/perturbations/, answers/<id>/review/.
+    path("llm-judges/", views.LLMJudgesView.as_view(), name="llm-judges"),
+    path("llm-judges/<int:pk>/", views.LLMJudgeDetailView.as_view(), name="llm-judge-detail"),
+    path("runs/", views.RunsView.as_view(), name="runs"),
+    path("runs/<int:pk>/", views.RunDetailView.as_view(), name="run-detail"),
+    path("runs/<int:pk>/cancel/", views.RunCancelView.as_view(), name="run-cancel"),
+    path("runs/<int:pk>/resume/", views.RunResumeView.as_view(), name="run-resume"),
+    path("studies/<slug:slug>/metrics/", views.StudyMetricsView.as_view(), name="study-metrics"),
+    path("studies/<slug:slug>/export/votes.csv", views.VotesExportView.as_view(), name="study-export-votes"),
+    path("studies/<slug:slug>/export/items.csv", views.ItemsExportView.as_view(), name="study-export-items"),
+    path("studies/<slug:slug>/export/metrics.csv", views.MetricsExportView.as_view(), name="study-export-metrics"),
+    path("studies/<slug:slug>/perturbations/", views.StudyPerturbationsView.as_view(), name="study-perturbations"),
+    path("answers/<int:pk>/review/", views.AnswerReviewView.as_view(), name="answer-review"),
 ]
 
 urlpatterns = [

@@ -7,25 +7,37 @@ Every view needs a staff user (settings.REST_FRAMEWORK) and is throttled per tok
 
 from __future__ import annotations
 
-from django.db.models import Case, CharField, Count, F, QuerySet, Value, When
-from django.http import Http404, JsonResponse
+import json
+from functools import partial
+
+from django.db import transaction
+from django.db.models import Case, CharField, Count, F, OuterRef, QuerySet, Subquery, Value, When
+from django.http import Http404, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics, status
 from rest_framework.exceptions import APIException, ValidationError
 from rest_framework.parsers import BaseParser, MultiPartParser
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from analysis import exports
+from analysis import services as analysis_services
+from analysis.forms import FilterForm
 from annotations.models import Answer, ComparisonItem, Judge, Question, Rater, Study, Vote
 from annotations.study_io import StudyFileError, study_export
 from api import inputs, serializers
 from api.pagination import MAX_ID, IdCursorPagination, VoteCursorPagination
-from api.schema import ErrorSerializer
+from api.schema import ErrorSerializer, form_parameters
 from api.services import UploadTooLarge, study_import_upload
+from judges.models import JudgeRun, LLMJudge
+from judges.services import JudgeRunError, judge_run_cancel, judge_run_resume, judge_run_start
+from perturbations.services import PerturbationError, answer_review, perturbation_generate
+from perturbations.tasks import generate_perturbations_task
 
 
 class PayloadTooLarge(APIException):
@@ -259,3 +271,296 @@ class VotesView(ListView):
 class VoteDetailView(DetailView):
     queryset = VOTES
     serializer_class = serializers.VoteSerializer
+
+
+def _by_id(queryset: QuerySet, pk: int):
+    """One row by id, 404 for ids that cannot exist (beyond what the database stores)."""
+    if pk > MAX_ID:
+        raise Http404
+    return get_object_or_404(queryset, pk=pk)
+
+
+def service_error(exc: Exception) -> Response:
+    """A service refused the operation (JudgeRunError, PerturbationError): its message, 400."""
+    return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+
+
+SERVICE_ERROR = OpenApiResponse(ErrorSerializer, description="Refused by the service, which says why in `detail`.")
+
+
+# --------------------------------------------------------------------------- LLM judges and runs
+
+
+LLM_JUDGES = LLMJudge.objects.select_related("judge")
+RUNS = JudgeRun.objects.select_related("study", "judge", "created_by")
+
+
+class LLMJudgesView(ListView):
+    """LLM judge configurations; start a run with the `judge` id of one."""
+
+    queryset = LLM_JUDGES
+    serializer_class = serializers.LLMJudgeSerializer
+
+
+class LLMJudgeDetailView(DetailView):
+    queryset = LLM_JUDGES
+    serializer_class = serializers.LLMJudgeSerializer
+
+
+@_with_filters(inputs.RunFilter)
+class RunsView(ListView):
+    """Judge runs with live progress, oldest first. POST starts one, as the admin does."""
+
+    queryset = RUNS
+    serializer_class = serializers.JudgeRunSerializer
+    filter_class = inputs.RunFilter
+
+    @extend_schema(
+        summary="Start a judge run",
+        description=(
+            "Queue a run of an LLM judge over every item of a study (judges.services.judge_run_start, as "
+            "the admin's start form and `run_judge`). It runs in the task worker; poll "
+            "`/api/v1/runs/{id}/` for its progress."
+        ),
+        request=inputs.RunStartInput,
+        responses={201: serializers.JudgeRunSerializer, 400: SERVICE_ERROR},
+    )
+    def post(self, request: Request) -> Response:
+        data = inputs.RunStartInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            run = judge_run_start(**data.validated_data, user=request.user)
+        except JudgeRunError as exc:
+            return service_error(exc)
+        run = RUNS.get(pk=run.pk)
+        location = reverse("api:run-detail", kwargs={"pk": run.pk})
+        return Response(
+            serializers.JudgeRunSerializer(run).data, status=status.HTTP_201_CREATED, headers={"Location": location}
+        )
+
+
+class RunDetailView(DetailView):
+    queryset = RUNS
+    serializer_class = serializers.JudgeRunSerializer
+
+
+class RunCancelView(APIView):
+    @extend_schema(
+        summary="Cancel a judge run",
+        description="Stop a queued or running run; the votes it has are kept (judges.services.judge_run_cancel).",
+        request=None,
+        responses={200: serializers.JudgeRunSerializer, 400: SERVICE_ERROR},
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        run = _by_id(RUNS, pk)
+        try:
+            judge_run_cancel(run=run)
+        except JudgeRunError as exc:
+            return service_error(exc)
+        return Response(serializers.JudgeRunSerializer(RUNS.get(pk=pk)).data)
+
+
+class RunResumeView(APIView):
+    @extend_schema(
+        summary="Resume a judge run",
+        description=(
+            "Queue a stopped, finished or dead run again; it asks only for the votes still missing and, "
+            "with `retry_failed`, again for those whose request failed (judges.services.judge_run_resume)."
+        ),
+        request=inputs.RunResumeInput,
+        responses={200: serializers.JudgeRunSerializer, 400: SERVICE_ERROR},
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        run = _by_id(RUNS, pk)
+        data = inputs.RunResumeInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            judge_run_resume(run=run, retry_failed=data.validated_data["retry_failed"])
+        except JudgeRunError as exc:
+            return service_error(exc)
+        return Response(serializers.JudgeRunSerializer(RUNS.get(pk=pk)).data)
+
+
+# --------------------------------------------------------------------------- metrics and CSV exports
+
+
+def analysis_form(request: Request, study: Study) -> FilterForm:
+    """The query string parsed by the dashboard's own filter form (as `analyze` parses its options)."""
+    groups, _ = analysis_services.study_groups(study=study)
+    form = FilterForm(request.query_params, groups=groups)
+    if not form.is_valid():
+        errors = form.errors.get_json_data()
+        named = {("non_field_errors" if name == "__all__" else name): errs for name, errs in errors.items()}
+        raise ValidationError({name: [e["message"] for e in errs] for name, errs in named.items()})
+    return form
+
+
+ANALYSIS_FILTERS = form_parameters(FilterForm)
+
+
+class StudyMetricsView(APIView):
+    @extend_schema(
+        summary="Every metric of a study",
+        description=(
+            "The same JSON as `manage.py analyze --study {slug} --json` with the same filters and options "
+            "(analysis.services.study_analyze; filters parsed by the dashboard's form)."
+        ),
+        parameters=[*ANALYSIS_FILTERS, inputs.MetricsOptions],
+        responses={200: OpenApiTypes.OBJECT},
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        study = get_object_or_404(Study, slug=slug)
+        form = analysis_form(request, study)
+        extra = inputs.MetricsOptions(data=request.query_params.dict())
+        extra.is_valid(raise_exception=True)
+        result = analysis_services.study_analyze(
+            study=study, filters=form.filters(), options=form.options(**extra.validated_data)
+        )
+        # Encoded as the command encodes it (dates and the like through str), so both agree.
+        return Response(json.loads(json.dumps(result, default=str)))
+
+
+class ExportView(APIView):
+    """One CSV export of analysis.exports, streamed as the dashboard's download and the
+    export_* commands stream it. Errors stay JSON whatever the client accepts."""
+
+    export = ""  # key of analysis.exports.EXPORTS
+    takes_filters = True
+
+    def perform_content_negotiation(self, request, force=False):
+        renderer = JSONRenderer()
+        return renderer, renderer.media_type
+
+    def get(self, request: Request, slug: str) -> StreamingHttpResponse:
+        study = get_object_or_404(Study, slug=slug)
+        kwargs = {}
+        if self.takes_filters:
+            form = analysis_form(request, study)
+            kwargs["filters"] = form.filters()
+            if self.export == "metrics":
+                kwargs["options"] = form.options()
+        rows = exports.EXPORTS[self.export](study, **kwargs)
+        response = StreamingHttpResponse(exports.csv_lines(rows), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{study.slug}-{self.export}.csv"'
+        return response
+
+
+def _export_schema(export: str, *, filters: bool):
+    return extend_schema(
+        operation_id=f"studies_export_{export}_csv",
+        summary=f"Export the {export} as CSV",
+        description=f"analysis.exports' {export} CSV, streamed (as the dashboard's download and `export_{export}`).",
+        parameters=ANALYSIS_FILTERS if filters else None,
+        responses={(200, "text/csv"): OpenApiTypes.STR},
+    )
+
+
+class VotesExportView(ExportView):
+    export = "votes"
+    takes_filters = False  # every vote with its provenance, as the command and the dashboard give it
+
+    @_export_schema("votes", filters=False)
+    def get(self, request: Request, slug: str) -> StreamingHttpResponse:
+        return super().get(request, slug)
+
+
+class ItemsExportView(ExportView):
+    export = "items"
+
+    @_export_schema("items", filters=True)
+    def get(self, request: Request, slug: str) -> StreamingHttpResponse:
+        return super().get(request, slug)
+
+
+class MetricsExportView(ExportView):
+    export = "metrics"
+
+    @_export_schema("metrics", filters=True)
+    def get(self, request: Request, slug: str) -> StreamingHttpResponse:
+        return super().get(request, slug)
+
+
+# --------------------------------------------------------------------------- perturbations
+
+
+VARIANTS = ANSWERS.filter(derived_from__isnull=False).annotate(
+    item_id=Subquery(ComparisonItem.objects.filter(answer_a2=OuterRef("pk")).values("pk")[:1])
+)
+
+
+@_with_filters(inputs.VariantFilter)
+class StudyPerturbationsView(StudyListView):
+    """The study's variants (perturbed answers) with their checks and review status."""
+
+    queryset = VARIANTS
+    study_lookup = "question__study"
+    serializer_class = serializers.VariantSerializer
+    filter_class = inputs.VariantFilter
+
+    @extend_schema(
+        summary="Generate variants",
+        description=(
+            "One pending variant of `kind` per question (perturbations.services.perturbation_generate, as "
+            "the admin's generate form and `perturb`). `rule`: done in the request, 201 with what was made "
+            "(200 when every variant already existed). `model`: queued for the task worker, as the admin "
+            "does, 202; the variants then appear in this list as pending."
+        ),
+        request=inputs.PerturbationGenerateInput,
+        responses={
+            200: serializers.GenerateResultSerializer,
+            201: serializers.GenerateResultSerializer,
+            202: serializers.GenerateQueuedSerializer,
+            400: SERVICE_ERROR,
+        },
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        study = get_object_or_404(Study, slug=slug)
+        data = inputs.PerturbationGenerateInput(data=request.data, context={"study": study})
+        data.is_valid(raise_exception=True)
+        args = data.validated_data
+        if args["method"] == "model":
+            # A model rewrites one answer at a time: queued, as the admin queues it.
+            transaction.on_commit(
+                partial(
+                    generate_perturbations_task.enqueue,
+                    study_id=study.pk,
+                    kind=args["kind"].slug,
+                    seed=args["seed"],
+                    method="model",
+                    of=args["of"],
+                    user_id=request.user.pk,
+                )
+            )
+            detail = f"Queued model-based {args['kind'].slug} variants of {study.slug}; they appear here as pending."
+            return Response({"queued": True, "detail": detail}, status=status.HTTP_202_ACCEPTED)
+        try:
+            result = perturbation_generate(study=study, **args, user=request.user)
+        except PerturbationError as exc:
+            return service_error(exc)
+        # Read back with the columns the list shows.
+        result.created = list(VARIANTS.filter(pk__in=[a.pk for a in result.created]).order_by("id"))
+        created = status.HTTP_201_CREATED if result.created else status.HTTP_200_OK
+        return Response(serializers.GenerateResultSerializer(result).data, status=created)
+
+
+class AnswerReviewView(APIView):
+    @extend_schema(
+        summary="Approve or reject a variant",
+        description=(
+            "perturbations.services.answer_review, as the admin's review page: approving puts the variant "
+            "into its question's comparison item for the kind; rejecting takes it out. Refused (400) for "
+            "original answers and when it would change an item that already has votes."
+        ),
+        request=inputs.ReviewInput,
+        responses={200: serializers.ReviewResultSerializer, 400: SERVICE_ERROR},
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        answer = _by_id(Answer, pk)
+        data = inputs.ReviewInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            item = answer_review(answer=answer, user=request.user, **data.validated_data)
+        except PerturbationError as exc:
+            return service_error(exc)
+        body = {"answer": VARIANTS.get(pk=pk), "item": item.pk if item else None}
+        return Response(serializers.ReviewResultSerializer(body).data)

@@ -177,6 +177,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # Several models have a "status" with its own choices: one named enum each in the schema.
+    "ENUM_NAME_OVERRIDES": {
+        "StudyStatusEnum": "annotations.models.Study.Status",
+        "RunStatusEnum": "judges.models.JudgeRun.Status",
+    },
 }
 
 # Content-Security-Policy on every page, in development too, so that what works here works in

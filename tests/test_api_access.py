@@ -29,6 +29,13 @@ def get_urls(data) -> list[str]:
         reverse("api:judge-detail", args=[data.bot.pk]),
         reverse("api:votes"),
         reverse("api:vote-detail", args=[data.human_votes[0].pk]),
+        reverse("api:llm-judges"),
+        reverse("api:runs"),
+        reverse("api:study-metrics", args=[slug]) + "?bootstrap=20",
+        reverse("api:study-export-votes", args=[slug]),
+        reverse("api:study-export-items", args=[slug]),
+        reverse("api:study-export-metrics", args=[slug]),
+        reverse("api:study-perturbations", args=[slug]),
         reverse("api:schema") + "?format=json",
     ]
 

@@ -43,4 +43,4 @@ def test_the_docs_page_renders_every_endpoint_without_leaving_the_machine(live_s
     assert any("/static/drf_spectacular_sidecar/swagger-ui-dist/" in url for url in requested)
     assert any(url.startswith(f"{live_server.url}/api/schema/") for url in requested)
     assert "biasstudy API" in title
-    assert operations == 16  # every /api/v1/ operation
+    assert operations == 30  # every /api/v1/ operation

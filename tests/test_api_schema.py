@@ -82,7 +82,7 @@ def test_generated_requests_find_no_server_error_and_no_undocumented_response(ap
     for operation in operations(schema):
         tested.append(f"{operation.method.upper()} {operation.path}")
         run(operation, headers, mode=GenerationMode.POSITIVE, examples=POSITIVE_EXAMPLES, checks=CHECKS)
-    assert len(tested) == 16, tested
+    assert len(tested) == 25, tested
 
 
 @pytest.mark.slow
@@ -91,3 +91,43 @@ def test_requests_outside_the_schema_find_no_server_error(api_schema, settings):
     settings.API_THROTTLE_RATE = "100000/minute"
     for operation in operations(schema):
         run(operation, headers, mode=GenerationMode.NEGATIVE, examples=NEGATIVE_EXAMPLES, checks=[not_a_server_error])
+
+
+def test_answers_about_real_objects_match_the_schema_too(api_schema, voted_study):
+    """Generated ids and slugs rarely name a row, so each new endpoint is also asked about real
+    ones, writes included, and its answer checked against the schema."""
+    from judges.services import judge_run_start
+    from perturbations.services import perturbation_generate
+    from tests.factories import make_llm_judge
+
+    schema, headers = api_schema
+    slug = voted_study.study.slug
+    config = make_llm_judge()
+    run = judge_run_start(study=voted_study.study, judge=config.judge, enqueue=False)
+    other = make_llm_judge()
+    variant = perturbation_generate(study=voted_study.study, kind="rich_content", seed=1).created[0]
+    cases = [
+        ("GET", "/api/v1/llm-judges/", {}, {}, None, 200),
+        ("GET", "/api/v1/llm-judges/{id}/", {"id": config.pk}, {}, None, 200),
+        ("GET", "/api/v1/runs/", {}, {"study": slug}, None, 200),
+        ("GET", "/api/v1/runs/{id}/", {"id": run.pk}, {}, None, 200),
+        ("GET", "/api/v1/studies/{slug}/metrics/", {"slug": slug}, {"bootstrap": 20, "group": "reference"}, None, 200),
+        ("GET", "/api/v1/studies/{slug}/metrics/", {"slug": slug}, {"bloom": "guessing"}, None, 400),
+        ("GET", "/api/v1/studies/{slug}/export/votes.csv", {"slug": slug}, {}, None, 200),
+        ("GET", "/api/v1/studies/{slug}/export/items.csv", {"slug": slug}, {}, None, 200),
+        ("GET", "/api/v1/studies/{slug}/export/metrics.csv", {"slug": slug}, {"measure": "chars"}, None, 200),
+        ("GET", "/api/v1/studies/{slug}/perturbations/", {"slug": slug}, {"flagged": True}, None, 200),
+        ("POST", "/api/v1/runs/", {}, {}, {"study": slug, "judge": other.judge.pk, "votes_per_item": 1}, 201),
+        ("POST", "/api/v1/runs/", {}, {}, {"study": slug, "judge": voted_study.bot.pk}, 400),
+        ("POST", "/api/v1/runs/{id}/cancel/", {"id": run.pk}, {}, None, 200),
+        ("POST", "/api/v1/runs/{id}/resume/", {"id": run.pk}, {}, {"retry_failed": False}, 200),
+        ("POST", "/api/v1/studies/{slug}/perturbations/", {"slug": slug}, {}, {"kind": "reference", "seed": 3}, 201),
+        ("POST", "/api/v1/studies/{slug}/perturbations/", {"slug": slug}, {}, {"kind": "factual_error", "seed": 3}, 400),
+        ("POST", "/api/v1/answers/{id}/review/", {"id": variant.pk}, {}, {"decision": "approve"}, 200),
+    ]
+    for method, path, path_parameters, query, body, expected in cases:
+        operation = schema[path][method]
+        extra = {} if body is None else {"body": body, "media_type": "application/json"}
+        case = operation.Case(path_parameters=path_parameters, query=query, **extra)
+        response = case.call_and_validate(headers=headers, checks=CHECKS)
+        assert response.status_code == expected, (method, path, response.text[:300])
