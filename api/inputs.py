@@ -12,7 +12,7 @@ from rest_framework.fields import empty
 from annotations.models import Answer, Judge, Rater, Study
 from annotations.study_io import READERS
 from api.pagination import MAX_ID
-from judges.models import JudgeRun
+from judges.models import JudgeRun, LLMJudge
 from perturbations.models import PerturbationKind
 from perturbations.services import DECISIONS, METHODS, PerturbationError, kind_for_study
 
@@ -222,11 +222,29 @@ class PerturbationGenerateInput(serializers.Serializer):
         help_text="Which original answer to perturb.",
     )
 
+    generator = serializers.CharField(
+        required=False,
+        max_length=120,
+        help_text="With method `model`: the name of the LLM judge configuration that rewrites (default: the local SmolLM2 one).",
+    )
+
     def validate_kind(self, slug: str) -> PerturbationKind:
         try:
             return kind_for_study(study=self.context["study"], slug=slug)
         except PerturbationError as exc:
             raise serializers.ValidationError(str(exc)) from None
+
+    def validate_generator(self, name: str) -> LLMJudge:
+        found = LLMJudge.objects.select_related("judge").filter(judge__name=name).first()
+        if found is None:
+            known = ", ".join(LLMJudge.objects.values_list("judge__name", flat=True)) or "none yet"
+            raise serializers.ValidationError(f"no LLM judge configuration named {name!r} (known: {known})")
+        return found
+
+    def validate(self, attrs: dict) -> dict:
+        if attrs.get("generator") is not None and attrs.get("method") != "model":
+            raise serializers.ValidationError({"generator": "only with method 'model'"})
+        return attrs
 
 
 class VariantFilter(QueryFilter):

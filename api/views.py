@@ -529,6 +529,7 @@ class StudyPerturbationsView(StudyListView):
                     method="model",
                     of=args["of"],
                     user_id=request.user.pk,
+                    generator_id=args["generator"].pk if args.get("generator") else None,
                 )
             )
             detail = f"Queued model-based {args['kind'].slug} variants of {study.slug}; they appear here as pending."

@@ -9,7 +9,7 @@ from annotations.models import Answer, ComparisonItem
 from perturbations.models import AnswerRevision
 from perturbations.services import perturbation_generate
 from tests.factories import make_judge, make_question, make_study, make_variant, make_vote
-from tests.test_perturb_model import A2, FE_OUTPUT, QUESTION, ScriptedServer
+from tests.test_perturb_model import A2, FE_OUTPUT, QUESTION, ScriptedServer, scripted_generator
 from tests.test_perturb_services import A1
 from tests.test_perturb_services import A2 as PLANT_A2
 
@@ -84,15 +84,11 @@ def test_model_based_generation_is_queued_and_the_worker_writes_the_variant(
     study = make_study(slug="moon")
     make_question(study, text=QUESTION, a1="Tides come from the Moon's pull.", a2=A2)
     with ScriptedServer([FE_OUTPUT]) as server:
-        monkeypatch.setenv("PERTURB_MODEL_BACKEND", "openai")
-        monkeypatch.setenv("PERTURB_MODEL_BASE_URL", server.base_url)
-        monkeypatch.setenv("PERTURB_MODEL_NAME", "scripted-1")
-        monkeypatch.setenv("PERTURB_MODEL_API_KEY_ENV", "TEST_PERTURB_KEY")
-        monkeypatch.setenv("TEST_PERTURB_KEY", "sk-test-123")
+        generator = scripted_generator(server, monkeypatch)
         with django_capture_on_commit_callbacks(execute=True) as callbacks:
             response = token_client.post(
                 reverse("api:study-perturbations", args=["moon"]),
-                {"kind": "factual_error", "seed": 2, "method": "model"},
+                {"kind": "factual_error", "seed": 2, "method": "model", "generator": generator.judge.name},
                 format="json",
             )
             assert response.status_code == 202
@@ -196,3 +192,14 @@ def test_only_staff_may_list_generate_or_review(plants, rater, persona, status, 
     variant.refresh_from_db()
     assert variant.review_status == Answer.Review.PENDING
     assert Answer.objects.variants().count() == 3
+
+
+def test_an_unknown_generator_is_a_400_naming_the_known_ones(db, token_client):
+    make_study(slug="moon2")
+    response = token_client.post(
+        reverse("api:study-perturbations", args=["moon2"]),
+        {"kind": "factual_error", "seed": 1, "method": "model", "generator": "nobody"},
+        format="json",
+    )
+    assert response.status_code == 400
+    assert "no LLM judge configuration named 'nobody'" in str(response.json())
