@@ -26,6 +26,7 @@ reader can see whether the client was the limit. On a 2-core machine they share 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -78,20 +79,18 @@ def seed(questions: int, votes_per_item: int) -> None:
                      bloom_level="remembering")
             for n in range(questions)
         )  # fmt: skip
-        text_a1 = "Rayleigh scattering: shorter wavelengths scatter more, so blue light reaches us from every direction."
-        text_a2 = "Air molecules scatter blue light more than red light, which is why the daytime sky looks blue."
         originals = Answer.objects.bulk_create(
             Answer(question=q, external_id=f"{q.external_id}-{side}", text=text, len_words=len(text.split()),
                    len_chars=len(text))
-            for q in qs
-            for side, text in (("a1", text_a1), ("a2", text_a2))
+            for n, q in enumerate(qs)
+            for side, text in (("a1", _answer(n, "a1")), ("a2", _answer(n, "a2")))
         )  # fmt: skip
-        variant_text = text_a2 + " [1]\n\nReferences\n1. Someone (2020)."
         variants = Answer.objects.bulk_create(
-            Answer(question=q, external_id=f"{q.external_id}-a2-reference", text=variant_text,
-                   derived_from=originals[2 * i + 1], kind=reference, len_words=len(variant_text.split()),
-                   len_chars=len(variant_text))
-            for i, q in enumerate(qs)
+            Answer(question=q, external_id=f"{q.external_id}-a2-reference", text=text,
+                   derived_from=originals[2 * n + 1], kind=reference, len_words=len(text.split()),
+                   len_chars=len(text))
+            for n, q in enumerate(qs)
+            for text in [_answer(n, "a2") + f"\n\nReferences\n1. Someone ({1950 + n % 70}). *Skies*, p. {n}."]
         )  # fmt: skip
         ComparisonItem.objects.bulk_create(
             item
@@ -103,6 +102,22 @@ def seed(questions: int, votes_per_item: int) -> None:
             )
         )  # fmt: skip
     print(json.dumps({"items": ComparisonItem.objects.filter(study=study).count()}))
+
+
+def _answer(n: int, side: str) -> str:
+    """A distinct answer of about 110 words with some markdown, like a real one (each question
+    has its own texts, so the page renders them rather than finding them all cached)."""
+    lead = "Rayleigh scattering" if side == "a1" else "Scattering by air molecules"
+    return (
+        f"**{lead}** explains it (question {n}). Sunlight contains every colour, and the molecules of "
+        "nitrogen and oxygen in the air scatter short wavelengths far more than long ones, roughly "
+        "with the inverse fourth power of the wavelength.\n\n"
+        "- Blue light is scattered about *five times* more than red light.\n"
+        "- Violet is scattered even more, but the Sun emits less of it and our eyes are less "
+        "sensitive to it.\n- At sunset the light crosses more air, so the blue is scattered away and "
+        f"the sky looks red.\n\nIn short: the sky is blue because scattered blue light reaches us from "
+        f"every direction of the sky, while the direct sunlight looks slightly yellow ({side}-{n})."
+    )
 
 
 def check() -> None:
@@ -158,10 +173,8 @@ def _cpu_seconds(pid: int) -> float:
     except OSError:
         children = []
     for child in children:
-        try:
+        with contextlib.suppress(OSError):
             total += sum(int(x) for x in stat(child)[11:13])
-        except OSError:
-            pass
     return total / tick
 
 
@@ -263,7 +276,6 @@ def run_level(url: str, target: str, raters: int, seconds: float, tag: str, serv
     cpu0, srv0, t0 = time.process_time(), _cpu_seconds(server_pid), time.perf_counter()
     time.sleep(seconds)
     stop.set()
-    elapsed_submits = time.perf_counter() - t0
     for t in threads:
         t.join()
     elapsed = time.perf_counter() - t0
@@ -282,7 +294,7 @@ def run_level(url: str, target: str, raters: int, seconds: float, tag: str, serv
         "raters": raters,
         "seconds": round(elapsed, 2),
         "submits": submits,
-        "votes_per_s": submits / elapsed_submits,
+        "votes_per_s": submits / elapsed,
         "page_ms": {f"p{q}": _percentile(page, q) for q in (50, 95, 99)},
         "submit_ms": {f"p{q}": _percentile(submit, q) for q in (50, 95, 99)},
         "errors": errors,
@@ -377,8 +389,7 @@ def bench_database(kind: str, args: argparse.Namespace) -> dict:
             results = []
             try:
                 # Warm up both paths (imports, template loading, connections) untimed.
-                run_level(url, "ours", 2, 2, f"warm-{kind}", server.pid)
-                run_level(url, "bare", 2, 2, f"warm-{kind}", server.pid)
+                warm = [run_level(url, target, 2, 2, f"warm-{kind}", server.pid) for target in ("ours", "bare")]
                 for raters in args.levels:
                     for r in range(args.repeat):
                         for target in ("ours", "bare") if r % 2 == 0 else ("bare", "ours"):
@@ -391,8 +402,7 @@ def bench_database(kind: str, args: argparse.Namespace) -> dict:
             stored = json.loads(_django("from bench.bench_rater_flow import check; check()", env))
         finally:
             db.drop()
-    # Warm-up submits are part of what is stored; count them from the check instead of guessing.
-    return {"database": kind, "rows": results, "stored": stored}
+    return {"database": kind, "rows": results, "warm_up": warm, "stored": stored}
 
 
 def _line(row: dict) -> str:
@@ -425,7 +435,9 @@ def summarise(report: list[dict]) -> str:
                 med[target] = statistics.median(vps)
 
                 def lat(kind: str, sel: list = sel) -> str:
-                    return " / ".join(f"{statistics.median(r[kind][q] for r in sel):.0f}" for q in ("p50", "p95", "p99"))
+                    return " / ".join(
+                        f"{statistics.median(r[kind][q] for r in sel):.0f}" for q in ("p50", "p95", "p99")
+                    )
 
                 out.append(
                     f"| {raters} | {target} | {max(vps):.1f} | {med[target]:.1f} | {lat('page_ms')} | "
@@ -437,13 +449,14 @@ def summarise(report: list[dict]) -> str:
             ratios.append((raters, med["ours"] / med["bare"] if med["bare"] else float("nan")))
         out.append("\n| raters | ours / bare (median votes/s) |\n|---|---|")
         out += [f"| {raters} | {ratio:.2f} |" for raters, ratio in ratios]
-        ours = sum(r["submits"] for r in rows if r["target"] == "ours")
-        bare = sum(r["submits"] for r in rows if r["target"] == "bare")
+        everything = rows + db["warm_up"]
+        ours = sum(r["submits"] for r in everything if r["target"] == "ours")
+        bare = sum(r["submits"] for r in everything if r["target"] == "bare")
         st = db["stored"]
         out.append(
-            f"\nStored afterwards: {st['votes']:,} votes for {ours:,} successful timed submits (plus the warm-up's), "
+            f"\nStored afterwards: {st['votes']:,} votes for {ours:,} successful submits (warm-up included), "
             f"{st['duplicate_votes']} duplicate (rater, item) pairs, {st['voted_leases']:,} voted leases; "
-            f"{st['bare_rows']:,} bare rows for {bare:,} timed bare inserts."
+            f"{st['bare_rows']:,} bare rows for {bare:,} bare inserts."
         )
     return "\n".join(out)
 
@@ -454,7 +467,7 @@ def main() -> None:
     parser.add_argument("--levels", default="1,8,32,64", help="concurrent raters, comma-separated")
     parser.add_argument("--repeat", type=int, default=1, help="runs of each level (best and median reported)")
     parser.add_argument("--databases", default="sqlite,postgres")
-    parser.add_argument("--questions", type=int, default=6000, help="questions seeded (2 items each)")
+    parser.add_argument("--questions", type=int, default=2000, help="questions seeded (2 items each)")
     parser.add_argument("--votes-per-item", type=int, default=4)
     parser.add_argument("--conn-max-age", type=int, default=60, help="DATABASE_CONN_MAX_AGE (docs/DEPLOY.md: 60)")
     parser.add_argument("--json", help="write every figure to this file")
