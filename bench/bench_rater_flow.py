@@ -101,6 +101,11 @@ def seed(questions: int, votes_per_item: int) -> None:
                                kind=reference),
             )
         )  # fmt: skip
+    from django.db import connection
+
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")  # as autovacuum would have done long before raters arrive
     print(json.dumps({"items": ComparisonItem.objects.filter(study=study).count()}))
 
 

@@ -24,11 +24,28 @@ def main() -> None:
     parser.add_argument("--loops", type=int, default=200)
     parser.add_argument("--questions", type=int, default=6000)
     parser.add_argument("--html", help="write pyinstrument's HTML report here")
+    parser.add_argument("--postgres", action="store_true", help="on a fresh PostgreSQL database (BENCH_POSTGRES_URL)")
     args = parser.parse_args()
     tmp = tempfile.mkdtemp()
+    database = None
+    if args.postgres:
+        from bench.bench_rater_flow import Database
+
+        database = Database("postgres", Path(tmp))
+    try:
+        run(args, database.url if database else f"sqlite:///{tmp}/profile.sqlite3")
+    finally:
+        if database:
+            from django.db import connections
+
+            connections.close_all()
+            database.drop()
+
+
+def run(args: argparse.Namespace, url: str) -> None:
     os.environ.update(
         DJANGO_SETTINGS_MODULE="bench.settings",
-        DATABASE_URL=f"sqlite:///{tmp}/profile.sqlite3",
+        DATABASE_URL=url,
         DJANGO_DEBUG="0",
         DJANGO_SECRET_KEY="profile-" + uuid.uuid4().hex,
         DJANGO_SECURE_COOKIES="0",
@@ -67,6 +84,7 @@ def main() -> None:
             timings["submit"].append(t2 - t1)
 
     loop(5, defaultdict(list))  # warm up
+    _explain_candidates(connection)
     timings: dict = defaultdict(list)
     with CaptureQueriesContext(connection) as queries:
         loop(20, timings)
@@ -92,6 +110,39 @@ def main() -> None:
     print(profiler.output_text(unicode=False, color=False, show_all=False))
     if args.html:
         Path(args.html).write_text(profiler.output_html())
+
+
+def _explain_candidates(connection) -> None:
+    """The plan and time of the candidate query (assignment._candidates) for the next hand-out."""
+    from django.utils import timezone
+
+    from annotations import assignment
+    from annotations.models import Rater
+
+    rater = Rater.objects.select_related("study").get(participant_id="P1")
+    now = timezone.now()
+    captured = {}
+    original = assignment._candidates
+
+    def spy(*a, **kw):
+        started = time.perf_counter()
+        result = original(*a, **kw)
+        captured["ms"] = (time.perf_counter() - started) * 1000
+        return result
+
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        spy(rater, rater.study, gold=False, now=now)
+    print(f"candidate query: {captured['ms']:.1f} ms ({connection.vendor})")
+    started = time.perf_counter()
+    eligible = assignment._eligible_items(rater, rater.study, gold=False).count()
+    print(f"counting the {eligible:,} eligible items alone: {(time.perf_counter() - started) * 1000:.1f} ms")
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            # Our own query as Django sent it (parameters bound by the driver).
+            cursor.execute("EXPLAIN (ANALYZE, COSTS OFF) " + queries.captured_queries[-1]["sql"])  # noqa: S608
+            print("\n".join(row[0] for row in cursor.fetchall()))
 
 
 if __name__ == "__main__":
