@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import transaction
-from django.db.models import Count, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models import Case, Count, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Value, When
 from django.db.models.functions import Abs, Coalesce
 from django.utils import timezone
 
@@ -158,7 +158,7 @@ def _lease_renew(lease: Lease, *, study: Study, now: datetime) -> bool:
     return True
 
 
-def _open_count(order: str, now: datetime) -> Coalesce:
+def _open_count(order: str, now: datetime, study: Study) -> Case:
     holding = (
         Lease.objects.holding(now)
         .filter(item=OuterRef("pk"), shown_first=order)
@@ -167,7 +167,15 @@ def _open_count(order: str, now: datetime) -> Coalesce:
         .annotate(n=Count("pk"))
         .values("n")
     )
-    return Coalesce(Subquery(holding, output_field=IntegerField()), Value(0))
+    # Most items have no open lease. Counting only where the study's (few) open leases are
+    # makes the candidate query one pass over the items; counting for every item scanned the
+    # open leases once per item on PostgreSQL, which collapsed under load (docs/BENCHMARKS.md).
+    with_open = Lease.objects.holding(now).filter(study=study).values("item_id")
+    return Case(
+        When(pk__in=with_open, then=Coalesce(Subquery(holding, output_field=IntegerField()), Value(0))),
+        default=Value(0),
+        output_field=IntegerField(),
+    )
 
 
 def _eligible_items(rater: Rater, study: Study, *, gold: bool) -> QuerySet[ComparisonItem]:
@@ -202,10 +210,14 @@ def rater_may_wait(*, rater: Rater) -> bool:
 
 def _candidates(rater: Rater, study: Study, *, gold: bool, now: datetime) -> list[int]:
     """Ids of the emptiest items this rater may get, emptiest first, ties in random order."""
-    items = _eligible_items(rater, study, gold=gold).annotate(
-        a1=F("human_a1_first") + _open_count(Shown.A1_FIRST, now),
-        a2=F("human_a2_first") + _open_count(Shown.A2_FIRST, now),
-    ).annotate(total=F("a1") + F("a2"), gap=Abs(F("a1") - F("a2")))
+    items = (
+        _eligible_items(rater, study, gold=gold)
+        .annotate(
+            a1=F("human_a1_first") + _open_count(Shown.A1_FIRST, now, study),
+            a2=F("human_a2_first") + _open_count(Shown.A2_FIRST, now, study),
+        )
+        .annotate(total=F("a1") + F("a2"), gap=Abs(F("a1") - F("a2")))
+    )
     if not gold:  # attention checks have no quota: any unseen one will do
         quota = study.votes_per_item
         items = items.filter(Q(total__lt=quota) | Q(gap__gt=quota % 2))

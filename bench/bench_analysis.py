@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import statistics
 import sys
 import tempfile
 import time
@@ -66,7 +67,8 @@ def bench_analysis(n_questions: int, judges: int, votes_per_item: int, repeat: i
         result = report.analyze(frame, study="bench", votes_per_item=votes_per_item)
         times.append(time.perf_counter() - started)
     print(
-        f"analyze: best {min(times):.2f} s, all {', '.join(f'{t:.2f}' for t in times)} s "
+        f"analyze: best {min(times):.2f} s, median {statistics.median(times):.2f} s, "
+        f"all {', '.join(f'{t:.2f}' for t in times)} s "
         f"(cpu count {os.cpu_count()}, load {os.getloadavg()[0]:.1f})"
     )
     assert len(result["judges"]) == judges
@@ -78,6 +80,42 @@ def bench_analysis(n_questions: int, judges: int, votes_per_item: int, repeat: i
         f"peak memory during analyze (tracemalloc, beyond the frame): {peak / 2**20:.0f} MiB; "
         f"process max RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB"
     )
+
+
+def seed_study(n_votes: int, slug: str = "bench"):
+    """A study of control items with 5 simulated judges × 6 votes on each: n_votes in all,
+    written with bulk_create (about a minute for a million on SQLite)."""
+    from analysis import services
+    from analysis.simulate import JudgeParams
+    from annotations.models import Answer, ComparisonItem, Question, Study
+
+    study = Study.objects.create(title="bench", slug=slug, votes_per_item=6)
+    n_questions = max(1, n_votes // (6 * 5))  # 1 control item, 5 judges × 6 votes
+    questions = Question.objects.bulk_create(
+        [Question(study=study, external_id=f"q{i}", text="?", bloom_level="applying") for i in range(n_questions)]
+    )
+    answers = Answer.objects.bulk_create(
+        [
+            Answer(
+                question=q,
+                external_id=f"{q.external_id}-{s}",
+                text="x " * (20 + i % 50),
+                len_words=20 + i % 50,
+                len_chars=2 * (20 + i % 50),
+            )
+            for i, q in enumerate(questions)
+            for s in ("a1", "a2")
+        ]
+    )
+    ComparisonItem.objects.bulk_create(
+        [
+            ComparisonItem(study=study, question=q, answer_a1=answers[2 * i], answer_a2=answers[2 * i + 1])
+            for i, q in enumerate(questions)
+        ]
+    )
+    for j in range(5):
+        services.judge_simulate(study=study, name=f"judge-{j}", params=JudgeParams(position=0.2 * j), seed=j)
+    return study
 
 
 def bench_db(n_votes: int) -> None:
@@ -93,36 +131,9 @@ def bench_db(n_votes: int) -> None:
     runner = DiscoverRunner(verbosity=0)
     old = runner.setup_databases()
     try:
-        from analysis import loader, services
-        from analysis.simulate import JudgeParams
-        from annotations.models import Answer, ComparisonItem, Question, Study
+        from analysis import loader
 
-        study = Study.objects.create(title="bench", slug="bench", votes_per_item=6)
-        n_questions = max(1, n_votes // (6 * 5))  # 1 control item, 5 judges × 6 votes
-        questions = Question.objects.bulk_create(
-            [Question(study=study, external_id=f"q{i}", text="?", bloom_level="applying") for i in range(n_questions)]
-        )
-        answers = Answer.objects.bulk_create(
-            [
-                Answer(
-                    question=q,
-                    external_id=f"{q.external_id}-{s}",
-                    text="x " * (20 + i % 50),
-                    len_words=20 + i % 50,
-                    len_chars=2 * (20 + i % 50),
-                )
-                for i, q in enumerate(questions)
-                for s in ("a1", "a2")
-            ]
-        )
-        ComparisonItem.objects.bulk_create(
-            [
-                ComparisonItem(study=study, question=q, answer_a1=answers[2 * i], answer_a2=answers[2 * i + 1])
-                for i, q in enumerate(questions)
-            ]
-        )
-        for j in range(5):
-            services.judge_simulate(study=study, name=f"judge-{j}", params=JudgeParams(position=0.2 * j), seed=j)
+        study = seed_study(n_votes)
         started = time.perf_counter()
         frame = loader.study_frame(study)
         print(

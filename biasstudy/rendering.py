@@ -7,17 +7,48 @@ tables and emoji; scripts, styles, event handlers and iframes never survive.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import bleach
 import markdown as md
 from django.utils.safestring import SafeString, mark_safe
 
 ALLOWED_TAGS = frozenset(
     {
-        "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6",
-        "strong", "b", "em", "i", "del", "s", "sup", "sub", "blockquote",
-        "ul", "ol", "li", "dl", "dt", "dd",
-        "code", "pre", "kbd",
-        "a", "table", "thead", "tbody", "tr", "th", "td",
+        "p",
+        "br",
+        "hr",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "strong",
+        "b",
+        "em",
+        "i",
+        "del",
+        "s",
+        "sup",
+        "sub",
+        "blockquote",
+        "ul",
+        "ol",
+        "li",
+        "dl",
+        "dt",
+        "dd",
+        "code",
+        "pre",
+        "kbd",
+        "a",
+        "table",
+        "thead",
+        "tbody",
+        "tr",
+        "th",
+        "td",
     }
 )
 ALLOWED_ATTRIBUTES = {"a": ["href", "title"], "th": ["align"], "td": ["align"], "ol": ["start"]}
@@ -45,7 +76,15 @@ _cleaner = bleach.Cleaner(
 
 def render_markdown(text: str) -> SafeString:
     """Render markdown and sanitise the result; safe to put into any page."""
-    html = md.markdown(text or "", extensions=_EXTENSIONS, output_format="html")
+    return mark_safe(_render(text or ""))  # noqa: S308 - sanitised by the allowlist in _render
+
+
+# The same question and answers are shown again and again (every vote of an item, every item of
+# a question), and rendering them cost about 4 ms each, a tenth of the task page
+# (docs/BENCHMARKS.md). The result depends on the text alone, so recent ones are kept: at most
+# 2,048 strings per process.
+@lru_cache(maxsize=2048)
+def _render(text: str) -> str:
+    html = md.markdown(text, extensions=_EXTENSIONS, output_format="html")
     cleaned = _cleaner.clean(html)
-    cleaned = bleach.linkify(cleaned, callbacks=[_set_link_rel], skip_tags={"pre", "code"}, parse_email=False)
-    return mark_safe(cleaned)  # noqa: S308 - sanitised by the allowlist above
+    return bleach.linkify(cleaned, callbacks=[_set_link_rel], skip_tags={"pre", "code"}, parse_email=False)

@@ -1,0 +1,495 @@
+"""Benchmark of the rater flow against gunicorn: simulated raters each loop "load the task
+page, submit a vote", next to the same loop on a bare Django view pair (render a page, insert
+one row) on the same stack and database.
+
+    python bench/bench_rater_flow.py                          # 60 s per level, both databases
+    python bench/bench_rater_flow.py --seconds 20 --repeat 3 --databases sqlite
+    python bench/bench_rater_flow.py --json results.json      # also write every figure as JSON
+
+For each database (a fresh SQLite file, and a fresh PostgreSQL database made from
+$BENCH_POSTGRES_URL, default postgres://biasstudy:biasstudy@127.0.0.1:5432/biasstudy, dropped
+afterwards) it migrates with bench.settings, seeds one study big enough that no rater runs out,
+starts gunicorn with the repository's gunicorn.conf.py on a free port of 127.0.0.1 and then, for
+each concurrency level and repeat, runs "ours" and "bare" one after the other for --seconds.
+
+Ours: each rater enters through the landing page (not timed), then loops GET /s/<slug>/task/
+(the page, which hands out the lease) and POST of the vote form (token, choice, client_ms) which
+answers 302 back to the task. Bare: GET /bare/page/, POST /bare/insert/ with the CSRF token.
+Afterwards the votes in the database are counted against the successful submits, and duplicates
+per rater and item are looked for.
+
+The load generator runs in this process (one thread and one httpx client per rater); its CPU
+time is reported next to the server's (gunicorn master and workers, from /proc) so that a
+reader can see whether the client was the limit. On a 2-core machine they share the cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+PYTHON = sys.executable
+SLUG = "bench"
+DEFAULT_POSTGRES = "postgres://biasstudy:biasstudy@127.0.0.1:5432/biasstudy"
+
+_TOKEN = re.compile(r'name="token" value="([^"]+)"')
+_CSRF = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
+
+
+# --- run inside a Django process (seeding and checking) --------------------------------------
+
+
+def seed(questions: int, votes_per_item: int) -> None:
+    """One collecting study: `questions` questions, each with its control item and one
+    fake-reference item, written with bulk_create (a few seconds for thousands)."""
+    from django.db import transaction
+
+    from annotations.models import Answer, ComparisonItem, Question, Study
+    from perturbations.models import PerturbationKind
+
+    reference = PerturbationKind.objects.get(slug="reference")
+    with transaction.atomic():
+        study = Study.objects.create(
+            title="Rater flow benchmark",
+            slug=SLUG,
+            status=Study.Status.COLLECTING,
+            votes_per_item=votes_per_item,
+            target_per_rater=1_000_000,
+            lease_seconds=900,
+        )
+        qs = Question.objects.bulk_create(
+            Question(study=study, external_id=f"q{n}", text=f"Benchmark question {n}: why is the sky blue?",
+                     bloom_level="remembering")
+            for n in range(questions)
+        )  # fmt: skip
+        originals = Answer.objects.bulk_create(
+            Answer(question=q, external_id=f"{q.external_id}-{side}", text=text, len_words=len(text.split()),
+                   len_chars=len(text))
+            for n, q in enumerate(qs)
+            for side, text in (("a1", _answer(n, "a1")), ("a2", _answer(n, "a2")))
+        )  # fmt: skip
+        variants = Answer.objects.bulk_create(
+            Answer(question=q, external_id=f"{q.external_id}-a2-reference", text=text,
+                   derived_from=originals[2 * n + 1], kind=reference, len_words=len(text.split()),
+                   len_chars=len(text))
+            for n, q in enumerate(qs)
+            for text in [_answer(n, "a2") + f"\n\nReferences\n1. Someone ({1950 + n % 70}). *Skies*, p. {n}."]
+        )  # fmt: skip
+        ComparisonItem.objects.bulk_create(
+            item
+            for i, q in enumerate(qs)
+            for item in (
+                ComparisonItem(study=study, question=q, answer_a1=originals[2 * i], answer_a2=originals[2 * i + 1]),
+                ComparisonItem(study=study, question=q, answer_a1=originals[2 * i], answer_a2=variants[i],
+                               kind=reference),
+            )
+        )  # fmt: skip
+    from django.db import connection
+
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")  # as autovacuum would have done long before raters arrive
+    print(json.dumps({"items": ComparisonItem.objects.filter(study=study).count()}))
+
+
+def _answer(n: int, side: str) -> str:
+    """A distinct answer of about 110 words with some markdown, like a real one (each question
+    has its own texts, so the page renders them rather than finding them all cached)."""
+    lead = "Rayleigh scattering" if side == "a1" else "Scattering by air molecules"
+    return (
+        f"**{lead}** explains it (question {n}). Sunlight contains every colour, and the molecules of "
+        "nitrogen and oxygen in the air scatter short wavelengths far more than long ones, roughly "
+        "with the inverse fourth power of the wavelength.\n\n"
+        "- Blue light is scattered about *five times* more than red light.\n"
+        "- Violet is scattered even more, but the Sun emits less of it and our eyes are less "
+        "sensitive to it.\n- At sunset the light crosses more air, so the blue is scattered away and "
+        f"the sky looks red.\n\nIn short: the sky is blue because scattered blue light reaches us from "
+        f"every direction of the sky, while the direct sunlight looks slightly yellow ({side}-{n})."
+    )
+
+
+def check() -> None:
+    """Print the stored votes of the study and the bare rows, as JSON."""
+    from django.db.models import Count
+
+    from annotations.models import Lease, Vote
+    from bench.bare.models import BareRow
+
+    votes = Vote.objects.filter(item__study__slug=SLUG)
+    summary = {
+        "votes": votes.count(),
+        "duplicate_votes": votes.values("rater", "item").annotate(n=Count("pk")).filter(n__gt=1).count(),
+        "voted_leases": Lease.objects.filter(study__slug=SLUG, voted_at__isnull=False).count(),
+        "bare_rows": BareRow.objects.count(),
+    }
+    print(json.dumps(summary))
+
+
+# --- the harness ------------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _django(code: str, env: dict, timeout: int = 900) -> str:
+    done = subprocess.run(
+        [PYTHON, "-c", f"import django; django.setup(); {code}"],
+        env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-3000:])
+    return done.stdout
+
+
+def _cpu_seconds(pid: int) -> float:
+    """CPU time of a process, its live children and its reaped children (gunicorn recycles
+    workers after max_requests), from /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def stat(p: int) -> list[str]:
+        with open(f"/proc/{p}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()
+
+    fields = stat(pid)
+    total = sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            children = [int(c) for c in f.read().split()]
+    except OSError:
+        children = []
+    for child in children:
+        with contextlib.suppress(OSError):
+            total += sum(int(x) for x in stat(child)[11:13])
+    return total / tick
+
+
+@dataclass
+class Sample:
+    page_ms: list[float] = field(default_factory=list)
+    submit_ms: list[float] = field(default_factory=list)
+    submits: int = 0
+    errors: dict[str, int] = field(default_factory=dict)
+
+    def error(self, what: str) -> None:
+        self.errors[what] = self.errors.get(what, 0) + 1
+
+
+def _percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+
+
+class Rater(threading.Thread):
+    def __init__(self, url: str, target: str, name: str, start: threading.Barrier, stop: threading.Event):
+        super().__init__(daemon=True)
+        import httpx
+
+        self.client = httpx.Client(base_url=url, timeout=30, follow_redirects=False)
+        self.target, self.name_, self.start_barrier, self.stop = target, name, start, stop
+        self.sample = Sample()
+        self.ready_error: str | None = None
+
+    def _enter(self) -> None:
+        if self.target == "bare":
+            return
+        landing = self.client.get(f"/s/{SLUG}/")
+        csrf = _CSRF.search(landing.text).group(1)
+        entered = self.client.post(
+            f"/s/{SLUG}/", data={"participant_id": self.name_, "consent": "on", "csrfmiddlewaretoken": csrf}
+        )
+        if entered.status_code != 302:
+            raise RuntimeError(f"entering failed: {entered.status_code} {entered.text[:300]}")
+
+    def _one(self) -> None:
+        s = self.sample
+        page_url, post_url = (f"/s/{SLUG}/task/", f"/s/{SLUG}/task/") if self.target == "ours" else (
+            "/bare/page/", "/bare/insert/")  # fmt: skip
+        t0 = time.perf_counter()
+        page = self.client.get(page_url)
+        s.page_ms.append((time.perf_counter() - t0) * 1000)
+        if page.status_code != 200:
+            s.error(f"page {page.status_code}")
+            return
+        if self.target == "ours":
+            match = _TOKEN.search(page.text)
+            if match is None:
+                s.error("page without token")
+                return
+            data = {"token": match.group(1), "choice": "first", "client_ms": "4000"}
+            headers = {"X-CSRFToken": self.client.cookies["csrftoken"]}
+            expected = 302
+        else:
+            data = {"csrfmiddlewaretoken": _CSRF.search(page.text).group(1), "value": self.name_[:16]}
+            headers = {}
+            expected = 200
+        t0 = time.perf_counter()
+        response = self.client.post(post_url, data=data, headers=headers)
+        s.submit_ms.append((time.perf_counter() - t0) * 1000)
+        if response.status_code != expected:
+            s.error(f"submit {response.status_code}")
+            return
+        s.submits += 1
+
+    def run(self) -> None:
+        import httpx
+
+        try:
+            self._enter()
+        except Exception as exc:  # noqa: BLE001 - reported, the level counts it as an error
+            self.ready_error = repr(exc)
+        self.start_barrier.wait()
+        if self.ready_error:
+            return
+        while not self.stop.is_set():
+            try:
+                self._one()
+            except httpx.HTTPError as exc:
+                self.sample.error(type(exc).__name__)
+        self.client.close()
+
+
+def run_level(url: str, target: str, raters: int, seconds: float, tag: str, server_pid: int) -> dict:
+    stop = threading.Event()
+    start = threading.Barrier(raters + 1)
+    threads = [Rater(url, target, f"{tag}-{n}", start, stop) for n in range(raters)]
+    for t in threads:
+        t.start()
+    start.wait()  # every rater has entered: the clock starts
+    load_before = os.getloadavg()
+    cpu0, srv0, t0 = time.process_time(), _cpu_seconds(server_pid), time.perf_counter()
+    time.sleep(seconds)
+    stop.set()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - t0
+    client_cpu, server_cpu = time.process_time() - cpu0, _cpu_seconds(server_pid) - srv0
+    page = [x for t in threads for x in t.sample.page_ms]
+    submit = [x for t in threads for x in t.sample.submit_ms]
+    errors: dict[str, int] = {}
+    for t in threads:
+        for k, v in t.sample.errors.items():
+            errors[k] = errors.get(k, 0) + v
+        if t.ready_error:
+            errors[f"enter: {t.ready_error[:80]}"] = errors.get(f"enter: {t.ready_error[:80]}", 0) + 1
+    submits = sum(t.sample.submits for t in threads)
+    return {
+        "target": target,
+        "raters": raters,
+        "seconds": round(elapsed, 2),
+        "submits": submits,
+        "votes_per_s": submits / elapsed,
+        "page_ms": {f"p{q}": _percentile(page, q) for q in (50, 95, 99)},
+        "submit_ms": {f"p{q}": _percentile(submit, q) for q in (50, 95, 99)},
+        "errors": errors,
+        "client_cpu_pct": 100 * client_cpu / elapsed,
+        "server_cpu_pct": 100 * server_cpu / elapsed,
+        "load": [round(x, 2) for x in (*load_before, *os.getloadavg()[:1])],
+    }
+
+
+class Database:
+    """A fresh database for one run, removed afterwards."""
+
+    def __init__(self, kind: str, tmp: Path):
+        self.kind = kind
+        if kind == "sqlite":
+            self.url = f"sqlite:///{tmp / 'bench.sqlite3'}"
+            return
+        import psycopg
+
+        self.base = os.environ.get("BENCH_POSTGRES_URL", DEFAULT_POSTGRES)
+        self.name = f"biasstudy_bench_{uuid.uuid4().hex[:10]}"
+        with psycopg.connect(self.base, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{self.name}"')
+        self.url = urlunsplit(urlsplit(self.base)._replace(path=f"/{self.name}"))
+
+    def drop(self) -> None:
+        if self.kind == "sqlite":
+            return
+        import psycopg
+
+        with psycopg.connect(self.base, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
+
+
+def _start_server(env: dict) -> tuple[subprocess.Popen, str]:
+    import httpx
+
+    port = _free_port()
+    server = subprocess.Popen(
+        [PYTHON, "-m", "gunicorn", "-c", str(ROOT / "gunicorn.conf.py")],
+        env={**env, "GUNICORN_BIND": f"127.0.0.1:{port}"}, cwd=ROOT,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(url + "/bare/page/", timeout=2).status_code == 200:
+                return server, url
+        except httpx.TransportError:
+            pass
+        if server.poll() is not None or time.monotonic() > deadline:
+            server.kill()
+            raise RuntimeError("gunicorn did not come up")
+        time.sleep(0.3)
+
+
+def _stop_server(server: subprocess.Popen) -> None:
+    server.terminate()
+    try:
+        server.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+
+
+def bench_database(kind: str, args: argparse.Namespace) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Database(kind, Path(tmp))
+        try:
+            env = {
+                **os.environ,
+                "DJANGO_SETTINGS_MODULE": "bench.settings",
+                "DATABASE_URL": db.url,
+                "DATABASE_CONN_MAX_AGE": str(args.conn_max_age),
+                "DJANGO_DEBUG": "0",
+                "DJANGO_SECRET_KEY": "bench-" + uuid.uuid4().hex,
+                # Plain HTTP on loopback (no TLS proxy here): cookies must travel without TLS.
+                "DJANGO_SECURE_COOKIES": "0",
+                "DJANGO_LOG_LEVEL": "WARNING",
+                "PYTHONPATH": str(ROOT),
+                "BIASSTUDY_ENV_FILE": "/nonexistent",
+            }
+            t0 = time.perf_counter()
+            _django("from django.core.management import call_command; call_command('migrate', verbosity=0)", env)
+            seeded = json.loads(
+                _django(f"from bench.bench_rater_flow import seed; seed({args.questions}, {args.votes_per_item})", env)
+            )
+            print(f"[{kind}] migrated and seeded {seeded['items']:,} items in {time.perf_counter() - t0:.1f}s",
+                  flush=True)  # fmt: skip
+            server, url = _start_server(env)
+            results = []
+            try:
+                # Warm up both paths (imports, template loading, connections) untimed.
+                warm = [run_level(url, target, 2, 2, f"warm-{kind}", server.pid) for target in ("ours", "bare")]
+                for raters in args.levels:
+                    for r in range(args.repeat):
+                        for target in ("ours", "bare") if r % 2 == 0 else ("bare", "ours"):
+                            row = run_level(url, target, raters, args.seconds, f"{kind}-{raters}-{r}", server.pid)
+                            row.update(database=kind, repeat=r)
+                            results.append(row)
+                            print(_line(row), flush=True)
+            finally:
+                _stop_server(server)
+            stored = json.loads(_django("from bench.bench_rater_flow import check; check()", env))
+        finally:
+            db.drop()
+    return {"database": kind, "rows": results, "warm_up": warm, "stored": stored}
+
+
+def _line(row: dict) -> str:
+    p, s = row["page_ms"], row["submit_ms"]
+    return (
+        f"  {row['database']:8} {row['target']:4} raters={row['raters']:3} r{row['repeat']} "
+        f"{row['votes_per_s']:7.1f} votes/s  page p50/95/99 {p['p50']:6.1f} {p['p95']:6.1f} {p['p99']:6.1f}  "
+        f"submit {s['p50']:6.1f} {s['p95']:6.1f} {s['p99']:6.1f} ms  errors={sum(row['errors'].values())} "
+        f"client {row['client_cpu_pct']:.0f}% server {row['server_cpu_pct']:.0f}% load {row['load'][0]}"
+    )
+
+
+def summarise(report: list[dict]) -> str:
+    """Markdown tables: best and median over repeats, and ours/bare."""
+    out = []
+    for db in report:
+        rows = db["rows"]
+        out.append(f"\n### {db['database']}\n")
+        out.append(
+            "| raters | target | votes/s best | votes/s median | page p50 / p95 / p99 ms | submit p50 / p95 / p99 ms "
+            "| errors | client CPU % | server CPU % | load (1 min) |"
+        )
+        out.append("|---|---|---|---|---|---|---|---|---|---|")
+        ratios = []
+        for raters in sorted({r["raters"] for r in rows}):
+            med = {}
+            for target in ("ours", "bare"):
+                sel = [r for r in rows if r["raters"] == raters and r["target"] == target]
+                vps = [r["votes_per_s"] for r in sel]
+                med[target] = statistics.median(vps)
+
+                def lat(kind: str, sel: list = sel) -> str:
+                    return " / ".join(
+                        f"{statistics.median(r[kind][q] for r in sel):.0f}" for q in ("p50", "p95", "p99")
+                    )
+
+                out.append(
+                    f"| {raters} | {target} | {max(vps):.1f} | {med[target]:.1f} | {lat('page_ms')} | "
+                    f"{lat('submit_ms')} | {sum(sum(r['errors'].values()) for r in sel)} | "
+                    f"{statistics.median(r['client_cpu_pct'] for r in sel):.0f} | "
+                    f"{statistics.median(r['server_cpu_pct'] for r in sel):.0f} | "
+                    f"{min(r['load'][0] for r in sel):.2f}–{max(r['load'][0] for r in sel):.2f} |"
+                )
+            ratios.append((raters, med["ours"] / med["bare"] if med["bare"] else float("nan")))
+        out.append("\n| raters | ours / bare (median votes/s) |\n|---|---|")
+        out += [f"| {raters} | {ratio:.2f} |" for raters, ratio in ratios]
+        everything = rows + db["warm_up"]
+        ours = sum(r["submits"] for r in everything if r["target"] == "ours")
+        bare = sum(r["submits"] for r in everything if r["target"] == "bare")
+        st = db["stored"]
+        out.append(
+            f"\nStored afterwards: {st['votes']:,} votes for {ours:,} successful submits (warm-up included), "
+            f"{st['duplicate_votes']} duplicate (rater, item) pairs, {st['voted_leases']:,} voted leases; "
+            f"{st['bare_rows']:,} bare rows for {bare:,} bare inserts."
+        )
+    return "\n".join(out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=60, help="duration of each level (default 60)")
+    parser.add_argument("--levels", default="1,8,32,64", help="concurrent raters, comma-separated")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each level (best and median reported)")
+    parser.add_argument("--databases", default="sqlite,postgres")
+    parser.add_argument("--questions", type=int, default=2000, help="questions seeded (2 items each)")
+    parser.add_argument("--votes-per-item", type=int, default=4)
+    parser.add_argument("--conn-max-age", type=int, default=60, help="DATABASE_CONN_MAX_AGE (docs/DEPLOY.md: 60)")
+    parser.add_argument("--json", help="write every figure to this file")
+    args = parser.parse_args()
+    args.levels = [int(x) for x in args.levels.split(",")]
+    import django
+
+    print(
+        f"python {platform.python_version()}, Django {django.get_version()}, {os.cpu_count()} CPUs, "
+        f"load {os.getloadavg()}, {time.strftime('%Y-%m-%d %H:%M:%S %Z')}",
+        flush=True,
+    )
+    report = [bench_database(kind, args) for kind in args.databases.split(",")]
+    print(summarise(report))
+    if args.json:
+        Path(args.json).write_text(json.dumps({"args": vars(args), "report": report}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

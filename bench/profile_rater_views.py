@@ -1,0 +1,149 @@
+"""Profile the task page and the vote in process (pyinstrument), on a fresh SQLite database
+seeded like bench_rater_flow.py, with the slowest SQL statements listed.
+
+    python bench/profile_rater_views.py --loops 200 --questions 6000 [--html profile.html]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+import uuid
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--loops", type=int, default=200)
+    parser.add_argument("--questions", type=int, default=6000)
+    parser.add_argument("--html", help="write pyinstrument's HTML report here")
+    parser.add_argument("--postgres", action="store_true", help="on a fresh PostgreSQL database (BENCH_POSTGRES_URL)")
+    args = parser.parse_args()
+    tmp = tempfile.mkdtemp()
+    database = None
+    if args.postgres:
+        from bench.bench_rater_flow import Database
+
+        database = Database("postgres", Path(tmp))
+    try:
+        run(args, database.url if database else f"sqlite:///{tmp}/profile.sqlite3")
+    finally:
+        if database:
+            from django.db import connections
+
+            connections.close_all()
+            database.drop()
+
+
+def run(args: argparse.Namespace, url: str) -> None:
+    os.environ.update(
+        DJANGO_SETTINGS_MODULE="bench.settings",
+        DATABASE_URL=url,
+        DJANGO_DEBUG="0",
+        DJANGO_SECRET_KEY="profile-" + uuid.uuid4().hex,
+        DJANGO_SECURE_COOKIES="0",
+        DJANGO_ALLOWED_HOSTS="testserver",
+        DJANGO_LOG_LEVEL="WARNING",
+        BIASSTUDY_ENV_FILE="/nonexistent",
+    )
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+    from pyinstrument import Profiler
+
+    from bench.bench_rater_flow import _CSRF, _TOKEN, SLUG, seed
+
+    call_command("migrate", verbosity=0)
+    seed(args.questions, 4)
+    client = Client()
+    csrf = _CSRF.search(client.get(f"/s/{SLUG}/").content.decode()).group(1)
+    client.post(f"/s/{SLUG}/", {"participant_id": "P1", "consent": "on", "csrfmiddlewaretoken": csrf})
+    task = f"/s/{SLUG}/task/"
+
+    def loop(n: int, timings: dict) -> None:
+        for _ in range(n):
+            t0 = time.perf_counter()
+            page = client.get(task)
+            t1 = time.perf_counter()
+            token = _TOKEN.search(page.content.decode()).group(1)
+            response = client.post(task, {"token": token, "choice": "first", "client_ms": "4000"})
+            t2 = time.perf_counter()
+            assert response.status_code == 302, response.status_code
+            timings["page"].append(t1 - t0)
+            timings["submit"].append(t2 - t1)
+
+    loop(5, defaultdict(list))  # warm up
+    _explain_candidates(connection)
+    timings: dict = defaultdict(list)
+    with CaptureQueriesContext(connection) as queries:
+        loop(20, timings)
+    by_sql: dict = defaultdict(lambda: [0, 0.0])
+    for q in queries.captured_queries:
+        key = q["sql"][:160]
+        by_sql[key][0] += 1
+        by_sql[key][1] += float(q["time"])
+    print(f"{len(queries.captured_queries) / 20:.1f} queries per page+vote; slowest statements (count, total s):")
+    for sql, (count, total) in sorted(by_sql.items(), key=lambda kv: -kv[1][1])[:8]:
+        print(f"  {count:4d} {total:7.3f}s  {sql}")
+    timings = defaultdict(list)
+    profiler = Profiler(interval=0.0005)
+    profiler.start()
+    loop(args.loops, timings)
+    profiler.stop()
+    for kind, values in timings.items():
+        values.sort()
+        print(
+            f"{kind}: mean {1000 * sum(values) / len(values):.1f} ms, median {1000 * values[len(values) // 2]:.1f} ms"
+        )
+    print(f"load {os.getloadavg()}")
+    print(profiler.output_text(unicode=False, color=False, show_all=False))
+    if args.html:
+        Path(args.html).write_text(profiler.output_html())
+
+
+def _explain_candidates(connection) -> None:
+    """The plan and time of the candidate query (assignment._candidates) for the next hand-out."""
+    from django.utils import timezone
+
+    from annotations import assignment
+    from annotations.models import Rater
+
+    rater = Rater.objects.select_related("study").get(participant_id="P1")
+    now = timezone.now()
+    captured = {}
+    original = assignment._candidates
+
+    def spy(*a, **kw):
+        started = time.perf_counter()
+        result = original(*a, **kw)
+        captured["ms"] = (time.perf_counter() - started) * 1000
+        return result
+
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        spy(rater, rater.study, gold=False, now=now)
+    print(f"candidate query: {captured['ms']:.1f} ms ({connection.vendor})")
+    started = time.perf_counter()
+    eligible = assignment._eligible_items(rater, rater.study, gold=False).count()
+    print(f"counting the {eligible:,} eligible items alone: {(time.perf_counter() - started) * 1000:.1f} ms")
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            # Our own query as Django sent it (parameters bound by the driver).
+            cursor.execute("EXPLAIN (ANALYZE, COSTS OFF) " + queries.captured_queries[-1]["sql"])  # noqa: S608
+            print("\n".join(row[0] for row in cursor.fetchall()))
+
+
+if __name__ == "__main__":
+    main()
