@@ -36,6 +36,15 @@ BAD_ARGUMENTS: dict[str, list[tuple[list[str], str]]] = {
     "perturb": [([], "--study"), (["--study", "nope", "--kind", "reference"], "no study"),
                 (["--study", "cmd", "--kind", "nope"], "nope"), (["--study", "cmd", "--kind", "reference", "--of", "a3"], "invalid choice"),
                 (["--study", "cmd", "--kind", "reference", "--seed", "x"], "invalid int")],
+    "analyze": [([], "--study"), (["--study", "nope"], "no study with slug 'nope'"),
+                (["--study", "cmd", "--min-ms", "abc"], "invalid int")],
+    "export_votes": [([], "--study"), (["--study", "nope", "-o", "x.csv"], "no study with slug 'nope'")],
+    "export_items": [([], "--study"), (["--study", "nope", "-o", "x.csv"], "no study with slug 'nope'")],
+    "export_metrics": [([], "--study"), (["--study", "nope", "-o", "x.csv"], "no study with slug 'nope'")],
+    "import_votes": [([], "path"), (["x.csv", "--format", "yaml", "--study", "cmd"], "invalid choice"),
+                     (["x.csv", "--format", "csv", "--study", "nope"], "no study with slug 'nope'")],
+    "simulate": [([], "--study"), (["--study", "nope"], "no study with slug 'nope'"),
+                 (["--study", "cmd", "--tie-rate", "2"], "--tie-rate")],
 }  # fmt: skip
 
 

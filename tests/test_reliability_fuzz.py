@@ -211,7 +211,13 @@ def test_a_fuzzed_entry_never_fails_the_server_and_a_refused_one_creates_no_rate
     client = Client()
     response = client.post("/s/entry-fuzz/?" + urlencode(query), body)
     assert response.status_code in (200, 302, 400), response.status_code  # 200: an empty form shown again
-    assert Rater.objects.count() - before == (1 if response.status_code == 302 else 0)
+    created = Rater.objects.count() - before
+    if response.status_code == 302:
+        # Accepted: a new rater, or (hypothesis reuses a participant id across examples in one
+        # database) the same rater resuming.
+        assert created in (0, 1) and Rater.objects.filter(study=study).exists()
+    else:
+        assert created == 0
     assert study.pk
 
 
