@@ -2,7 +2,9 @@
 
 Locking discipline (the reason this is safe on PostgreSQL and on SQLite):
 - every transaction here first locks the rater row, so one rater's requests (two tabs, a
-  double click, a retry) run one after the other;
+  double click, a retry) run one after the other; only the rater row (`of=("self",)`): the
+  study joined in by select_related must not be locked, or every rater of the study waits
+  for every other one on PostgreSQL (docs/BENCHMARKS.md);
 - whoever changes how full an item is (a new lease, a counted vote) holds that item's row
   lock, so the counts read under the lock are the truth; locks are always taken in the order
   rater -> lease -> item, so two transactions never wait on each other in a circle;
@@ -109,7 +111,7 @@ def lease_next(*, rater: Rater, now: datetime | None = None) -> Lease | None:
     if current is not None and current.expires_at > now:
         return current
     with transaction.atomic():
-        rater = Rater.objects.select_for_update().select_related("study").get(pk=rater.pk)
+        rater = Rater.objects.select_for_update(of=("self",)).select_related("study").get(pk=rater.pk)
         study = rater.study
         current = _lease_queryset().pending().filter(rater=rater).first()
         if current is not None:
@@ -274,7 +276,7 @@ def vote_record(
     """
     now = now or timezone.now()
     with transaction.atomic():
-        rater = Rater.objects.select_for_update().select_related("study").get(pk=rater.pk)
+        rater = Rater.objects.select_for_update(of=("self",)).select_related("study").get(pk=rater.pk)
         study = rater.study
         lease = _lease_queryset().select_for_update(of=("self",)).filter(rater=rater, token=token).first()
         if lease is None:
