@@ -62,40 +62,27 @@ def study_items(study: Study) -> pd.DataFrame:
     return items
 
 
+# Vote columns read into the frame under their own names (the vote's id becomes vote_id).
+VOTE_FIELDS = (
+    "item_id",
+    "judge_id",
+    "rater_id",
+    "run_id",
+    "shown_first",
+    "choice_shown",
+    "choice",
+    "not_familiar",
+    "client_ms",
+    "received_at",
+    "label_scheme",
+    "option_probs",
+)
+
+
 def study_frame(study: Study) -> pd.DataFrame:
     votes = pd.DataFrame(
-        list(
-            Vote.objects.filter(item__study=study).values_list(
-                "id",
-                "item_id",
-                "judge_id",
-                "rater_id",
-                "run_id",
-                "shown_first",
-                "choice_shown",
-                "choice",
-                "not_familiar",
-                "client_ms",
-                "received_at",
-                "label_scheme",
-                "option_probs",
-            )
-        ),
-        columns=[
-            "vote_id",
-            "item_id",
-            "judge_id",
-            "rater_id",
-            "run_id",
-            "shown_first",
-            "choice_shown",
-            "choice",
-            "not_familiar",
-            "client_ms",
-            "received_at",
-            "label_scheme",
-            "option_probs",
-        ],
+        list(Vote.objects.filter(item__study=study).values_list("id", *VOTE_FIELDS)),
+        columns=["vote_id", *VOTE_FIELDS],
     )
     if votes.empty:
         return empty_frame()

@@ -7,19 +7,11 @@ import pytest
 
 from analysis import services
 from analysis.simulate import DEFAULT_SUSCEPTIBILITY, JudgeParams
+from tests.browser import chromium, expect
 from tests.factories import make_question, make_staff, make_study, make_variant
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-CHROMIUM_ARGS = [
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 BLOOMS = ["remembering", "understanding", "applying", "analyzing", "evaluating", "creating"]
 
 
@@ -74,29 +66,24 @@ def demo_study(transactional_db):
 
 
 def test_staff_see_the_dashboard_and_filter_it_in_place(demo_study, live_server):
-    from playwright.sync_api import expect, sync_playwright
 
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.set_default_timeout(20_000)
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.set_default_timeout(20_000)
+        page.goto(f"{live_server.url}/dashboard/demo/")
+        page.fill("#id_username", "boss")
+        page.fill("#id_password", "pw-staff-12345")
+        page.click("input[type=submit]")
+        expect(page.locator("h1")).to_contain_text("Demo")
+        expect(page.locator("svg.chart polyline")).to_have_count(3)
+        expect(page.locator("#results")).to_contain_text("Human-NF")
+        page.select_option("#id_bloom", ["creating"])
+        with page.expect_response(lambda r: "/dashboard/demo/" in r.url and r.request.headers.get("hx-request")):
+            page.click("button[type=submit]")
+        expect(page.locator("#results h3")).to_have_text(["Creating"])
+        expect(page.locator("#results")).to_contain_text("bloom 2160")
+        assert "bloom=creating" in page.url
+        if os.environ.get("DASHBOARD_SCREENSHOT"):
             page.goto(f"{live_server.url}/dashboard/demo/")
-            page.fill("#id_username", "boss")
-            page.fill("#id_password", "pw-staff-12345")
-            page.click("input[type=submit]")
-            expect(page.locator("h1")).to_contain_text("Demo")
-            expect(page.locator("svg.chart polyline")).to_have_count(3)
-            expect(page.locator("#results")).to_contain_text("Human-NF")
-            page.select_option("#id_bloom", ["creating"])
-            with page.expect_response(lambda r: "/dashboard/demo/" in r.url and r.request.headers.get("hx-request")):
-                page.click("button[type=submit]")
-            expect(page.locator("#results h3")).to_have_text(["Creating"])
-            expect(page.locator("#results")).to_contain_text("bloom 2160")
-            assert "bloom=creating" in page.url
-            if os.environ.get("DASHBOARD_SCREENSHOT"):
-                page.goto(f"{live_server.url}/dashboard/demo/")
-                page.set_viewport_size({"width": 1400, "height": 1900})
-                page.screenshot(path=os.environ["DASHBOARD_SCREENSHOT"])
-        finally:
-            browser.close()
+            page.set_viewport_size({"width": 1400, "height": 1900})
+            page.screenshot(path=os.environ["DASHBOARD_SCREENSHOT"])
