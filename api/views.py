@@ -8,9 +8,7 @@ Every view needs a staff user (settings.REST_FRAMEWORK) and is throttled per tok
 from __future__ import annotations
 
 import json
-from functools import partial
 
-from django.db import transaction
 from django.db.models import Case, CharField, Count, F, OuterRef, QuerySet, Subquery, Value, When
 from django.http import Http404, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
@@ -36,8 +34,12 @@ from api.schema import ErrorSerializer, form_parameters
 from api.services import UploadTooLarge, study_import_upload
 from judges.models import JudgeRun, LLMJudge
 from judges.services import JudgeRunError, judge_run_cancel, judge_run_resume, judge_run_start
-from perturbations.services import PerturbationError, answer_review, perturbation_generate
-from perturbations.tasks import generate_perturbations_task
+from perturbations.services import (
+    PerturbationError,
+    answer_review,
+    perturbation_generate,
+    perturbation_generate_queue,
+)
 
 
 class PayloadTooLarge(APIException):
@@ -520,17 +522,13 @@ class StudyPerturbationsView(StudyListView):
         args = data.validated_data
         if args["method"] == "model":
             # A model rewrites one answer at a time: queued, as the admin queues it.
-            transaction.on_commit(
-                partial(
-                    generate_perturbations_task.enqueue,
-                    study_id=study.pk,
-                    kind=args["kind"].slug,
-                    seed=args["seed"],
-                    method="model",
-                    of=args["of"],
-                    user_id=request.user.pk,
-                    generator_id=args["generator"].pk if args.get("generator") else None,
-                )
+            perturbation_generate_queue(
+                study=study,
+                kind=args["kind"].slug,
+                seed=args["seed"],
+                of=args["of"],
+                user=request.user,
+                generator=args.get("generator"),
             )
             detail = f"Queued model-based {args['kind'].slug} variants of {study.slug}; they appear here as pending."
             return Response({"queued": True, "detail": detail}, status=status.HTTP_202_ACCEPTED)

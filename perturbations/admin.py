@@ -4,12 +4,9 @@ review pages, and a list of perturbed answers with bulk actions. Everything call
 
 from __future__ import annotations
 
-from functools import partial
-
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db import transaction
 from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
@@ -28,8 +25,8 @@ from perturbations.services import (
     answers_checks_run,
     answers_review,
     perturbation_generate,
+    perturbation_generate_queue,
 )
-from perturbations.tasks import generate_perturbations_task
 
 REVIEW_PAGE_SIZE = 20
 
@@ -151,17 +148,13 @@ class PerturbationStudyAdmin(admin.ModelAdmin):
             if data["method"] == "model":
                 # A model rewrites one answer at a time: queue the study instead of holding the request.
                 for study in studies:
-                    transaction.on_commit(
-                        partial(
-                            generate_perturbations_task.enqueue,
-                            study_id=study.pk,
-                            kind=data["kind"].slug,
-                            seed=data["seed"],
-                            method="model",
-                            of=data["of"],
-                            user_id=request.user.pk,
-                            generator_id=data["generator"].pk,
-                        )
+                    perturbation_generate_queue(
+                        study=study,
+                        kind=data["kind"].slug,
+                        seed=data["seed"],
+                        of=data["of"],
+                        user=request.user,
+                        generator=data["generator"],
                     )
                     messages.info(
                         request,
