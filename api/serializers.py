@@ -174,32 +174,7 @@ class LLMJudgeSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = LLMJudge
-        fields = [
-            "id",
-            "judge",
-            "name",
-            "backend",
-            "model",
-            "base_url",
-            "api_key_env",
-            "temperature",
-            "max_tokens",
-            "timeout",
-            "seed",
-            "prompt_style",
-            "system_template",
-            "user_template",
-            "label_schemes",
-            "votes_per_item",
-            "concurrency",
-            "rpm_limit",
-            "max_retries",
-            "retry_base_seconds",
-            "invalid_retries",
-            "logprobs",
-            "price_in_per_mtok",
-            "price_out_per_mtok",
-        ]
+        fields = ["id", "judge", "name", *LLMJudge.RUN_FIELDS, "price_in_per_mtok", "price_out_per_mtok"]
         read_only_fields = fields
 
 

@@ -114,30 +114,32 @@ class LLMJudge(models.Model):
         if errors:
             raise ValidationError(errors)
 
+    # What a run reads from its configuration (prices are added as floats by snapshot()).
+    RUN_FIELDS = (
+        "backend",
+        "model",
+        "base_url",
+        "api_key_env",
+        "temperature",
+        "max_tokens",
+        "timeout",
+        "seed",
+        "prompt_style",
+        "system_template",
+        "user_template",
+        "label_schemes",
+        "votes_per_item",
+        "concurrency",
+        "rpm_limit",
+        "max_retries",
+        "retry_base_seconds",
+        "invalid_retries",
+        "logprobs",
+    )
+
     def snapshot(self) -> dict[str, Any]:
         """Everything a run needs, frozen at its start so later edits do not mix into it."""
-        fields = [
-            "backend",
-            "model",
-            "base_url",
-            "api_key_env",
-            "temperature",
-            "max_tokens",
-            "timeout",
-            "seed",
-            "prompt_style",
-            "system_template",
-            "user_template",
-            "label_schemes",
-            "votes_per_item",
-            "concurrency",
-            "rpm_limit",
-            "max_retries",
-            "retry_base_seconds",
-            "invalid_retries",
-            "logprobs",
-        ]
-        data = {name: getattr(self, name) for name in fields}
+        data = {name: getattr(self, name) for name in self.RUN_FIELDS}
         for name in ("price_in_per_mtok", "price_out_per_mtok"):
             value = getattr(self, name)
             data[name] = float(value) if value is not None else None
