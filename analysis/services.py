@@ -3,6 +3,8 @@ Views, commands and the admin call these; the maths lives in plain modules."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pandas as pd
 from django.db import transaction
@@ -378,6 +380,10 @@ def votes_import(*, study: Study, parsed: importers.Parsed) -> dict[str, int]:
             )
         Vote.objects.bulk_create(batch, batch_size=2000)
         counts["votes"] = len(batch)
+        linked = Counter(vote.rater_id for vote in batch if vote.rater_id is not None)
+        for rater in raters.values():
+            rater.votes_done += linked[rater.pk]
+        Rater.objects.bulk_update([r for r in raters.values() if linked[r.pk]], ["votes_done"], batch_size=1000)
     return counts
 
 

@@ -11,6 +11,13 @@ Locking discipline (the reason this is safe on PostgreSQL and on SQLite):
 - on SQLite every transaction begins IMMEDIATE (see settings), which serialises writers.
 An item's fullness is its counted votes (`ComparisonItem.human_a1_first/human_a2_first`) plus
 the leases still holding a slot; `annotations.balance` decides the display order from them.
+
+Choosing which item to try reads a few rows of one index, whatever the study's size: each item
+keeps `fill` (counted votes + leases with `holds_slot`), changed in the same transaction as
+the lease or vote that changes it, and expired leases stop holding through a sweep before each
+hand-out. `fill` only orders the candidates; the decision is taken under the item's lock from
+the votes and leases themselves. When the quick candidates give nothing (an item out of balance
+after a late vote, a study nearly complete), the exact scan over the study's items decides.
 """
 
 from __future__ import annotations
@@ -32,6 +39,8 @@ from annotations.models import Answer, ComparisonItem, Judge, Lease, Rater, Show
 GOLD_MIN_SEEN = 3
 # How many of the emptiest items to try (each under its own lock) before giving up.
 CANDIDATES_TRIED = 8
+# At most this many expired leases are let go per hand-out (the rest by the next ones).
+SWEEP_BATCH = 50
 
 
 class LeaseNotFound(Exception):
@@ -90,13 +99,19 @@ def rater_enter(
     return rater
 
 
-def rater_votes_done(*, rater: Rater) -> int:
-    """How many items the rater has answered (every vote, gold and not-familiar included)."""
-    return Vote.objects.filter(rater=rater).count()
+def _rater_locked(rater: Rater) -> None:
+    """Lock the rater's row and refresh the caller's instance (and its study) from it. Only the
+    rater row: the study joined in must not be locked, or every rater of the study waits for
+    every other one on PostgreSQL (docs/BENCHMARKS.md)."""
+    rater.refresh_from_db(from_queryset=Rater.objects.select_for_update(of=("self",)).select_related("study"))
 
 
 def _lease_queryset() -> QuerySet[Lease]:
     return Lease.objects.select_related("item__question", "item__answer_a1", "item__answer_a2")
+
+
+def _items_shown() -> QuerySet[ComparisonItem]:
+    return ComparisonItem.objects.select_related("question", "answer_a1", "answer_a2")
 
 
 def lease_next(*, rater: Rater, now: datetime | None = None) -> Lease | None:
@@ -110,21 +125,20 @@ def lease_next(*, rater: Rater, now: datetime | None = None) -> Lease | None:
     current = _lease_queryset().pending().filter(rater=rater).first()
     if current is not None and current.expires_at > now:
         return current
+    _sweep_expired(rater.study_id, now=now)
     with transaction.atomic():
-        rater = Rater.objects.select_for_update(of=("self",)).select_related("study").get(pk=rater.pk)
+        _rater_locked(rater)
         study = rater.study
-        current = _lease_queryset().pending().filter(rater=rater).first()
+        current = _lease_queryset().select_for_update(of=("self",)).pending().filter(rater=rater).first()
         if current is not None:
             if current.expires_at > now or _lease_renew(current, study=study, now=now):
                 return current
-            current.released_at = now
-            current.save(update_fields=["released_at"])
+            _lease_let_go(current, released_at=now)
         if study.status != Study.Status.COLLECTING:
             return None
-        done = rater_votes_done(rater=rater)
-        if done >= rater.target:
+        if rater.votes_done >= rater.target:
             return None
-        gold_turn = study.gold_every > 0 and (done + 1) % (study.gold_every + 1) == 0
+        gold_turn = study.gold_every > 0 and (rater.votes_done + 1) % (study.gold_every + 1) == 0
         lease = None
         if gold_turn:
             lease = _lease_hand_out(rater, study, gold=True, now=now)
@@ -133,48 +147,91 @@ def lease_next(*, rater: Rater, now: datetime | None = None) -> Lease | None:
         return lease
 
 
-def _slots_locked(item_id: int, *, now: datetime, exclude_lease: int | None = None) -> tuple[int, int]:
-    """Lock the item and return (A1-left, A2-left) = counted votes + leases holding a slot."""
-    item = ComparisonItem.objects.select_for_update().only("human_a1_first", "human_a2_first").get(pk=item_id)
-    holding = Lease.objects.holding(now).filter(item_id=item_id)
+def _item_locked(item_id: int, *, now: datetime, exclude_lease: int | None = None) -> tuple[ComparisonItem, int, int]:
+    """Lock the item (with its question and answers, for the page) and return it with (A1-left,
+    A2-left) = counted votes + leases holding a slot, in one statement."""
+    item = (
+        _items_shown()
+        .select_for_update(of=("self",))
+        .annotate(
+            open_a1=_holding_count(Shown.A1_FIRST, now, exclude_lease=exclude_lease),
+            open_a2=_holding_count(Shown.A2_FIRST, now, exclude_lease=exclude_lease),
+        )
+        .get(pk=item_id)
+    )
+    return item, item.human_a1_first + item.open_a1, item.human_a2_first + item.open_a2
+
+
+def _holding_count(order: str, now: datetime, *, exclude_lease: int | None = None) -> Coalesce:
+    """The number of the item's leases in `order` that hold a slot now (a correlated subquery)."""
+    holding = Lease.objects.holding(now).filter(item=OuterRef("pk"), shown_first=order)
     if exclude_lease is not None:
         holding = holding.exclude(pk=exclude_lease)
-    open_by_order = dict(holding.order_by().values_list("shown_first").annotate(n=Count("pk")))
-    return (
-        item.human_a1_first + open_by_order.get(Shown.A1_FIRST, 0),
-        item.human_a2_first + open_by_order.get(Shown.A2_FIRST, 0),
-    )
+    counted = holding.order_by().values("item").annotate(n=Count("pk")).values("n")
+    return Coalesce(Subquery(counted, output_field=IntegerField()), Value(0))
 
 
 def _lease_renew(lease: Lease, *, study: Study, now: datetime) -> bool:
     """An expired lease is given back to its rater if its slot is still wanted."""
     if not lease.is_gold:
         savepoint = transaction.savepoint()
-        a1, a2 = _slots_locked(lease.item_id, now=now, exclude_lease=lease.pk)
+        _, a1, a2 = _item_locked(lease.item_id, now=now, exclude_lease=lease.pk)
         if balance.next_order(a1, a2, study.votes_per_item, tie_break=lease.shown_first) != lease.shown_first:
             transaction.savepoint_rollback(savepoint)  # let go of the item's lock (see _lease_hand_out)
             return False
         transaction.savepoint_commit(savepoint)
     lease.expires_at = now + timedelta(seconds=study.lease_seconds)
-    lease.save(update_fields=["expires_at"])
+    fields = ["expires_at"]
+    if not lease.holds_slot:  # the sweep had let it go: it holds its slot again
+        lease.holds_slot = True
+        fields.append("holds_slot")
+        _fill_add(lease.item_id, 1)
+    lease.save(update_fields=fields)
     return True
 
 
-def _open_count(order: str, now: datetime, study: Study) -> Case:
-    holding = (
-        Lease.objects.holding(now)
-        .filter(item=OuterRef("pk"), shown_first=order)
+def _lease_let_go(lease: Lease, *, released_at: datetime) -> None:
+    """The rater came back after their expired lease's slot went to someone else."""
+    lease.released_at = released_at
+    fields = ["released_at"]
+    if lease.holds_slot:
+        lease.holds_slot = False
+        fields.append("holds_slot")
+        _fill_add(lease.item_id, -1)
+    lease.save(update_fields=fields)
+
+
+def _fill_add(item_id: int, delta: int, **counted) -> None:
+    """Change an item's `fill` (and, through `counted`, its counted votes) in one statement."""
+    ComparisonItem.objects.filter(pk=item_id).update(fill=F("fill") + delta, **counted)
+
+
+def _sweep_expired(study_id: int, *, now: datetime) -> None:
+    """Expired leases stop holding their slot, so their items come first again in the hand-out.
+
+    Each lease is let go in its own short transaction (conditional on still holding, so two
+    raters sweeping at once count it once), before the caller takes any lock: a sweep never
+    holds one item while the hand-out waits for another. Usually no lease has expired and this
+    is one indexed read.
+    """
+    expired = list(
+        Lease.objects.filter(study_id=study_id, holds_slot=True, expires_at__lte=now)
         .order_by()
-        .values("item")
-        .annotate(n=Count("pk"))
-        .values("n")
+        .values_list("pk", "item_id")[:SWEEP_BATCH]
     )
+    for lease_id, item_id in expired:
+        with transaction.atomic():
+            if Lease.objects.filter(pk=lease_id, holds_slot=True, expires_at__lte=now).update(holds_slot=False):
+                _fill_add(item_id, -1)
+
+
+def _open_count(order: str, now: datetime, study: Study) -> Case:
     # Most items have no open lease. Counting only where the study's (few) open leases are
     # makes the candidate query one pass over the items; counting for every item scanned the
     # open leases once per item on PostgreSQL, which collapsed under load (docs/BENCHMARKS.md).
     with_open = Lease.objects.holding(now).filter(study=study).values("item_id")
     return Case(
-        When(pk__in=with_open, then=Coalesce(Subquery(holding, output_field=IntegerField()), Value(0))),
+        When(pk__in=with_open, then=_holding_count(order, now)),
         default=Value(0),
         output_field=IntegerField(),
     )
@@ -199,7 +256,7 @@ def rater_may_wait(*, rater: Rater) -> bool:
     slots: an item they may rate still lacks counted votes. Such a rater is asked to come back
     in a moment, not sent off with the completion code."""
     study = rater.study
-    if study.status != Study.Status.COLLECTING or rater_votes_done(rater=rater) >= rater.target:
+    if study.status != Study.Status.COLLECTING or rater.votes_done >= rater.target:
         return False
     counted = F("human_a1_first") + F("human_a2_first")
     return (
@@ -210,8 +267,18 @@ def rater_may_wait(*, rater: Rater) -> bool:
     )
 
 
-def _candidates(rater: Rater, study: Study, *, gold: bool, now: datetime) -> list[int]:
-    """Ids of the emptiest items this rater may get, emptiest first, ties in random order."""
+def _quick_candidates(rater: Rater, study: Study, *, gold: bool) -> list[int]:
+    """Ids of the emptiest items this rater may get by their `fill`: a walk of the
+    `item_hand_out_order` index that stops after a few rows."""
+    items = _eligible_items(rater, study, gold=gold)
+    if not gold:  # attention checks have no quota: any unseen one will do
+        items = items.filter(fill__lt=study.votes_per_item)
+    return list(items.order_by("fill", "rank").values_list("pk", flat=True)[:CANDIDATES_TRIED])
+
+
+def _exact_candidates(rater: Rater, study: Study, *, gold: bool, now: datetime) -> list[int]:
+    """The emptiest items this rater may get counted from the votes and leases themselves (a
+    scan of the study's items), including items that only need a vote to restore balance."""
     items = (
         _eligible_items(rater, study, gold=gold)
         .annotate(
@@ -220,41 +287,53 @@ def _candidates(rater: Rater, study: Study, *, gold: bool, now: datetime) -> lis
         )
         .annotate(total=F("a1") + F("a2"), gap=Abs(F("a1") - F("a2")))
     )
-    if not gold:  # attention checks have no quota: any unseen one will do
+    if not gold:
         quota = study.votes_per_item
         items = items.filter(Q(total__lt=quota) | Q(gap__gt=quota % 2))
-    return list(items.order_by("total", "?").values_list("pk", flat=True)[:CANDIDATES_TRIED])
+    return list(items.order_by("total", "rank").values_list("pk", flat=True)[:CANDIDATES_TRIED])
 
 
 def _lease_hand_out(rater: Rater, study: Study, *, gold: bool, now: datetime) -> Lease | None:
-    for item_id in _candidates(rater, study, gold=gold, now=now):
-        # The candidate list was read without locks; decide again under the item's lock. A full
-        # item's lock is let go at once (rolling back to the savepoint releases it on
-        # PostgreSQL), so a transaction never holds one item while waiting for another: two
-        # raters trying candidates in different orders cannot deadlock.
-        savepoint = transaction.savepoint()
-        a1, a2 = _slots_locked(item_id, now=now)
-        tie_break = random.choice([Shown.A1_FIRST, Shown.A2_FIRST])
-        if gold:
-            order = tie_break if a1 == a2 else (Shown.A1_FIRST if a1 < a2 else Shown.A2_FIRST)
-        else:
-            order = balance.next_order(a1, a2, study.votes_per_item, tie_break=tie_break)
-        if order is None:
-            transaction.savepoint_rollback(savepoint)
-            continue
-        transaction.savepoint_commit(savepoint)
-        lease = Lease.objects.create(
-            study=study,
-            rater=rater,
-            item_id=item_id,
-            token=secrets.token_urlsafe(24),
-            shown_first=order,
-            is_gold=gold,
-            created_at=now,
-            expires_at=now + timedelta(seconds=study.lease_seconds),
-        )
-        return _lease_queryset().get(pk=lease.pk)
+    quick = _quick_candidates(rater, study, gold=gold)
+    for item_id in quick:
+        if (lease := _lease_try(rater, study, item_id, gold=gold, now=now)) is not None:
+            return lease
+    for item_id in _exact_candidates(rater, study, gold=gold, now=now):
+        if item_id not in quick and (lease := _lease_try(rater, study, item_id, gold=gold, now=now)) is not None:
+            return lease
     return None
+
+
+def _lease_try(rater: Rater, study: Study, item_id: int, *, gold: bool, now: datetime) -> Lease | None:
+    """Lease this item to the rater if, under the item's lock, it still wants a vote."""
+    # The candidate lists are read without locks; decide again under the item's lock. A full
+    # item's lock is let go at once (rolling back to the savepoint releases it on PostgreSQL),
+    # so a transaction never holds one item while waiting for another: two raters trying
+    # candidates in different orders cannot deadlock.
+    savepoint = transaction.savepoint()
+    item, a1, a2 = _item_locked(item_id, now=now)
+    tie_break = random.choice([Shown.A1_FIRST, Shown.A2_FIRST])
+    if gold:
+        order = tie_break if a1 == a2 else (Shown.A1_FIRST if a1 < a2 else Shown.A2_FIRST)
+    else:
+        order = balance.next_order(a1, a2, study.votes_per_item, tie_break=tie_break)
+    if order is None:
+        transaction.savepoint_rollback(savepoint)
+        return None
+    transaction.savepoint_commit(savepoint)
+    lease = Lease.objects.create(
+        study=study,
+        rater=rater,
+        item_id=item_id,
+        token=secrets.token_urlsafe(24),
+        shown_first=order,
+        is_gold=gold,
+        created_at=now,
+        expires_at=now + timedelta(seconds=study.lease_seconds),
+    )
+    _fill_add(item_id, 1)
+    lease.item = item  # with its question and answers, for the page
+    return lease
 
 
 def vote_record(
@@ -276,7 +355,7 @@ def vote_record(
     """
     now = now or timezone.now()
     with transaction.atomic():
-        rater = Rater.objects.select_for_update(of=("self",)).select_related("study").get(pk=rater.pk)
+        _rater_locked(rater)
         study = rater.study
         lease = _lease_queryset().select_for_update(of=("self",)).filter(rater=rater, token=token).first()
         if lease is None:
@@ -305,13 +384,20 @@ def vote_record(
             received_at=now,
             meta={"assignment": {"counted": counted, "too_fast": too_fast, "late": late}},
         )
+        # The lease stops holding its slot; a counted vote takes the slot for good.
+        fill_delta = int(counted) - int(lease.holds_slot)
         lease.voted_at = now
-        lease.save(update_fields=["voted_at"])
+        lease.holds_slot = False
+        lease.save(update_fields=["voted_at", "holds_slot"])
+        counted_field = {}
         if counted:
             field = "human_a1_first" if lease.shown_first == Shown.A1_FIRST else "human_a2_first"
-            ComparisonItem.objects.filter(pk=item.pk).update(**{field: F(field) + 1})
+            counted_field[field] = F(field) + 1
+        if fill_delta or counted_field:
+            _fill_add(item.pk, fill_delta, **counted_field)
         rater.last_seen_at = now
-        fields = ["last_seen_at"]
+        rater.votes_done += 1
+        fields = ["last_seen_at", "votes_done"]
         if lease.is_gold:
             _rater_score_gold(rater, study=study, correct=vote.choice == "a1" and not not_familiar)
             fields += ["gold_seen", "gold_correct", "flagged", "flag_reason"]

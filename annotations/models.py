@@ -5,11 +5,15 @@ are constraints here.
 
 from __future__ import annotations
 
+import secrets
+
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.safestring import SafeString, mark_safe
 
 from annotations import lengths
+from biasstudy import rendering
 
 
 class BloomLevel(models.TextChoices):
@@ -95,14 +99,43 @@ class Study(models.Model):
         return self.min_response_ms + self.ms_per_word * words
 
 
-class Question(models.Model):
+class RenderedText(models.Model):
+    """A `text` in markdown kept rendered and sanitised beside it, so that the pages showing it
+    (the task page shows three per vote) do not render it again: `html` uses the stored render
+    only while `text_html_key` matches the text and the rendering code, else renders afresh."""
+
+    text_html = models.TextField(blank=True, default="", editable=False)
+    text_html_key = models.CharField(max_length=40, blank=True, default="", editable=False)
+
+    class Meta:
+        abstract = True
+
+    def save(self, *args, **kwargs) -> None:
+        self.refresh_html()
+        if kwargs.get("update_fields") is not None:
+            kwargs["update_fields"] = set(kwargs["update_fields"]) | {"text_html", "text_html_key"}
+        super().save(*args, **kwargs)
+
+    def refresh_html(self) -> None:
+        """Render and store (bulk_create skips save(): call this before it)."""
+        key = rendering.render_key(self.text)
+        if key != self.text_html_key:
+            self.text_html = rendering.render_markdown(self.text)
+            self.text_html_key = key
+
+    @property
+    def html(self) -> SafeString:
+        if self.text_html_key == rendering.render_key(self.text):
+            return mark_safe(self.text_html)  # noqa: S308 - what render_markdown returned for this text
+        return rendering.render_markdown(self.text)
+
+
+class Question(RenderedText):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="questions")
     external_id = models.CharField(max_length=120)
     text = models.TextField()
     bloom_level = models.CharField(max_length=16, choices=BloomLevel.choices)
-    is_gold = models.BooleanField(
-        default=False, help_text="An attention-check question, never part of the metrics."
-    )
+    is_gold = models.BooleanField(default=False, help_text="An attention-check question, never part of the metrics.")
 
     class Meta:
         ordering = ["study", "external_id"]
@@ -123,7 +156,7 @@ class AnswerQuerySet(models.QuerySet):
         return self.filter(derived_from__isnull=False)
 
 
-class Answer(models.Model):
+class Answer(RenderedText):
     class Review(models.TextChoices):
         PENDING = "pending", "Pending review"
         APPROVED = "approved", "Approved"
@@ -132,9 +165,7 @@ class Answer(models.Model):
     question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="answers")
     external_id = models.CharField(max_length=120)
     text = models.TextField(help_text="Markdown.")
-    derived_from = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="variants"
-    )
+    derived_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="variants")
     kind = models.ForeignKey(
         "perturbations.PerturbationKind", null=True, blank=True, on_delete=models.PROTECT, related_name="answers"
     )
@@ -187,6 +218,11 @@ class Answer(models.Model):
         self.len_bpe = measured.get("bpe")
 
 
+def random_hand_out_rank() -> int:
+    """A random rank fixed at creation: breaks ties between equally full items in the hand-out."""
+    return secrets.randbelow(2**31)
+
+
 class ComparisonItemQuerySet(models.QuerySet):
     def control(self) -> ComparisonItemQuerySet:
         return self.filter(kind__isnull=True, question__is_gold=False)
@@ -220,12 +256,19 @@ class ComparisonItem(models.Model):
     # transaction as the vote, so that handing out items needs no aggregate over all votes.
     human_a1_first = models.PositiveIntegerField(default=0, editable=False)
     human_a2_first = models.PositiveIntegerField(default=0, editable=False)
+    # The hand-out's order, so that choosing an item reads a few rows of one index whatever the
+    # study's size: `fill` is the counted votes plus the leases holding a slot (Lease.holds_slot),
+    # kept in the same transactions; `rank` breaks ties. Both are hints: whether an item may
+    # really be handed out is decided again under its row lock (annotations.assignment).
+    fill = models.IntegerField(default=0, editable=False)
+    rank = models.IntegerField(default=random_hand_out_rank, editable=False)
     created_at = models.DateTimeField(default=timezone.now)
 
     objects = ComparisonItemQuerySet.as_manager()
 
     class Meta:
         ordering = ["question", "kind"]
+        indexes = [models.Index(fields=["study", "fill", "rank"], name="item_hand_out_order")]
         constraints = [
             models.CheckConstraint(condition=~Q(answer_a1=models.F("answer_a2")), name="item_two_different_answers"),
             models.UniqueConstraint(
@@ -264,12 +307,8 @@ class Judge(models.Model):
         ordering = ["kind", "name"]
         constraints = [
             models.UniqueConstraint(fields=["study", "name"], name="judge_name_unique_in_study"),
-            models.UniqueConstraint(
-                fields=["name"], condition=Q(study__isnull=True), name="judge_name_unique_global"
-            ),
-            models.UniqueConstraint(
-                fields=["study"], condition=Q(kind="human"), name="judge_one_human_pool_per_study"
-            ),
+            models.UniqueConstraint(fields=["name"], condition=Q(study__isnull=True), name="judge_name_unique_global"),
+            models.UniqueConstraint(fields=["study"], condition=Q(kind="human"), name="judge_one_human_pool_per_study"),
             models.CheckConstraint(
                 condition=~Q(kind="human") | Q(study__isnull=False), name="judge_human_pool_has_study"
             ),
@@ -296,6 +335,8 @@ class Rater(models.Model):
     flag_reason = models.CharField(max_length=200, blank=True)
     gold_seen = models.PositiveIntegerField(default=0)
     gold_correct = models.PositiveIntegerField(default=0)
+    # Every vote they gave (attention checks and not-familiar included), kept with each vote.
+    votes_done = models.PositiveIntegerField(default=0, editable=False)
     created_at = models.DateTimeField(default=timezone.now)
     last_seen_at = models.DateTimeField(null=True, blank=True)
 
@@ -303,7 +344,9 @@ class Rater(models.Model):
         ordering = ["study", "participant_id"]
         constraints = [
             models.UniqueConstraint(fields=["study", "participant_id"], name="rater_participant_unique_in_study"),
-            models.CheckConstraint(condition=Q(gold_correct__lte=models.F("gold_seen")), name="rater_gold_correct_le_seen"),
+            models.CheckConstraint(
+                condition=Q(gold_correct__lte=models.F("gold_seen")), name="rater_gold_correct_le_seen"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -368,13 +411,17 @@ class Vote(models.Model):
     choice = models.CharField(max_length=3, choices=Choice.choices, null=True, blank=True)
     not_familiar = models.BooleanField(default=False)
     client_ms = models.PositiveIntegerField(null=True, blank=True, help_text="Time to decide, measured in the browser.")
-    server_ms = models.PositiveIntegerField(null=True, blank=True, help_text="From handing out the item to receiving the vote.")
+    server_ms = models.PositiveIntegerField(
+        null=True, blank=True, help_text="From handing out the item to receiving the vote."
+    )
     received_at = models.DateTimeField(default=timezone.now, db_index=True)
     # LLM votes: what the model said and how it was read.
     label_scheme = models.CharField(max_length=32, blank=True)
     raw_output = models.TextField(blank=True)
     parse_status = models.CharField(max_length=8, choices=Parse.choices, default=Parse.OK)
-    option_probs = models.JSONField(null=True, blank=True, help_text="Probability per choice as shown: first/second/tie.")
+    option_probs = models.JSONField(
+        null=True, blank=True, help_text="Probability per choice as shown: first/second/tie."
+    )
     error = models.TextField(blank=True)
     # Imported votes keep the source's own identifiers (rater, row) here.
     meta = models.JSONField(default=dict, blank=True)
@@ -386,8 +433,12 @@ class Vote(models.Model):
         indexes = [models.Index(fields=["judge", "item"], name="vote_judge_item")]
         constraints = [
             # A rater votes at most once on an item: resubmissions are recognised by this.
-            models.UniqueConstraint(fields=["rater", "item"], condition=Q(rater__isnull=False), name="vote_once_per_rater_item"),
-            models.UniqueConstraint(fields=["run", "item", "round"], condition=Q(run__isnull=False), name="vote_once_per_run_item_round"),
+            models.UniqueConstraint(
+                fields=["rater", "item"], condition=Q(rater__isnull=False), name="vote_once_per_rater_item"
+            ),
+            models.UniqueConstraint(
+                fields=["run", "item", "round"], condition=Q(run__isnull=False), name="vote_once_per_run_item_round"
+            ),
             # The meaning must agree with what was shown; a vote with no choice has neither.
             models.CheckConstraint(
                 condition=Q(choice_shown__isnull=True, choice__isnull=True)
@@ -443,12 +494,18 @@ class Lease(models.Model):
     expires_at = models.DateTimeField(db_index=True)
     voted_at = models.DateTimeField(null=True, blank=True)
     released_at = models.DateTimeField(null=True, blank=True)
+    # True while this lease is counted in its item's `fill`: from the hand-out until its vote,
+    # its release, or the sweep that finds it expired (annotations.assignment).
+    holds_slot = models.BooleanField(default=True, editable=False)
 
     objects = LeaseQuerySet.as_manager()
 
     class Meta:
         ordering = ["created_at", "id"]
-        indexes = [models.Index(fields=["item", "expires_at"], name="lease_item_expires")]
+        indexes = [
+            models.Index(fields=["item", "expires_at"], name="lease_item_expires"),
+            models.Index(fields=["study", "expires_at"], condition=Q(holds_slot=True), name="lease_holding_expires"),
+        ]
         constraints = [
             # A rater never gets the same item twice.
             models.UniqueConstraint(fields=["rater", "item"], name="lease_once_per_rater_item"),
@@ -458,7 +515,9 @@ class Lease(models.Model):
                 condition=Q(voted_at__isnull=True, released_at__isnull=True),
                 name="lease_one_pending_per_rater",
             ),
-            models.CheckConstraint(condition=Q(expires_at__gt=models.F("created_at")), name="lease_expires_after_start"),
+            models.CheckConstraint(
+                condition=Q(expires_at__gt=models.F("created_at")), name="lease_expires_after_start"
+            ),
             models.CheckConstraint(condition=Q(shown_first__in=["a1", "a2"]), name="lease_shown_first_valid"),
         ]
 

@@ -176,7 +176,7 @@ def _task_response(
     lease = assignment.lease_next(rater=rater)
     if lease is None:
         return _redirect(request, reverse("annotations:done", args=[study.slug]))
-    done = assignment.rater_votes_done(rater=rater)
+    done = rater.votes_done
     context = {"study": study, "rater": rater, "form": form, "done": done, **_sides(lease)}
     template = "annotations/task.html#task" if request.htmx else "annotations/task.html"
     return render(request, template, context, status=status)
@@ -200,7 +200,7 @@ def study_done(request: HttpRequest, slug: str) -> HttpResponse:
         return redirect("annotations:task", slug=study.slug)
     if rater.source == Rater.Source.PROLIFIC and study.prolific_completion_url and study.completion_code:
         return HttpResponseRedirect(_with_code(study.prolific_completion_url, study.completion_code))
-    done = assignment.rater_votes_done(rater=rater)
+    done = rater.votes_done
     waiting = assignment.rater_may_wait(rater=rater)
     context = {"study": study, "rater": rater, "done": done, "waiting": waiting}
     return render(request, "annotations/done.html", context)

@@ -56,6 +56,14 @@ _CSRF = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
 # --- run inside a Django process (seeding and checking) --------------------------------------
 
 
+def _saved(obj):
+    """What Model.save() computes before writing (lengths of answers, the stored render)."""
+    if hasattr(obj, "refresh_lengths"):
+        obj.refresh_lengths()
+    obj.refresh_html()
+    return obj
+
+
 def seed(questions: int, votes_per_item: int) -> None:
     """One collecting study: `questions` questions, each with its control item and one
     fake-reference item, written with bulk_create (a few seconds for thousands)."""
@@ -74,21 +82,21 @@ def seed(questions: int, votes_per_item: int) -> None:
             target_per_rater=1_000_000,
             lease_seconds=900,
         )
+        # What save() does for each question and answer (lengths, stored render), as the
+        # study import does; bulk_create skips save().
         qs = Question.objects.bulk_create(
-            Question(study=study, external_id=f"q{n}", text=f"Benchmark question {n}: why is the sky blue?",
-                     bloom_level="remembering")
+            _saved(Question(study=study, external_id=f"q{n}", text=f"Benchmark question {n}: why is the sky blue?",
+                            bloom_level="remembering"))
             for n in range(questions)
         )  # fmt: skip
         originals = Answer.objects.bulk_create(
-            Answer(question=q, external_id=f"{q.external_id}-{side}", text=text, len_words=len(text.split()),
-                   len_chars=len(text))
+            _saved(Answer(question=q, external_id=f"{q.external_id}-{side}", text=text))
             for n, q in enumerate(qs)
             for side, text in (("a1", _answer(n, "a1")), ("a2", _answer(n, "a2")))
         )  # fmt: skip
         variants = Answer.objects.bulk_create(
-            Answer(question=q, external_id=f"{q.external_id}-a2-reference", text=text,
-                   derived_from=originals[2 * n + 1], kind=reference, len_words=len(text.split()),
-                   len_chars=len(text))
+            _saved(Answer(question=q, external_id=f"{q.external_id}-a2-reference", text=text,
+                          derived_from=originals[2 * n + 1], kind=reference))
             for n, q in enumerate(qs)
             for text in [_answer(n, "a2") + f"\n\nReferences\n1. Someone ({1950 + n % 70}). *Skies*, p. {n}."]
         )  # fmt: skip

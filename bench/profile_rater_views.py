@@ -113,7 +113,9 @@ def run(args: argparse.Namespace, url: str) -> None:
 
 
 def _explain_candidates(connection) -> None:
-    """The plan and time of the candidate query (assignment._candidates) for the next hand-out."""
+    """The plan and time of the two candidate queries of the next hand-out: the quick one (an
+    index walk by fill) and the exact scan used only when the quick one gives nothing."""
+    from django.test.utils import CaptureQueriesContext
     from django.utils import timezone
 
     from annotations import assignment
@@ -121,28 +123,24 @@ def _explain_candidates(connection) -> None:
 
     rater = Rater.objects.select_related("study").get(participant_id="P1")
     now = timezone.now()
-    captured = {}
-    original = assignment._candidates
-
-    def spy(*a, **kw):
-        started = time.perf_counter()
-        result = original(*a, **kw)
-        captured["ms"] = (time.perf_counter() - started) * 1000
-        return result
-
-    from django.test.utils import CaptureQueriesContext
-
-    with CaptureQueriesContext(connection) as queries:
-        spy(rater, rater.study, gold=False, now=now)
-    print(f"candidate query: {captured['ms']:.1f} ms ({connection.vendor})")
+    queries = {
+        "quick": lambda: assignment._quick_candidates(rater, rater.study, gold=False),
+        "exact": lambda: assignment._exact_candidates(rater, rater.study, gold=False, now=now),
+    }
+    for name, query in queries.items():
+        with CaptureQueriesContext(connection) as captured:
+            started = time.perf_counter()
+            query()
+            ms = (time.perf_counter() - started) * 1000
+        print(f"{name} candidate query: {ms:.1f} ms ({connection.vendor})")
+        explain = "EXPLAIN (ANALYZE, COSTS OFF) " if connection.vendor == "postgresql" else "EXPLAIN QUERY PLAN "
+        with connection.cursor() as cursor:
+            # Our own query as Django sent it (parameters bound by the driver).
+            cursor.execute(explain + captured.captured_queries[-1]["sql"])  # noqa: S608
+            print("\n".join("  " + " ".join(str(c) for c in row) for row in cursor.fetchall()))
     started = time.perf_counter()
     eligible = assignment._eligible_items(rater, rater.study, gold=False).count()
     print(f"counting the {eligible:,} eligible items alone: {(time.perf_counter() - started) * 1000:.1f} ms")
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            # Our own query as Django sent it (parameters bound by the driver).
-            cursor.execute("EXPLAIN (ANALYZE, COSTS OFF) " + queries.captured_queries[-1]["sql"])  # noqa: S608
-            print("\n".join(row[0] for row in cursor.fetchall()))
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ tables and emoji; scripts, styles, event handlers and iframes never survive.
 
 from __future__ import annotations
 
+import hashlib
 from functools import lru_cache
 
 import bleach
@@ -72,6 +73,26 @@ _cleaner = bleach.Cleaner(
     strip_comments=True,
     filters=[],
 )
+
+
+# What the stored renders (annotations.models.RenderedText) depend on besides the text: when any
+# of it changes, every stored render stops matching and the text is rendered anew.
+RENDERING_FINGERPRINT = repr(
+    (
+        sorted(ALLOWED_TAGS),
+        sorted(ALLOWED_ATTRIBUTES.items()),
+        sorted(ALLOWED_PROTOCOLS),
+        _EXTENSIONS,
+        md.__version__,
+        bleach.__version__,
+        "links: nofollow noopener noreferrer, _blank",
+    )
+)
+
+
+def render_key(text: str) -> str:
+    """Identifies `text` as rendered by this code: stored HTML is used only when it matches."""
+    return hashlib.sha256(f"{RENDERING_FINGERPRINT}\0{text}".encode()).hexdigest()[:40]
 
 
 def render_markdown(text: str) -> SafeString:

@@ -90,3 +90,19 @@ def test_each_study_has_at_most_one_human_pool(db):
 
     with pytest.raises(IntegrityError), transaction.atomic():
         Judge.objects.create(study=study, kind="human", name="Other humans")
+
+
+@pytest.mark.django_db
+def test_questions_and_answers_keep_their_render_and_never_show_a_stale_one():
+    study = make_study()
+    question = make_question(study, text="Why **bold**?", a1="First <script>alert(1)</script> answer.")
+    answer, _ = originals(question)
+    assert "<strong>bold</strong>" in question.text_html
+    assert "<script" not in answer.text_html and str(answer.html) == answer.text_html
+    # A text changed behind save()'s back (a queryset update) is rendered afresh, not shown stale.
+    type(answer).objects.filter(pk=answer.pk).update(text="Now *changed*.")
+    answer.refresh_from_db()
+    assert "<em>changed</em>" in answer.html
+    assert "<em>changed</em>" not in answer.text_html
+    answer.save()
+    assert "<em>changed</em>" in answer.text_html

@@ -54,9 +54,30 @@ def test_it_prefers_the_item_furthest_from_its_quota():
     study = make_study(votes_per_item=4)
     make_question(study)
     make_question(study)
-    fuller, emptier = ComparisonItem.objects.order_by("pk")
-    ComparisonItem.objects.filter(pk=fuller.pk).update(human_a1_first=1, human_a2_first=1)
-    assert lease_next(rater=make_rater(study)).item_id == emptier.pk
+    first, _ = answer(make_rater(study))
+    second = lease_next(rater=make_rater(study))
+    assert second.item_id != first.item_id, "the item nobody has voted on comes first"
+    _, outcome = answer(make_rater(study), not_familiar=True)
+    assert not outcome.counted
+    # One counted vote on the first item, one lease on the second; the not-familiar vote gave
+    # its slot back.
+    assert sorted(ComparisonItem.objects.values_list("fill", flat=True)) == [1, 1]
+
+
+def test_an_item_is_not_handed_out_while_all_its_slots_are_leased_and_comes_back_when_they_expire():
+    study = make_study(votes_per_item=2, lease_seconds=60)
+    make_question(study)
+    make_question(study)
+    now = timezone.now()
+    leases = [lease_next(rater=make_rater(study), now=now) for _ in range(4)]
+    assert sorted(ComparisonItem.objects.values_list("fill", flat=True)) == [2, 2]
+    assert lease_next(rater=make_rater(study), now=now) is None
+    later = now + timedelta(seconds=61)
+    comer = lease_next(rater=make_rater(study), now=later)
+    assert comer is not None and comer.item_id in {lease.item_id for lease in leases}
+    # The sweep let go of the four expired leases; the new one holds its slot.
+    assert sorted(ComparisonItem.objects.values_list("fill", flat=True)) in ([0, 1], [1, 0])
+    assert Lease.objects.filter(holds_slot=True).get() == comer
 
 
 def test_items_with_answers_awaiting_review_are_never_shown():

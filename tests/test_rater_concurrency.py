@@ -56,6 +56,11 @@ def check() -> None:
         items.append(
             {
                 "counters": [item.human_a1_first, item.human_a2_first],
+                # The hand-out's hint must equal counted votes + leases still holding a slot.
+                "fill": item.fill,
+                "fill_recount": item.human_a1_first
+                + item.human_a2_first
+                + Lease.objects.filter(item=item, holds_slot=True).count(),
                 "counted": [sum(v.shown_first == "a1" for v in counted), sum(v.shown_first == "a2" for v in counted)],
             }
         )
@@ -145,6 +150,7 @@ def test_twenty_raters_at_once_keep_quotas_balance_and_uniqueness(live_server_pr
     during = json.loads(run_django("from tests.test_rater_concurrency import check; check()", env))
     for item in during["items"]:
         assert sum(item["counted"]) <= QUOTA and abs(item["counted"][0] - item["counted"][1]) <= 1, item
+        assert item["fill"] == item["fill_recount"], item
     # Slots freed by not-familiar votes after the others had left are taken by latecomers, one at a time.
     for n in range(RATERS, RATERS + 10):
         late = _rater_session(url, n, htmx=True, not_familiar_first=False, double_submit=False)
@@ -163,6 +169,7 @@ def test_twenty_raters_at_once_keep_quotas_balance_and_uniqueness(live_server_pr
     for item in summary["items"]:
         assert item["counted"] == [QUOTA // 2, QUOTA // 2], item
         assert item["counters"] == item["counted"], item
+        assert item["fill"] == item["fill_recount"] == QUOTA, item
     assert summary["votes"] == QUOTA * 2 * QUESTIONS + summary["not_familiar"]
     assert max(summary["votes_by_rater"]) <= TARGET
     assert sum(len(s["seen"]) for s in sessions) == summary["votes"]
