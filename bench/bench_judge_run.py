@@ -1,6 +1,6 @@
 """Throughput of a judge run against an OpenAI-compatible server on loopback.
 
-    python bench/bench_judge_run.py [--items 100] [--concurrency 16]
+    python bench/bench_judge_run.py [--items 100] [--concurrency 16] [--repeat 5]
 
 Two cases, each comparing votes stored per second by a real run (planning, prompts, cache
 look-ups, parsing, batched writes to a throw-away SQLite database) with a reference:
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -136,29 +137,42 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--items", type=int, default=100)
     parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--repeat", type=int, default=5, help="pairs of (reference, run) per case, order alternating")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         setup_django(str(Path(tmp) / "bench.sqlite3"))
         study = make_study(args.items)
         c = args.concurrency
 
-        def instant(base_url):
-            bare = bench_bare_client(study, base_url, c)
-            run, votes = bench_run(study, base_url, c)
-            return bare, run, votes
+        def pairs(base_url):
+            bare, runs = [], []
+            for r in range(args.repeat):
+                steps = [lambda: bare.append(bench_bare_client(study, base_url, c)),
+                         lambda: runs.append(bench_run(study, base_url, c))]  # fmt: skip
+                for step in steps if r % 2 == 0 else steps[::-1]:
+                    step()
+            return bare, [rate for rate, _ in runs], runs[0][1]
 
-        bare, run_fast, votes = with_server(0.0, instant)
-        delayed_bare, delayed_run, delayed_votes = with_server(0.2, instant)
+        bare, run_fast, votes = with_server(0.0, pairs)
+        delayed_bare, delayed_run, delayed_votes = with_server(0.2, pairs)
     ideal = c / 0.2
     rows = [
         ("server answers at once", f"bare openai client, {c} threads", bare, run_fast, votes),
-        ("server answers after 200 ms", f"concurrency / 0.2 s = {c} / 0.2", ideal, delayed_run, delayed_votes),
+        ("server answers after 200 ms", f"concurrency / 0.2 s = {c} / 0.2", [ideal], delayed_run, delayed_votes),
         ("server answers after 200 ms", f"bare openai client, {c} threads", delayed_bare, delayed_run, delayed_votes),
     ]
-    print(f"{'case':<30} {'reference':<36} {'ref votes/s':>12} {'run votes/s':>12} {'ratio':>7} {'votes':>6}")
+    print(f"{args.repeat} repeats per case; votes/s as median (min-max); ratio of the medians")
+    print(f"{'case':<28} {'reference':<34} {'reference votes/s':>22} {'run votes/s':>22} {'ratio':>6} {'votes':>6}")
     for case, reference, ref, run, n in rows:
-        print(f"{case:<30} {reference:<36} {ref:>12.1f} {run:>12.1f} {run / ref:>7.0%} {n:>6}")
+        print(f"{case:<28} {reference:<34} {_spread(ref):>22} {_spread(run):>22} "
+              f"{statistics.median(run) / statistics.median(ref):>6.0%} {n:>6}")  # fmt: skip
     print(f"(cpus: {os.cpu_count()}, load average: {', '.join(f'{x:.2f}' for x in os.getloadavg())})")
+
+
+def _spread(values: list[float]) -> str:
+    if len(values) == 1:
+        return f"{values[0]:.1f}"
+    return f"{statistics.median(values):.1f} ({min(values):.0f}-{max(values):.0f})"
 
 
 if __name__ == "__main__":

@@ -11,10 +11,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import queue
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +23,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotations.models import ComparisonItem, Vote, choice_from_shown
+from biasstudy.bulk import insert_ignoring_conflicts
 from judges import backends
 from judges.models import CachedResponse, JudgeRun
 from judges.parsing import parse_vote
@@ -279,7 +281,7 @@ def write_outcomes(run: JudgeRun, outcomes: list[Outcome]) -> bool:
     with transaction.atomic():
         entries = [entry for outcome in outcomes for entry in outcome.new_cache]
         if entries:
-            CachedResponse.objects.bulk_create(entries, ignore_conflicts=True)
+            insert_ignoring_conflicts(CachedResponse, entries)
         for outcome in outcomes:
             fields = _vote_fields(run, outcome)
             if outcome.unit.existing_vote_id is None:
@@ -297,7 +299,7 @@ def write_outcomes(run: JudgeRun, outcomes: list[Outcome]) -> bool:
         if new_votes:
             # The (run, item, round) constraint makes a vote slot unique; the run is claimed by
             # one worker, so a conflict can only be a slot already stored.
-            Vote.objects.bulk_create(new_votes, ignore_conflicts=True)
+            insert_ignoring_conflicts(Vote, new_votes)
         return bool(
             JudgeRun.objects.filter(pk=run.pk, status=JudgeRun.Status.RUNNING).update(heartbeat_at=timezone.now())
         )
@@ -335,6 +337,19 @@ def execute(run_id: int, *, progress: Callable[[int], None] | None = None) -> Ju
     return run
 
 
+def _drain(finished: queue.SimpleQueue[Future], *, timeout: float) -> list[Future]:
+    """The futures finished so far: waits up to `timeout` for the first, takes the rest as is."""
+    try:
+        batch = [finished.get(timeout=timeout)]
+    except queue.Empty:
+        return []
+    while True:
+        try:
+            batch.append(finished.get_nowait())
+        except queue.Empty:
+            return batch
+
+
 def _execute(run: JudgeRun, *, retry_failed: bool, progress: Callable[[int], None] | None) -> None:
     config = run.config
     units, done = plan_units(run, retry_failed=retry_failed)
@@ -355,11 +370,17 @@ def _execute(run: JudgeRun, *, retry_failed: bool, progress: Callable[[int], Non
     error = ""
     buffer: list[Outcome] = []
     last_flush = time.monotonic()
+    # Finished requests come back through a queue: waiting on the set of pending futures
+    # instead costs a pass over all of them per wake-up, quadratic in the run's size.
+    finished: queue.SimpleQueue[Future] = queue.SimpleQueue()
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"judge-run-{run.pk}") as pool:
-        pending: set[Future] = {pool.submit(context.process, unit) for unit in units}
-        while pending:
-            finished, pending = wait(pending, timeout=FLUSH_SECONDS, return_when=FIRST_COMPLETED)
-            for future in finished:
+        futures = [pool.submit(context.process, unit) for unit in units]
+        for future in futures:
+            future.add_done_callback(finished.put)
+        remaining = len(futures)
+        while remaining:
+            for future in _drain(finished, timeout=FLUSH_SECONDS):
+                remaining -= 1
                 if future.cancelled():
                     continue
                 outcome = future.result()
@@ -370,13 +391,13 @@ def _execute(run: JudgeRun, *, retry_failed: bool, progress: Callable[[int], Non
                 if consecutive_failures >= breaker and not error:
                     error = f"{breaker} requests in a row failed; last error: {outcome.error}"
                     context.stop.set()
-            if len(buffer) >= FLUSH_VOTES or time.monotonic() - last_flush >= FLUSH_SECONDS or not pending:
+            if len(buffer) >= FLUSH_VOTES or time.monotonic() - last_flush >= FLUSH_SECONDS or not remaining:
                 if not write_outcomes(run, buffer):
                     context.stop.set()
                 if progress and buffer:
                     progress(len(buffer))
                 buffer, last_flush = [], time.monotonic()
             if context.stop.is_set():
-                for future in pending:
+                for future in futures:
                     future.cancel()
     _finish(run, JudgeRun.Status.FAILED if error else JudgeRun.Status.DONE, error)

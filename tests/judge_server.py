@@ -63,6 +63,10 @@ class JudgeServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go out in two writes; with Nagle's algorithm on, the body waits
+            # for the client's delayed ACK of the headers (~40 ms on Linux loopback), which a
+            # real model server does not add.
+            disable_nagle_algorithm = True
 
             def log_message(self, *args: Any) -> None:
                 pass

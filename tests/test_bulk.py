@@ -1,0 +1,60 @@
+"""biasstudy.bulk: the lean INSERT stores exactly what bulk_create stores, and skips conflicts."""
+
+from datetime import UTC, datetime
+
+import pytest
+from django.forms.models import model_to_dict
+
+from annotations.models import Vote
+from biasstudy.bulk import insert_ignoring_conflicts
+from judges.models import CachedResponse
+from tests.factories import make_question, make_study
+
+pytestmark = pytest.mark.django_db
+
+
+def _entry(key: str, **kw) -> CachedResponse:
+    fields = {
+        "backend": "openai_compatible",
+        "model": "m",
+        "text": "Answer 2 — «quoted»\n**bold**",
+        "option_probs": {"a1": 0.25, "a2": 0.75, "tie": 0.0},
+        "logprobs": [["Answer", -0.1, [["Answer", -0.1], ["The", -2.5]]]],
+        "tokens_in": 12,
+        "tokens_out": 3,
+        "created_at": datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC),
+    }
+    return CachedResponse(key=key, **{**fields, **kw})
+
+
+def _stored(key: str) -> dict:
+    row = model_to_dict(CachedResponse.objects.get(key=key))
+    row.pop("id")
+    row.pop("key")
+    return row
+
+
+def test_rows_come_out_as_bulk_create_writes_them():
+    CachedResponse.objects.bulk_create([_entry("by-django"), _entry("by-django-null", option_probs=None)])
+    insert_ignoring_conflicts(CachedResponse, [_entry("ours"), _entry("ours-null", option_probs=None)])
+    assert _stored("ours") == _stored("by-django")
+    assert _stored("ours-null") == _stored("by-django-null")
+    assert CachedResponse.objects.get(key="ours-null").option_probs is None
+
+
+def test_a_conflicting_row_is_skipped_and_the_rest_are_written():
+    insert_ignoring_conflicts(CachedResponse, [_entry("k1", text="first")])
+    insert_ignoring_conflicts(CachedResponse, [_entry("k1", text="second"), _entry("k2")])
+    assert CachedResponse.objects.get(key="k1").text == "first"
+    assert CachedResponse.objects.count() == 2
+
+
+def test_votes_take_their_model_defaults():
+    study = make_study()
+    make_question(study)
+    item = study.items.get()
+    judge = study.judges.create(name="j", kind="imported")
+    insert_ignoring_conflicts(Vote, [Vote(item=item, judge=judge, shown_first="a2", choice_shown="first", choice="a2")])
+    vote = Vote.objects.get()
+    assert (vote.choice, vote.round, vote.not_familiar, vote.meta) == ("a2", Vote().round, False, Vote().meta)
+    assert vote.received_at is not None
