@@ -94,6 +94,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Many raters vote at once: WAL lets readers go on while one writer commits, IMMEDIATE
     # takes the write lock at BEGIN so two transactions never deadlock upgrading a read lock,
     # and the timeout makes a writer wait for the lock instead of failing at once.
+    # Our backend is Django's with writers queued on a file lock instead of SQLite's sleeping
+    # busy handler (biasstudy/dbbackends/sqlite/base.py).
+    DATABASES["default"]["ENGINE"] = "biasstudy.dbbackends.sqlite"
     DATABASES["default"]["OPTIONS"] = {
         "transaction_mode": "IMMEDIATE",
         "timeout": env_int("DATABASE_SQLITE_TIMEOUT", 30),
