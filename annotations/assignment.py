@@ -385,7 +385,14 @@ def vote_record(
     with transaction.atomic():
         _rater_locked(rater)
         study = rater.study
-        lease = _lease_queryset().select_for_update(of=("self",)).filter(rater=rater, token=token).first()
+        # The lease alone, with its two answers' word counts for the timing threshold: the
+        # answers' texts and renders are not needed to record a vote.
+        lease = (
+            Lease.objects.select_for_update(of=("self",))
+            .filter(rater=rater, token=token)
+            .annotate(words=F("item__answer_a1__len_words") + F("item__answer_a2__len_words"))
+            .first()
+        )
         if lease is None:
             raise LeaseNotFound("this item is not one of yours; nothing was recorded")
         if lease.voted_at is not None:
@@ -394,14 +401,12 @@ def vote_record(
             return VoteOutcome(
                 vote=vote, created=False, counted=meta.get("counted", False), late=meta.get("late", False)
             )
-        item = lease.item
         server_ms = max(0, int((now - lease.created_at).total_seconds() * 1000))
-        words = item.answer_a1.len_words + item.answer_a2.len_words
-        too_fast = (client_ms if client_ms is not None else server_ms) < study.threshold_ms(words)
+        too_fast = (client_ms if client_ms is not None else server_ms) < study.threshold_ms(lease.words)
         counted = not not_familiar and not too_fast
         late = lease.released_at is not None or lease.expires_at <= now
         vote = Vote.objects.create(
-            item=item,
+            item_id=lease.item_id,
             judge=judge_human_pool(study=study),
             rater=rater,
             shown_first=lease.shown_first,
@@ -422,7 +427,7 @@ def vote_record(
             field = "human_a1_first" if lease.shown_first == Shown.A1_FIRST else "human_a2_first"
             counted_field[field] = F(field) + 1
         if fill_delta or counted_field:
-            _fill_add(item.pk, fill_delta, **counted_field)
+            _fill_add(lease.item_id, fill_delta, **counted_field)
         rater.last_seen_at = now
         rater.votes_done += 1
         fields = ["last_seen_at", "votes_done"]

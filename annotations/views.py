@@ -88,7 +88,10 @@ def _session_rater(request: HttpRequest, study: Study) -> Rater | None:
     rater_id = request.session.get(_session_key(study))
     if rater_id is None:
         return None
-    return Rater.objects.filter(pk=rater_id, study=study).first()
+    rater = Rater.objects.filter(pk=rater_id, study=study).first()
+    if rater is not None:
+        rater.study = study  # already read: the assignment services use it without reading it again
+    return rater
 
 
 def _redirect(request: HttpRequest, url: str) -> HttpResponse:

@@ -274,6 +274,19 @@ def test_the_task_page_query_count_is_pinned(rater, django_assert_num_queries):
         client.get(task)
 
 
+def test_the_page_that_hands_out_the_next_item_has_a_pinned_query_count(rater, django_assert_num_queries):
+    client = signed_in(rater)
+    task = urls(rater.study)["task"]
+    token = token_in(client.get(task))
+    assert client.post(task, {"token": token, "choice": "first", "client_ms": "3000"}).status_code == 302
+    # study, session, rater; the pending lease's id (none), sweep, candidates; under the lock
+    # rater, pending lease, the item locked, its open leases, insert, item fill; then the lease
+    # with its item for the page: 17 with the savepoints.
+    with django_assert_num_queries(17):
+        response = client.get(task)
+    assert token_in(response) != token
+
+
 def test_the_vote_query_count_is_pinned(rater, django_assert_num_queries):
     client = signed_in(rater)
     task = urls(rater.study)["task"]
