@@ -118,14 +118,18 @@ def lease_next(*, rater: Rater, now: datetime | None = None) -> Lease | None:
     """
     now = now or timezone.now()
     # Fast path without the write lock: reloading the page while the lease holds.
-    held = next(iter(Lease.objects.pending().filter(rater=rater).order_by().values_list("pk", "expires_at")[:1]), None)
+    held = Lease.objects.pending().filter(rater=rater).values_list("pk", "expires_at").first()
     if held is not None and held[1] > now:
         return _lease_queryset().get(pk=held[0])
-    _sweep_expired(rater.study_id, now=now)
-    # The candidates are read before the lock is taken, so that the write lock (the whole
-    # database's on SQLite) is held for the decision only; they stay valid as long as the
-    # rater has voted nothing since (checked under the lock).
-    quick = _quick_candidates(rater, rater.study, gold=_gold_turn(rater, rater.study)) if held is None else None
+    study = rater.study
+    quick = None
+    if study.status == Study.Status.COLLECTING and rater.votes_done < rater.target:  # decided again under the lock
+        _sweep_expired(study.pk, now=now)
+        # The candidates are read before the lock is taken, so that the write lock (the whole
+        # database's on SQLite) is held for the decision only; they stay valid as long as the
+        # rater has voted nothing since (checked under the lock).
+        if held is None:
+            quick = _quick_candidates(rater, study, gold=_gold_turn(rater, study))
     with transaction.atomic():
         lease_id = _lease_next_locked(rater, now=now, quick=quick)
     # The page's question and answers are read after the lock is let go.
@@ -188,15 +192,6 @@ def _slots_locked(item_id: int, *, now: datetime, exclude_lease: int | None = No
     return a1 + open_by_order.get(Shown.A1_FIRST, 0), a2 + open_by_order.get(Shown.A2_FIRST, 0)
 
 
-def _holding_count(order: str, now: datetime, *, exclude_lease: int | None = None) -> Coalesce:
-    """The number of the item's leases in `order` that hold a slot now (a correlated subquery)."""
-    holding = Lease.objects.holding(now).filter(item=OuterRef("pk"), shown_first=order)
-    if exclude_lease is not None:
-        holding = holding.exclude(pk=exclude_lease)
-    counted = holding.order_by().values("item").annotate(n=Count("pk")).values("n")
-    return Coalesce(Subquery(counted, output_field=IntegerField()), Value(0))
-
-
 def _lease_renew(lease: Lease, *, study: Study, now: datetime) -> bool:
     """An expired lease is given back to its rater if its slot is still wanted."""
     if not lease.is_gold:
@@ -207,24 +202,25 @@ def _lease_renew(lease: Lease, *, study: Study, now: datetime) -> bool:
             return False
         transaction.savepoint_commit(savepoint)
     lease.expires_at = now + timedelta(seconds=study.lease_seconds)
-    fields = ["expires_at"]
-    if not lease.holds_slot:  # the sweep had let it go: it holds its slot again
-        lease.holds_slot = True
-        fields.append("holds_slot")
-        _fill_add(lease.item_id, 1)
-    lease.save(update_fields=fields)
+    # If the sweep had let it go, it holds its slot again.
+    lease.save(update_fields=["expires_at", *_holding_set(lease, True)])
     return True
 
 
 def _lease_let_go(lease: Lease, *, released_at: datetime) -> None:
     """The rater came back after their expired lease's slot went to someone else."""
     lease.released_at = released_at
-    fields = ["released_at"]
-    if lease.holds_slot:
-        lease.holds_slot = False
-        fields.append("holds_slot")
-        _fill_add(lease.item_id, -1)
-    lease.save(update_fields=fields)
+    lease.save(update_fields=["released_at", *_holding_set(lease, False)])
+
+
+def _holding_set(lease: Lease, holds: bool) -> list[str]:
+    """Make the (locked) lease hold its slot or not, keeping its item's `fill` with it; returns
+    the lease fields to save."""
+    if lease.holds_slot == holds:
+        return []
+    lease.holds_slot = holds
+    _fill_add(lease.item_id, 1 if holds else -1)
+    return ["holds_slot"]
 
 
 def _fill_add(item_id: int, delta: int, **counted) -> None:
@@ -252,12 +248,20 @@ def _sweep_expired(study_id: int, *, now: datetime) -> None:
 
 
 def _open_count(order: str, now: datetime, study: Study) -> Case:
+    holding = (
+        Lease.objects.holding(now)
+        .filter(item=OuterRef("pk"), shown_first=order)
+        .order_by()
+        .values("item")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
     # Most items have no open lease. Counting only where the study's (few) open leases are
     # makes the candidate query one pass over the items; counting for every item scanned the
     # open leases once per item on PostgreSQL, which collapsed under load (docs/BENCHMARKS.md).
     with_open = Lease.objects.holding(now).filter(study=study).values("item_id")
     return Case(
-        When(pk__in=with_open, then=_holding_count(order, now)),
+        When(pk__in=with_open, then=Coalesce(Subquery(holding, output_field=IntegerField()), Value(0))),
         default=Value(0),
         output_field=IntegerField(),
     )
