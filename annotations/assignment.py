@@ -33,7 +33,19 @@ from django.db.models.functions import Abs, Coalesce
 from django.utils import timezone
 
 from annotations import balance
-from annotations.models import Answer, ComparisonItem, Judge, Lease, Rater, Shown, Study, Vote
+from annotations.models import (
+    Answer,
+    ComparisonItem,
+    Judge,
+    Lease,
+    Question,
+    Rater,
+    Shown,
+    Study,
+    Vote,
+    choice_from_shown,
+)
+from biasstudy import rawsql
 
 # Gold accuracy is judged only after this many attention checks, so one slip does not flag.
 GOLD_MIN_SEEN = 3
@@ -99,15 +111,97 @@ def rater_enter(
     return rater
 
 
+# The hot path's statements are written out (biasstudy/rawsql.py says why); these are the
+# columns they read, and the table names they read them from.
+_RATER = rawsql.Columns(Rater, "r")
+# The study without its instructions and consent texts, which no statement here needs.
+_STUDY = rawsql.Columns(
+    Study, "s", [f.attname for f in Study._meta.concrete_fields if f.name not in ("instructions", "consent")]
+)
+_LEASE = rawsql.Columns(Lease, "l")
+_ITEM = rawsql.Columns(
+    ComparisonItem, "i", ["id", "study_id", "question_id", "kind_id", "answer_a1_id", "answer_a2_id"]
+)
+_QUESTION = rawsql.Columns(Question, "q", ["id", "study_id", "text", "text_html", "text_html_key", "is_gold"])
+_TEXT = ["id", "question_id", "text", "text_html", "text_html_key", "len_words"]
+_ANSWER_1 = rawsql.Columns(Answer, "a1", _TEXT)
+_ANSWER_2 = rawsql.Columns(Answer, "a2", _TEXT)
+
+
+def _t(model) -> str:
+    return connection.ops.quote_name(model._meta.db_table)
+
+
+def _lock(alias: str, *, skip_locked: bool = False) -> str:
+    """` FOR UPDATE OF <alias>` where the database has row locks (PostgreSQL); SQLite's
+    IMMEDIATE transactions already hold the whole database's write lock."""
+    if not connection.features.has_select_for_update:
+        return ""
+    return f" FOR UPDATE OF {alias}" + (" SKIP LOCKED" if skip_locked else "")
+
+
+def _dt(value: datetime):
+    return connection.ops.adapt_datetimefield_value(value)
+
+
+def rater_with_study(*, rater_id: int, study_id: int, slug: str) -> Rater | None:
+    """The rater with their study (read in one statement, without the study's long texts), if
+    the rater belongs to the study of that id and slug."""
+    row = rawsql.fetchone(
+        f"SELECT {_RATER.sql}, {_STUDY.sql} FROM {_t(Rater)} r JOIN {_t(Study)} s ON s.id = r.study_id"  # noqa: S608
+        " WHERE r.id = %s AND s.id = %s AND s.slug = %s",
+        [rater_id, study_id, slug],
+    )
+    if row is None:
+        return None
+    rater = _RATER.build(row)
+    rater.study = _STUDY.build(row, _RATER.width)
+    return rater
+
+
 def _rater_locked(rater: Rater) -> None:
     """Lock the rater's row and refresh the caller's instance (and its study) from it. Only the
     rater row: the study joined in must not be locked, or every rater of the study waits for
     every other one on PostgreSQL (docs/BENCHMARKS.md)."""
-    rater.refresh_from_db(from_queryset=Rater.objects.select_for_update(of=("self",)).select_related("study"))
+    row = rawsql.fetchone(
+        f"SELECT {_RATER.sql}, {_STUDY.sql} FROM {_t(Rater)} r JOIN {_t(Study)} s ON s.id = r.study_id"  # noqa: S608
+        f" WHERE r.id = %s{_lock('r')}",
+        [rater.pk],
+    )
+    if row is None:
+        raise Rater.DoesNotExist(f"rater {rater.pk} is gone")
+    for name, value in zip(_RATER.attnames, _RATER.values(row), strict=True):
+        setattr(rater, name, value)
+    rater.study = _STUDY.build(row, _RATER.width)
 
 
-def _lease_queryset() -> QuerySet[Lease]:
-    return Lease.objects.select_related("item__question", "item__answer_a1", "item__answer_a2")
+def _lease_page(where: str, params: list) -> Lease | None:
+    """One lease with its item, question and two answers (the texts and their renders), in
+    one statement: what the task page shows."""
+    row = rawsql.fetchone(
+        f"SELECT {_LEASE.sql}, {_ITEM.sql}, {_QUESTION.sql}, {_ANSWER_1.sql}, {_ANSWER_2.sql}"  # noqa: S608
+        f" FROM {_t(Lease)} l JOIN {_t(ComparisonItem)} i ON i.id = l.item_id"
+        f" JOIN {_t(Question)} q ON q.id = i.question_id"
+        f" JOIN {_t(Answer)} a1 ON a1.id = i.answer_a1_id JOIN {_t(Answer)} a2 ON a2.id = i.answer_a2_id"
+        f" WHERE {where}",
+        params,
+    )
+    if row is None:
+        return None
+    lease = _LEASE.build(row)
+    start = _LEASE.width
+    item = _ITEM.build(row, start)
+    start += _ITEM.width
+    item.question = _QUESTION.build(row, start)
+    start += _QUESTION.width
+    item.answer_a1 = _ANSWER_1.build(row, start)
+    item.answer_a2 = _ANSWER_2.build(row, start + _ANSWER_1.width)
+    lease.item = item
+    return lease
+
+
+def _pending_lease_page(rater: Rater) -> Lease | None:
+    return _lease_page("l.rater_id = %s AND l.voted_at IS NULL AND l.released_at IS NULL", [rater.pk])
 
 
 def lease_next(*, rater: Rater, now: datetime | None = None) -> Lease | None:
@@ -117,10 +211,11 @@ def lease_next(*, rater: Rater, now: datetime | None = None) -> Lease | None:
     left that they may rate.
     """
     now = now or timezone.now()
-    # Fast path without the write lock: reloading the page while the lease holds.
-    held = Lease.objects.pending().filter(rater=rater).values_list("pk", "expires_at").first()
-    if held is not None and held[1] > now:
-        return _lease_queryset().get(pk=held[0])
+    # Fast path without the write lock: the lease handed out with the last vote, or a reload
+    # of the page while the lease holds.
+    held = _pending_lease_page(rater)
+    if held is not None and held.expires_at > now:
+        return held
     study = rater.study
     quick = None
     if study.status == Study.Status.COLLECTING and rater.votes_done < rater.target:  # decided again under the lock
@@ -133,7 +228,7 @@ def lease_next(*, rater: Rater, now: datetime | None = None) -> Lease | None:
     with transaction.atomic():
         lease_id = _lease_next_locked(rater, now=now, quick=quick)
     # The page's question and answers are read after the lock is let go.
-    return None if lease_id is None else _lease_queryset().get(pk=lease_id)
+    return None if lease_id is None else _lease_page("l.id = %s", [lease_id])
 
 
 def _gold_turn(rater: Rater, study: Study) -> bool:
@@ -146,7 +241,12 @@ def _lease_next_locked(rater: Rater, *, now: datetime, quick: list[int] | None) 
     votes_seen = rater.votes_done
     _rater_locked(rater)
     study = rater.study
-    current = Lease.objects.select_for_update(of=("self",)).pending().filter(rater=rater).order_by().first()
+    row = rawsql.fetchone(
+        f"SELECT {_LEASE.sql} FROM {_t(Lease)} l"  # noqa: S608
+        f" WHERE l.rater_id = %s AND l.voted_at IS NULL AND l.released_at IS NULL{_lock('l')}",
+        [rater.pk],
+    )
+    current = None if row is None else _LEASE.build(row)
     if current is not None:
         if current.expires_at > now or _lease_renew(current, study=study, now=now):
             return current.pk
@@ -164,8 +264,11 @@ def _lease_next_locked(rater: Rater, *, now: datetime, quick: list[int] | None) 
     return None if lease is None else lease.pk
 
 
-def _slots_locked(item_id: int, *, now: datetime, exclude_lease: int | None = None) -> tuple[int, int]:
-    """Lock the item and return (A1-left, A2-left) = counted votes + leases holding a slot.
+def _slots_locked(
+    item_id: int, *, now: datetime, exclude_lease: int | None = None, skip_locked: bool = False
+) -> tuple[int, int] | None:
+    """Lock the item and return (A1-left, A2-left) = counted votes + leases holding a slot;
+    None when `skip_locked` and another transaction holds the item (PostgreSQL).
 
     Two statements: on PostgreSQL a statement's snapshot is taken before it waits for the row
     lock, so leases counted in the same statement as the lock would miss those committed by the
@@ -175,8 +278,7 @@ def _slots_locked(item_id: int, *, now: datetime, exclude_lease: int | None = No
     """
     ops = connection.ops
     item, lease = ops.quote_name(ComparisonItem._meta.db_table), ops.quote_name(Lease._meta.db_table)
-    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
-    params = [ops.adapt_datetimefield_value(now), item_id]
+    params = [_dt(now), item_id]
     holding = (
         f"SELECT shown_first, COUNT(*) FROM {lease} WHERE expires_at > %s AND item_id = %s"  # noqa: S608
         " AND voted_at IS NULL AND released_at IS NULL"
@@ -185,8 +287,14 @@ def _slots_locked(item_id: int, *, now: datetime, exclude_lease: int | None = No
         holding += " AND id <> %s"
         params.append(exclude_lease)
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT human_a1_first, human_a2_first FROM {item} WHERE id = %s{lock}", [item_id])  # noqa: S608
-        a1, a2 = cursor.fetchone()
+        cursor.execute(
+            f"SELECT human_a1_first, human_a2_first FROM {item} i WHERE id = %s{_lock('i', skip_locked=skip_locked)}",  # noqa: S608
+            [item_id],
+        )
+        locked = cursor.fetchone()
+        if locked is None:
+            return None
+        a1, a2 = locked
         cursor.execute(holding + " GROUP BY shown_first", params)
         open_by_order = dict(cursor.fetchall())
     return a1 + open_by_order.get(Shown.A1_FIRST, 0), a2 + open_by_order.get(Shown.A2_FIRST, 0)
@@ -223,9 +331,13 @@ def _holding_set(lease: Lease, holds: bool) -> list[str]:
     return ["holds_slot"]
 
 
-def _fill_add(item_id: int, delta: int, **counted) -> None:
-    """Change an item's `fill` (and, through `counted`, its counted votes) in one statement."""
-    ComparisonItem.objects.filter(pk=item_id).update(fill=F("fill") + delta, **counted)
+def _fill_add(item_id: int, delta: int, *, counted: str | None = None) -> None:
+    """Change an item's `fill` (and count one vote in the `counted` order) in one statement."""
+    bump = ""
+    if counted is not None:
+        field = "human_a1_first" if counted == Shown.A1_FIRST else "human_a2_first"
+        bump = f", {field} = {field} + 1"
+    rawsql.execute(f"UPDATE {_t(ComparisonItem)} SET fill = fill + %s{bump} WHERE id = %s", [delta, item_id])  # noqa: S608
 
 
 def _sweep_expired(study_id: int, *, now: datetime) -> None:
@@ -236,10 +348,10 @@ def _sweep_expired(study_id: int, *, now: datetime) -> None:
     holds one item while the hand-out waits for another. Usually no lease has expired and this
     is one indexed read.
     """
-    expired = list(
-        Lease.objects.filter(study_id=study_id, holds_slot=True, expires_at__lte=now)
-        .order_by()
-        .values_list("pk", "item_id")[:SWEEP_BATCH]
+    expired = rawsql.fetchall(
+        f"SELECT id, item_id FROM {_t(Lease)} WHERE study_id = %s AND holds_slot AND expires_at <= %s"  # noqa: S608
+        f" LIMIT {SWEEP_BATCH}",
+        [study_id, _dt(now)],
     )
     for lease_id, item_id in expired:
         with transaction.atomic():
@@ -299,11 +411,27 @@ def rater_may_wait(*, rater: Rater) -> bool:
 
 def _quick_candidates(rater: Rater, study: Study, *, gold: bool) -> list[int]:
     """Ids of the emptiest items this rater may get by their `fill`: a walk of the
-    `item_hand_out_order` index that stops after a few rows."""
-    items = _eligible_items(rater, study, gold=gold)
+    `item_hand_out_order` index that stops after a few rows. The conditions are those of
+    `_eligible_items`, written out (tests/test_rater_assignment.py compares the two)."""
+    lease, item = _t(Lease), _t(ComparisonItem)
+    sql = (
+        f"SELECT i.id FROM {item} i JOIN {_t(Question)} q ON q.id = i.question_id"  # noqa: S608
+        f" JOIN {_t(Answer)} a1 ON a1.id = i.answer_a1_id JOIN {_t(Answer)} a2 ON a2.id = i.answer_a2_id"
+        " WHERE i.study_id = %s AND q.is_gold = %s AND a1.review_status = %s AND a2.review_status = %s"
+        f" AND i.id NOT IN (SELECT item_id FROM {lease} WHERE rater_id = %s)"
+    )
+    params = [study.pk, gold, Answer.Review.APPROVED, Answer.Review.APPROVED, rater.pk]
+    if study.one_variant_per_question:
+        sql += (
+            f" AND i.question_id NOT IN (SELECT u.question_id FROM {lease} l JOIN {item} u ON u.id = l.item_id"  # noqa: S608
+            " WHERE l.rater_id = %s)"
+        )
+        params.append(rater.pk)
     if not gold:  # attention checks have no quota: any unseen one will do
-        items = items.filter(fill__lt=study.votes_per_item)
-    return list(items.order_by("fill", "rank").values_list("pk", flat=True)[:CANDIDATES_TRIED])
+        sql += " AND i.fill < %s"
+        params.append(study.votes_per_item)
+    sql += f" ORDER BY i.fill, i.rank LIMIT {CANDIDATES_TRIED}"
+    return [item_id for (item_id,) in rawsql.fetchall(sql, params)]
 
 
 def _exact_candidates(rater: Rater, study: Study, *, gold: bool, now: datetime) -> list[int]:
@@ -337,14 +465,21 @@ def _lease_hand_out(
     return None
 
 
-def _lease_try(rater: Rater, study: Study, item_id: int, *, gold: bool, now: datetime) -> Lease | None:
-    """Lease this item to the rater if, under the item's lock, it still wants a vote."""
+def _lease_try(
+    rater: Rater, study: Study, item_id: int, *, gold: bool, now: datetime, skip_locked: bool = False
+) -> Lease | None:
+    """Lease this item to the rater if, under the item's lock, it still wants a vote (with
+    `skip_locked`, not if another transaction holds the item)."""
     # The candidate lists are read without locks; decide again under the item's lock. A full
     # item's lock is let go at once (rolling back to the savepoint releases it on PostgreSQL),
     # so a transaction never holds one item while waiting for another: two raters trying
     # candidates in different orders cannot deadlock.
     savepoint = transaction.savepoint()
-    a1, a2 = _slots_locked(item_id, now=now)
+    slots = _slots_locked(item_id, now=now, skip_locked=skip_locked)
+    if slots is None:
+        transaction.savepoint_rollback(savepoint)
+        return None
+    a1, a2 = slots
     tie_break = random.choice([Shown.A1_FIRST, Shown.A2_FIRST])
     if gold:
         order = tie_break if a1 == a2 else (Shown.A1_FIRST if a1 < a2 else Shown.A2_FIRST)
@@ -354,7 +489,7 @@ def _lease_try(rater: Rater, study: Study, item_id: int, *, gold: bool, now: dat
         transaction.savepoint_rollback(savepoint)
         return None
     transaction.savepoint_commit(savepoint)
-    lease = Lease.objects.create(
+    lease = Lease(
         study=study,
         rater=rater,
         item_id=item_id,
@@ -364,6 +499,7 @@ def _lease_try(rater: Rater, study: Study, item_id: int, *, gold: bool, now: dat
         created_at=now,
         expires_at=now + timedelta(seconds=study.lease_seconds),
     )
+    rawsql.insert(lease)
     _fill_add(item_id, 1)
     return lease
 
@@ -376,6 +512,7 @@ def vote_record(
     not_familiar: bool = False,
     client_ms: int | None = None,
     now: datetime | None = None,
+    hand_out_next: bool = False,
 ) -> VoteOutcome:
     """Store the rater's vote on one of their own leases, exactly once.
 
@@ -384,21 +521,36 @@ def vote_record(
     faster than the study's threshold are stored but do not count towards the item's quota,
     so the item is offered again. The threshold uses the browser's time when it was sent,
     else the server's.
+
+    With `hand_out_next` the rater's next item is leased in the same transaction when that
+    can be done without waiting (see `_lease_next_with_vote`), so that the page after the vote
+    is a read; otherwise the next `lease_next` hands it out.
     """
     now = now or timezone.now()
+    quick = None
+    if hand_out_next:
+        _sweep_expired(rater.study.pk, now=now)
+        # The next item's candidates are read before the lock, as in lease_next, for the
+        # votes the rater will have once this one is stored.
+        expected = rater.votes_done + 1
+        rater.votes_done = expected
+        quick = (expected, _quick_candidates(rater, rater.study, gold=_gold_turn(rater, rater.study)))
+        rater.votes_done = expected - 1
     with transaction.atomic():
         _rater_locked(rater)
         study = rater.study
         # The lease alone, with its two answers' word counts for the timing threshold: the
         # answers' texts and renders are not needed to record a vote.
-        lease = (
-            Lease.objects.select_for_update(of=("self",))
-            .filter(rater=rater, token=token)
-            .annotate(words=F("item__answer_a1__len_words") + F("item__answer_a2__len_words"))
-            .first()
+        row = rawsql.fetchone(
+            f"SELECT {_LEASE.sql}, a1.len_words + a2.len_words FROM {_t(Lease)} l"  # noqa: S608
+            f" JOIN {_t(ComparisonItem)} i ON i.id = l.item_id"
+            f" JOIN {_t(Answer)} a1 ON a1.id = i.answer_a1_id JOIN {_t(Answer)} a2 ON a2.id = i.answer_a2_id"
+            f" WHERE l.rater_id = %s AND l.token = %s{_lock('l')}",
+            [rater.pk, token],
         )
-        if lease is None:
+        if row is None:
             raise LeaseNotFound("this item is not one of yours; nothing was recorded")
+        lease, words = _LEASE.build(row), row[_LEASE.width]
         if lease.voted_at is not None:
             vote = Vote.objects.get(rater=rater, item_id=lease.item_id)
             meta = vote.meta.get("assignment", {})
@@ -406,40 +558,71 @@ def vote_record(
                 vote=vote, created=False, counted=meta.get("counted", False), late=meta.get("late", False)
             )
         server_ms = max(0, int((now - lease.created_at).total_seconds() * 1000))
-        too_fast = (client_ms if client_ms is not None else server_ms) < study.threshold_ms(lease.words)
+        too_fast = (client_ms if client_ms is not None else server_ms) < study.threshold_ms(words)
         counted = not not_familiar and not too_fast
         late = lease.released_at is not None or lease.expires_at <= now
-        vote = Vote.objects.create(
+        vote = Vote(
             item_id=lease.item_id,
-            judge=judge_human_pool(study=study),
+            judge_id=_human_pool_id(study),
             rater=rater,
             shown_first=lease.shown_first,
             choice_shown=choice_shown,
+            choice=choice_from_shown(lease.shown_first, choice_shown) if choice_shown else None,
             not_familiar=not_familiar,
             client_ms=client_ms,
             server_ms=server_ms,
             received_at=now,
             meta={"assignment": {"counted": counted, "too_fast": too_fast, "late": late}},
         )
+        rawsql.insert(vote)
         # The lease stops holding its slot; a counted vote takes the slot for good.
         fill_delta = int(counted) - int(lease.holds_slot)
-        lease.voted_at = now
-        lease.holds_slot = False
-        lease.save(update_fields=["voted_at", "holds_slot"])
-        counted_field = {}
-        if counted:
-            field = "human_a1_first" if lease.shown_first == Shown.A1_FIRST else "human_a2_first"
-            counted_field[field] = F(field) + 1
-        if fill_delta or counted_field:
-            _fill_add(lease.item_id, fill_delta, **counted_field)
+        rawsql.execute(
+            f"UPDATE {_t(Lease)} SET voted_at = %s, holds_slot = %s WHERE id = %s",  # noqa: S608
+            [_dt(now), False, lease.pk],
+        )
+        if fill_delta or counted:
+            _fill_add(lease.item_id, fill_delta, counted=lease.shown_first if counted else None)
         rater.last_seen_at = now
         rater.votes_done += 1
-        fields = ["last_seen_at", "votes_done"]
         if lease.is_gold:
             _rater_score_gold(rater, study=study, correct=vote.choice == "a1" and not not_familiar)
-            fields += ["gold_seen", "gold_correct", "flagged", "flag_reason"]
-        rater.save(update_fields=fields)
+        rawsql.execute(
+            f"UPDATE {_t(Rater)} SET last_seen_at = %s, votes_done = %s, gold_seen = %s, gold_correct = %s,"  # noqa: S608
+            " flagged = %s, flag_reason = %s WHERE id = %s",
+            [
+                _dt(now),
+                rater.votes_done,
+                rater.gold_seen,
+                rater.gold_correct,
+                rater.flagged,
+                rater.flag_reason,
+                rater.pk,
+            ],
+        )
+        # The voted lease was the rater's one pending lease unless it had been released.
+        if quick is not None and lease.released_at is None and quick[0] == rater.votes_done:
+            _lease_next_with_vote(rater, study, now=now, quick=quick[1])
     return VoteOutcome(vote=vote, created=True, counted=counted, late=late)
+
+
+def _human_pool_id(study: Study) -> int:
+    """The study's human pool (made when the first rater entered) by one indexed read."""
+    row = rawsql.fetchone(f"SELECT id FROM {_t(Judge)} WHERE study_id = %s AND kind = %s", [study.pk, Judge.Kind.HUMAN])  # noqa: S608
+    return row[0] if row is not None else judge_human_pool(study=study).pk
+
+
+def _lease_next_with_vote(rater: Rater, study: Study, *, now: datetime, quick: list[int]) -> None:
+    """Under the vote's locks, lease the next item from the candidates read before them, but
+    only an item no other transaction holds: this transaction already holds the voted item, so
+    waiting for another item here could wait in a circle with a rater doing the reverse (on
+    PostgreSQL; SQLite has one writer at a time). Gives up quietly: the next page hands out."""
+    if study.status != Study.Status.COLLECTING or rater.votes_done >= rater.target:
+        return
+    gold = _gold_turn(rater, study)
+    for item_id in quick:
+        if _lease_try(rater, study, item_id, gold=gold, now=now, skip_locked=True) is not None:
+            return
 
 
 _GOLD_FLAG = "attention checks"

@@ -72,16 +72,23 @@ def home(request: HttpRequest) -> HttpResponse:
     return render(request, "annotations/home.html", {"studies": studies})
 
 
+# Study ids by slug, filled as studies are looked up, so that the task view reads its rater and
+# study in one statement. A stale entry (a slug renamed or reused) only costs the slow look-up:
+# the statement checks the slug against the id.
+_study_ids: dict[str, int] = {}
+
+
 def _study_or_404(request: HttpRequest, slug: str) -> Study:
     """Raters see collecting and closed studies; drafts only exist for staff."""
     study = get_object_or_404(Study, slug=slug)
     if study.status == Study.Status.DRAFT and not request.user.is_staff:
         raise Http404("No such study.")
+    _study_ids[slug] = study.pk
     return study
 
 
 def _session_key(study: Study) -> str:
-    return f"rater:{study.pk}"
+    return f"rater:{study.pk}"  # also in _study_and_rater
 
 
 def _session_rater(request: HttpRequest, study: Study) -> Rater | None:
@@ -92,6 +99,18 @@ def _session_rater(request: HttpRequest, study: Study) -> Rater | None:
     if rater is not None:
         rater.study = study  # already read: the assignment services use it without reading it again
     return rater
+
+
+def _study_and_rater(request: HttpRequest, slug: str) -> tuple[Study, Rater | None]:
+    """The study of the URL and the session's rater in it (None if they have not entered)."""
+    study_id = _study_ids.get(slug)
+    rater_id = request.session.get(f"rater:{study_id}") if study_id is not None else None
+    if rater_id is not None:
+        rater = assignment.rater_with_study(rater_id=rater_id, study_id=study_id, slug=slug)
+        if rater is not None and (rater.study.status != Study.Status.DRAFT or request.user.is_staff):
+            return rater.study, rater
+    study = _study_or_404(request, slug)
+    return study, _session_rater(request, study)
 
 
 def _redirect(request: HttpRequest, url: str) -> HttpResponse:
@@ -144,8 +163,7 @@ def study_landing(request: HttpRequest, slug: str) -> HttpResponse:
 def study_task(request: HttpRequest, slug: str) -> HttpResponse:
     """The current item. A POST records the vote on the rater's own lease, then shows the next
     item: as an htmx fragment, or by redirecting to GET so that a reload never re-posts."""
-    study = _study_or_404(request, slug)
-    rater = _session_rater(request, study)
+    study, rater = _study_and_rater(request, slug)
     if rater is None:
         return _redirect(request, reverse("annotations:landing", args=[study.slug]))
     form = VoteForm(request.POST or None)
@@ -163,6 +181,7 @@ def study_task(request: HttpRequest, slug: str) -> HttpResponse:
                 choice_shown=data["choice"],
                 not_familiar=data["not_familiar"],
                 client_ms=data["client_ms"],
+                hand_out_next=True,
             )
         except assignment.LeaseNotFound:
             if request.htmx:

@@ -300,3 +300,20 @@ def test_the_database_refuses_a_second_pending_lease_or_a_repeated_item():
         Lease.objects.create(item=other_item, token="second-pending", **common)
     with pytest.raises(IntegrityError), transaction.atomic():
         Lease.objects.create(item=lease.item, token="same-item", voted_at=now, **common)
+
+
+def test_a_vote_can_hand_out_the_next_item_in_its_own_transaction():
+    study = make_study(votes_per_item=4, target_per_rater=2)
+    for _ in range(3):
+        make_question(study)
+    rater = make_rater(study)
+    first = lease_next(rater=rater)
+    vote_record(rater=rater, token=first.token, choice_shown="first", client_ms=5000, hand_out_next=True)
+    pending = list(Lease.objects.pending().filter(rater=rater))
+    assert len(pending) == 1 and pending[0].item_id != first.item_id
+    assert ComparisonItem.objects.get(pk=pending[0].item_id).fill == 1
+    assert lease_next(rater=rater).token == pending[0].token
+    # At the target, the last vote hands out nothing.
+    vote_record(rater=rater, token=pending[0].token, choice_shown="first", client_ms=5000, hand_out_next=True)
+    assert not Lease.objects.pending().filter(rater=rater).exists()
+    assert lease_next(rater=rater) is None

@@ -1,0 +1,111 @@
+"""Hand-written SQL for the few statements on the rater's hot path, with Django's own value
+conversion.
+
+Building a query through the ORM costs 0.4–2 ms of Python on this project's machines (compiling
+the query, resolving joins, instantiating models) against 0.03 ms for running the statement
+itself; a page and a vote made 25 of them (docs/BENCHMARKS.md, section 1.5). The statements of
+`annotations.assignment` and the rater views are therefore written out, and this module gives
+them back what the ORM would: model instances whose values went through the same converters
+(`Columns`), and rows inserted with the same per-field preparation as `save()` (`insert`).
+Everything else in the project uses the ORM.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from django.db import connection, models
+
+
+class Columns:
+    """Some columns of one model under a table alias in a SELECT: `sql` for the select list,
+    `build(row, start)` for the instance made from those values (the other fields deferred, so
+    reading one of them later is a query of its own, as with `.only()`)."""
+
+    def __init__(self, model: type[models.Model], alias: str, attnames: Iterable[str] | None = None):
+        fields = model._meta.concrete_fields
+        if attnames is not None:
+            wanted = list(attnames)
+            by_attname = {f.attname: f for f in fields}
+            unknown = [name for name in wanted if name not in by_attname]
+            if unknown:
+                raise ValueError(f"Columns: {model.__name__} has no field {', '.join(unknown)}")
+            # In the model's own order: Model.from_db() takes a subset's values in that order.
+            fields = [f for f in fields if f.attname in set(wanted)]
+        self.model, self.alias, self.fields = model, alias, list(fields)
+        self.attnames = [f.attname for f in self.fields]
+        self.width = len(self.fields)
+        self._converters: dict[str, list[tuple[int, list, Any]]] = {}
+
+    @property
+    def sql(self) -> str:
+        quote = connection.ops.quote_name
+        return ", ".join(f"{self.alias}.{quote(f.column)}" for f in self.fields)
+
+    def _converters_for(self) -> list[tuple[int, list, Any]]:
+        """(position, converters, column) of each column that has converters, as the SQL
+        compiler finds them (the backend's, then the field's), once per database vendor."""
+        vendor = connection.vendor
+        if vendor not in self._converters:
+            found = []
+            for position, field in enumerate(self.fields):
+                col = field.get_col(self.alias)
+                converters = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
+                if converters:
+                    found.append((position, converters, col))
+            self._converters[vendor] = found
+        return self._converters[vendor]
+
+    def values(self, row: Sequence[Any], start: int = 0) -> list[Any]:
+        out = list(row[start : start + self.width])
+        for position, converters, col in self._converters_for():
+            value = out[position]
+            for convert in converters:
+                value = convert(value, col, connection)
+            out[position] = value
+        return out
+
+    def build(self, row: Sequence[Any], start: int = 0) -> models.Model:
+        return self.model.from_db(connection.alias, self.attnames, self.values(row, start))
+
+
+def fetchone(sql: str, params: Sequence[Any]) -> tuple | None:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchone()
+
+
+def fetchall(sql: str, params: Sequence[Any]) -> list[tuple]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def execute(sql: str, params: Sequence[Any]) -> int:
+    """Run one statement; returns the number of rows it changed."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.rowcount
+
+
+def insert(obj: models.Model) -> models.Model:
+    """INSERT one new object as `obj.save()` would (defaults, `pre_save`, `get_db_prep_save`),
+    in one statement that returns its primary key; the object's own save() is not called, so a
+    model that computes fields there must do it before."""
+    meta = obj._meta
+    fields = [f for f in meta.concrete_fields if not (f.primary_key and getattr(obj, f.attname) is None)]
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(f.column) for f in fields)
+    placeholders = ", ".join(["%s"] * len(fields))
+    sql = (
+        f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES ({placeholders})"  # noqa: S608 - names from the model, values bound
+        f" RETURNING {quote(meta.pk.column)}"
+    )
+    values = [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, values)
+        obj.pk = cursor.fetchone()[0]
+    obj._state.adding = False
+    obj._state.db = connection.alias
+    return obj

@@ -1,0 +1,110 @@
+"""biasstudy.rawsql and the hand-written statements of the rater's hot path: they read and write
+exactly what the ORM would, on SQLite and PostgreSQL."""
+
+from datetime import UTC, datetime
+
+import pytest
+from django.db import connection
+from django.forms.models import model_to_dict
+
+from annotations import assignment
+from annotations.models import Lease, Rater, Study, Vote
+from biasstudy import rawsql
+from tests.factories import make_question, make_rater, make_study, make_variant
+
+pytestmark = pytest.mark.django_db
+
+
+def _all_fields(obj) -> dict:
+    return {f.attname: getattr(obj, f.attname) for f in obj._meta.concrete_fields}
+
+
+def test_columns_build_the_instance_the_orm_builds():
+    rater = make_rater(make_study(), source_meta={"PROLIFIC_PID": "p1", "n": [1, 2.5, None]})
+    rater.last_seen_at = datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
+    rater.flagged = True
+    rater.save()
+    columns = rawsql.Columns(Rater, "r")
+    row = rawsql.fetchone(
+        f"SELECT {columns.sql} FROM {connection.ops.quote_name(Rater._meta.db_table)} r WHERE r.id = %s",  # noqa: S608
+        [rater.pk],
+    )
+    assert _all_fields(columns.build(row)) == _all_fields(Rater.objects.get(pk=rater.pk))
+
+
+def test_a_subset_of_columns_comes_back_in_any_order_with_the_rest_deferred():
+    study = make_study(title="Deferred texts")
+    columns = rawsql.Columns(Study, "s", ["votes_per_item", "title", "id"])
+    row = rawsql.fetchone(
+        f"SELECT {columns.sql} FROM {connection.ops.quote_name(Study._meta.db_table)} s WHERE s.id = %s",  # noqa: S608
+        [study.pk],
+    )
+    built = columns.build(row)
+    assert (built.pk, built.title, built.votes_per_item) == (study.pk, "Deferred texts", study.votes_per_item)
+    assert built.get_deferred_fields() >= {"instructions", "status"}
+
+
+def test_an_unknown_column_is_named():
+    with pytest.raises(ValueError, match="Study has no field colour"):
+        rawsql.Columns(Study, "s", ["id", "colour"])
+
+
+def test_insert_stores_what_create_stores():
+    study = make_study()
+    item = make_question(study).items.get()
+    rater = make_rater(study)
+    judge = assignment.judge_human_pool(study=study)
+    when = datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
+    fields = {
+        "item": item,
+        "judge": judge,
+        "shown_first": "a2",
+        "choice_shown": "first",
+        "choice": "a2",
+        "client_ms": 4100,
+        "received_at": when,
+        "meta": {"assignment": {"counted": True, "late": False}, "text": "«ü»"},
+    }
+    by_django = Vote.objects.create(rater=rater, **fields)
+    ours = rawsql.insert(Vote(rater=make_rater(study), **fields))
+    assert ours.pk is not None and ours.pk != by_django.pk and not ours._state.adding
+    stored = {pk: model_to_dict(Vote.objects.get(pk=pk), exclude=["id", "rater"]) for pk in (ours.pk, by_django.pk)}
+    assert stored[ours.pk] == stored[by_django.pk]
+
+
+@pytest.mark.parametrize("one_variant", [True, False])
+@pytest.mark.parametrize("gold", [False, True])
+def test_the_quick_candidates_are_the_eligible_items_in_hand_out_order(one_variant, gold):
+    """The written-out candidate statement against the ORM's `_eligible_items`, after a few
+    votes, with answers awaiting review, gold questions and items at their quota."""
+    study = make_study(votes_per_item=2, one_variant_per_question=one_variant, target_per_rater=100)
+    for n in range(6):
+        question = make_question(study, is_gold=n % 3 == 0)
+        make_variant(question, kind="reference")
+        if n == 4:
+            make_variant(question, kind="rich_content", review_status="pending")
+    raters = [make_rater(study) for _ in range(3)]
+    for rater in raters[:2]:
+        for _ in range(3):
+            lease = assignment.lease_next(rater=rater)
+            assignment.vote_record(rater=rater, token=lease.token, choice_shown="tie", client_ms=9000)
+    for rater in raters:
+        rater.refresh_from_db()
+        expected = assignment._eligible_items(rater, study, gold=gold)
+        if not gold:
+            expected = expected.filter(fill__lt=study.votes_per_item)
+        expected = list(expected.order_by("fill", "rank").values_list("pk", flat=True)[: assignment.CANDIDATES_TRIED])
+        assert assignment._quick_candidates(rater, study, gold=gold) == expected
+
+
+def test_the_page_lease_comes_with_its_item_question_and_answers():
+    study = make_study()
+    question = make_question(study, text="What is **H2O**?")
+    rater = make_rater(study)
+    lease = assignment.lease_next(rater=rater)
+    orm = Lease.objects.select_related("item__question", "item__answer_a1", "item__answer_a2").get(pk=lease.pk)
+    assert _all_fields(lease) == _all_fields(orm)
+    assert lease.item.question.html == orm.item.question.html and "<strong>H2O</strong>" in lease.item.question.html
+    assert lease.item.answer_a1.html == orm.item.answer_a1.html
+    assert lease.item.answer_a2.text == orm.item.answer_a2.text
+    assert lease.item.question_id == question.pk
