@@ -166,8 +166,8 @@ def study_task(request: HttpRequest, slug: str) -> HttpResponse:
     study, rater = _study_and_rater(request, slug)
     if rater is None:
         return _redirect(request, reverse("annotations:landing", args=[study.slug]))
-    form = VoteForm(request.POST or None)
     if request.method == "POST":
+        form = VoteForm(request.POST)
         limited = _over_limit(request, "vote", f"{study.pk}:{rater.pk}", settings.RATER_VOTE_RATE)
         if limited is not None:
             return limited

@@ -37,11 +37,15 @@ class Columns:
         self.attnames = [f.attname for f in self.fields]
         self.width = len(self.fields)
         self._converters: dict[str, list[tuple[int, list, Any]]] = {}
+        self._sql: dict[str, str] = {}
 
     @property
     def sql(self) -> str:
-        quote = connection.ops.quote_name
-        return ", ".join(f"{self.alias}.{quote(f.column)}" for f in self.fields)
+        vendor = connection.vendor
+        if vendor not in self._sql:
+            quote = connection.ops.quote_name
+            self._sql[vendor] = ", ".join(f"{self.alias}.{quote(f.column)}" for f in self.fields)
+        return self._sql[vendor]
 
     def _converters_for(self) -> list[tuple[int, list, Any]]:
         """(position, converters, column) of each column that has converters, as the SQL

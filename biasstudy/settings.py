@@ -124,6 +124,9 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 
 LOGIN_URL = "admin:login"
 
+# Django's database sessions with a leaner read (biasstudy/sessions.py says why).
+SESSION_ENGINE = "biasstudy.sessions"
+
 # Background work goes through Django's Tasks interface; the database-backed queue needs no
 # extra service. TASKS_BACKEND selects another backend (e.g. the RQ one) by settings alone.
 TASKS = {
