@@ -53,6 +53,10 @@ GOLD_MIN_SEEN = 3
 CANDIDATES_TRIED = 8
 # At most this many expired leases are let go per hand-out (the rest by the next ones).
 SWEEP_BATCH = 50
+# A process looks for expired leases of a study at most this often (`fill` only orders the
+# candidates, so an item coming back a second late changes nothing but the order).
+SWEEP_EVERY = timedelta(seconds=1)
+_last_sweep: dict[int, datetime] = {}
 
 
 class LeaseNotFound(Exception):
@@ -159,20 +163,22 @@ def rater_with_study(*, rater_id: int, study_id: int, slug: str) -> Rater | None
     return rater
 
 
-def _rater_locked(rater: Rater) -> None:
-    """Lock the rater's row and refresh the caller's instance (and its study) from it. Only the
-    rater row: the study joined in must not be locked, or every rater of the study waits for
-    every other one on PostgreSQL (docs/BENCHMARKS.md)."""
+def _rater_locked(rater: Rater) -> int | None:
+    """Lock the rater's row and refresh the caller's instance (and its study) from it; returns
+    the id of the study's human pool (None before the first rater entered). Only the rater row:
+    the study joined in must not be locked, or every rater of the study waits for every other
+    one on PostgreSQL (docs/BENCHMARKS.md)."""
     row = rawsql.fetchone(
-        f"SELECT {_RATER.sql}, {_STUDY.sql} FROM {_t(Rater)} r JOIN {_t(Study)} s ON s.id = r.study_id"  # noqa: S608
-        f" WHERE r.id = %s{_lock('r')}",
-        [rater.pk],
+        f"SELECT {_RATER.sql}, {_STUDY.sql}, (SELECT j.id FROM {_t(Judge)} j WHERE j.study_id = s.id AND j.kind = %s)"  # noqa: S608
+        f" FROM {_t(Rater)} r JOIN {_t(Study)} s ON s.id = r.study_id WHERE r.id = %s{_lock('r')}",
+        [Judge.Kind.HUMAN, rater.pk],
     )
     if row is None:
         raise Rater.DoesNotExist(f"rater {rater.pk} is gone")
     for name, value in zip(_RATER.attnames, _RATER.values(row), strict=True):
         setattr(rater, name, value)
     rater.study = _STUDY.build(row, _RATER.width)
+    return row[_RATER.width + _STUDY.width]
 
 
 def _lease_page(where: str, params: list) -> Lease | None:
@@ -346,8 +352,11 @@ def _sweep_expired(study_id: int, *, now: datetime) -> None:
     Each lease is let go in its own short transaction (conditional on still holding, so two
     raters sweeping at once count it once), before the caller takes any lock: a sweep never
     holds one item while the hand-out waits for another. Usually no lease has expired and this
-    is one indexed read.
+    is one indexed read, at most once per SWEEP_EVERY and process.
     """
+    last = _last_sweep.get(study_id)
+    if last is not None and last <= now < last + SWEEP_EVERY:
+        return
     expired = rawsql.fetchall(
         f"SELECT id, item_id FROM {_t(Lease)} WHERE study_id = %s AND holds_slot AND expires_at <= %s"  # noqa: S608
         f" LIMIT {SWEEP_BATCH}",
@@ -357,6 +366,8 @@ def _sweep_expired(study_id: int, *, now: datetime) -> None:
         with transaction.atomic():
             if Lease.objects.filter(pk=lease_id, holds_slot=True, expires_at__lte=now).update(holds_slot=False):
                 _fill_add(item_id, -1)
+    if len(expired) < SWEEP_BATCH:  # else the next hand-out goes on with the rest
+        _last_sweep[study_id] = now
 
 
 def _open_count(order: str, now: datetime, study: Study) -> Case:
@@ -415,7 +426,7 @@ def _quick_candidates(rater: Rater, study: Study, *, gold: bool) -> list[int]:
     `_eligible_items`, written out (tests/test_rater_assignment.py compares the two)."""
     lease, item = _t(Lease), _t(ComparisonItem)
     sql = (
-        f"SELECT i.id FROM {item} i JOIN {_t(Question)} q ON q.id = i.question_id"  # noqa: S608
+        f"SELECT i.id, i.fill FROM {item} i JOIN {_t(Question)} q ON q.id = i.question_id"  # noqa: S608
         f" JOIN {_t(Answer)} a1 ON a1.id = i.answer_a1_id JOIN {_t(Answer)} a2 ON a2.id = i.answer_a2_id"
         " WHERE i.study_id = %s AND q.is_gold = %s AND a1.review_status = %s AND a2.review_status = %s"
         # NOT EXISTS: probed for the few rows the walk reads, where NOT IN would first list all
@@ -434,7 +445,18 @@ def _quick_candidates(rater: Rater, study: Study, *, gold: bool) -> list[int]:
         sql += " AND i.fill < %s"
         params.append(study.votes_per_item)
     sql += f" ORDER BY i.fill, i.rank LIMIT {CANDIDATES_TRIED}"
-    return [item_id for (item_id,) in rawsql.fetchall(sql, params)]
+    return _spread(rawsql.fetchall(sql, params))
+
+
+def _spread(rows: list[tuple[int, int]]) -> list[int]:
+    """Candidate ids from (id, fill) rows in hand-out order, the emptiest ones shuffled: every
+    rater reads the same first rows of the index, and trying them all in that order made
+    raters queue on one item's lock at a time (docs/BENCHMARKS.md, section 1.5)."""
+    if not rows:
+        return []
+    emptiest = [item_id for item_id, fill in rows if fill == rows[0][1]]
+    random.shuffle(emptiest)
+    return emptiest + [item_id for item_id, fill in rows[len(emptiest) :]]
 
 
 def _exact_candidates(rater: Rater, study: Study, *, gold: bool, now: datetime) -> list[int]:
@@ -476,22 +498,26 @@ def _lease_try(
     # The candidate lists are read without locks; decide again under the item's lock. A full
     # item's lock is let go at once (rolling back to the savepoint releases it on PostgreSQL),
     # so a transaction never holds one item while waiting for another: two raters trying
-    # candidates in different orders cannot deadlock.
-    savepoint = transaction.savepoint()
+    # candidates in different orders cannot deadlock. With `skip_locked` the transaction never
+    # waits, so it may keep a full item's lock until it ends: no savepoint, and no rollback,
+    # which would also make psycopg drop every prepared statement of the connection.
+    savepoint = None if skip_locked else transaction.savepoint()
     slots = _slots_locked(item_id, now=now, skip_locked=skip_locked)
-    if slots is None:
-        transaction.savepoint_rollback(savepoint)
-        return None
-    a1, a2 = slots
-    tie_break = random.choice([Shown.A1_FIRST, Shown.A2_FIRST])
-    if gold:
-        order = tie_break if a1 == a2 else (Shown.A1_FIRST if a1 < a2 else Shown.A2_FIRST)
-    else:
-        order = balance.next_order(a1, a2, study.votes_per_item, tie_break=tie_break)
+    order = None
+    if slots is not None:
+        a1, a2 = slots
+        tie_break = random.choice([Shown.A1_FIRST, Shown.A2_FIRST])
+        if gold:
+            order = tie_break if a1 == a2 else (Shown.A1_FIRST if a1 < a2 else Shown.A2_FIRST)
+        else:
+            order = balance.next_order(a1, a2, study.votes_per_item, tie_break=tie_break)
+    if savepoint is not None:
+        if order is None:
+            transaction.savepoint_rollback(savepoint)
+        else:
+            transaction.savepoint_commit(savepoint)
     if order is None:
-        transaction.savepoint_rollback(savepoint)
         return None
-    transaction.savepoint_commit(savepoint)
     lease = Lease(
         study=study,
         rater=rater,
@@ -540,7 +566,7 @@ def vote_record(
         quick = (expected, _quick_candidates(rater, rater.study, gold=_gold_turn(rater, rater.study)))
         rater.votes_done = expected - 1
     with transaction.atomic():
-        _rater_locked(rater)
+        human_pool_id = _rater_locked(rater)
         study = rater.study
         # The lease alone, with its two answers' word counts for the timing threshold: the
         # answers' texts and renders are not needed to record a vote.
@@ -566,7 +592,7 @@ def vote_record(
         late = lease.released_at is not None or lease.expires_at <= now
         vote = Vote(
             item_id=lease.item_id,
-            judge_id=_human_pool_id(study),
+            judge_id=human_pool_id or judge_human_pool(study=study).pk,
             rater_id=rater.pk,
             shown_first=lease.shown_first,
             choice_shown=choice_shown,
@@ -607,12 +633,6 @@ def vote_record(
         if quick is not None and lease.released_at is None and quick[0] == rater.votes_done:
             _lease_next_with_vote(rater, study, now=now, quick=quick[1])
     return VoteOutcome(vote=vote, created=True, counted=counted, late=late)
-
-
-def _human_pool_id(study: Study) -> int:
-    """The study's human pool (made when the first rater entered) by one indexed read."""
-    row = rawsql.fetchone(f"SELECT id FROM {_t(Judge)} WHERE study_id = %s AND kind = %s", [study.pk, Judge.Kind.HUMAN])  # noqa: S608
-    return row[0] if row is not None else judge_human_pool(study=study).pk
 
 
 def _lease_next_with_vote(rater: Rater, study: Study, *, now: datetime, quick: list[int]) -> None:

@@ -8,6 +8,15 @@ from django.test import Client
 from tests.factories import make_question, make_rater, make_staff, make_study
 
 
+@pytest.fixture(autouse=True)
+def _sweep_forgotten():
+    """Each test starts as a fresh process would: the next hand-out looks for expired leases
+    (annotations.assignment sweeps at most once a second per study; ids repeat across tests)."""
+    from annotations import assignment
+
+    assignment._last_sweep.clear()
+
+
 @pytest.fixture
 def study(db):
     return make_study()

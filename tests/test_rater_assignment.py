@@ -317,3 +317,15 @@ def test_a_vote_can_hand_out_the_next_item_in_its_own_transaction():
     vote_record(rater=rater, token=pending[0].token, choice_shown="first", client_ms=5000, hand_out_next=True)
     assert not Lease.objects.pending().filter(rater=rater).exists()
     assert lease_next(rater=rater) is None
+
+
+def test_raters_arriving_together_start_from_different_items_among_the_emptiest():
+    from annotations.assignment import _quick_candidates
+
+    study = make_study(votes_per_item=4)
+    for _ in range(12):
+        make_question(study)
+    # Before anyone takes a lease, every rater reads the same emptiest items; each tries them
+    # in its own order (all eight on one first item has a chance of 8**-7).
+    firsts = {_quick_candidates(make_rater(study), study, gold=False)[0] for _ in range(8)}
+    assert len(firsts) >= 2

@@ -1,11 +1,14 @@
 """The rater pages over HTTP with personas: anonymous visitor, rater, another rater, staff."""
 
 import re
+from datetime import timedelta
 
 import pytest
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
+from annotations import assignment
 from annotations.assignment import lease_next
 from annotations.models import ComparisonItem, Lease, Rater, Study, Vote
 from tests.factories import make_question, make_rater, make_study
@@ -288,10 +291,12 @@ def test_a_vote_hands_out_the_next_item_and_the_page_after_it_is_a_read(rater, d
     client = signed_in(rater)
     task = urls(rater.study)["task"]
     token = token_in(client.get(task))
+    assignment._last_sweep.clear()  # as if the page had been more than a second ago
     # Session; rater with study; sweep, candidates for the next item; under the rater lock
-    # rater, lease, human pool, vote insert, lease, item counters, rater; the next item locked,
-    # its open leases, lease insert, item fill: 19 with the savepoints.
-    with django_assert_num_queries(19):
+    # rater with the human pool's id, lease, vote insert, lease, item counters, rater; the next
+    # item locked, its open leases, lease insert, item fill: 16, with the savepoint this test's
+    # transaction turns the request's transaction into.
+    with django_assert_num_queries(16):
         assert client.post(task, {"token": token, "choice": "first", "client_ms": "3000"}).status_code == 302
     with django_assert_num_queries(3):
         response = client.get(task)
@@ -302,9 +307,10 @@ def test_the_htmx_vote_query_count_is_pinned(rater, django_assert_num_queries):
     client = signed_in(rater)
     task = urls(rater.study)["task"]
     token = token_in(client.get(task))
-    # The 19 of the form's vote and the next lease with its item for the fragment, read after
+    assignment._last_sweep.clear()
+    # The 16 of the form's vote and the next lease with its item for the fragment, read after
     # the transaction.
-    with django_assert_num_queries(20):
+    with django_assert_num_queries(17):
         response = client.post(task, {"token": token, "choice": "first", "client_ms": "3000"}, **HX)
     assert response.status_code == 200
     assert (
@@ -313,3 +319,13 @@ def test_the_htmx_vote_query_count_is_pinned(rater, django_assert_num_queries):
         == 1
     )
     assert lease_next(rater=rater).token == token_in(response)
+
+
+def test_expired_leases_are_looked_for_at_most_once_a_second(rater, django_assert_num_queries):
+    now = timezone.now()
+    with django_assert_num_queries(1):
+        assignment._sweep_expired(rater.study_id, now=now)
+    with django_assert_num_queries(0):
+        assignment._sweep_expired(rater.study_id, now=now + timedelta(milliseconds=900))
+    with django_assert_num_queries(1):
+        assignment._sweep_expired(rater.study_id, now=now + timedelta(seconds=1))
