@@ -5,6 +5,7 @@ one row) on the same stack and database.
     python bench/bench_rater_flow.py                          # 60 s per level, both databases
     python bench/bench_rater_flow.py --seconds 20 --repeat 3 --databases sqlite
     python bench/bench_rater_flow.py --json results.json      # also write every figure as JSON
+    python bench/bench_rater_flow.py --think 2 --levels 32,64  # raters pause ~2 s between votes
 
 For each database (a fresh SQLite file, and a fresh PostgreSQL database made from
 $BENCH_POSTGRES_URL, default postgres://biasstudy:biasstudy@127.0.0.1:5432/biasstudy, dropped
@@ -18,6 +19,11 @@ answers 302 back to the task. Bare: GET /bare/page/, POST /bare/insert/ with the
 Afterwards the votes in the database are counted against the successful submits, and duplicates
 per rater and item are looked for.
 
+By default the raters loop without pause (a closed loop that saturates the server: latency is
+then the queue, by Little's law raters / throughput). With --think T each rater pauses a random
+0.5T–1.5T seconds after each vote, like a person reading the next pair, so that the latency
+figures are those of a server that is not saturated.
+
 The load generator runs in this process (one thread and one httpx client per rater); its CPU
 time is reported next to the server's (gunicorn master and workers, from /proc) so that a
 reader can see whether the client was the limit. On a 2-core machine they share the cores.
@@ -30,6 +36,7 @@ import contextlib
 import json
 import os
 import platform
+import random
 import re
 import socket
 import statistics
@@ -210,8 +217,11 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 class Rater(threading.Thread):
-    def __init__(self, url: str, target: str, name: str, start: threading.Barrier, stop: threading.Event):
+    def __init__(
+        self, url: str, target: str, name: str, start: threading.Barrier, stop: threading.Event, think: float = 0
+    ):
         super().__init__(daemon=True)
+        self.think = think
         import httpx
 
         self.client = httpx.Client(base_url=url, timeout=30, follow_redirects=False)
@@ -275,13 +285,15 @@ class Rater(threading.Thread):
                 self._one()
             except httpx.HTTPError as exc:
                 self.sample.error(type(exc).__name__)
+            if self.think:
+                self.stop.wait(self.think * random.uniform(0.5, 1.5))  # noqa: S311 - not security
         self.client.close()
 
 
-def run_level(url: str, target: str, raters: int, seconds: float, tag: str, server_pid: int) -> dict:
+def run_level(url: str, target: str, raters: int, seconds: float, tag: str, server_pid: int, think: float = 0) -> dict:
     stop = threading.Event()
     start = threading.Barrier(raters + 1)
-    threads = [Rater(url, target, f"{tag}-{n}", start, stop) for n in range(raters)]
+    threads = [Rater(url, target, f"{tag}-{n}", start, stop, think) for n in range(raters)]
     for t in threads:
         t.start()
     start.wait()  # every rater has entered: the clock starts
@@ -305,6 +317,7 @@ def run_level(url: str, target: str, raters: int, seconds: float, tag: str, serv
     return {
         "target": target,
         "raters": raters,
+        "think_s": think,
         "seconds": round(elapsed, 2),
         "submits": submits,
         "votes_per_s": submits / elapsed,
@@ -406,7 +419,9 @@ def bench_database(kind: str, args: argparse.Namespace) -> dict:
                 for raters in args.levels:
                     for r in range(args.repeat):
                         for target in ("ours", "bare") if r % 2 == 0 else ("bare", "ours"):
-                            row = run_level(url, target, raters, args.seconds, f"{kind}-{raters}-{r}", server.pid)
+                            row = run_level(
+                                url, target, raters, args.seconds, f"{kind}-{raters}-{r}", server.pid, args.think
+                            )
                             row.update(database=kind, repeat=r)
                             results.append(row)
                             print(_line(row), flush=True)
@@ -433,7 +448,9 @@ def summarise(report: list[dict]) -> str:
     out = []
     for db in report:
         rows = db["rows"]
-        out.append(f"\n### {db['database']}\n")
+        think = rows[0].get("think_s", 0) if rows else 0
+        paced = f" (raters pause {0.5 * think:g}–{1.5 * think:g} s after each vote)" if think else ""
+        out.append(f"\n### {db['database']}{paced}\n")
         out.append(
             "| raters | target | votes/s best | votes/s median | page p50 / p95 / p99 ms | submit p50 / p95 / p99 ms "
             "| errors | client CPU % | server CPU % | load (1 min) |"
@@ -484,6 +501,9 @@ def main() -> None:
     parser.add_argument("--votes-per-item", type=int, default=4)
     parser.add_argument("--conn-max-age", type=int, default=60, help="DATABASE_CONN_MAX_AGE (docs/DEPLOY.md: 60)")
     parser.add_argument("--json", help="write every figure to this file")
+    parser.add_argument(
+        "--think", type=float, default=0, help="mean pause of a rater after each vote, seconds (default 0: no pause)"
+    )
     args = parser.parse_args()
     args.levels = [int(x) for x in args.levels.split(",")]
     import django
