@@ -280,6 +280,8 @@ class Rater(threading.Thread):
         self.start_barrier.wait()
         if self.ready_error:
             return
+        if self.think:  # paced raters arrive spread over one pause, not all in the same instant
+            self.stop.wait(random.uniform(0, self.think))  # noqa: S311 - not security
         while not self.stop.is_set():
             try:
                 self._one()
@@ -497,7 +499,9 @@ def main() -> None:
     parser.add_argument("--levels", default="1,8,32,64", help="concurrent raters, comma-separated")
     parser.add_argument("--repeat", type=int, default=1, help="runs of each level (best and median reported)")
     parser.add_argument("--databases", default="sqlite,postgres")
-    parser.add_argument("--questions", type=int, default=2000, help="questions seeded (2 items each)")
+    parser.add_argument(
+        "--questions", type=int, default=6000, help="questions seeded (2 items each; one rater may vote on each once)"
+    )
     parser.add_argument("--votes-per-item", type=int, default=4)
     parser.add_argument("--conn-max-age", type=int, default=60, help="DATABASE_CONN_MAX_AGE (docs/DEPLOY.md: 60)")
     parser.add_argument("--json", help="write every figure to this file")
