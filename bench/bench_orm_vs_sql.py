@@ -1,0 +1,79 @@
+"""The same reads of the rater's hot path through the ORM and as written-out statements
+(biasstudy/rawsql.py says why the hot path is written out), on a fresh SQLite database seeded
+like bench_rater_flow.py.
+
+    python bench/bench_orm_vs_sql.py --loops 2000
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import timeit
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--loops", type=int, default=2000)
+    parser.add_argument("--questions", type=int, default=500)
+    args = parser.parse_args()
+    os.environ.update(
+        DJANGO_SETTINGS_MODULE="bench.settings",
+        DATABASE_URL=f"sqlite:///{tempfile.mkdtemp()}/orm_vs_sql.sqlite3",
+        DJANGO_DEBUG="0",
+        DJANGO_SECRET_KEY="bench-" + uuid.uuid4().hex,
+        DJANGO_LOG_LEVEL="WARNING",
+        BIASSTUDY_ENV_FILE="/nonexistent",
+    )
+    import django
+
+    django.setup()
+    from django.contrib.sessions.backends.db import SessionStore as OrmSessionStore
+    from django.core.management import call_command
+
+    from annotations import assignment
+    from annotations.models import Lease, Rater, Study
+    from bench.bench_rater_flow import SLUG, seed
+    from biasstudy.sessions import SessionStore
+
+    call_command("migrate", verbosity=0)
+    seed(args.questions, 4)
+    study = Study.objects.get(slug=SLUG)
+    rater = assignment.rater_enter(study=study, participant_id="P1")
+    rater.study = study
+    lease = assignment.lease_next(rater=rater)
+    session = SessionStore()
+    session["rater"] = rater.pk
+    session.save()
+    key = session.session_key
+
+    reads = {
+        "rater with study": (
+            lambda: Rater.objects.select_related("study").get(pk=rater.pk, study__slug=SLUG),
+            lambda: assignment.rater_with_study(rater_id=rater.pk, study_id=study.pk, slug=SLUG),
+        ),
+        "lease with item, question and both answers": (
+            lambda: Lease.objects.select_related("item__question", "item__answer_a1", "item__answer_a2").get(
+                pk=lease.pk
+            ),
+            lambda: assignment._lease_page("l.id = %s", [lease.pk]),
+        ),
+        "session": (lambda: OrmSessionStore(key).load(), lambda: SessionStore(key).load()),
+    }
+    print(f"{args.loops} loops each, load {os.getloadavg()[0]:.2f}\n")
+    print("| read | ORM | written out |\n|---|---|---|")
+    for name, (orm, written) in reads.items():
+        assert orm() is not None and written() is not None
+        times = [min(timeit.repeat(f, number=args.loops, repeat=3)) / args.loops * 1000 for f in (orm, written)]
+        print(f"| {name} | {times[0]:.3f} ms | {times[1]:.3f} ms |")
+
+
+if __name__ == "__main__":
+    main()
