@@ -230,15 +230,16 @@ def lease_next(*, rater: Rater, now: datetime | None = None) -> Lease | None:
         # database's on SQLite) is held for the decision only; they stay valid as long as the
         # rater has voted nothing since (checked under the lock).
         if held is None:
-            quick = _quick_candidates(rater, study, gold=_gold_turn(rater, study))
+            quick = _quick_candidates(rater, study, gold=_gold_turn(study, rater.votes_done))
     with transaction.atomic():
         lease_id = _lease_next_locked(rater, now=now, quick=quick)
     # The page's question and answers are read after the lock is let go.
     return None if lease_id is None else _lease_page("l.id = %s", [lease_id])
 
 
-def _gold_turn(rater: Rater, study: Study) -> bool:
-    return study.gold_every > 0 and (rater.votes_done + 1) % (study.gold_every + 1) == 0
+def _gold_turn(study: Study, votes_done: int) -> bool:
+    """Whether the item after `votes_done` votes is an attention check."""
+    return study.gold_every > 0 and (votes_done + 1) % (study.gold_every + 1) == 0
 
 
 def _lease_next_locked(rater: Rater, *, now: datetime, quick: list[int] | None) -> int | None:
@@ -262,7 +263,7 @@ def _lease_next_locked(rater: Rater, *, now: datetime, quick: list[int] | None) 
     if rater.votes_done != votes_seen or current is not None:
         quick = None  # they voted (another tab) or let a lease go meanwhile: read them again
     lease = None
-    if _gold_turn(rater, study):
+    if _gold_turn(study, rater.votes_done):
         lease = _lease_hand_out(rater, study, gold=True, now=now, quick=quick)
         quick = None
     if lease is None:
@@ -562,9 +563,7 @@ def vote_record(
         # The next item's candidates are read before the lock, as in lease_next, for the
         # votes the rater will have once this one is stored.
         expected = rater.votes_done + 1
-        rater.votes_done = expected
-        quick = (expected, _quick_candidates(rater, rater.study, gold=_gold_turn(rater, rater.study)))
-        rater.votes_done = expected - 1
+        quick = (expected, _quick_candidates(rater, rater.study, gold=_gold_turn(rater.study, expected)))
     with transaction.atomic():
         human_pool_id = _rater_locked(rater)
         study = rater.study
@@ -642,7 +641,7 @@ def _lease_next_with_vote(rater: Rater, study: Study, *, now: datetime, quick: l
     PostgreSQL; SQLite has one writer at a time). Gives up quietly: the next page hands out."""
     if study.status != Study.Status.COLLECTING or rater.votes_done >= rater.target:
         return
-    gold = _gold_turn(rater, study)
+    gold = _gold_turn(study, rater.votes_done)
     for item_id in quick:
         if _lease_try(rater, study, item_id, gold=gold, now=now, skip_locked=True) is not None:
             return
