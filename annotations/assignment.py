@@ -132,10 +132,6 @@ _ANSWER_1 = rawsql.Columns(Answer, "a1", _TEXT)
 _ANSWER_2 = rawsql.Columns(Answer, "a2", _TEXT)
 
 
-def _t(model) -> str:
-    return connection.ops.quote_name(model._meta.db_table)
-
-
 def _lock(alias: str, *, skip_locked: bool = False) -> str:
     """` FOR UPDATE OF <alias>` where the database has row locks (PostgreSQL); SQLite's
     IMMEDIATE transactions already hold the whole database's write lock."""
@@ -144,22 +140,22 @@ def _lock(alias: str, *, skip_locked: bool = False) -> str:
     return f" FOR UPDATE OF {alias}" + (" SKIP LOCKED" if skip_locked else "")
 
 
-def _dt(value: datetime):
-    return connection.ops.adapt_datetimefield_value(value)
+def _rater_and_study_row(where: str, params: list, *, also: str = "") -> tuple | None:
+    """The row of one rater and their study (`_RATER` then `_STUDY` columns, then `also`)."""
+    return rawsql.fetchone(
+        f"SELECT {_RATER.sql}, {_STUDY.sql}{also} FROM {rawsql.table(Rater)} r"  # noqa: S608
+        f" JOIN {rawsql.table(Study)} s ON s.id = r.study_id WHERE {where}",
+        params,
+    )
 
 
 def rater_with_study(*, rater_id: int, study_id: int, slug: str) -> Rater | None:
     """The rater with their study (read in one statement, without the study's long texts), if
     the rater belongs to the study of that id and slug."""
-    row = rawsql.fetchone(
-        f"SELECT {_RATER.sql}, {_STUDY.sql} FROM {_t(Rater)} r JOIN {_t(Study)} s ON s.id = r.study_id"  # noqa: S608
-        " WHERE r.id = %s AND s.id = %s AND s.slug = %s",
-        [rater_id, study_id, slug],
-    )
+    row = _rater_and_study_row("r.id = %s AND s.id = %s AND s.slug = %s", [rater_id, study_id, slug])
     if row is None:
         return None
-    rater = _RATER.build(row)
-    rater.study = _STUDY.build(row, _RATER.width)
+    rater, rater.study = rawsql.build_all(row, _RATER, _STUDY)
     return rater
 
 
@@ -168,10 +164,10 @@ def _rater_locked(rater: Rater) -> int | None:
     the id of the study's human pool (None before the first rater entered). Only the rater row:
     the study joined in must not be locked, or every rater of the study waits for every other
     one on PostgreSQL (docs/BENCHMARKS.md)."""
-    row = rawsql.fetchone(
-        f"SELECT {_RATER.sql}, {_STUDY.sql}, (SELECT j.id FROM {_t(Judge)} j WHERE j.study_id = s.id AND j.kind = %s)"  # noqa: S608
-        f" FROM {_t(Rater)} r JOIN {_t(Study)} s ON s.id = r.study_id WHERE r.id = %s{_lock('r')}",
+    row = _rater_and_study_row(
+        f"r.id = %s{_lock('r')}",
         [Judge.Kind.HUMAN, rater.pk],
+        also=f", (SELECT j.id FROM {rawsql.table(Judge)} j WHERE j.study_id = s.id AND j.kind = %s)",  # noqa: S608
     )
     if row is None:
         raise Rater.DoesNotExist(f"rater {rater.pk} is gone")
@@ -186,23 +182,18 @@ def _lease_page(where: str, params: list) -> Lease | None:
     one statement: what the task page shows."""
     row = rawsql.fetchone(
         f"SELECT {_LEASE.sql}, {_ITEM.sql}, {_QUESTION.sql}, {_ANSWER_1.sql}, {_ANSWER_2.sql}"  # noqa: S608
-        f" FROM {_t(Lease)} l JOIN {_t(ComparisonItem)} i ON i.id = l.item_id"
-        f" JOIN {_t(Question)} q ON q.id = i.question_id"
-        f" JOIN {_t(Answer)} a1 ON a1.id = i.answer_a1_id JOIN {_t(Answer)} a2 ON a2.id = i.answer_a2_id"
+        f" FROM {rawsql.table(Lease)} l JOIN {rawsql.table(ComparisonItem)} i ON i.id = l.item_id"
+        f" JOIN {rawsql.table(Question)} q ON q.id = i.question_id"
+        f" JOIN {rawsql.table(Answer)} a1 ON a1.id = i.answer_a1_id JOIN {rawsql.table(Answer)} a2 ON a2.id = i.answer_a2_id"
         f" WHERE {where}",
         params,
     )
     if row is None:
         return None
-    lease = _LEASE.build(row)
-    start = _LEASE.width
-    item = _ITEM.build(row, start)
-    start += _ITEM.width
-    item.question = _QUESTION.build(row, start)
-    start += _QUESTION.width
-    item.answer_a1 = _ANSWER_1.build(row, start)
-    item.answer_a2 = _ANSWER_2.build(row, start + _ANSWER_1.width)
-    lease.item = item
+    lease, lease.item, question, answer_a1, answer_a2 = rawsql.build_all(
+        row, _LEASE, _ITEM, _QUESTION, _ANSWER_1, _ANSWER_2
+    )
+    lease.item.question, lease.item.answer_a1, lease.item.answer_a2 = question, answer_a1, answer_a2
     return lease
 
 
@@ -249,7 +240,7 @@ def _lease_next_locked(rater: Rater, *, now: datetime, quick: list[int] | None) 
     _rater_locked(rater)
     study = rater.study
     row = rawsql.fetchone(
-        f"SELECT {_LEASE.sql} FROM {_t(Lease)} l"  # noqa: S608
+        f"SELECT {_LEASE.sql} FROM {rawsql.table(Lease)} l"  # noqa: S608
         f" WHERE l.rater_id = %s AND l.voted_at IS NULL AND l.released_at IS NULL{_lock('l')}",
         [rater.pk],
     )
@@ -283,9 +274,8 @@ def _slots_locked(
     every hand-out, and building it through the ORM cost 2 ms of the lock's time against 0.1 ms
     for the statements. The lease conditions are those of LeaseQuerySet.holding().
     """
-    ops = connection.ops
-    item, lease = ops.quote_name(ComparisonItem._meta.db_table), ops.quote_name(Lease._meta.db_table)
-    params = [_dt(now), item_id]
+    item, lease = rawsql.table(ComparisonItem), rawsql.table(Lease)
+    params = [rawsql.datetime_param(now), item_id]
     holding = (
         f"SELECT shown_first, COUNT(*) FROM {lease} WHERE expires_at > %s AND item_id = %s"  # noqa: S608
         " AND voted_at IS NULL AND released_at IS NULL"
@@ -344,7 +334,7 @@ def _fill_add(item_id: int, delta: int, *, counted: str | None = None) -> None:
     if counted is not None:
         field = "human_a1_first" if counted == Shown.A1_FIRST else "human_a2_first"
         bump = f", {field} = {field} + 1"
-    rawsql.execute(f"UPDATE {_t(ComparisonItem)} SET fill = fill + %s{bump} WHERE id = %s", [delta, item_id])  # noqa: S608
+    rawsql.execute(f"UPDATE {rawsql.table(ComparisonItem)} SET fill = fill + %s{bump} WHERE id = %s", [delta, item_id])  # noqa: S608
 
 
 def _sweep_expired(study_id: int, *, now: datetime) -> None:
@@ -359,9 +349,9 @@ def _sweep_expired(study_id: int, *, now: datetime) -> None:
     if last is not None and last <= now < last + SWEEP_EVERY:
         return
     expired = rawsql.fetchall(
-        f"SELECT id, item_id FROM {_t(Lease)} WHERE study_id = %s AND holds_slot AND expires_at <= %s"  # noqa: S608
+        f"SELECT id, item_id FROM {rawsql.table(Lease)} WHERE study_id = %s AND holds_slot AND expires_at <= %s"  # noqa: S608
         f" LIMIT {SWEEP_BATCH}",
-        [study_id, _dt(now)],
+        [study_id, rawsql.datetime_param(now)],
     )
     for lease_id, item_id in expired:
         with transaction.atomic():
@@ -425,10 +415,10 @@ def _quick_candidates(rater: Rater, study: Study, *, gold: bool) -> list[int]:
     """Ids of the emptiest items this rater may get by their `fill`: a walk of the
     `item_hand_out_order` index that stops after a few rows. The conditions are those of
     `_eligible_items`, written out (tests/test_rater_assignment.py compares the two)."""
-    lease, item = _t(Lease), _t(ComparisonItem)
+    lease, item = rawsql.table(Lease), rawsql.table(ComparisonItem)
     sql = (
-        f"SELECT i.id, i.fill FROM {item} i JOIN {_t(Question)} q ON q.id = i.question_id"  # noqa: S608
-        f" JOIN {_t(Answer)} a1 ON a1.id = i.answer_a1_id JOIN {_t(Answer)} a2 ON a2.id = i.answer_a2_id"
+        f"SELECT i.id, i.fill FROM {item} i JOIN {rawsql.table(Question)} q ON q.id = i.question_id"  # noqa: S608
+        f" JOIN {rawsql.table(Answer)} a1 ON a1.id = i.answer_a1_id JOIN {rawsql.table(Answer)} a2 ON a2.id = i.answer_a2_id"
         " WHERE i.study_id = %s AND q.is_gold = %s AND a1.review_status = %s AND a2.review_status = %s"
         # NOT EXISTS: probed for the few rows the walk reads, where NOT IN would first list all
         # of the rater's leases.
@@ -570,9 +560,9 @@ def vote_record(
         # The lease alone, with its two answers' word counts for the timing threshold: the
         # answers' texts and renders are not needed to record a vote.
         row = rawsql.fetchone(
-            f"SELECT {_LEASE.sql}, a1.len_words + a2.len_words FROM {_t(Lease)} l"  # noqa: S608
-            f" JOIN {_t(ComparisonItem)} i ON i.id = l.item_id"
-            f" JOIN {_t(Answer)} a1 ON a1.id = i.answer_a1_id JOIN {_t(Answer)} a2 ON a2.id = i.answer_a2_id"
+            f"SELECT {_LEASE.sql}, a1.len_words + a2.len_words FROM {rawsql.table(Lease)} l"  # noqa: S608
+            f" JOIN {rawsql.table(ComparisonItem)} i ON i.id = l.item_id"
+            f" JOIN {rawsql.table(Answer)} a1 ON a1.id = i.answer_a1_id JOIN {rawsql.table(Answer)} a2 ON a2.id = i.answer_a2_id"
             f" WHERE l.rater_id = %s AND l.token = %s{_lock('l')}",
             [rater.pk, token],
         )
@@ -606,8 +596,8 @@ def vote_record(
         # The lease stops holding its slot; a counted vote takes the slot for good.
         fill_delta = int(counted) - int(lease.holds_slot)
         rawsql.execute(
-            f"UPDATE {_t(Lease)} SET voted_at = %s, holds_slot = %s WHERE id = %s",  # noqa: S608
-            [_dt(now), False, lease.pk],
+            f"UPDATE {rawsql.table(Lease)} SET voted_at = %s, holds_slot = %s WHERE id = %s",  # noqa: S608
+            [rawsql.datetime_param(now), False, lease.pk],
         )
         if fill_delta or counted:
             _fill_add(lease.item_id, fill_delta, counted=lease.shown_first if counted else None)
@@ -616,10 +606,10 @@ def vote_record(
         if lease.is_gold:
             _rater_score_gold(rater, study=study, correct=vote.choice == "a1" and not not_familiar)
         rawsql.execute(
-            f"UPDATE {_t(Rater)} SET last_seen_at = %s, votes_done = %s, gold_seen = %s, gold_correct = %s,"  # noqa: S608
+            f"UPDATE {rawsql.table(Rater)} SET last_seen_at = %s, votes_done = %s, gold_seen = %s, gold_correct = %s,"  # noqa: S608
             " flagged = %s, flag_reason = %s WHERE id = %s",
             [
-                _dt(now),
+                rawsql.datetime_param(now),
                 rater.votes_done,
                 rater.gold_seen,
                 rater.gold_correct,

@@ -87,12 +87,12 @@ def _study_or_404(request: HttpRequest, slug: str) -> Study:
     return study
 
 
-def _session_key(study: Study) -> str:
-    return f"rater:{study.pk}"  # also in _study_and_rater
+def _session_key(study_id: int) -> str:
+    return f"rater:{study_id}"
 
 
 def _session_rater(request: HttpRequest, study: Study) -> Rater | None:
-    rater_id = request.session.get(_session_key(study))
+    rater_id = request.session.get(_session_key(study.pk))
     if rater_id is None:
         return None
     rater = Rater.objects.filter(pk=rater_id, study=study).first()
@@ -104,7 +104,7 @@ def _session_rater(request: HttpRequest, study: Study) -> Rater | None:
 def _study_and_rater(request: HttpRequest, slug: str) -> tuple[Study, Rater | None]:
     """The study of the URL and the session's rater in it (None if they have not entered)."""
     study_id = _study_ids.get(slug)
-    rater_id = request.session.get(f"rater:{study_id}") if study_id is not None else None
+    rater_id = request.session.get(_session_key(study_id)) if study_id is not None else None
     if rater_id is not None:
         rater = assignment.rater_with_study(rater_id=rater_id, study_id=study_id, slug=slug)
         if rater is not None and (rater.study.status != Study.Status.DRAFT or request.user.is_staff):
@@ -145,7 +145,7 @@ def study_landing(request: HttpRequest, slug: str) -> HttpResponse:
             target=form.cleaned_data.get("target"),
         )
         request.session.cycle_key()
-        request.session[_session_key(study)] = rater.pk
+        request.session[_session_key(study.pk)] = rater.pk
         return redirect("annotations:task", slug=study.slug)
     context = {
         "study": study,

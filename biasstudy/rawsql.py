@@ -13,6 +13,7 @@ Everything else in the project uses the ORM.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from typing import Any
 
 from django.db import connection, models
@@ -72,6 +73,25 @@ class Columns:
 
     def build(self, row: Sequence[Any], start: int = 0) -> models.Model:
         return self.model.from_db(connection.alias, self.attnames, self.values(row, start))
+
+
+def build_all(row: Sequence[Any], *columns: Columns) -> list[models.Model]:
+    """One instance per `Columns`, from consecutive slices of one row (their SELECT order)."""
+    built, start = [], 0
+    for cols in columns:
+        built.append(cols.build(row, start))
+        start += cols.width
+    return built
+
+
+def table(model: type[models.Model]) -> str:
+    """The model's table name, quoted for the database."""
+    return connection.ops.quote_name(model._meta.db_table)
+
+
+def datetime_param(value: datetime) -> Any:
+    """A datetime as the database takes it in a parameter (as the ORM would send it)."""
+    return connection.ops.adapt_datetimefield_value(value)
 
 
 def fetchone(sql: str, params: Sequence[Any]) -> tuple | None:

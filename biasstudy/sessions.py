@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from django.contrib.sessions.backends.db import SessionStore as DatabaseSessionStore
 from django.contrib.sessions.models import Session
-from django.db import connection
 from django.utils import timezone
 
 from biasstudy import rawsql
@@ -21,9 +20,9 @@ _SESSION = rawsql.Columns(Session, "s")
 class SessionStore(DatabaseSessionStore):
     def _get_session_from_db(self) -> Session | None:
         row = rawsql.fetchone(
-            f"SELECT {_SESSION.sql} FROM {connection.ops.quote_name(Session._meta.db_table)} s"  # noqa: S608
+            f"SELECT {_SESSION.sql} FROM {rawsql.table(Session)} s"  # noqa: S608
             " WHERE s.session_key = %s AND s.expire_date > %s",
-            [self.session_key, connection.ops.adapt_datetimefield_value(timezone.now())],
+            [self.session_key, rawsql.datetime_param(timezone.now())],
         )
         if row is None:
             self._session_key = None

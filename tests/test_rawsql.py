@@ -4,7 +4,6 @@ exactly what the ORM would, on SQLite and PostgreSQL."""
 from datetime import UTC, datetime
 
 import pytest
-from django.db import connection
 from django.forms.models import model_to_dict
 
 from annotations import assignment
@@ -26,7 +25,7 @@ def test_columns_build_the_instance_the_orm_builds():
     rater.save()
     columns = rawsql.Columns(Rater, "r")
     row = rawsql.fetchone(
-        f"SELECT {columns.sql} FROM {connection.ops.quote_name(Rater._meta.db_table)} r WHERE r.id = %s",  # noqa: S608
+        f"SELECT {columns.sql} FROM {rawsql.table(Rater)} r WHERE r.id = %s",  # noqa: S608
         [rater.pk],
     )
     assert _all_fields(columns.build(row)) == _all_fields(Rater.objects.get(pk=rater.pk))
@@ -36,7 +35,7 @@ def test_a_subset_of_columns_comes_back_in_any_order_with_the_rest_deferred():
     study = make_study(title="Deferred texts")
     columns = rawsql.Columns(Study, "s", ["votes_per_item", "title", "id"])
     row = rawsql.fetchone(
-        f"SELECT {columns.sql} FROM {connection.ops.quote_name(Study._meta.db_table)} s WHERE s.id = %s",  # noqa: S608
+        f"SELECT {columns.sql} FROM {rawsql.table(Study)} s WHERE s.id = %s",  # noqa: S608
         [study.pk],
     )
     built = columns.build(row)
