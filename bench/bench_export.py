@@ -21,7 +21,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,16 +29,9 @@ PYTHON = sys.executable
 
 
 def _env(db: Path) -> dict:
-    return {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "biasstudy.settings",
-        "DATABASE_URL": f"sqlite:///{db}",
-        "DJANGO_DEBUG": "0",  # DEBUG would keep every query in memory
-        "DJANGO_SECRET_KEY": "bench-" + uuid.uuid4().hex,
-        "DJANGO_LOG_LEVEL": "WARNING",
-        "BIASSTUDY_ENV_FILE": "/nonexistent",
-        "PYTHONPATH": str(ROOT),
-    }
+    from bench.django_env import bench_env
+
+    return bench_env(f"sqlite:///{db}", settings="biasstudy.settings")
 
 
 def seed(n_votes: int) -> None:

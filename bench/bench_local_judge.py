@@ -20,7 +20,6 @@ import statistics
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,24 +33,13 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp())
-    os.environ.update(
-        DJANGO_SETTINGS_MODULE="biasstudy.settings",
-        DATABASE_URL=f"sqlite:///{tmp / 'judge.sqlite3'}",
-        DJANGO_DEBUG="0",
-        DJANGO_SECRET_KEY="bench-" + uuid.uuid4().hex,
-        DJANGO_LOG_LEVEL="WARNING",
-        BIASSTUDY_ENV_FILE="/nonexistent",
-    )
-    import django
+    from bench.django_env import setup_django
 
-    django.setup()
-    from django.core.management import call_command
-
+    setup_django(f"sqlite:///{tmp / 'judge.sqlite3'}", settings="biasstudy.settings")
     from annotations.study_io import study_import
     from judges.models import CachedResponse, JudgeRun
     from judges.services import judge_run_execute, judge_run_start, llm_judge_demo_create
 
-    call_command("migrate", verbosity=0)
     demo = json.loads((ROOT / "fixtures" / "demo_study.json").read_text())
     demo["questions"] = demo["questions"][: args.questions]
     demo["gold_items"] = demo["gold_items"][:1]

@@ -12,7 +12,6 @@ import os
 import sys
 import tempfile
 import timeit
-import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,26 +23,16 @@ def main() -> None:
     parser.add_argument("--loops", type=int, default=2000)
     parser.add_argument("--questions", type=int, default=500)
     args = parser.parse_args()
-    os.environ.update(
-        DJANGO_SETTINGS_MODULE="bench.settings",
-        DATABASE_URL=f"sqlite:///{tempfile.mkdtemp()}/orm_vs_sql.sqlite3",
-        DJANGO_DEBUG="0",
-        DJANGO_SECRET_KEY="bench-" + uuid.uuid4().hex,
-        DJANGO_LOG_LEVEL="WARNING",
-        BIASSTUDY_ENV_FILE="/nonexistent",
-    )
-    import django
+    from bench.django_env import setup_django
 
-    django.setup()
+    setup_django(f"sqlite:///{tempfile.mkdtemp()}/orm_vs_sql.sqlite3")
     from django.contrib.sessions.backends.db import SessionStore as OrmSessionStore
-    from django.core.management import call_command
 
     from annotations import assignment
     from annotations.models import Lease, Rater, Study
     from bench.bench_rater_flow import SLUG, seed
     from biasstudy.sessions import SessionStore
 
-    call_command("migrate", verbosity=0)
     seed(args.questions, 4)
     study = Study.objects.get(slug=SLUG)
     rater = assignment.rater_enter(study=study, participant_id="P1")

@@ -393,19 +393,14 @@ def bench_database(kind: str, args: argparse.Namespace) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         db = Database(kind, Path(tmp))
         try:
-            env = {
-                **os.environ,
-                "DJANGO_SETTINGS_MODULE": "bench.settings",
-                "DATABASE_URL": db.url,
-                "DATABASE_CONN_MAX_AGE": str(args.conn_max_age),
-                "DJANGO_DEBUG": "0",
-                "DJANGO_SECRET_KEY": "bench-" + uuid.uuid4().hex,
+            from bench.django_env import bench_env
+
+            env = bench_env(
+                db.url,
+                DATABASE_CONN_MAX_AGE=str(args.conn_max_age),
                 # Plain HTTP on loopback (no TLS proxy here): cookies must travel without TLS.
-                "DJANGO_SECURE_COOKIES": "0",
-                "DJANGO_LOG_LEVEL": "WARNING",
-                "PYTHONPATH": str(ROOT),
-                "BIASSTUDY_ENV_FILE": "/nonexistent",
-            }
+                DJANGO_SECURE_COOKIES="0",
+            )
             t0 = time.perf_counter()
             _django("from django.core.management import call_command; call_command('migrate', verbosity=0)", env)
             seeded = json.loads(

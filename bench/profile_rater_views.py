@@ -12,7 +12,6 @@ import re
 import sys
 import tempfile
 import time
-import uuid
 from collections import defaultdict
 from pathlib import Path
 
@@ -44,27 +43,15 @@ def main() -> None:
 
 
 def run(args: argparse.Namespace, url: str) -> None:
-    os.environ.update(
-        DJANGO_SETTINGS_MODULE="bench.settings",
-        DATABASE_URL=url,
-        DJANGO_DEBUG="0",
-        DJANGO_SECRET_KEY="profile-" + uuid.uuid4().hex,
-        DJANGO_SECURE_COOKIES="0",
-        DJANGO_ALLOWED_HOSTS="testserver",
-        DJANGO_LOG_LEVEL="WARNING",
-        BIASSTUDY_ENV_FILE="/nonexistent",
-    )
-    import django
+    from bench.django_env import setup_django
 
-    django.setup()
-    from django.core.management import call_command
+    setup_django(url, DJANGO_SECURE_COOKIES="0", DJANGO_ALLOWED_HOSTS="testserver")
     from django.db import connection
     from django.test import Client
     from pyinstrument import Profiler
 
     from bench.bench_rater_flow import _CSRF, _TOKEN, SLUG, seed
 
-    call_command("migrate", verbosity=0)
     seed(args.questions, 4)
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
