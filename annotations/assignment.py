@@ -411,12 +411,20 @@ def rater_may_wait(*, rater: Rater) -> bool:
     )
 
 
-def _quick_candidates(rater: Rater, study: Study, *, gold: bool) -> list[int]:
-    """Ids of the emptiest items this rater may get by their `fill`: a walk of the
-    `item_hand_out_order` index that stops after a few rows. The conditions are those of
-    `_eligible_items`, written out (tests/test_rater_assignment.py compares the two)."""
+def _quick_candidates(rater: Rater, study: Study, *, gold: bool, start_rank: int | None = None) -> list[int]:
+    """Ids of the emptiest items this rater may get by their `fill`: walks of the
+    `item_hand_out_order` index that stop after a few rows. The conditions are those of
+    `_eligible_items`, written out (tests/test_rawsql.py compares the two).
+
+    The study's emptiest fill level is read from `start_rank` (random unless given) on; only
+    when that gives fewer than CANDIDATES_TRIED is the index walked from its start (the rest
+    of the level, then the fuller levels). A walk that always began at the lowest rank stepped,
+    for a rater with many votes, over every item they had already seen in the level (and the
+    other variants of their questions): one more rejected row per earlier vote. From a random
+    rank those rows are spread over the level instead (docs/BENCHMARKS.md, section 1.5).
+    """
     lease, item = rawsql.table(Lease), rawsql.table(ComparisonItem)
-    sql = (
+    select = (
         f"SELECT i.id, i.fill FROM {item} i JOIN {rawsql.table(Question)} q ON q.id = i.question_id"  # noqa: S608
         f" JOIN {rawsql.table(Answer)} a1 ON a1.id = i.answer_a1_id JOIN {rawsql.table(Answer)} a2 ON a2.id = i.answer_a2_id"
         " WHERE i.study_id = %s AND q.is_gold = %s AND a1.review_status = %s AND a2.review_status = %s"
@@ -426,17 +434,29 @@ def _quick_candidates(rater: Rater, study: Study, *, gold: bool) -> list[int]:
     )
     params = [study.pk, gold, Answer.Review.APPROVED, Answer.Review.APPROVED, rater.pk]
     if study.one_variant_per_question:
-        sql += (
+        select += (
             # the question's few items first, then the rater's lease on each
             f" AND NOT EXISTS (SELECT 1 FROM {item} u WHERE u.question_id = i.question_id"  # noqa: S608
             f" AND EXISTS (SELECT 1 FROM {lease} l WHERE l.rater_id = %s AND l.item_id = u.id))"
         )
         params.append(rater.pk)
-    if not gold:  # attention checks have no quota: any unseen one will do
-        sql += " AND i.fill < %s"
-        params.append(study.votes_per_item)
-    sql += f" ORDER BY i.fill, i.rank LIMIT {CANDIDATES_TRIED}"
-    return _spread(rawsql.fetchall(sql, params))
+    in_order = f" ORDER BY i.fill, i.rank LIMIT {CANDIDATES_TRIED}"
+    if gold:  # attention checks have no quota (any unseen one will do) and are few
+        return _spread(rawsql.fetchall(select + in_order, params))
+    # The emptiest level under the quota (none when every item has its quota), compared with
+    # `=` and without the quota's range, so that SQLite too walks the level's ranks.
+    level = f"(SELECT MIN(m.fill) FROM {item} m WHERE m.study_id = %s AND m.fill < %s)"  # noqa: S608
+    rows = rawsql.fetchall(
+        f"{select} AND i.fill = {level} AND i.rank >= %s ORDER BY i.rank LIMIT {CANDIDATES_TRIED}",
+        [*params, study.pk, study.votes_per_item, random.randrange(2**31) if start_rank is None else start_rank],
+    )
+    if len(rows) < CANDIDATES_TRIED:
+        # The rest of the level and the fuller levels: the walk from the start, needed only
+        # when the level holds fewer candidates than wanted after the random rank.
+        found = {item_id for item_id, _ in rows}
+        from_start = rawsql.fetchall(f"{select} AND i.fill < %s{in_order}", [*params, study.votes_per_item])
+        rows += [row for row in from_start if row[0] not in found]
+    return _spread(rows[:CANDIDATES_TRIED])
 
 
 def _spread(rows: list[tuple[int, int]]) -> list[int]:

@@ -7,7 +7,7 @@ import pytest
 from django.forms.models import model_to_dict
 
 from annotations import assignment
-from annotations.models import Lease, Rater, Study, Vote
+from annotations.models import ComparisonItem, Lease, Rater, Study, Vote
 from biasstudy import rawsql
 from tests.factories import make_question, make_rater, make_study, make_variant
 
@@ -93,11 +93,50 @@ def test_the_quick_candidates_are_the_eligible_items_in_hand_out_order(one_varia
         if not gold:
             expected = expected.filter(fill__lt=study.votes_per_item)
         expected = list(expected.order_by("fill", "rank").values_list("pk", "fill")[: assignment.CANDIDATES_TRIED])
-        got = assignment._quick_candidates(rater, study, gold=gold)
-        # The emptiest come first in any order (spread between raters), the rest in order.
-        emptiest = sum(1 for _, fill in expected if fill == expected[0][1])
-        assert sorted(got[:emptiest]) == sorted(pk for pk, _ in expected[:emptiest])
-        assert got[emptiest:] == [pk for pk, _ in expected[emptiest:]]
+        # From rank 0 the walk of the emptiest level is the walk from the start.
+        _assert_candidates(assignment._quick_candidates(rater, study, gold=gold, start_rank=0), expected)
+        _assert_candidates(assignment._quick_candidates(rater, study, gold=gold), expected, same_set=True)
+
+
+def _assert_candidates(got: list[int], expected: list[tuple[int, int]], *, same_set: bool = False) -> None:
+    """The emptiest (pk, fill) come first in any order (spread between raters), the rest in
+    order; with `same_set`, all in any order."""
+    emptiest = len(expected) if same_set else sum(1 for _, fill in expected if fill == expected[0][1])
+    assert sorted(got[:emptiest]) == sorted(pk for pk, _ in expected[:emptiest])
+    assert got[emptiest:] == [pk for pk, _ in expected[emptiest:]]
+
+
+@pytest.mark.parametrize("one_variant", [True, False])
+def test_the_quick_candidates_start_at_the_given_rank_of_the_emptiest_level(one_variant):
+    """From a start rank: the emptiest level's eligible items from that rank on, and only when
+    those are fewer than wanted, the walk from the start of the index."""
+    quota, wanted = 3, assignment.CANDIDATES_TRIED
+    study = make_study(votes_per_item=quota, one_variant_per_question=one_variant, target_per_rater=100)
+    for _ in range(14):
+        make_variant(make_question(study), kind="reference")
+    raters = [make_rater(study) for _ in range(3)]
+    for rater in raters[:2]:
+        for _ in range(5):
+            lease = assignment.lease_next(rater=rater)
+            assignment.vote_record(rater=rater, token=lease.token, choice_shown="tie", client_ms=9000)
+    rater = Rater.objects.get(pk=raters[0].pk)
+    eligible = list(
+        assignment._eligible_items(rater, study, gold=False)
+        .filter(fill__lt=quota)
+        .order_by("fill", "rank")
+        .values_list("pk", "fill", "rank")
+    )
+    level = min(ComparisonItem.objects.filter(study=study).values_list("fill", flat=True))
+    at_level = [(pk, rank) for pk, fill, rank in eligible if fill == level]
+    assert len(at_level) > wanted  # else every start gives the whole level
+    ranks = sorted(rank for _, rank in at_level)
+    fill_of = {pk: fill for pk, fill, _ in eligible}
+    for start in [0, ranks[0], ranks[len(ranks) // 2], ranks[len(ranks) // 2] + 1, ranks[-wanted], ranks[-1], 2**31 - 1]:
+        rows = [pk for pk, rank in at_level if rank >= start][:wanted]
+        if len(rows) < wanted:
+            rows += [pk for pk, *_ in eligible if pk not in rows]
+        expected = [(pk, fill_of[pk]) for pk in rows[:wanted]]
+        _assert_candidates(assignment._quick_candidates(rater, study, gold=False, start_rank=start), expected)
 
 
 def test_the_page_lease_comes_with_its_item_question_and_answers():
