@@ -26,6 +26,7 @@ import random
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from django.db import connection, transaction
 from django.db.models import Case, Count, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Value, When
@@ -262,11 +263,17 @@ def _lease_next_locked(rater: Rater, *, now: datetime, quick: list[int] | None) 
     return None if lease is None else lease.pk
 
 
+class _Slots(NamedTuple):
+    a1: int  # counted votes + leases holding a slot, A1 shown left
+    a2: int  # the same, A2 shown left
+    question_id: int  # the item's
+
+
 def _slots_locked(
     item_id: int, *, now: datetime, exclude_lease: int | None = None, skip_locked: bool = False
-) -> tuple[int, int] | None:
-    """Lock the item and return (A1-left, A2-left) = counted votes + leases holding a slot;
-    None when `skip_locked` and another transaction holds the item (PostgreSQL).
+) -> _Slots | None:
+    """Lock the item and return how full it is in each order; None when `skip_locked` and
+    another transaction holds the item (PostgreSQL).
 
     Two statements: on PostgreSQL a statement's snapshot is taken before it waits for the row
     lock, so leases counted in the same statement as the lock would miss those committed by the
@@ -285,23 +292,23 @@ def _slots_locked(
         params.append(exclude_lease)
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT human_a1_first, human_a2_first FROM {item} i WHERE id = %s{_lock('i', skip_locked=skip_locked)}",  # noqa: S608
+            f"SELECT human_a1_first, human_a2_first, question_id FROM {item} i WHERE id = %s{_lock('i', skip_locked=skip_locked)}",  # noqa: S608
             [item_id],
         )
         locked = cursor.fetchone()
         if locked is None:
             return None
-        a1, a2 = locked
+        a1, a2, question_id = locked
         cursor.execute(holding + " GROUP BY shown_first", params)
         open_by_order = dict(cursor.fetchall())
-    return a1 + open_by_order.get(Shown.A1_FIRST, 0), a2 + open_by_order.get(Shown.A2_FIRST, 0)
+    return _Slots(a1 + open_by_order.get(Shown.A1_FIRST, 0), a2 + open_by_order.get(Shown.A2_FIRST, 0), question_id)
 
 
 def _lease_renew(lease: Lease, *, study: Study, now: datetime) -> bool:
     """An expired lease is given back to its rater if its slot is still wanted."""
     if not lease.is_gold:
         savepoint = transaction.savepoint()
-        a1, a2 = _slots_locked(lease.item_id, now=now, exclude_lease=lease.pk)
+        a1, a2, _ = _slots_locked(lease.item_id, now=now, exclude_lease=lease.pk)
         if balance.next_order(a1, a2, study.votes_per_item, tie_break=lease.shown_first) != lease.shown_first:
             transaction.savepoint_rollback(savepoint)  # let go of the item's lock (see _lease_hand_out)
             return False
@@ -391,7 +398,7 @@ def _eligible_items(rater: Rater, study: Study, *, gold: bool) -> QuerySet[Compa
         answer_a2__review_status=Answer.Review.APPROVED,
     ).exclude(pk__in=seen.values("item_id"))
     if study.one_variant_per_question:
-        items = items.exclude(question_id__in=seen.values("item__question_id"))
+        items = items.exclude(question_id__in=seen.values("question_id"))
     return items
 
 
@@ -423,23 +430,18 @@ def _quick_candidates(rater: Rater, study: Study, *, gold: bool, start_rank: int
     other variants of their questions): one more rejected row per earlier vote. From a random
     rank those rows are spread over the level instead (docs/BENCHMARKS.md, section 1.5).
     """
-    lease, item = rawsql.table(Lease), rawsql.table(ComparisonItem)
+    item = rawsql.table(ComparisonItem)
+    # With one variant per question, the rater's questions: that covers their items too.
+    seen = "l.question_id = i.question_id" if study.one_variant_per_question else "l.item_id = i.id"
     select = (
         f"SELECT i.id, i.fill FROM {item} i JOIN {rawsql.table(Question)} q ON q.id = i.question_id"  # noqa: S608
         f" JOIN {rawsql.table(Answer)} a1 ON a1.id = i.answer_a1_id JOIN {rawsql.table(Answer)} a2 ON a2.id = i.answer_a2_id"
         " WHERE i.study_id = %s AND q.is_gold = %s AND a1.review_status = %s AND a2.review_status = %s"
-        # NOT EXISTS: probed for the few rows the walk reads, where NOT IN would first list all
-        # of the rater's leases.
-        f" AND NOT EXISTS (SELECT 1 FROM {lease} l WHERE l.rater_id = %s AND l.item_id = i.id)"
+        # NOT EXISTS: one index probe for each of the few rows the walk reads, where NOT IN
+        # would first list all of the rater's leases.
+        f" AND NOT EXISTS (SELECT 1 FROM {rawsql.table(Lease)} l WHERE l.rater_id = %s AND {seen})"
     )
     params = [study.pk, gold, Answer.Review.APPROVED, Answer.Review.APPROVED, rater.pk]
-    if study.one_variant_per_question:
-        select += (
-            # the question's few items first, then the rater's lease on each
-            f" AND NOT EXISTS (SELECT 1 FROM {item} u WHERE u.question_id = i.question_id"  # noqa: S608
-            f" AND EXISTS (SELECT 1 FROM {lease} l WHERE l.rater_id = %s AND l.item_id = u.id))"
-        )
-        params.append(rater.pk)
     in_order = f" ORDER BY i.fill, i.rank LIMIT {CANDIDATES_TRIED}"
     if gold:  # attention checks have no quota (any unseen one will do) and are few
         return _spread(rawsql.fetchall(select + in_order, params))
@@ -516,7 +518,7 @@ def _lease_try(
     slots = _slots_locked(item_id, now=now, skip_locked=skip_locked)
     order = None
     if slots is not None:
-        a1, a2 = slots
+        a1, a2, _ = slots
         tie_break = random.choice([Shown.A1_FIRST, Shown.A2_FIRST])
         if gold:
             order = tie_break if a1 == a2 else (Shown.A1_FIRST if a1 < a2 else Shown.A2_FIRST)
@@ -533,6 +535,7 @@ def _lease_try(
         study=study,
         rater=rater,
         item_id=item_id,
+        question_id=slots.question_id,
         token=secrets.token_urlsafe(24),
         shown_first=order,
         is_gold=gold,

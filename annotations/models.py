@@ -487,6 +487,10 @@ class Lease(models.Model):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="leases")
     rater = models.ForeignKey(Rater, on_delete=models.CASCADE, related_name="leases")
     item = models.ForeignKey(ComparisonItem, on_delete=models.PROTECT, related_name="leases")
+    # The item's question, kept here so that the hand-out finds the questions a rater has seen
+    # with one probe of (rater, question) instead of a join per candidate (one variant per
+    # question); indexed there, not alone.
+    question = models.ForeignKey(Question, on_delete=models.PROTECT, related_name="+", db_index=False, editable=False)
     token = models.CharField(max_length=43, unique=True)
     shown_first = models.CharField(max_length=2, choices=Shown.choices)
     is_gold = models.BooleanField(default=False)
@@ -505,6 +509,7 @@ class Lease(models.Model):
         indexes = [
             models.Index(fields=["item", "expires_at"], name="lease_item_expires"),
             models.Index(fields=["study", "expires_at"], condition=Q(holds_slot=True), name="lease_holding_expires"),
+            models.Index(fields=["rater", "question"], name="lease_rater_question"),
         ]
         constraints = [
             # A rater never gets the same item twice.

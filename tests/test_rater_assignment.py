@@ -297,9 +297,9 @@ def test_the_database_refuses_a_second_pending_lease_or_a_repeated_item():
     now = timezone.now()
     common = {"study": study, "rater": rater, "shown_first": "a1", "expires_at": now + timedelta(minutes=1)}
     with pytest.raises(IntegrityError), transaction.atomic():
-        Lease.objects.create(item=other_item, token="second-pending", **common)
+        Lease.objects.create(item=other_item, question=other_item.question, token="second-pending", **common)
     with pytest.raises(IntegrityError), transaction.atomic():
-        Lease.objects.create(item=lease.item, token="same-item", voted_at=now, **common)
+        Lease.objects.create(item=lease.item, question=lease.item.question, token="same-item", voted_at=now, **common)
 
 
 def test_a_vote_can_hand_out_the_next_item_in_its_own_transaction():

@@ -149,4 +149,4 @@ def test_the_page_lease_comes_with_its_item_question_and_answers():
     assert lease.item.question.html == orm.item.question.html and "<strong>H2O</strong>" in lease.item.question.html
     assert lease.item.answer_a1.html == orm.item.answer_a1.html
     assert lease.item.answer_a2.text == orm.item.answer_a2.text
-    assert lease.item.question_id == question.pk
+    assert lease.item.question_id == question.pk == orm.question_id
