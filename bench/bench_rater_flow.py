@@ -495,7 +495,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="runs of each level (best and median reported)")
     parser.add_argument("--databases", default="sqlite,postgres")
     parser.add_argument(
-        "--questions", type=int, default=6000, help="questions seeded (2 items each; one rater may vote on each once)"
+        "--questions", type=int, default=15000, help="questions seeded (2 items each; one rater may vote on each once)"
     )
     parser.add_argument("--votes-per-item", type=int, default=4)
     parser.add_argument("--conn-max-age", type=int, default=60, help="DATABASE_CONN_MAX_AGE (docs/DEPLOY.md: 60)")

@@ -1,0 +1,89 @@
+"""One rater voting thousands of times, in process: does a page + vote get slower as the rater's
+votes pile up? Prints, per chunk of votes, the mean page + vote cycle (Django's test client, no
+HTTP) and the mean time of the candidate walk for the rater's next item.
+
+    python bench/bench_rater_drift.py --votes 4000 --chunk 500 [--postgres]
+
+Seeds like bench_rater_flow.py (--questions questions, two items each, one variant per
+question), on a fresh SQLite file or a fresh PostgreSQL database (BENCH_POSTGRES_URL), removed
+afterwards. On PostgreSQL the study starts with an empty, analysed lease table, as a real study
+does: the connection's prepared statements are planned then (see docs/BENCHMARKS.md, 1.6).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--votes", type=int, default=4000)
+    parser.add_argument("--chunk", type=int, default=500)
+    parser.add_argument("--questions", type=int, default=6000)
+    parser.add_argument("--postgres", action="store_true", help="on a fresh PostgreSQL database (BENCH_POSTGRES_URL)")
+    args = parser.parse_args()
+    if args.votes > args.questions:
+        parser.error("--votes must not exceed --questions (one vote per question)")
+    tmp = Path(tempfile.mkdtemp())
+    database = None
+    if args.postgres:
+        from bench.bench_rater_flow import Database
+
+        database = Database("postgres", tmp)
+    try:
+        run(args, database.url if database else f"sqlite:///{tmp / 'drift.sqlite3'}")
+    finally:
+        if database:
+            from django.db import connections
+
+            connections.close_all()
+            database.drop()
+
+
+def run(args: argparse.Namespace, url: str) -> None:
+    from bench.django_env import setup_django
+
+    setup_django(url, DJANGO_SECURE_COOKIES="0", DJANGO_ALLOWED_HOSTS="testserver")
+    from django.db import connection
+    from django.test import Client
+
+    from annotations import assignment
+    from annotations.models import Rater, Vote
+    from bench.bench_rater_flow import _CSRF, _TOKEN, SLUG, seed
+
+    seed(args.questions, 4)
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")  # as bench_rater_flow.py does after seeding
+    client = Client()
+    csrf = _CSRF.search(client.get(f"/s/{SLUG}/").content.decode()).group(1)
+    client.post(f"/s/{SLUG}/", {"participant_id": "P1", "consent": "on", "csrfmiddlewaretoken": csrf})
+    task = f"/s/{SLUG}/task/"
+    print(f"{connection.vendor}: one rater, {args.votes} votes, {args.questions} questions")
+    for done in range(args.chunk, args.votes + 1, args.chunk):
+        started = time.perf_counter()
+        for _ in range(args.chunk):
+            token = _TOKEN.search(client.get(task).content.decode()).group(1)
+            response = client.post(task, {"token": token, "choice": "first", "client_ms": "4000"})
+            assert response.status_code == 302, response.status_code
+        cycle = (time.perf_counter() - started) / args.chunk * 1000
+        rater = Rater.objects.select_related("study").get(participant_id="P1")
+        started = time.perf_counter()
+        for _ in range(20):
+            assignment._quick_candidates(rater, rater.study, gold=False)
+        walk = (time.perf_counter() - started) / 20 * 1000
+        print(f"  votes {done:>6}: page + vote {cycle:6.2f} ms, candidate walk {walk:5.2f} ms", flush=True)
+    stored = Vote.objects.filter(rater__participant_id="P1").count()
+    print(f"stored {stored} votes for {args.votes} submits")
+    assert stored == args.votes
+
+
+if __name__ == "__main__":
+    main()
