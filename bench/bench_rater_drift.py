@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -31,55 +30,30 @@ def main() -> None:
     args = parser.parse_args()
     if args.votes > args.questions:
         parser.error("--votes must not exceed --questions (one vote per question)")
-    tmp = Path(tempfile.mkdtemp())
-    database = None
-    if args.postgres:
-        from bench.bench_rater_flow import Database
+    from bench.bench_rater_flow import rater_in_process
 
-        database = Database("postgres", tmp)
-    try:
-        run(args, database.url if database else f"sqlite:///{tmp / 'drift.sqlite3'}")
-    finally:
-        if database:
-            from django.db import connections
-
-            connections.close_all()
-            database.drop()
+    with rater_in_process(args.questions, postgres=args.postgres) as cycle:
+        run(args, cycle)
 
 
-def run(args: argparse.Namespace, url: str) -> None:
-    from bench.django_env import setup_django
-
-    setup_django(url, DJANGO_SECURE_COOKIES="0", DJANGO_ALLOWED_HOSTS="testserver")
+def run(args: argparse.Namespace, cycle) -> None:
     from django.db import connection
-    from django.test import Client
 
     from annotations import assignment
     from annotations.models import Rater, Vote
-    from bench.bench_rater_flow import _CSRF, _TOKEN, SLUG, seed
 
-    seed(args.questions, 4)
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("ANALYZE")  # as bench_rater_flow.py does after seeding
-    client = Client()
-    csrf = _CSRF.search(client.get(f"/s/{SLUG}/").content.decode()).group(1)
-    client.post(f"/s/{SLUG}/", {"participant_id": "P1", "consent": "on", "csrfmiddlewaretoken": csrf})
-    task = f"/s/{SLUG}/task/"
     print(f"{connection.vendor}: one rater, {args.votes} votes, {args.questions} questions")
     for done in range(args.chunk, args.votes + 1, args.chunk):
         started = time.perf_counter()
         for _ in range(args.chunk):
-            token = _TOKEN.search(client.get(task).content.decode()).group(1)
-            response = client.post(task, {"token": token, "choice": "first", "client_ms": "4000"})
-            assert response.status_code == 302, response.status_code
-        cycle = (time.perf_counter() - started) / args.chunk * 1000
+            cycle()
+        mean_cycle = (time.perf_counter() - started) / args.chunk * 1000
         rater = Rater.objects.select_related("study").get(participant_id="P1")
         started = time.perf_counter()
         for _ in range(20):
             assignment._quick_candidates(rater, rater.study, gold=False)
         walk = (time.perf_counter() - started) / 20 * 1000
-        print(f"  votes {done:>6}: page + vote {cycle:6.2f} ms, candidate walk {walk:5.2f} ms", flush=True)
+        print(f"  votes {done:>6}: page + vote {mean_cycle:6.2f} ms, candidate walk {walk:5.2f} ms", flush=True)
     stored = Vote.objects.filter(rater__participant_id="P1").count()
     print(f"stored {stored} votes for {args.votes} submits")
     assert stored == args.votes

@@ -357,6 +357,48 @@ class Database:
             conn.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
 
 
+@contextlib.contextmanager
+def rater_in_process(questions: int, *, postgres: bool, votes_per_item: int = 4):
+    """For the in-process scripts (profile_rater_views.py, bench_rater_drift.py): a fresh
+    database (a SQLite file, or a PostgreSQL database dropped afterwards), Django set up on it
+    in this process, seeded by `seed` (which ANALYZEs on PostgreSQL), and one rater "P1" entered through the landing page with the test client. Yields `cycle()`: one
+    task page and one vote on it, returning the seconds each took."""
+    tmp = Path(tempfile.mkdtemp())
+    database = Database("postgres", tmp) if postgres else None
+    try:
+        from bench.django_env import setup_django
+
+        setup_django(
+            database.url if database else f"sqlite:///{tmp / 'bench.sqlite3'}",
+            DJANGO_SECURE_COOKIES="0",
+            DJANGO_ALLOWED_HOSTS="testserver",
+        )
+        from django.test import Client
+
+        seed(questions, votes_per_item)
+        client = Client()
+        csrf = _CSRF.search(client.get(f"/s/{SLUG}/").content.decode()).group(1)
+        client.post(f"/s/{SLUG}/", {"participant_id": "P1", "consent": "on", "csrfmiddlewaretoken": csrf})
+        task = f"/s/{SLUG}/task/"
+
+        def cycle() -> tuple[float, float]:
+            started = time.perf_counter()
+            page = client.get(task)
+            paged = time.perf_counter()
+            token = _TOKEN.search(page.content.decode()).group(1)
+            response = client.post(task, {"token": token, "choice": "first", "client_ms": "4000"})
+            assert response.status_code == 302, response.status_code
+            return paged - started, time.perf_counter() - paged
+
+        yield cycle
+    finally:
+        if database:
+            from django.db import connections
+
+            connections.close_all()
+            database.drop()
+
+
 def _start_server(env: dict) -> tuple[subprocess.Popen, str]:
     import httpx
 

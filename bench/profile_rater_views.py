@@ -10,7 +10,6 @@ import argparse
 import os
 import re
 import sys
-import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -26,52 +25,21 @@ def main() -> None:
     parser.add_argument("--html", help="write pyinstrument's HTML report here")
     parser.add_argument("--postgres", action="store_true", help="on a fresh PostgreSQL database (BENCH_POSTGRES_URL)")
     args = parser.parse_args()
-    tmp = tempfile.mkdtemp()
-    database = None
-    if args.postgres:
-        from bench.bench_rater_flow import Database
+    from bench.bench_rater_flow import rater_in_process
 
-        database = Database("postgres", Path(tmp))
-    try:
-        run(args, database.url if database else f"sqlite:///{tmp}/profile.sqlite3")
-    finally:
-        if database:
-            from django.db import connections
-
-            connections.close_all()
-            database.drop()
+    with rater_in_process(args.questions, postgres=args.postgres) as cycle:
+        run(args, cycle)
 
 
-def run(args: argparse.Namespace, url: str) -> None:
-    from bench.django_env import setup_django
-
-    setup_django(url, DJANGO_SECURE_COOKIES="0", DJANGO_ALLOWED_HOSTS="testserver")
+def run(args: argparse.Namespace, cycle) -> None:
     from django.db import connection
-    from django.test import Client
     from pyinstrument import Profiler
-
-    from bench.bench_rater_flow import _CSRF, _TOKEN, SLUG, seed
-
-    seed(args.questions, 4)
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("ANALYZE")  # as bench_rater_flow.py does after seeding
-    client = Client()
-    csrf = _CSRF.search(client.get(f"/s/{SLUG}/").content.decode()).group(1)
-    client.post(f"/s/{SLUG}/", {"participant_id": "P1", "consent": "on", "csrfmiddlewaretoken": csrf})
-    task = f"/s/{SLUG}/task/"
 
     def loop(n: int, timings: dict) -> None:
         for _ in range(n):
-            t0 = time.perf_counter()
-            page = client.get(task)
-            t1 = time.perf_counter()
-            token = _TOKEN.search(page.content.decode()).group(1)
-            response = client.post(task, {"token": token, "choice": "first", "client_ms": "4000"})
-            t2 = time.perf_counter()
-            assert response.status_code == 302, response.status_code
-            timings["page"].append(t1 - t0)
-            timings["submit"].append(t2 - t1)
+            page, submit = cycle()
+            timings["page"].append(page)
+            timings["submit"].append(submit)
 
     loop(5, defaultdict(list))  # warm up
     _explain_candidates(connection)
@@ -91,9 +59,9 @@ def run(args: argparse.Namespace, url: str) -> None:
     with connection.execute_wrapper(timed):
         loop(100, timings)
     in_statements = sum(total for _, total in by_sql.values()) / 100 * 1000
-    cycle = sum(timings["page"] + timings["submit"]) / 100 * 1000
+    cycle_ms = sum(timings["page"] + timings["submit"]) / 100 * 1000
     count = sum(n for n, _ in by_sql.values()) / 100
-    print(f"{count:.1f} statements per page+vote, {in_statements:.2f} ms of {cycle:.2f} ms in them (100 loops):")
+    print(f"{count:.1f} statements per page+vote, {in_statements:.2f} ms of {cycle_ms:.2f} ms in them (100 loops):")
     for sql, (n, total) in sorted(by_sql.items(), key=lambda kv: -kv[1][1]):
         print(f"  {n / 100:4.2f} x {1000 * total / n:5.3f} ms  {sql}")
     timings = defaultdict(list)
