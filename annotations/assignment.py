@@ -141,11 +141,11 @@ def _lock(alias: str, *, skip_locked: bool = False) -> str:
     return f" FOR UPDATE OF {alias}" + (" SKIP LOCKED" if skip_locked else "")
 
 
-def _rater_and_study_row(where: str, params: list, *, also: str = "") -> tuple | None:
+def _rater_and_study_row(where: str, params: list, *, also: str = "", joins: str = "") -> tuple | None:
     """The row of one rater and their study (`_RATER` then `_STUDY` columns, then `also`)."""
     return rawsql.fetchone(
         f"SELECT {_RATER.sql}, {_STUDY.sql}{also} FROM {rawsql.table(Rater)} r"  # noqa: S608
-        f" JOIN {rawsql.table(Study)} s ON s.id = r.study_id WHERE {where}",
+        f" JOIN {rawsql.table(Study)} s ON s.id = r.study_id{joins} WHERE {where}",
         params,
     )
 
@@ -158,6 +158,29 @@ def rater_with_study(*, rater_id: int, study_id: int, slug: str) -> Rater | None
         return None
     rater, rater.study = rawsql.build_all(row, _RATER, _STUDY)
     return rater
+
+
+class _Unread:
+    """`lease_next(pending=UNREAD)`: the pending lease has not been read yet."""
+
+
+UNREAD = _Unread()
+
+
+def rater_with_study_and_page(*, rater_id: int, study_id: int, slug: str) -> tuple[Rater, Lease | None] | None:
+    """As `rater_with_study`, and in the same statement the rater's pending lease with what the
+    task page shows (None when they have none), for `lease_next(pending=...)`."""
+    row = _rater_and_study_row(
+        "r.id = %s AND s.id = %s AND s.slug = %s",
+        [rater_id, study_id, slug],
+        also=f", {_page_sql()}",
+        joins=f" LEFT JOIN {rawsql.table(Lease)} l ON l.rater_id = r.id AND {_PENDING}{_page_joins('LEFT JOIN')}",
+    )
+    if row is None:
+        return None
+    rater, rater.study = rawsql.build_all(row, _RATER, _STUDY)
+    start = _RATER.width + _STUDY.width
+    return rater, None if row[start] is None else _page_build(row, start)
 
 
 def _rater_locked(rater: Rater) -> int | None:
@@ -178,32 +201,44 @@ def _rater_locked(rater: Rater) -> int | None:
     return row[_RATER.width + _STUDY.width]
 
 
-def _lease_page(where: str, params: list) -> Lease | None:
-    """One lease with its item, question and two answers (the texts and their renders), in
-    one statement: what the task page shows."""
-    row = rawsql.fetchone(
-        f"SELECT {_LEASE.sql}, {_ITEM.sql}, {_QUESTION.sql}, {_ANSWER_1.sql}, {_ANSWER_2.sql}"  # noqa: S608
-        f" FROM {rawsql.table(Lease)} l JOIN {rawsql.table(ComparisonItem)} i ON i.id = l.item_id"
-        f" JOIN {rawsql.table(Question)} q ON q.id = i.question_id"
-        f" JOIN {rawsql.table(Answer)} a1 ON a1.id = i.answer_a1_id JOIN {rawsql.table(Answer)} a2 ON a2.id = i.answer_a2_id"
-        f" WHERE {where}",
-        params,
+# What the task page shows of a lease `l`: its item, question and two answers (the texts and
+# their renders).
+_PAGE = (_LEASE, _ITEM, _QUESTION, _ANSWER_1, _ANSWER_2)
+_PENDING = "l.voted_at IS NULL AND l.released_at IS NULL"
+
+
+def _page_sql() -> str:
+    return ", ".join(columns.sql for columns in _PAGE)
+
+
+def _page_joins(join: str) -> str:
+    """The tables of `_PAGE` after the lease's, each joined with `join` (JOIN, LEFT JOIN)."""
+    return (
+        f" {join} {rawsql.table(ComparisonItem)} i ON i.id = l.item_id"
+        f" {join} {rawsql.table(Question)} q ON q.id = i.question_id"
+        f" {join} {rawsql.table(Answer)} a1 ON a1.id = i.answer_a1_id"
+        f" {join} {rawsql.table(Answer)} a2 ON a2.id = i.answer_a2_id"
     )
-    if row is None:
-        return None
-    lease, lease.item, question, answer_a1, answer_a2 = rawsql.build_all(
-        row, _LEASE, _ITEM, _QUESTION, _ANSWER_1, _ANSWER_2
-    )
+
+
+def _page_build(row: tuple, start: int = 0) -> Lease:
+    lease, lease.item, question, answer_a1, answer_a2 = rawsql.build_all(row[start:], *_PAGE)
     lease.item.question, lease.item.answer_a1, lease.item.answer_a2 = question, answer_a1, answer_a2
     return lease
 
 
-def _pending_lease_page(rater: Rater) -> Lease | None:
-    return _lease_page("l.rater_id = %s AND l.voted_at IS NULL AND l.released_at IS NULL", [rater.pk])
+def _lease_page(where: str, params: list) -> Lease | None:
+    """One lease with what the task page shows, in one statement."""
+    row = rawsql.fetchone(
+        f"SELECT {_page_sql()} FROM {rawsql.table(Lease)} l{_page_joins('JOIN')} WHERE {where}",  # noqa: S608
+        params,
+    )
+    return None if row is None else _page_build(row)
 
 
-def lease_next(*, rater: Rater, now: datetime | None = None) -> Lease | None:
+def lease_next(*, rater: Rater, now: datetime | None = None, pending: Lease | None | _Unread = UNREAD) -> Lease | None:
     """The rater's current item: the pending lease if it still holds, else a new one.
+    `pending`: the rater's pending lease page if the caller has just read it (None: none).
 
     Returns None when the rater is finished: target reached, study not collecting, or no item
     left that they may rate.
@@ -211,7 +246,7 @@ def lease_next(*, rater: Rater, now: datetime | None = None) -> Lease | None:
     now = now or timezone.now()
     # Fast path without the write lock: the lease handed out with the last vote, or a reload
     # of the page while the lease holds.
-    held = _pending_lease_page(rater)
+    held = _lease_page(f"l.rater_id = %s AND {_PENDING}", [rater.pk]) if pending is UNREAD else pending
     if held is not None and held.expires_at > now:
         return held
     study = rater.study
@@ -335,13 +370,17 @@ def _holding_set(lease: Lease, holds: bool) -> list[str]:
     return ["holds_slot"]
 
 
-def _fill_add(item_id: int, delta: int, *, counted: str | None = None) -> None:
-    """Change an item's `fill` (and count one vote in the `counted` order) in one statement."""
+def _fill_add(item_id: int, delta: int) -> None:
+    rawsql.execute(*_fill_change(item_id, delta))
+
+
+def _fill_change(item_id: int, delta: int, *, counted: str | None = None) -> rawsql.Statement:
+    """The statement that changes an item's `fill` (and counts one vote in the `counted` order)."""
     bump = ""
     if counted is not None:
         field = "human_a1_first" if counted == Shown.A1_FIRST else "human_a2_first"
         bump = f", {field} = {field} + 1"
-    rawsql.execute(f"UPDATE {rawsql.table(ComparisonItem)} SET fill = fill + %s{bump} WHERE id = %s", [delta, item_id])  # noqa: S608
+    return f"UPDATE {rawsql.table(ComparisonItem)} SET fill = fill + %s{bump} WHERE id = %s", [delta, item_id]  # noqa: S608
 
 
 def _sweep_expired(study_id: int, *, now: datetime) -> None:
@@ -542,8 +581,7 @@ def _lease_try(
         created_at=now,
         expires_at=now + timedelta(seconds=study.lease_seconds),
     )
-    rawsql.insert(lease)
-    _fill_add(item_id, 1)
+    rawsql.insert(lease, also=[_fill_change(item_id, 1)])
     return lease
 
 
@@ -615,32 +653,35 @@ def vote_record(
             received_at=now,
             meta={"assignment": {"counted": counted, "too_fast": too_fast, "late": late}},
         )
-        rawsql.insert(vote)
-        # The lease stops holding its slot; a counted vote takes the slot for good.
-        fill_delta = int(counted) - int(lease.holds_slot)
-        rawsql.execute(
-            f"UPDATE {rawsql.table(Lease)} SET voted_at = %s, holds_slot = %s WHERE id = %s",  # noqa: S608
-            [rawsql.datetime_param(now), False, lease.pk],
-        )
-        if fill_delta or counted:
-            _fill_add(lease.item_id, fill_delta, counted=lease.shown_first if counted else None)
         rater.last_seen_at = now
         rater.votes_done += 1
         if lease.is_gold:
             _rater_score_gold(rater, study=study, correct=vote.choice == "a1" and not not_familiar)
-        rawsql.execute(
-            f"UPDATE {rawsql.table(Rater)} SET last_seen_at = %s, votes_done = %s, gold_seen = %s, gold_correct = %s,"  # noqa: S608
-            " flagged = %s, flag_reason = %s WHERE id = %s",
-            [
-                rawsql.datetime_param(now),
-                rater.votes_done,
-                rater.gold_seen,
-                rater.gold_correct,
-                rater.flagged,
-                rater.flag_reason,
-                rater.pk,
-            ],
-        )
+        # With the vote, in one statement on PostgreSQL: the lease stops holding its slot (a
+        # counted vote takes the slot for good), and the rater's counts.
+        changes = [
+            (
+                f"UPDATE {rawsql.table(Lease)} SET voted_at = %s, holds_slot = %s WHERE id = %s",  # noqa: S608
+                [rawsql.datetime_param(now), False, lease.pk],
+            ),
+            (
+                f"UPDATE {rawsql.table(Rater)} SET last_seen_at = %s, votes_done = %s, gold_seen = %s,"  # noqa: S608
+                " gold_correct = %s, flagged = %s, flag_reason = %s WHERE id = %s",
+                [
+                    rawsql.datetime_param(now),
+                    rater.votes_done,
+                    rater.gold_seen,
+                    rater.gold_correct,
+                    rater.flagged,
+                    rater.flag_reason,
+                    rater.pk,
+                ],
+            ),
+        ]
+        fill_delta = int(counted) - int(lease.holds_slot)
+        if fill_delta or counted:
+            changes.append(_fill_change(lease.item_id, fill_delta, counted=lease.shown_first if counted else None))
+        rawsql.insert(vote, also=changes)
         # The voted lease was the rater's one pending lease unless it had been released.
         if quick is not None and lease.released_at is None and quick[0] == rater.votes_done:
             _lease_next_with_vote(rater, study, now=now, quick=quick[1])

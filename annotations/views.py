@@ -101,16 +101,24 @@ def _session_rater(request: HttpRequest, study: Study) -> Rater | None:
     return rater
 
 
-def _study_and_rater(request: HttpRequest, slug: str) -> tuple[Study, Rater | None]:
-    """The study of the URL and the session's rater in it (None if they have not entered)."""
+def _study_and_rater(request: HttpRequest, slug: str, *, page: bool = False) -> tuple[Study, Rater | None, object]:
+    """The study of the URL, the session's rater in it (None if they have not entered) and,
+    with `page`, their pending lease page when it could be read in the same statement (else
+    `assignment.UNREAD`), for `assignment.lease_next(pending=...)`."""
     study_id = _study_ids.get(slug)
     rater_id = request.session.get(_session_key(study_id)) if study_id is not None else None
     if rater_id is not None:
-        rater = assignment.rater_with_study(rater_id=rater_id, study_id=study_id, slug=slug)
-        if rater is not None and (rater.study.status != Study.Status.DRAFT or request.user.is_staff):
-            return rater.study, rater
+        found, pending = None, assignment.UNREAD
+        if page:
+            found = assignment.rater_with_study_and_page(rater_id=rater_id, study_id=study_id, slug=slug)
+            if found is not None:
+                found, pending = found
+        else:
+            found = assignment.rater_with_study(rater_id=rater_id, study_id=study_id, slug=slug)
+        if found is not None and (found.study.status != Study.Status.DRAFT or request.user.is_staff):
+            return found.study, found, pending
     study = _study_or_404(request, slug)
-    return study, _session_rater(request, study)
+    return study, _session_rater(request, study), assignment.UNREAD
 
 
 def _redirect(request: HttpRequest, url: str) -> HttpResponse:
@@ -163,7 +171,7 @@ def study_landing(request: HttpRequest, slug: str) -> HttpResponse:
 def study_task(request: HttpRequest, slug: str) -> HttpResponse:
     """The current item. A POST records the vote on the rater's own lease, then shows the next
     item: as an htmx fragment, or by redirecting to GET so that a reload never re-posts."""
-    study, rater = _study_and_rater(request, slug)
+    study, rater, pending = _study_and_rater(request, slug, page=request.method == "GET")
     if rater is None:
         return _redirect(request, reverse("annotations:landing", args=[study.slug]))
     if request.method == "POST":
@@ -189,13 +197,19 @@ def study_task(request: HttpRequest, slug: str) -> HttpResponse:
             raise Http404("This item is not one of yours.") from None
         if not request.htmx:
             return redirect("annotations:task", slug=study.slug)
-    return _task_response(request, study, rater, form=None)
+    return _task_response(request, study, rater, form=None, pending=pending)
 
 
 def _task_response(
-    request: HttpRequest, study: Study, rater: Rater, *, form: VoteForm | None, status: int = 200
+    request: HttpRequest,
+    study: Study,
+    rater: Rater,
+    *,
+    form: VoteForm | None,
+    status: int = 200,
+    pending: object = assignment.UNREAD,
 ) -> HttpResponse:
-    lease = assignment.lease_next(rater=rater)
+    lease = assignment.lease_next(rater=rater, pending=pending)
     if lease is None:
         return _redirect(request, reverse("annotations:done", args=[study.slug]))
     done = rater.votes_done

@@ -4,6 +4,7 @@ exactly what the ORM would, on SQLite and PostgreSQL."""
 from datetime import UTC, datetime
 
 import pytest
+from django.db import IntegrityError, transaction
 from django.forms.models import model_to_dict
 
 from annotations import assignment
@@ -69,6 +70,49 @@ def test_insert_stores_what_create_stores():
     assert ours.pk is not None and ours.pk != by_django.pk and not ours._state.adding
     stored = {pk: model_to_dict(Vote.objects.get(pk=pk), exclude=["id", "rater"]) for pk in (ours.pk, by_django.pk)}
     assert stored[ours.pk] == stored[by_django.pk]
+
+
+def _vote_with_changes(study, *, rename_to: str, count_by: int):
+    """A vote to insert, and two statements to go with it: rename the study, add to one of an
+    item's counters (a positive integer column: the database refuses it below 0)."""
+    item = make_question(study).items.get()
+    vote = Vote(
+        item=item,
+        judge=assignment.judge_human_pool(study=study),
+        rater=make_rater(study),
+        shown_first="a1",
+        choice_shown="first",
+        choice="a1",
+        received_at=datetime(2026, 1, 2, tzinfo=UTC),
+    )
+    also = [
+        (f"UPDATE {rawsql.table(Study)} SET title = %s WHERE id = %s", [rename_to, study.pk]),  # noqa: S608
+        (
+            f"UPDATE {rawsql.table(ComparisonItem)} SET human_a1_first = human_a1_first + %s WHERE id = %s",  # noqa: S608
+            [count_by, item.pk],
+        ),
+    ]
+    return vote, item, also
+
+
+def test_insert_runs_the_statements_that_go_with_it():
+    study = make_study(title="Before")
+    vote, item, also = _vote_with_changes(study, rename_to="After", count_by=3)
+    rawsql.insert(vote, also=also)
+    assert Vote.objects.filter(pk=vote.pk).exists()
+    assert Study.objects.get(pk=study.pk).title == "After"
+    assert ComparisonItem.objects.get(pk=item.pk).human_a1_first == 3
+
+
+def test_insert_with_a_failing_statement_writes_nothing():
+    """A statement that fails (the counter's CHECK) takes the INSERT and the others with it."""
+    study = make_study(title="Before")
+    vote, item, also = _vote_with_changes(study, rename_to="After", count_by=-1)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        rawsql.insert(vote, also=also)
+    assert not Vote.objects.filter(item=item).exists()
+    assert Study.objects.get(pk=study.pk).title == "Before"
+    assert ComparisonItem.objects.get(pk=item.pk).human_a1_first == 0
 
 
 @pytest.mark.parametrize("one_variant", [True, False])
