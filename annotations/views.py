@@ -1,7 +1,8 @@
 """The rater's pages: study landing, the task (page and htmx fragment from one view), completion.
 
-A rater is known only through the session (`rater:<study id>` -> Rater pk); nothing in a URL or
-form names an item, a vote goes against the lease token of the rater's own current item.
+A rater is known only through a signed cookie set when they enter a study (`rater-<study id>`:
+their Rater pk, signed with SECRET_KEY and timestamped); nothing in a URL or form names an item, a
+vote goes against the lease token of the rater's own current item.
 """
 
 from __future__ import annotations
@@ -87,12 +88,41 @@ def _study_or_404(request: HttpRequest, slug: str) -> Study:
     return study
 
 
-def _session_key(study_id: int) -> str:
-    return f"rater:{study_id}"
+# The rater's identity is a signed cookie, not the session: reading it costs no query (the
+# session was one per request, an eighth of the page and vote's statements on PostgreSQL,
+# docs/BENCHMARKS.md section 1.7), and a rater leaves no session row behind. Like the session
+# cookie it is a bearer secret: HttpOnly, Secure and SameSite as the session cookie is, and
+# valid for SESSION_COOKIE_AGE after entering. It cannot be forged without SECRET_KEY.
+_RATER_SALT = "annotations.views.rater"
 
 
-def _session_rater(request: HttpRequest, study: Study) -> Rater | None:
-    rater_id = request.session.get(_session_key(study.pk))
+def _rater_cookie(study_id: int) -> str:
+    return f"rater-{study_id}"
+
+
+def _cookie_rater_id(request: HttpRequest, study_id: int) -> int | None:
+    """The rater id of this study's cookie, if it is there, signed by us and not too old."""
+    value = request.get_signed_cookie(
+        _rater_cookie(study_id), default=None, salt=_RATER_SALT, max_age=settings.SESSION_COOKIE_AGE
+    )
+    return int(value) if value is not None and value.isdigit() else None
+
+
+def _remember_rater(response: HttpResponse, rater: Rater) -> HttpResponse:
+    response.set_signed_cookie(
+        _rater_cookie(rater.study_id),
+        str(rater.pk),
+        salt=_RATER_SALT,
+        max_age=settings.SESSION_COOKIE_AGE,
+        secure=settings.SESSION_COOKIE_SECURE,
+        httponly=True,
+        samesite=settings.SESSION_COOKIE_SAMESITE,
+    )
+    return response
+
+
+def _cookie_rater(request: HttpRequest, study: Study) -> Rater | None:
+    rater_id = _cookie_rater_id(request, study.pk)
     if rater_id is None:
         return None
     rater = Rater.objects.filter(pk=rater_id, study=study).first()
@@ -102,11 +132,11 @@ def _session_rater(request: HttpRequest, study: Study) -> Rater | None:
 
 
 def _study_and_rater(request: HttpRequest, slug: str, *, page: bool = False) -> tuple[Study, Rater | None, object]:
-    """The study of the URL, the session's rater in it (None if they have not entered) and,
+    """The study of the URL, the cookie's rater in it (None if they have not entered) and,
     with `page`, their pending lease page when it could be read in the same statement (else
     `assignment.UNREAD`), for `assignment.lease_next(pending=...)`."""
     study_id = _study_ids.get(slug)
-    rater_id = request.session.get(_session_key(study_id)) if study_id is not None else None
+    rater_id = _cookie_rater_id(request, study_id) if study_id is not None else None
     if rater_id is not None:
         found, pending = None, assignment.UNREAD
         if page:
@@ -118,7 +148,7 @@ def _study_and_rater(request: HttpRequest, slug: str, *, page: bool = False) -> 
         if found is not None and (found.study.status != Study.Status.DRAFT or request.user.is_staff):
             return found.study, found, pending
     study = _study_or_404(request, slug)
-    return study, _session_rater(request, study), assignment.UNREAD
+    return study, _cookie_rater(request, study), assignment.UNREAD
 
 
 def _redirect(request: HttpRequest, url: str) -> HttpResponse:
@@ -133,7 +163,7 @@ def study_landing(request: HttpRequest, slug: str) -> HttpResponse:
     platform_form = PlatformForm(request.GET)
     platform = platform_form.platform()
     preview = platform_form.is_mturk_preview()
-    current = _session_rater(request, study)
+    current = _cookie_rater(request, study)
     if current is not None and (platform is None or platform[1] == current.participant_id):
         return redirect("annotations:task", slug=study.slug)
 
@@ -152,9 +182,7 @@ def study_landing(request: HttpRequest, slug: str) -> HttpResponse:
             source_meta=meta,
             target=form.cleaned_data.get("target"),
         )
-        request.session.cycle_key()
-        request.session[_session_key(study.pk)] = rater.pk
-        return redirect("annotations:task", slug=study.slug)
+        return _remember_rater(redirect("annotations:task", slug=study.slug), rater)
     context = {
         "study": study,
         "form": form,
@@ -229,7 +257,7 @@ def _sides(lease: Lease) -> dict:
 @_database_failures_answered
 def study_done(request: HttpRequest, slug: str) -> HttpResponse:
     study = _study_or_404(request, slug)
-    rater = _session_rater(request, study)
+    rater = _cookie_rater(request, study)
     if rater is None:
         return redirect("annotations:landing", slug=study.slug)
     if assignment.lease_next(rater=rater) is not None:

@@ -26,22 +26,15 @@ def main() -> None:
     from bench.django_env import setup_django
 
     setup_django(f"sqlite:///{tempfile.mkdtemp()}/orm_vs_sql.sqlite3")
-    from django.contrib.sessions.backends.db import SessionStore as OrmSessionStore
-
     from annotations import assignment
     from annotations.models import Lease, Rater, Study
     from bench.bench_rater_flow import SLUG, seed
-    from biasstudy.sessions import SessionStore
 
     seed(args.questions, 4)
     study = Study.objects.get(slug=SLUG)
     rater = assignment.rater_enter(study=study, participant_id="P1")
     rater.study = study
     lease = assignment.lease_next(rater=rater)
-    session = SessionStore()
-    session["rater"] = rater.pk
-    session.save()
-    key = session.session_key
 
     reads = {
         "rater with study": (
@@ -54,7 +47,6 @@ def main() -> None:
             ),
             lambda: assignment._lease_page("l.id = %s", [lease.pk]),
         ),
-        "session": (lambda: OrmSessionStore(key).load(), lambda: SessionStore(key).load()),
     }
     print(f"{args.loops} loops each, load {os.getloadavg()[0]:.2f}\n")
     print("| read | ORM | written out |\n|---|---|---|")

@@ -130,8 +130,8 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 
 LOGIN_URL = "admin:login"
 
-# Django's database sessions with a leaner read (biasstudy/sessions.py says why).
-SESSION_ENGINE = "biasstudy.sessions"
+# Sessions (staff only: raters are known by a signed cookie, annotations/views.py) are Django's
+# database sessions.
 
 # Background work goes through Django's Tasks interface; the database-backed queue needs no
 # extra service. TASKS_BACKEND selects another backend (e.g. the RQ one) by settings alone.

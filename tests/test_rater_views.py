@@ -1,15 +1,20 @@
 """The rater pages over HTTP with personas: anonymous visitor, rater, another rater, staff."""
 
 import re
+import time
 from datetime import timedelta
+from unittest import mock
 
 import pytest
+from django.conf import settings
+from django.contrib.sessions.models import Session
 from django.db import connection
+from django.http import HttpResponse
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from annotations import assignment
+from annotations import assignment, views
 from annotations.assignment import lease_next
 from annotations.models import ComparisonItem, Lease, Rater, Study, Vote
 from tests.factories import make_question, make_rater, make_study
@@ -90,7 +95,7 @@ def test_coming_back_with_the_same_id_resumes_the_same_pending_item(rater):
     assert Rater.objects.count() == 1 and Lease.objects.count() == 1
 
 
-def test_a_rater_with_a_session_goes_straight_to_the_task(rater):
+def test_a_rater_who_entered_goes_straight_to_the_task(rater):
     client = signed_in(rater)
     response = client.get(urls(rater.study)["landing"])
     assert response.status_code == 302 and response["Location"] == urls(rater.study)["task"]
@@ -114,7 +119,7 @@ def test_an_anonymous_visitor_is_sent_to_the_landing_page(anon_client, small_stu
     assert not Vote.objects.exists()
 
 
-def test_staff_without_a_rater_session_cannot_vote(staff_client, small_study):
+def test_staff_who_did_not_enter_as_a_rater_cannot_vote(staff_client, small_study):
     response = staff_client.get(urls(small_study)["task"])
     assert response.status_code == 302 and response["Location"] == urls(small_study)["landing"]
 
@@ -130,12 +135,47 @@ def test_it_rejects_a_vote_on_another_raters_current_item(rater):
     assert not Vote.objects.exists()
 
 
-def test_a_rater_session_of_one_study_does_not_open_another(rater):
+def test_a_rater_cookie_of_one_study_does_not_open_another(rater):
     client = signed_in(rater)
     other = make_study()
     make_question(other)
     response = client.get(urls(other)["task"])
     assert response.status_code == 302 and response["Location"] == urls(other)["landing"]
+
+
+def test_entering_sets_a_signed_http_only_cookie_and_no_session(rater):
+    client = signed_in(rater)
+    cookie = client.cookies[views._rater_cookie(rater.study_id)]
+    assert cookie["httponly"] and cookie["samesite"] == "Lax"
+    assert cookie.value.split(":")[0] == str(rater.pk)  # the id, then a timestamp and the signature
+    assert not Session.objects.exists()
+
+
+@pytest.mark.parametrize("change", ["another rater's id", "a bad signature", "too old", "another study's"])
+def test_a_rater_cookie_that_was_not_signed_for_this_study_and_rater_is_refused(rater, change):
+    """Each of these lands on the entry page; the rater's own cookie, put back, works again."""
+    client = signed_in(rater)
+    task, name = urls(rater.study)["task"], views._rater_cookie(rater.study_id)
+    own = client.cookies[name].value
+    other = make_rater(rater.study)
+    if change == "another rater's id":
+        client.cookies[name] = f"{other.pk}{own[own.index(':') :]}"
+    elif change == "a bad signature":
+        client.cookies[name] = own[:-2] + ("AA" if not own.endswith("AA") else "BB")
+    elif change == "too old":
+        with mock.patch("django.core.signing.time.time", return_value=time.time() - settings.SESSION_COOKIE_AGE - 60):
+            response = HttpResponse()
+            response.set_signed_cookie(name, str(rater.pk), salt=views._RATER_SALT)
+        client.cookies[name] = response.cookies[name].value
+    else:  # signed with the key, but naming a rater of another study (the statement checks it)
+        stranger = make_rater(make_study())
+        response = HttpResponse()
+        response.set_signed_cookie(name, str(stranger.pk), salt=views._RATER_SALT)
+        client.cookies[name] = response.cookies[name].value
+    refused = client.get(task)
+    assert refused.status_code == 302 and refused["Location"] == urls(rater.study)["landing"]
+    client.cookies[name] = own
+    assert client.get(task).status_code == 200
 
 
 def test_the_page_shows_no_item_ids_results_or_which_answer_is_perturbed(rater):
@@ -278,20 +318,21 @@ def test_the_task_page_query_count_is_pinned(rater, django_assert_num_queries):
     client = signed_in(rater)
     task = urls(rater.study)["task"]
     client.get(task)  # the lease is handed out
-    # session; rater with study and the pending lease with its item, question and answers
-    with django_assert_num_queries(2):
+    # the rater with study and the pending lease with its item, question and answers (the
+    # rater's cookie is read without a query)
+    with django_assert_num_queries(1):
         client.get(task)
 
 
 def test_the_first_page_hands_out_an_item_with_a_pinned_query_count(rater, django_assert_num_queries):
     client = signed_in(rater)
-    # session; rater with study and the pending lease (none); sweep of expired leases;
+    # rater with study and the pending lease (none); sweep of expired leases;
     # candidates (a few rows of an index: the emptiest level from a random rank, and in a study
     # this small, with fewer items there than are tried, the walk from the start); under the
     # lock: rater, pending lease, the item locked, its open leases, insert and item fill (one
-    # statement on PostgreSQL); then the lease with its item for the page: 16 with the
+    # statement on PostgreSQL); then the lease with its item for the page: 15 with the
     # savepoints (one for the transaction, one per candidate tried).
-    with django_assert_num_queries(_on_postgresql(16, batched=1)):
+    with django_assert_num_queries(_on_postgresql(15, batched=1)):
         response = client.get(urls(rater.study)["task"])
     assert token_in(response)
 
@@ -301,14 +342,14 @@ def test_a_vote_hands_out_the_next_item_and_the_page_after_it_is_a_read(rater, d
     task = urls(rater.study)["task"]
     token = token_in(client.get(task))
     assignment._last_sweep.clear()  # as if the page had been more than a second ago
-    # Session; rater with study; sweep, candidates for the next item (two walks, as above);
+    # Rater with study; sweep, candidates for the next item (two walks, as above);
     # under the rater lock rater with the human pool's id, lease, vote insert with the lease,
     # the rater and the item counters (one statement on PostgreSQL); the next item locked, its
-    # open leases, lease insert and item fill (one on PostgreSQL): 17, with the savepoint this
+    # open leases, lease insert and item fill (one on PostgreSQL): 16, with the savepoint this
     # test's transaction turns the request's transaction into.
-    with django_assert_num_queries(_on_postgresql(17, batched=4)):
+    with django_assert_num_queries(_on_postgresql(16, batched=4)):
         assert client.post(task, {"token": token, "choice": "first", "client_ms": "3000"}).status_code == 302
-    with django_assert_num_queries(2):
+    with django_assert_num_queries(1):
         response = client.get(task)
     assert token_in(response) != token
 
@@ -320,7 +361,7 @@ def test_the_htmx_vote_query_count_is_pinned(rater, django_assert_num_queries):
     assignment._last_sweep.clear()
     # The statements of the form's vote and the next lease with its item for the fragment,
     # read after the transaction.
-    with django_assert_num_queries(_on_postgresql(18, batched=4)):
+    with django_assert_num_queries(_on_postgresql(17, batched=4)):
         response = client.post(task, {"token": token, "choice": "first", "client_ms": "3000"}, **HX)
     assert response.status_code == 200
     assert (
