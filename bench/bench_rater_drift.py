@@ -2,12 +2,14 @@
 votes pile up? Prints, per chunk of votes, the mean page + vote cycle (Django's test client, no
 HTTP) and the mean time of the candidate walk for the rater's next item.
 
-    python bench/bench_rater_drift.py --votes 4000 --chunk 500 [--postgres]
+    python bench/bench_rater_drift.py --votes 4000 --chunk 500 [--postgres [--analyze-empty]]
 
 Seeds like bench_rater_flow.py (--questions questions, two items each, one variant per
 question), on a fresh SQLite file or a fresh PostgreSQL database (BENCH_POSTGRES_URL), removed
-afterwards. On PostgreSQL the study starts with an empty, analysed lease table, as a real study
-does: the connection's prepared statements are planned then (see docs/BENCHMARKS.md, 1.6).
+afterwards. On PostgreSQL the seeded tables are analysed and the empty lease and vote tables
+are not, as on a fresh deployment; --analyze-empty analyses those too, while empty, which makes
+the connection's prepared statements plan every lease lookup as a scan of a tiny table
+(docs/BENCHMARKS.md, 1.7; docs/DEPLOY.md).
 """
 
 from __future__ import annotations
@@ -27,12 +29,13 @@ def main() -> None:
     parser.add_argument("--chunk", type=int, default=500)
     parser.add_argument("--questions", type=int, default=6000)
     parser.add_argument("--postgres", action="store_true", help="on a fresh PostgreSQL database (BENCH_POSTGRES_URL)")
+    parser.add_argument("--analyze-empty", action="store_true", help="PostgreSQL: analyse the empty tables too")
     args = parser.parse_args()
     if args.votes > args.questions:
         parser.error("--votes must not exceed --questions (one vote per question)")
     from bench.bench_rater_flow import rater_in_process
 
-    with rater_in_process(args.questions, postgres=args.postgres) as cycle:
+    with rater_in_process(args.questions, postgres=args.postgres, analyze_empty=args.analyze_empty) as cycle:
         run(args, cycle)
 
 

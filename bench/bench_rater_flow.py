@@ -71,9 +71,10 @@ def _saved(obj):
     return obj
 
 
-def seed(questions: int, votes_per_item: int) -> None:
+def seed(questions: int, votes_per_item: int, *, analyze_empty: bool = False) -> None:
     """One collecting study: `questions` questions, each with its control item and one
-    fake-reference item, written with bulk_create (a few seconds for thousands)."""
+    fake-reference item, written with bulk_create (a few seconds for thousands). With
+    `analyze_empty`, PostgreSQL also analyses the empty tables (the worst case, see below)."""
     from django.db import transaction
 
     from annotations.models import Answer, ComparisonItem, Question, Study
@@ -119,8 +120,16 @@ def seed(questions: int, votes_per_item: int) -> None:
     from django.db import connection
 
     if connection.vendor == "postgresql":
+        # As autovacuum would have done long before raters arrive: it analyses the tables the
+        # seed filled, and leaves alone those nobody wrote to (leases, votes), which a fresh
+        # deployment has never analysed. PostgreSQL assumes a never analysed table may be
+        # big; one analysed while empty it plans as empty, and the plans a connection
+        # prepares then stay until the next ANALYZE (docs/BENCHMARKS.md, section 1.7).
         with connection.cursor() as cursor:
-            cursor.execute("ANALYZE")  # as autovacuum would have done long before raters arrive
+            if analyze_empty:
+                cursor.execute("ANALYZE")
+            for model in (Study, Question, Answer, ComparisonItem):
+                cursor.execute(f"ANALYZE {connection.ops.quote_name(model._meta.db_table)}")
     print(json.dumps({"items": ComparisonItem.objects.filter(study=study).count()}))
 
 
@@ -358,7 +367,7 @@ class Database:
 
 
 @contextlib.contextmanager
-def rater_in_process(questions: int, *, postgres: bool, votes_per_item: int = 4):
+def rater_in_process(questions: int, *, postgres: bool, votes_per_item: int = 4, analyze_empty: bool = False):
     """For the in-process scripts (profile_rater_views.py, bench_rater_drift.py): a fresh
     database (a SQLite file, or a PostgreSQL database dropped afterwards), Django set up on it
     in this process, seeded by `seed` (which ANALYZEs on PostgreSQL), and one rater "P1" entered through the landing page with the test client. Yields `cycle()`: one
@@ -375,7 +384,7 @@ def rater_in_process(questions: int, *, postgres: bool, votes_per_item: int = 4)
         )
         from django.test import Client
 
-        seed(questions, votes_per_item)
+        seed(questions, votes_per_item, analyze_empty=analyze_empty)
         client = Client()
         csrf = _CSRF.search(client.get(f"/s/{SLUG}/").content.decode()).group(1)
         client.post(f"/s/{SLUG}/", {"participant_id": "P1", "consent": "on", "csrfmiddlewaretoken": csrf})
