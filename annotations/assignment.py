@@ -188,17 +188,46 @@ def _rater_locked(rater: Rater) -> int | None:
     the id of the study's human pool (None before the first rater entered). Only the rater row:
     the study joined in must not be locked, or every rater of the study waits for every other
     one on PostgreSQL (docs/BENCHMARKS.md)."""
-    row = _rater_and_study_row(
-        f"r.id = %s{_lock('r')}",
-        [Judge.Kind.HUMAN, rater.pk],
-        also=f", (SELECT j.id FROM {rawsql.table(Judge)} j WHERE j.study_id = s.id AND j.kind = %s)",  # noqa: S608
-    )
+    row = _rater_and_study_row(f"r.id = %s{_lock('r')}", [Judge.Kind.HUMAN, rater.pk], also=_human_pool_sql())
     if row is None:
         raise Rater.DoesNotExist(f"rater {rater.pk} is gone")
+    return _rater_refresh(rater, row)
+
+
+def _human_pool_sql() -> str:
+    """A column with the id of the rater's study's human pool (one %s: the Judge kind)."""
+    return f", (SELECT j.id FROM {rawsql.table(Judge)} j WHERE j.study_id = s.id AND j.kind = %s)"  # noqa: S608
+
+
+def _rater_refresh(rater: Rater, row: tuple) -> int | None:
+    """Set the rater and their study from a `_rater_and_study_row` with `_human_pool_sql()`;
+    returns the pool's id."""
     for name, value in zip(_RATER.attnames, _RATER.values(row), strict=True):
         setattr(rater, name, value)
     rater.study = _STUDY.build(row, _RATER.width)
     return row[_RATER.width + _STUDY.width]
+
+
+def _rater_and_lease_locked(rater: Rater, token: str) -> tuple[int | None, Lease, int]:
+    """For a vote: lock the rater's row and then their lease of this token, in one statement
+    (PostgreSQL locks the rows of `FOR UPDATE OF r, l` in that order, the order every other
+    transaction here takes them in), refresh the rater as `_rater_locked` does, and return the
+    human pool's id, the lease, and its two answers' word count (for the timing threshold:
+    the answers' texts and renders are not needed to record a vote)."""
+    row = _rater_and_study_row(
+        f"r.id = %s{_lock('r, l')}",
+        [Judge.Kind.HUMAN, token, rater.pk],
+        also=f"{_human_pool_sql()}, {_LEASE.sql}, a1.len_words + a2.len_words",
+        joins=f" JOIN {rawsql.table(Lease)} l ON l.rater_id = r.id AND l.token = %s"
+        f" JOIN {rawsql.table(ComparisonItem)} i ON i.id = l.item_id"
+        f" JOIN {rawsql.table(Answer)} a1 ON a1.id = i.answer_a1_id JOIN {rawsql.table(Answer)} a2 ON a2.id = i.answer_a2_id",
+    )
+    if row is None:
+        _rater_locked(rater)  # raises if the rater is gone; else the token is not theirs
+        raise LeaseNotFound("this item is not one of yours; nothing was recorded")
+    human_pool_id = _rater_refresh(rater, row)
+    start = _RATER.width + _STUDY.width + 1
+    return human_pool_id, _LEASE.build(row, start), row[start + _LEASE.width]
 
 
 # What the task page shows of a lease `l`: its item, question and two answers (the texts and
@@ -625,20 +654,8 @@ def vote_record(
         expected = rater.votes_done + 1
         quick = (expected, _quick_candidates(rater, rater.study, gold=_gold_turn(rater.study, expected)))
     with transaction.atomic():
-        human_pool_id = _rater_locked(rater)
+        human_pool_id, lease, words = _rater_and_lease_locked(rater, token)
         study = rater.study
-        # The lease alone, with its two answers' word counts for the timing threshold: the
-        # answers' texts and renders are not needed to record a vote.
-        row = rawsql.fetchone(
-            f"SELECT {_LEASE.sql}, a1.len_words + a2.len_words FROM {rawsql.table(Lease)} l"  # noqa: S608
-            f" JOIN {rawsql.table(ComparisonItem)} i ON i.id = l.item_id"
-            f" JOIN {rawsql.table(Answer)} a1 ON a1.id = i.answer_a1_id JOIN {rawsql.table(Answer)} a2 ON a2.id = i.answer_a2_id"
-            f" WHERE l.rater_id = %s AND l.token = %s{_lock('l')}",
-            [rater.pk, token],
-        )
-        if row is None:
-            raise LeaseNotFound("this item is not one of yours; nothing was recorded")
-        lease, words = _LEASE.build(row), row[_LEASE.width]
         if lease.voted_at is not None:
             vote = Vote.objects.get(rater=rater, item_id=lease.item_id)
             meta = vote.meta.get("assignment", {})
