@@ -298,7 +298,7 @@ def _gold_turn(study: Study, votes_done: int) -> bool:
     return study.gold_every > 0 and (votes_done + 1) % (study.gold_every + 1) == 0
 
 
-def _lease_next_locked(rater: Rater, *, now: datetime, quick: list[int] | None) -> int | None:
+def _lease_next_locked(rater: Rater, *, now: datetime, quick: list[_Candidate] | None) -> int | None:
     """Under the rater's lock: keep, renew or let go of the pending lease, or hand out a new
     one. `quick` are candidates read before the lock for the turn (gold or not) seen then."""
     votes_seen = rater.votes_done
@@ -495,8 +495,18 @@ def rater_may_wait(*, rater: Rater) -> bool:
     )
 
 
-def _quick_candidates(rater: Rater, study: Study, *, gold: bool, start_rank: int | None = None) -> list[int]:
-    """Ids of the emptiest items this rater may get by their `fill`: walks of the
+class _Candidate(NamedTuple):
+    """An item to try, as the candidate walk read it (without locks)."""
+
+    id: int
+    fill: int
+    a1: int  # counted votes, A1 shown left
+    a2: int  # counted votes, A2 shown left
+    question_id: int
+
+
+def _quick_candidates(rater: Rater, study: Study, *, gold: bool, start_rank: int | None = None) -> list[_Candidate]:
+    """The emptiest items this rater may get by their `fill`: walks of the
     `item_hand_out_order` index that stop after a few rows. The conditions are those of
     `_eligible_items`, written out (tests/test_rawsql.py compares the two).
 
@@ -511,7 +521,7 @@ def _quick_candidates(rater: Rater, study: Study, *, gold: bool, start_rank: int
     # With one variant per question, the rater's questions: that covers their items too.
     seen = "l.question_id = i.question_id" if study.one_variant_per_question else "l.item_id = i.id"
     select = (
-        f"SELECT i.id, i.fill FROM {item} i JOIN {rawsql.table(Question)} q ON q.id = i.question_id"  # noqa: S608
+        f"SELECT i.id, i.fill, i.human_a1_first, i.human_a2_first, i.question_id FROM {item} i JOIN {rawsql.table(Question)} q ON q.id = i.question_id"  # noqa: S608
         f" JOIN {rawsql.table(Answer)} a1 ON a1.id = i.answer_a1_id JOIN {rawsql.table(Answer)} a2 ON a2.id = i.answer_a2_id"
         " WHERE i.study_id = %s AND q.is_gold = %s AND a1.review_status = %s AND a2.review_status = %s"
         # NOT EXISTS: one index probe for each of the few rows the walk reads, where NOT IN
@@ -532,21 +542,20 @@ def _quick_candidates(rater: Rater, study: Study, *, gold: bool, start_rank: int
     if len(rows) < CANDIDATES_TRIED:
         # The rest of the level and the fuller levels: the walk from the start, needed only
         # when the level holds fewer candidates than wanted after the random rank.
-        found = {item_id for item_id, _ in rows}
+        found = {row[0] for row in rows}
         from_start = rawsql.fetchall(f"{select} AND i.fill < %s{in_order}", [*params, study.votes_per_item])
         rows += [row for row in from_start if row[0] not in found]
     return _spread(rows[:CANDIDATES_TRIED])
 
 
-def _spread(rows: list[tuple[int, int]]) -> list[int]:
-    """Candidate ids from (id, fill) rows in hand-out order, the emptiest ones shuffled: every
-    rater reads the same first rows of the index, and trying them all in that order made
-    raters queue on one item's lock at a time (docs/BENCHMARKS.md, section 1.5)."""
-    if not rows:
-        return []
-    emptiest = [item_id for item_id, fill in rows if fill == rows[0][1]]
+def _spread(rows: list[tuple]) -> list[_Candidate]:
+    """Candidates from walk rows in hand-out order, the emptiest ones shuffled: every rater
+    reads the same first rows of the index, and trying them all in that order made raters
+    queue on one item's lock at a time (docs/BENCHMARKS.md, section 1.5)."""
+    candidates = [_Candidate(*row) for row in rows]
+    emptiest = [c for c in candidates if c.fill == candidates[0].fill]
     random.shuffle(emptiest)
-    return emptiest + [item_id for item_id, fill in rows[len(emptiest) :]]
+    return emptiest + candidates[len(emptiest) :]
 
 
 def _exact_candidates(rater: Rater, study: Study, *, gold: bool, now: datetime) -> list[int]:
@@ -567,17 +576,62 @@ def _exact_candidates(rater: Rater, study: Study, *, gold: bool, now: datetime) 
 
 
 def _lease_hand_out(
-    rater: Rater, study: Study, *, gold: bool, now: datetime, quick: list[int] | None = None
+    rater: Rater, study: Study, *, gold: bool, now: datetime, quick: list[_Candidate] | None = None
 ) -> Lease | None:
     if quick is None:
         quick = _quick_candidates(rater, study, gold=gold)
-    for item_id in quick:
-        if (lease := _lease_try(rater, study, item_id, gold=gold, now=now)) is not None:
+    for candidate in quick:
+        if (lease := _lease_try(rater, study, candidate.id, gold=gold, now=now)) is not None:
             return lease
+    tried = {candidate.id for candidate in quick}
     for item_id in _exact_candidates(rater, study, gold=gold, now=now):
-        if item_id not in quick and (lease := _lease_try(rater, study, item_id, gold=gold, now=now)) is not None:
+        if item_id not in tried and (lease := _lease_try(rater, study, item_id, gold=gold, now=now)) is not None:
             return lease
     return None
+
+
+def _order(a1: int, a2: int, study: Study, *, gold: bool) -> str | None:
+    """The display order of the next lease of an item this full in each order (None: full)."""
+    tie_break = random.choice([Shown.A1_FIRST, Shown.A2_FIRST])
+    if gold:  # attention checks have no quota
+        return tie_break if a1 == a2 else (Shown.A1_FIRST if a1 < a2 else Shown.A2_FIRST)
+    return balance.next_order(a1, a2, study.votes_per_item, tie_break=tie_break)
+
+
+def _new_lease(
+    rater: Rater, study: Study, item_id: int, question_id: int, order: str, *, gold: bool, now: datetime
+) -> Lease:
+    return Lease(
+        study=study,
+        rater=rater,
+        item_id=item_id,
+        question_id=question_id,
+        token=secrets.token_urlsafe(24),
+        shown_first=order,
+        is_gold=gold,
+        created_at=now,
+        expires_at=now + timedelta(seconds=study.lease_seconds),
+    )
+
+
+def _lease_claim(rater: Rater, study: Study, seen: _Candidate, *, gold: bool, now: datetime) -> Lease | None:
+    """Lease an item no other transaction holds, in one statement on PostgreSQL, if it is still
+    as the candidate walk read it and no lease holds a slot of it (`fill` equal to its counted
+    votes; see `_slots_locked`): the order is then decided from the walk's counts, and the
+    item's lock is taken (SKIP LOCKED) by the same statement that adds the lease to its fill.
+    On PostgreSQL the lock re-reads the latest committed row and checks it against the walk's
+    values again, so an item changed since gives no row and nothing is written. None: the
+    caller decides under the item's lock instead."""
+    if seen.fill != seen.a1 + seen.a2 or (order := _order(seen.a1, seen.a2, study, gold=gold)) is None:
+        return None
+    lease = _new_lease(rater, study, seen.id, seen.question_id, order, gold=gold, now=now)
+    item = rawsql.table(ComparisonItem)
+    guard = (
+        f"UPDATE {item} SET fill = fill + 1 WHERE id = (SELECT c.id FROM {item} c WHERE c.id = %s AND c.fill = %s"  # noqa: S608
+        f" AND c.human_a1_first = %s AND c.human_a2_first = %s{_lock('c', skip_locked=True)})",
+        [seen.id, seen.fill, seen.a1, seen.a2],
+    )
+    return lease if rawsql.insert_if(lease, guard) else None
 
 
 def _lease_try(
@@ -593,14 +647,7 @@ def _lease_try(
     # which would also make psycopg drop every prepared statement of the connection.
     savepoint = None if skip_locked else transaction.savepoint()
     slots = _slots_locked(item_id, now=now, skip_locked=skip_locked)
-    order = None
-    if slots is not None:
-        a1, a2, _ = slots
-        tie_break = random.choice([Shown.A1_FIRST, Shown.A2_FIRST])
-        if gold:
-            order = tie_break if a1 == a2 else (Shown.A1_FIRST if a1 < a2 else Shown.A2_FIRST)
-        else:
-            order = balance.next_order(a1, a2, study.votes_per_item, tie_break=tie_break)
+    order = None if slots is None else _order(slots.a1, slots.a2, study, gold=gold)
     if savepoint is not None:
         if order is None:
             transaction.savepoint_rollback(savepoint)
@@ -608,17 +655,7 @@ def _lease_try(
             transaction.savepoint_commit(savepoint)
     if order is None:
         return None
-    lease = Lease(
-        study=study,
-        rater=rater,
-        item_id=item_id,
-        question_id=slots.question_id,
-        token=secrets.token_urlsafe(24),
-        shown_first=order,
-        is_gold=gold,
-        created_at=now,
-        expires_at=now + timedelta(seconds=study.lease_seconds),
-    )
+    lease = _new_lease(rater, study, item_id, slots.question_id, order, gold=gold, now=now)
     rawsql.insert(lease, also=[_fill_change(item_id, 1)])
     return lease
 
@@ -714,7 +751,7 @@ def vote_record(
     return VoteOutcome(vote=vote, created=True, counted=counted, late=late)
 
 
-def _lease_next_with_vote(rater: Rater, study: Study, *, now: datetime, quick: list[int]) -> None:
+def _lease_next_with_vote(rater: Rater, study: Study, *, now: datetime, quick: list[_Candidate]) -> None:
     """Under the vote's locks, lease the next item from the candidates read before them, but
     only an item no other transaction holds: this transaction already holds the voted item, so
     waiting for another item here could wait in a circle with a rater doing the reverse (on
@@ -722,8 +759,10 @@ def _lease_next_with_vote(rater: Rater, study: Study, *, now: datetime, quick: l
     if study.status != Study.Status.COLLECTING or rater.votes_done >= rater.target:
         return
     gold = _gold_turn(study, rater.votes_done)
-    for item_id in quick:
-        if _lease_try(rater, study, item_id, gold=gold, now=now, skip_locked=True) is not None:
+    for candidate in quick:
+        if _lease_claim(rater, study, candidate, gold=gold, now=now) is not None:
+            return
+        if _lease_try(rater, study, candidate.id, gold=gold, now=now, skip_locked=True) is not None:
             return
 
 

@@ -116,6 +116,51 @@ def execute(sql: str, params: Sequence[Any]) -> int:
 Statement = tuple[str, Sequence[Any]]
 
 
+def _insert_parts(obj: models.Model) -> tuple[str, str, list[Any]]:
+    """The table and columns of an INSERT of `obj` (`table (col, ...)`), the RETURNING clause,
+    and the values as `save()` would prepare them."""
+    meta = obj._meta
+    fields = [f for f in meta.concrete_fields if not (f.primary_key and getattr(obj, f.attname) is None)]
+    quote = connection.ops.quote_name
+    into = f"{quote(meta.db_table)} ({', '.join(quote(f.column) for f in fields)})"
+    values = [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
+    return into, f" RETURNING {quote(meta.pk.column)}", values
+
+
+def _inserted(obj: models.Model, pk: Any) -> models.Model:
+    obj.pk = pk
+    obj._state.adding = False
+    obj._state.db = connection.alias
+    return obj
+
+
+def insert_if(obj: models.Model, guard: Statement) -> bool:
+    """INSERT `obj` (as `insert` does) only if the `guard` UPDATE changes a row; returns whether
+    it did. On PostgreSQL one statement (the guard as a data-modifying WITH query), elsewhere
+    the UPDATE and then, when it changed a row, the INSERT. Either way both happen or neither,
+    provided the caller is in a transaction."""
+    into, returning, values = _insert_parts(obj)
+    guard_sql, guard_params = guard
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            placeholders = ", ".join(["%s"] * len(values))
+            cursor.execute(
+                f"WITH guard AS ({guard_sql} RETURNING 1) INSERT INTO {into}"  # noqa: S608 - names from the model, values bound
+                f" SELECT {placeholders} WHERE EXISTS (SELECT 1 FROM guard){returning}",
+                [*guard_params, *values],
+            )
+            row = cursor.fetchone()
+            if row is None:
+                return False
+            _inserted(obj, row[0])
+            return True
+        cursor.execute(guard_sql, guard_params)
+        if cursor.rowcount != 1:
+            return False
+    insert(obj)
+    return True
+
+
 def insert(obj: models.Model, *, also: Sequence[Statement] = ()) -> models.Model:
     """INSERT one new object as `obj.save()` would (defaults, `pre_save`, `get_db_prep_save`),
     in one statement that returns its primary key; the object's own save() is not called, so a
@@ -128,26 +173,17 @@ def insert(obj: models.Model, *, also: Sequence[Statement] = ()) -> models.Model
     another's effects, nor change the same row twice: in one PostgreSQL statement they all see
     the database as it was before it.
     """
-    meta = obj._meta
-    fields = [f for f in meta.concrete_fields if not (f.primary_key and getattr(obj, f.attname) is None)]
-    quote = connection.ops.quote_name
-    columns = ", ".join(quote(f.column) for f in fields)
-    placeholders = ", ".join(["%s"] * len(fields))
-    sql = (
-        f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES ({placeholders})"  # noqa: S608 - names from the model, values bound
-        f" RETURNING {quote(meta.pk.column)}"
-    )
-    values = [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
+    into, returning, values = _insert_parts(obj)
+    placeholders = ", ".join(["%s"] * len(values))
+    sql = f"INSERT INTO {into} VALUES ({placeholders}){returning}"  # noqa: S608 - names from the model, values bound
     together = also and connection.vendor == "postgresql"
     if together:
         sql = "WITH " + ", ".join(f"also_{n} AS ({text})" for n, (text, _) in enumerate(also)) + " " + sql
         values = [*(param for _, params in also for param in params), *values]
     with connection.cursor() as cursor:
         cursor.execute(sql, values)
-        obj.pk = cursor.fetchone()[0]
+        _inserted(obj, cursor.fetchone()[0])
         if not together:
             for text, params in also:
                 cursor.execute(text, params)
-    obj._state.adding = False
-    obj._state.db = connection.alias
     return obj

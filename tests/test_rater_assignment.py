@@ -327,5 +327,5 @@ def test_raters_arriving_together_start_from_different_items_among_the_emptiest(
         make_question(study)
     # Before anyone takes a lease, every rater reads the same emptiest items; each tries them
     # in its own order (all eight on one first item has a chance of 8**-7).
-    firsts = {_quick_candidates(make_rater(study), study, gold=False)[0] for _ in range(8)}
+    firsts = {_quick_candidates(make_rater(study), study, gold=False)[0].id for _ in range(8)}
     assert len(firsts) >= 2

@@ -345,10 +345,10 @@ def test_a_vote_hands_out_the_next_item_and_the_page_after_it_is_a_read(rater, d
     assignment._last_sweep.clear()  # as if the page had been more than a second ago
     # Rater with study; sweep, candidates for the next item (two walks, as above); the rater
     # and the voted lease locked (one statement), vote insert with the lease, the rater and
-    # the item counters (one statement on PostgreSQL); the next item locked, lease insert and
-    # item fill (one on PostgreSQL): 14, with the savepoint this test's transaction turns the
-    # request's transaction into.
-    with django_assert_num_queries(_on_postgresql(14, batched=4)):
+    # the item counters (one statement on PostgreSQL); the next item claimed as the walk read
+    # it (its fill, guarded by those counts) and the lease insert (one on PostgreSQL): 13,
+    # with the savepoint this test's transaction turns the request's transaction into.
+    with django_assert_num_queries(_on_postgresql(13, batched=4)):
         assert client.post(task, {"token": token, "choice": "first", "client_ms": "3000"}).status_code == 302
     with django_assert_num_queries(1):
         response = client.get(task)
@@ -362,7 +362,7 @@ def test_the_htmx_vote_query_count_is_pinned(rater, django_assert_num_queries):
     assignment._last_sweep.clear()
     # The statements of the form's vote and the next lease with its item for the fragment,
     # read after the transaction.
-    with django_assert_num_queries(_on_postgresql(15, batched=4)):
+    with django_assert_num_queries(_on_postgresql(14, batched=4)):
         response = client.post(task, {"token": token, "choice": "first", "client_ms": "3000"}, **HX)
     assert response.status_code == 200
     assert (

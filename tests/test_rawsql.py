@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 import pytest
 from django.db import IntegrityError, transaction
 from django.forms.models import model_to_dict
+from django.utils import timezone
 
 from annotations import assignment
 from annotations.models import ComparisonItem, Lease, Rater, Study, Vote
@@ -142,9 +143,14 @@ def test_the_quick_candidates_are_the_eligible_items_in_hand_out_order(one_varia
         _assert_candidates(assignment._quick_candidates(rater, study, gold=gold), expected, same_set=True)
 
 
-def _assert_candidates(got: list[int], expected: list[tuple[int, int]], *, same_set: bool = False) -> None:
+def _assert_candidates(candidates: list, expected: list[tuple[int, int]], *, same_set: bool = False) -> None:
     """The emptiest (pk, fill) come first in any order (spread between raters), the rest in
-    order; with `same_set`, all in any order."""
+    order; with `same_set`, all in any order. Each candidate carries the item's row as read."""
+    rows = {pk: (fill, a1, a2, question_id) for pk, fill, a1, a2, question_id in ComparisonItem.objects.values_list(
+        "pk", "fill", "human_a1_first", "human_a2_first", "question_id"
+    )}  # fmt: skip
+    assert all(rows[c.id] == (c.fill, c.a1, c.a2, c.question_id) for c in candidates)
+    got = [c.id for c in candidates]
     emptiest = len(expected) if same_set else sum(1 for _, fill in expected if fill == expected[0][1])
     assert sorted(got[:emptiest]) == sorted(pk for pk, _ in expected[:emptiest])
     assert got[emptiest:] == [pk for pk, _ in expected[emptiest:]]
@@ -194,3 +200,45 @@ def test_the_page_lease_comes_with_its_item_question_and_answers():
     assert lease.item.answer_a1.html == orm.item.answer_a1.html
     assert lease.item.answer_a2.text == orm.item.answer_a2.text
     assert lease.item.question_id == question.pk == orm.question_id
+
+
+def test_insert_if_inserts_only_when_the_guard_changes_a_row():
+    study = make_study(title="Before")
+    vote, item, _ = _vote_with_changes(study, rename_to="unused", count_by=0)
+    table = rawsql.table(ComparisonItem)
+    guard = f"UPDATE {table} SET human_a1_first = human_a1_first + 1 WHERE id = %s AND human_a1_first = %s"  # noqa: S608
+    assert not rawsql.insert_if(vote, (guard, [item.pk, 5]))  # the guard matches no row
+    assert vote.pk is None and not Vote.objects.exists()
+    assert rawsql.insert_if(vote, (guard, [item.pk, 0]))
+    assert Vote.objects.filter(pk=vote.pk).exists()
+    assert ComparisonItem.objects.get(pk=item.pk).human_a1_first == 1
+
+
+
+def test_a_claim_as_the_walk_read_it_leases_the_item():
+    study = make_study(votes_per_item=2)
+    make_question(study)
+    rater, now = make_rater(study), timezone.now()
+    (candidate,) = assignment._quick_candidates(rater, study, gold=False)
+    with transaction.atomic():
+        lease = assignment._lease_claim(rater, study, candidate, gold=False, now=now)
+    assert lease is not None and lease.item_id == candidate.id and lease.question_id == candidate.question_id
+    assert Lease.objects.get(rater=rater).pk == lease.pk
+    assert ComparisonItem.objects.get(pk=candidate.id).fill == 1
+
+
+def test_a_claim_from_a_stale_walk_writes_nothing():
+    """The walk read an item; before the claim another rater leased it. The claim must not
+    decide from the walk's counts: no lease, and the item's fill as the other lease left it."""
+    study = make_study(votes_per_item=2)
+    make_question(study)
+    late, early, now = make_rater(study), make_rater(study), timezone.now()
+    (candidate,) = assignment._quick_candidates(late, study, gold=False)
+    assert assignment.lease_next(rater=early, now=now).item_id == candidate.id
+    with transaction.atomic():
+        assert assignment._lease_claim(late, study, candidate, gold=False, now=now) is None
+    assert not Lease.objects.filter(rater=late).exists()
+    assert ComparisonItem.objects.get(pk=candidate.id).fill == 1
+    # Read again, a lease holds a slot: no claim is tried, the item's lock decides instead.
+    (fresh,) = assignment._quick_candidates(late, study, gold=False)
+    assert fresh.fill == 1 and assignment._lease_claim(late, study, fresh, gold=False, now=now) is None
