@@ -171,8 +171,8 @@ API_THROTTLE_RATE = env_str("API_THROTTLE_RATE", "1200/minute")
 if not re.fullmatch(r"[1-9][0-9]*/(second|minute|hour|day)", API_THROTTLE_RATE):
     raise EnvError(f"API_THROTTLE_RATE={API_THROTTLE_RATE!r} is not like 1200/minute (second, minute, hour or day)")
 
-# The rater pages' own limits, per client address for entering a study and per rater session
-# for votes ("<n>/second|minute|hour"); over them the rater gets a 429 page with Retry-After.
+# The rater pages' own limits, per client address for entering a study and per rater for
+# votes ("<n>/second|minute|hour"); over them the rater gets a 429 page with Retry-After.
 # They count in the default cache: give every web instance one shared cache (CACHE_URL) when
 # there are several.
 RATER_ENTRY_RATE = env_rate("RATER_ENTRY_RATE", "30/minute")

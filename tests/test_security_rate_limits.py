@@ -1,4 +1,4 @@
-"""The rater pages limit entries per client address and votes per rater session: over the rate
+"""The rater pages limit entries per client address and votes per rater: over the rate
 a 429 with Retry-After and a friendly "try again", nothing stored."""
 
 import re
