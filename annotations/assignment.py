@@ -352,18 +352,10 @@ def _slots_locked(
     `holds_slot` again, moves `expires_at` on). The row is the latest committed version (it is
     locked), so this needs no second statement. Most hand-outs go to such items.
     """
-    item, lease = rawsql.table(ComparisonItem), rawsql.table(Lease)
-    params = [rawsql.datetime_param(now), item_id]
-    holding = (
-        f"SELECT shown_first, COUNT(*) FROM {lease} WHERE expires_at > %s AND item_id = %s"  # noqa: S608
-        " AND voted_at IS NULL AND released_at IS NULL"
-    )
-    if exclude_lease is not None:
-        holding += " AND id <> %s"
-        params.append(exclude_lease)
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT human_a1_first, human_a2_first, fill, question_id FROM {item} i WHERE id = %s{_lock('i', skip_locked=skip_locked)}",  # noqa: S608
+            f"SELECT human_a1_first, human_a2_first, fill, question_id FROM {rawsql.table(ComparisonItem)} i"  # noqa: S608
+            f" WHERE id = %s{_lock('i', skip_locked=skip_locked)}",
             [item_id],
         )
         locked = cursor.fetchone()
@@ -372,6 +364,14 @@ def _slots_locked(
         a1, a2, fill, question_id = locked
         if fill == a1 + a2 and exclude_lease is None:
             return _Slots(a1, a2, question_id)
+        holding = (
+            f"SELECT shown_first, COUNT(*) FROM {rawsql.table(Lease)} WHERE expires_at > %s AND item_id = %s"  # noqa: S608
+            " AND voted_at IS NULL AND released_at IS NULL"
+        )
+        params = [rawsql.datetime_param(now), item_id]
+        if exclude_lease is not None:
+            holding += " AND id <> %s"
+            params.append(exclude_lease)
         cursor.execute(holding + " GROUP BY shown_first", params)
         open_by_order = dict(cursor.fetchall())
     return _Slots(a1 + open_by_order.get(Shown.A1_FIRST, 0), a2 + open_by_order.get(Shown.A2_FIRST, 0), question_id)

@@ -138,13 +138,12 @@ def _study_and_rater(request: HttpRequest, slug: str, *, page: bool = False) -> 
     study_id = _study_ids.get(slug)
     rater_id = _cookie_rater_id(request, study_id) if study_id is not None else None
     if rater_id is not None:
-        found, pending = None, assignment.UNREAD
         if page:
-            found = assignment.rater_with_study_and_page(rater_id=rater_id, study_id=study_id, slug=slug)
-            if found is not None:
-                found, pending = found
+            read = assignment.rater_with_study_and_page(rater_id=rater_id, study_id=study_id, slug=slug)
+            found, pending = read if read is not None else (None, assignment.UNREAD)
         else:
             found = assignment.rater_with_study(rater_id=rater_id, study_id=study_id, slug=slug)
+            pending = assignment.UNREAD
         if found is not None and (found.study.status != Study.Status.DRAFT or request.user.is_staff):
             return found.study, found, pending
     study = _study_or_404(request, slug)
