@@ -150,10 +150,30 @@ def _rater_and_study_row(where: str, params: list, *, also: str = "", joins: str
     )
 
 
-def rater_with_study(*, rater_id: int, study_id: int, slug: str) -> Rater | None:
+@dataclass(frozen=True)
+class RaterRef:
+    """A rater as their cookie names them, not read yet: their id, and the id and slug of the
+    study of the URL. The statements that read the rater (`rater_with_study`, and the lock of
+    `vote_record`) check that the rater is in that study, and that the study is open to them:
+    not a draft, unless `drafts` (staff may see drafts)."""
+
+    rater_id: int
+    study_id: int
+    slug: str
+    drafts: bool = False
+
+    def where(self) -> tuple[str, list]:
+        """The condition on `r` (rater) and `s` (study), and its parameters."""
+        sql, params = "r.id = %s AND s.id = %s AND s.slug = %s", [self.rater_id, self.study_id, self.slug]
+        if not self.drafts:
+            sql, params = f"{sql} AND s.status <> %s", [*params, Study.Status.DRAFT]
+        return sql, params
+
+
+def rater_with_study(ref: RaterRef) -> Rater | None:
     """The rater with their study (read in one statement, without the study's long texts), if
-    the rater belongs to the study of that id and slug."""
-    row = _rater_and_study_row("r.id = %s AND s.id = %s AND s.slug = %s", [rater_id, study_id, slug])
+    the reference holds."""
+    row = _rater_and_study_row(*ref.where())
     if row is None:
         return None
     rater, rater.study = rawsql.build_all(row, _RATER, _STUDY)
@@ -167,12 +187,13 @@ class _Unread:
 UNREAD = _Unread()
 
 
-def rater_with_study_and_page(*, rater_id: int, study_id: int, slug: str) -> tuple[Rater, Lease | None] | None:
+def rater_with_study_and_page(ref: RaterRef) -> tuple[Rater, Lease | None] | None:
     """As `rater_with_study`, and in the same statement the rater's pending lease with what the
     task page shows (None when they have none), for `lease_next(pending=...)`."""
+    where, params = ref.where()
     row = _rater_and_study_row(
-        "r.id = %s AND s.id = %s AND s.slug = %s",
-        [rater_id, study_id, slug],
+        where,
+        params,
         also=f", {_page_sql()}",
         joins=f" LEFT JOIN {rawsql.table(Lease)} l ON l.rater_id = r.id AND {_PENDING}{_page_joins('LEFT JOIN')}",
     )
@@ -183,14 +204,16 @@ def rater_with_study_and_page(*, rater_id: int, study_id: int, slug: str) -> tup
     return rater, None if row[start] is None else _page_build(row, start)
 
 
-def _rater_locked(rater: Rater) -> int | None:
+def _rater_locked(rater: Rater, ref: RaterRef | None = None) -> int | None:
     """Lock the rater's row and refresh the caller's instance (and its study) from it; returns
     the id of the study's human pool (None before the first rater entered). Only the rater row:
     the study joined in must not be locked, or every rater of the study waits for every other
-    one on PostgreSQL (docs/BENCHMARKS.md)."""
-    row = _rater_and_study_row(f"r.id = %s{_lock('r')}", [Judge.Kind.HUMAN, rater.pk], also=_human_pool_sql())
+    one on PostgreSQL (docs/BENCHMARKS.md). Raises Rater.DoesNotExist when the rater is gone
+    (or `ref` does not hold)."""
+    where, params = ("r.id = %s", [rater.pk]) if ref is None else ref.where()
+    row = _rater_and_study_row(f"{where}{_lock('r')}", [Judge.Kind.HUMAN, *params], also=_human_pool_sql())
     if row is None:
-        raise Rater.DoesNotExist(f"rater {rater.pk} is gone")
+        raise Rater.DoesNotExist(f"rater {rater.pk} is gone" if ref is None else f"no such rater: {ref}")
     return _rater_refresh(rater, row)
 
 
@@ -208,22 +231,23 @@ def _rater_refresh(rater: Rater, row: tuple) -> int | None:
     return row[_RATER.width + _STUDY.width]
 
 
-def _rater_and_lease_locked(rater: Rater, token: str) -> tuple[int | None, Lease, int]:
+def _rater_and_lease_locked(rater: Rater, token: str, ref: RaterRef | None = None) -> tuple[int | None, Lease, int]:
     """For a vote: lock the rater's row and then their lease of this token, in one statement
     (PostgreSQL locks the rows of `FOR UPDATE OF r, l` in that order, the order every other
     transaction here takes them in), refresh the rater as `_rater_locked` does, and return the
     human pool's id, the lease, and its two answers' word count (for the timing threshold:
     the answers' texts and renders are not needed to record a vote)."""
+    where, params = ("r.id = %s", [rater.pk]) if ref is None else ref.where()
     row = _rater_and_study_row(
-        f"r.id = %s{_lock('r, l')}",
-        [Judge.Kind.HUMAN, token, rater.pk],
+        f"{where}{_lock('r, l')}",
+        [Judge.Kind.HUMAN, token, *params],
         also=f"{_human_pool_sql()}, {_LEASE.sql}, a1.len_words + a2.len_words",
         joins=f" JOIN {rawsql.table(Lease)} l ON l.rater_id = r.id AND l.token = %s"
         f" JOIN {rawsql.table(ComparisonItem)} i ON i.id = l.item_id"
         f" JOIN {rawsql.table(Answer)} a1 ON a1.id = i.answer_a1_id JOIN {rawsql.table(Answer)} a2 ON a2.id = i.answer_a2_id",
     )
     if row is None:
-        _rater_locked(rater)  # raises if the rater is gone; else the token is not theirs
+        _rater_locked(rater, ref)  # raises if there is no such rater; else the token is not theirs
         raise LeaseNotFound("this item is not one of yours; nothing was recorded")
     human_pool_id = _rater_refresh(rater, row)
     start = _RATER.width + _STUDY.width + 1
@@ -280,7 +304,7 @@ def lease_next(*, rater: Rater, now: datetime | None = None, pending: Lease | No
         return held
     study = rater.study
     quick = None
-    if study.status == Study.Status.COLLECTING and rater.votes_done < rater.target:  # decided again under the lock
+    if _may_have_more(rater, study):  # decided again under the lock
         _sweep_expired(study.pk, now=now)
         # The candidates are read before the lock is taken, so that the write lock (the whole
         # database's on SQLite) is held for the decision only; they stay valid as long as the
@@ -314,7 +338,7 @@ def _lease_next_locked(rater: Rater, *, now: datetime, quick: list[_Candidate] |
         if current.expires_at > now or _lease_renew(current, study=study, now=now):
             return current.pk
         _lease_let_go(current, released_at=now)
-    if study.status != Study.Status.COLLECTING or rater.votes_done >= rater.target:
+    if not _may_have_more(rater, study):
         return None
     if rater.votes_done != votes_seen or current is not None:
         quick = None  # they voted (another tab) or let a lease go meanwhile: read them again
@@ -484,7 +508,7 @@ def rater_may_wait(*, rater: Rater) -> bool:
     slots: an item they may rate still lacks counted votes. Such a rater is asked to come back
     in a moment, not sent off with the completion code."""
     study = rater.study
-    if study.status != Study.Status.COLLECTING or rater.votes_done >= rater.target:
+    if not _may_have_more(rater, study):
         return False
     counted = F("human_a1_first") + F("human_a2_first")
     return (
@@ -614,14 +638,17 @@ def _new_lease(
     )
 
 
-def _lease_claim(rater: Rater, study: Study, seen: _Candidate, *, gold: bool, now: datetime) -> Lease | None:
-    """Lease an item no other transaction holds, in one statement on PostgreSQL, if it is still
-    as the candidate walk read it and no lease holds a slot of it (`fill` equal to its counted
-    votes; see `_slots_locked`): the order is then decided from the walk's counts, and the
-    item's lock is taken (SKIP LOCKED) by the same statement that adds the lease to its fill.
-    On PostgreSQL the lock re-reads the latest committed row and checks it against the walk's
-    values again, so an item changed since gives no row and nothing is written. None: the
-    caller decides under the item's lock instead."""
+def _claim(
+    rater: Rater, study: Study, seen: _Candidate, *, gold: bool, now: datetime
+) -> tuple[Lease, rawsql.Statement] | None:
+    """A lease of an item no other transaction holds, and the guard it goes in with
+    (`rawsql.insert_if`), if the item is still as the candidate walk read it and no lease holds
+    a slot of it (`fill` equal to its counted votes; see `_slots_locked`): the order is then
+    decided from the walk's counts, and the item's lock is taken (SKIP LOCKED) by the same
+    statement that adds the lease to its fill. On PostgreSQL the lock re-reads the latest
+    committed row and checks it against the walk's values again, so an item changed since
+    gives no row and nothing is written. None: the caller decides under the item's lock
+    instead."""
     if seen.fill != seen.a1 + seen.a2 or (order := _order(seen.a1, seen.a2, study, gold=gold)) is None:
         return None
     lease = _new_lease(rater, study, seen.id, seen.question_id, order, gold=gold, now=now)
@@ -631,7 +658,13 @@ def _lease_claim(rater: Rater, study: Study, seen: _Candidate, *, gold: bool, no
         f" AND c.human_a1_first = %s AND c.human_a2_first = %s{_lock('c', skip_locked=True)})",
         [seen.id, seen.fill, seen.a1, seen.a2],
     )
-    return lease if rawsql.insert_if(lease, guard) else None
+    return lease, guard
+
+
+def _lease_claim(rater: Rater, study: Study, seen: _Candidate, *, gold: bool, now: datetime) -> Lease | None:
+    """Lease the item by `_claim`, in one statement on PostgreSQL; None if it cannot be."""
+    claim = _claim(rater, study, seen, gold=gold, now=now)
+    return claim[0] if claim is not None and rawsql.insert_if(*claim) else None
 
 
 def _lease_try(
@@ -662,7 +695,7 @@ def _lease_try(
 
 def vote_record(
     *,
-    rater: Rater,
+    rater: Rater | RaterRef,
     token: str,
     choice_shown: str,
     not_familiar: bool = False,
@@ -678,23 +711,37 @@ def vote_record(
     so the item is offered again. The threshold uses the browser's time when it was sent,
     else the server's.
 
+    `rater`: the rater, or a `RaterRef` to one not read yet (the vote's own statements read
+    it; Rater.DoesNotExist when the reference does not hold, and nothing is recorded). The
+    returned vote's `rater` is the rater as the vote left them, with their study.
+
     With `hand_out_next` the rater's next item is leased in the same transaction when that
     can be done without waiting (see `_lease_next_with_vote`), so that the page after the vote
     is a read; otherwise the next `lease_next` hands it out.
     """
     now = now or timezone.now()
+    ref = rater if isinstance(rater, RaterRef) else None
+    if ref is not None:
+        rater = Rater(pk=ref.rater_id, study_id=ref.study_id)  # its fields come with its lock
+        rater._state.adding, rater._state.db = False, connection.alias
     quick = None
     if hand_out_next:
-        _sweep_expired(rater.study.pk, now=now)
-        # The next item's candidates are read before the lock, as in lease_next, for the
-        # votes the rater will have once this one is stored.
-        expected = rater.votes_done + 1
-        quick = (expected, _quick_candidates(rater, rater.study, gold=_gold_turn(rater.study, expected)))
+        _sweep_expired(rater.study_id, now=now)
+        # On SQLite the next item's candidates are read before the lock, the whole database's
+        # write lock (as in lease_next), for the votes the rater will have once this one is
+        # stored. On PostgreSQL they are read under the rater's lock, which holds up only this
+        # rater's other requests, and the rater is read once.
+        if not connection.features.has_select_for_update:
+            if ref is not None and (rater := rater_with_study(ref)) is None:
+                raise Rater.DoesNotExist(f"no such rater: {ref}")
+            expected = rater.votes_done + 1
+            quick = (expected, _quick_candidates(rater, rater.study, gold=_gold_turn(rater.study, expected)))
     with transaction.atomic():
-        human_pool_id, lease, words = _rater_and_lease_locked(rater, token)
+        human_pool_id, lease, words = _rater_and_lease_locked(rater, token, ref)
         study = rater.study
         if lease.voted_at is not None:
             vote = Vote.objects.get(rater=rater, item_id=lease.item_id)
+            vote.rater = rater
             meta = vote.meta.get("assignment", {})
             return VoteOutcome(
                 vote=vote, created=False, counted=meta.get("counted", False), late=meta.get("late", False)
@@ -706,7 +753,7 @@ def vote_record(
         vote = Vote(
             item_id=lease.item_id,
             judge_id=human_pool_id or judge_human_pool(study=study).pk,
-            rater_id=rater.pk,
+            rater=rater,
             shown_first=lease.shown_first,
             choice_shown=choice_shown,
             choice=choice_from_shown(lease.shown_first, choice_shown) if choice_shown else None,
@@ -744,23 +791,37 @@ def vote_record(
         fill_delta = int(counted) - int(lease.holds_slot)
         if fill_delta or counted:
             changes.append(_fill_change(lease.item_id, fill_delta, counted=lease.shown_first if counted else None))
-        rawsql.insert(vote, also=changes)
-        # The voted lease was the rater's one pending lease unless it had been released.
-        if quick is not None and lease.released_at is None and quick[0] == rater.votes_done:
-            _lease_next_with_vote(rater, study, now=now, quick=quick[1])
+        # The next item, from candidates read for the rater's votes with this one. The voted
+        # lease was the rater's one pending lease unless it had been released.
+        gold = _gold_turn(study, rater.votes_done)
+        candidates = []
+        if hand_out_next and lease.released_at is None and _may_have_more(rater, study):
+            if quick is None:
+                candidates = _quick_candidates(rater, study, gold=gold)
+            elif quick[0] == rater.votes_done:
+                candidates = quick[1]
+        # The first candidate's claim goes in with the vote: one statement on PostgreSQL.
+        claim = _claim(rater, study, candidates[0], gold=gold, now=now) if candidates else None
+        if not rawsql.insert(vote, also=changes, also_if=claim) and candidates:
+            _lease_next_with_vote(rater, study, gold=gold, now=now, quick=candidates, first_claimed=claim is not None)
     return VoteOutcome(vote=vote, created=True, counted=counted, late=late)
 
 
-def _lease_next_with_vote(rater: Rater, study: Study, *, now: datetime, quick: list[_Candidate]) -> None:
-    """Under the vote's locks, lease the next item from the candidates read before them, but
-    only an item no other transaction holds: this transaction already holds the voted item, so
-    waiting for another item here could wait in a circle with a rater doing the reverse (on
-    PostgreSQL; SQLite has one writer at a time). Gives up quietly: the next page hands out."""
-    if study.status != Study.Status.COLLECTING or rater.votes_done >= rater.target:
-        return
-    gold = _gold_turn(study, rater.votes_done)
-    for candidate in quick:
-        if _lease_claim(rater, study, candidate, gold=gold, now=now) is not None:
+def _may_have_more(rater: Rater, study: Study) -> bool:
+    """Whether the rater may be handed another item (decided under their lock)."""
+    return study.status == Study.Status.COLLECTING and rater.votes_done < rater.target
+
+
+def _lease_next_with_vote(
+    rater: Rater, study: Study, *, gold: bool, now: datetime, quick: list[_Candidate], first_claimed: bool
+) -> None:
+    """Under the vote's locks, lease the next item from the candidates, but only an item no
+    other transaction holds: this transaction already holds the voted item, so waiting for
+    another item here could wait in a circle with a rater doing the reverse (on PostgreSQL;
+    SQLite has one writer at a time). `first_claimed`: the first candidate's claim was tried
+    with the vote. Gives up quietly: the next page hands out."""
+    for n, candidate in enumerate(quick):
+        if (n > 0 or not first_claimed) and _lease_claim(rater, study, candidate, gold=gold, now=now) is not None:
             return
         if _lease_try(rater, study, candidate.id, gold=gold, now=now, skip_locked=True) is not None:
             return

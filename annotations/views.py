@@ -131,6 +131,19 @@ def _cookie_rater(request: HttpRequest, study: Study) -> Rater | None:
     return rater
 
 
+def _rater_ref(request: HttpRequest, slug: str, *, look_up: bool = False) -> assignment.RaterRef | None:
+    """The rater of the study of this slug that the cookie names, not read yet (None without a
+    valid cookie). The study's id comes from this process's memory; it is looked up (404 for a
+    draft) when not known yet, or with `look_up`."""
+    if look_up or slug not in _study_ids:
+        _study_or_404(request, slug)
+    study_id = _study_ids[slug]
+    rater_id = _cookie_rater_id(request, study_id)
+    if rater_id is None:
+        return None
+    return assignment.RaterRef(rater_id, study_id, slug, drafts=request.user.is_staff)
+
+
 def _study_and_rater(request: HttpRequest, slug: str, *, page: bool = False) -> tuple[Study, Rater | None, object]:
     """The study of the URL, the cookie's rater in it (None if they have not entered) and,
     with `page`, their pending lease page when it could be read in the same statement (else
@@ -138,13 +151,13 @@ def _study_and_rater(request: HttpRequest, slug: str, *, page: bool = False) -> 
     study_id = _study_ids.get(slug)
     rater_id = _cookie_rater_id(request, study_id) if study_id is not None else None
     if rater_id is not None:
+        ref = assignment.RaterRef(rater_id, study_id, slug, drafts=request.user.is_staff)
         if page:
-            read = assignment.rater_with_study_and_page(rater_id=rater_id, study_id=study_id, slug=slug)
+            read = assignment.rater_with_study_and_page(ref)
             found, pending = read if read is not None else (None, assignment.UNREAD)
         else:
-            found = assignment.rater_with_study(rater_id=rater_id, study_id=study_id, slug=slug)
-            pending = assignment.UNREAD
-        if found is not None and (found.study.status != Study.Status.DRAFT or request.user.is_staff):
+            found, pending = assignment.rater_with_study(ref), assignment.UNREAD
+        if found is not None:
             return found.study, found, pending
     study = _study_or_404(request, slug)
     return study, _cookie_rater(request, study), assignment.UNREAD
@@ -198,33 +211,57 @@ def study_landing(request: HttpRequest, slug: str) -> HttpResponse:
 def study_task(request: HttpRequest, slug: str) -> HttpResponse:
     """The current item. A POST records the vote on the rater's own lease, then shows the next
     item: as an htmx fragment, or by redirecting to GET so that a reload never re-posts."""
-    study, rater, pending = _study_and_rater(request, slug, page=request.method == "GET")
+    if request.method == "POST":
+        return _vote(request, slug)
+    study, rater, pending = _study_and_rater(request, slug, page=True)
     if rater is None:
         return _redirect(request, reverse("annotations:landing", args=[study.slug]))
-    if request.method == "POST":
-        form = VoteForm(request.POST)
-        limited = _over_limit(request, "vote", f"{study.pk}:{rater.pk}", settings.RATER_VOTE_RATE)
-        if limited is not None:
-            return limited
-        if not form.is_valid():
-            return _task_response(request, study, rater, form=form, status=400)
-        data = form.cleaned_data
-        try:
-            assignment.vote_record(
-                rater=rater,
-                token=data["token"],
-                choice_shown=data["choice"],
-                not_familiar=data["not_familiar"],
-                client_ms=data["client_ms"],
-                hand_out_next=True,
-            )
-        except assignment.LeaseNotFound:
-            if request.htmx:
-                return HttpResponseClientRefresh()
-            raise Http404("This item is not one of yours.") from None
-        if not request.htmx:
-            return redirect("annotations:task", slug=study.slug)
     return _task_response(request, study, rater, form=None, pending=pending)
+
+
+def _vote(request: HttpRequest, slug: str) -> HttpResponse:
+    """The vote of `study_task`. The rater is read, and locked, by the statement that records
+    the vote (`assignment.RaterRef`): a vote reads nothing before it."""
+    landing = reverse("annotations:landing", args=[slug])
+    ref = _rater_ref(request, slug)
+    if ref is None:
+        return _redirect(request, landing)
+    limited = _over_limit(request, "vote", f"{ref.study_id}:{ref.rater_id}", settings.RATER_VOTE_RATE)
+    if limited is not None:
+        return limited
+    form = VoteForm(request.POST)
+    if not form.is_valid():
+        study, rater, pending = _study_and_rater(request, slug, page=True)
+        if rater is None:
+            return _redirect(request, landing)
+        return _task_response(request, study, rater, form=form, status=400, pending=pending)
+    data = form.cleaned_data
+    vote = {
+        "token": data["token"],
+        "choice_shown": data["choice"],
+        "not_familiar": data["not_familiar"],
+        "client_ms": data["client_ms"],
+        "hand_out_next": True,
+    }
+    try:
+        try:
+            outcome = assignment.vote_record(rater=ref, **vote)
+        except Rater.DoesNotExist:
+            # The rater is gone, or the study's slug or status changed since this process
+            # learnt its id: once more with the study looked up again (404 for a draft).
+            if (ref := _rater_ref(request, slug, look_up=True)) is None:
+                return _redirect(request, landing)
+            outcome = assignment.vote_record(rater=ref, **vote)
+    except Rater.DoesNotExist:
+        return _redirect(request, landing)
+    except assignment.LeaseNotFound:
+        if request.htmx:
+            return HttpResponseClientRefresh()
+        raise Http404("This item is not one of yours.") from None
+    if not request.htmx:
+        return redirect("annotations:task", slug=slug)
+    rater = outcome.vote.rater
+    return _task_response(request, rater.study, rater, form=None)
 
 
 def _task_response(

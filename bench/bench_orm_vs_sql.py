@@ -39,7 +39,7 @@ def main() -> None:
     reads = {
         "rater with study": (
             lambda: Rater.objects.select_related("study").get(pk=rater.pk, study__slug=SLUG),
-            lambda: assignment.rater_with_study(rater_id=rater.pk, study_id=study.pk, slug=SLUG),
+            lambda: assignment.rater_with_study(assignment.RaterRef(rater.pk, study.pk, SLUG)),
         ),
         "lease with item, question and both answers": (
             lambda: Lease.objects.select_related("item__question", "item__answer_a1", "item__answer_a2").get(

@@ -134,34 +134,44 @@ def _inserted(obj: models.Model, pk: Any) -> models.Model:
     return obj
 
 
+def _guarded(obj: models.Model, guard: Statement, name: str) -> tuple[str, list[Any]]:
+    """PostgreSQL's WITH queries (and their parameters) that INSERT `obj` only if the `guard`
+    UPDATE changes a row: `<name>_guard` runs the guard, `<name>` the INSERT, returning the new
+    primary key (no row when the guard changed none)."""
+    into, returning, values = _insert_parts(obj)
+    guard_sql, guard_params = guard
+    placeholders = ", ".join(["%s"] * len(values))
+    sql = (
+        f"{name}_guard AS ({guard_sql} RETURNING 1), {name} AS (INSERT INTO {into}"  # noqa: S608 - names from the model, values bound
+        f" SELECT {placeholders} WHERE EXISTS (SELECT 1 FROM {name}_guard){returning})"
+    )
+    return sql, [*guard_params, *values]
+
+
 def insert_if(obj: models.Model, guard: Statement) -> bool:
     """INSERT `obj` (as `insert` does) only if the `guard` UPDATE changes a row; returns whether
     it did. On PostgreSQL one statement (the guard as a data-modifying WITH query), elsewhere
     the UPDATE and then, when it changed a row, the INSERT. Either way both happen or neither,
     provided the caller is in a transaction."""
-    into, returning, values = _insert_parts(obj)
-    guard_sql, guard_params = guard
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            placeholders = ", ".join(["%s"] * len(values))
-            cursor.execute(
-                f"WITH guard AS ({guard_sql} RETURNING 1) INSERT INTO {into}"  # noqa: S608 - names from the model, values bound
-                f" SELECT {placeholders} WHERE EXISTS (SELECT 1 FROM guard){returning}",
-                [*guard_params, *values],
-            )
+            sql, params = _guarded(obj, guard, "guarded")
+            cursor.execute(f"WITH {sql} SELECT * FROM guarded", params)  # noqa: S608
             row = cursor.fetchone()
             if row is None:
                 return False
             _inserted(obj, row[0])
             return True
-        cursor.execute(guard_sql, guard_params)
+        cursor.execute(*guard)
         if cursor.rowcount != 1:
             return False
     insert(obj)
     return True
 
 
-def insert(obj: models.Model, *, also: Sequence[Statement] = ()) -> models.Model:
+def insert(
+    obj: models.Model, *, also: Sequence[Statement] = (), also_if: tuple[models.Model, Statement] | None = None
+) -> bool | None:
     """INSERT one new object as `obj.save()` would (defaults, `pre_save`, `get_db_prep_save`),
     in one statement that returns its primary key; the object's own save() is not called, so a
     model that computes fields there must do it before.
@@ -172,18 +182,42 @@ def insert(obj: models.Model, *, also: Sequence[Statement] = ()) -> models.Model
     happen or none does, provided the caller is in a transaction. They must not depend on one
     another's effects, nor change the same row twice: in one PostgreSQL statement they all see
     the database as it was before it.
+
+    `also_if`: (another new object, a guard UPDATE ending in its WHERE clause): that object
+    goes in as `insert_if` would put it, only if the guard changes a row, after the rest; on
+    PostgreSQL in the same statement, where its guard (not its INSERT) also sees the database
+    as it was before the statement. Returns whether it went in (None without `also_if`).
     """
     into, returning, values = _insert_parts(obj)
     placeholders = ", ".join(["%s"] * len(values))
     sql = f"INSERT INTO {into} VALUES ({placeholders}){returning}"  # noqa: S608 - names from the model, values bound
-    together = also and connection.vendor == "postgresql"
+    together = connection.vendor == "postgresql" and (also or also_if)
     if together:
-        sql = "WITH " + ", ".join(f"also_{n} AS ({text})" for n, (text, _) in enumerate(also)) + " " + sql
-        values = [*(param for _, params in also for param in params), *values]
+        # With `also_if`, its guard waits for every `also` statement to be done (it reads how
+        # many rows each changed), so that its INSERT comes after them, as it does elsewhere: a
+        # row they take out of a unique index no longer counts against the INSERT.
+        after = " RETURNING 1" if also_if is not None else ""
+        queries = [f"also_{n} AS ({text}{after})" for n, (text, _) in enumerate(also)]
+        params = [param for _, statement_params in also for param in statement_params]
+        if also_if is not None:
+            obj_if, (guard_sql, guard_params) = also_if
+            done = "".join(f" AND (SELECT COUNT(*) FROM also_{n}) >= 0" for n in range(len(also)))  # noqa: S608 - names of our own
+            guarded, guarded_params = _guarded(obj_if, (guard_sql + done, guard_params), "also_if")
+            queries.append(guarded)
+            params += guarded_params
+            sql += ", (SELECT * FROM also_if)"
+        sql = f"WITH {', '.join(queries)} {sql}"
+        values = [*params, *values]
     with connection.cursor() as cursor:
         cursor.execute(sql, values)
-        _inserted(obj, cursor.fetchone()[0])
-        if not together:
-            for text, params in also:
-                cursor.execute(text, params)
-    return obj
+        row = cursor.fetchone()
+        _inserted(obj, row[0])
+        if together:
+            if also_if is None:
+                return None
+            if row[1] is not None:
+                _inserted(also_if[0], row[1])
+            return row[1] is not None
+        for text, params in also:
+            cursor.execute(text, params)
+    return None if also_if is None else insert_if(*also_if)

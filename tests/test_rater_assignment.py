@@ -6,7 +6,7 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from annotations.assignment import LeaseNotFound, lease_next, rater_enter, vote_record
+from annotations.assignment import LeaseNotFound, RaterRef, lease_next, rater_enter, vote_record
 from annotations.models import Answer, ComparisonItem, Judge, Lease, Rater, Study, Vote
 from tests.factories import make_question, make_rater, make_study, make_variant
 
@@ -317,6 +317,50 @@ def test_a_vote_can_hand_out_the_next_item_in_its_own_transaction():
     vote_record(rater=rater, token=pending[0].token, choice_shown="first", client_ms=5000, hand_out_next=True)
     assert not Lease.objects.pending().filter(rater=rater).exists()
     assert lease_next(rater=rater) is None
+
+
+@pytest.mark.parametrize("hand_out_next", [False, True])
+def test_a_vote_by_reference_reads_the_rater_with_their_lock(hand_out_next):
+    """`RaterRef`: the rater as a cookie names them. The vote reads them (and their study), and
+    returns them as it left them."""
+    study = make_study(votes_per_item=4, target_per_rater=3)
+    for _ in range(3):
+        make_question(study)
+    rater = make_rater(study)
+    first = lease_next(rater=rater)
+    ref = RaterRef(rater.pk, study.pk, study.slug)
+    outcome = vote_record(
+        rater=ref, token=first.token, choice_shown="first", client_ms=5000, hand_out_next=hand_out_next
+    )
+    assert outcome.created and outcome.vote.rater_id == rater.pk
+    voted = outcome.vote.rater
+    assert voted.votes_done == 1 and voted.study.slug == study.slug and not voted._state.adding
+    assert Lease.objects.pending().filter(rater=rater).exists() is hand_out_next
+    again = vote_record(rater=ref, token=first.token, choice_shown="second")
+    assert not again.created and again.vote.pk == outcome.vote.pk and again.vote.rater.votes_done == 1
+
+
+@pytest.mark.parametrize("wrong", ["rater", "study", "slug", "draft"])
+def test_a_vote_by_a_reference_that_does_not_hold_records_nothing(wrong):
+    study = make_study()
+    make_question(study)
+    rater = make_rater(study)
+    token = lease_next(rater=rater).token
+    ref = {
+        "rater": RaterRef(make_rater(make_study()).pk, study.pk, study.slug),
+        "study": RaterRef(rater.pk, make_study().pk, study.slug),
+        "slug": RaterRef(rater.pk, study.pk, "another-slug"),
+        "draft": RaterRef(rater.pk, study.pk, study.slug),
+    }[wrong]
+    if wrong == "draft":
+        Study.objects.filter(pk=study.pk).update(status=Study.Status.DRAFT)
+    for hand_out_next in (False, True):
+        with pytest.raises(Rater.DoesNotExist):
+            vote_record(rater=ref, token=token, choice_shown="first", hand_out_next=hand_out_next)
+    assert not Vote.objects.exists() and Rater.objects.get(pk=rater.pk).votes_done == 0
+    if wrong == "draft":  # staff may vote in a draft
+        staff = RaterRef(rater.pk, study.pk, study.slug, drafts=True)
+        assert vote_record(rater=staff, token=token, choice_shown="first").created
 
 
 def test_raters_arriving_together_start_from_different_items_among_the_emptiest():

@@ -7,17 +7,20 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 from django.db import connection, transaction
 
 from annotations import assignment
-from annotations.models import Lease, Rater, Vote
+from annotations.models import ComparisonItem, Lease, Rater, Vote
 from tests.factories import make_question, make_rater, make_study
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(connection.vendor != "postgresql", reason="row locks: DATABASE_URL does not point to PostgreSQL"),
+    pytest.mark.skipif(
+        connection.vendor != "postgresql", reason="row locks: DATABASE_URL does not point to PostgreSQL"
+    ),
 ]
 
 
@@ -33,32 +36,82 @@ def _someone_waits_for_a_lock(deadline: float) -> None:
             time.sleep(0.02)
 
 
+def _in_a_thread(work: Callable[[], None], *, started: threading.Event) -> tuple[threading.Thread, list]:
+    """Run `work` in a thread on its own connection; its exceptions land in the list (and set
+    `started`, so that the test does not wait for what will not come)."""
+    failures = []
+
+    def run() -> None:
+        try:
+            work()
+        except Exception as exc:  # noqa: BLE001 - reported by the test
+            failures.append(exc)
+            started.set()
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, failures
+
+
 def test_a_vote_waits_for_the_rater_row_before_it_locks_the_lease():
     study = make_study(votes_per_item=2)
     make_question(study)
     rater = make_rater(study)
     lease = assignment.lease_next(rater=rater)
-    locked, failures = threading.Event(), []
+    locked = threading.Event()
 
     def other_tab() -> None:
         """What the rater's page in another tab does: the rater's row, then the lease."""
-        try:
-            with transaction.atomic():
-                Rater.objects.select_for_update().get(pk=rater.pk)
-                locked.set()
-                _someone_waits_for_a_lock(time.monotonic() + 10)  # the vote, on the rater's row
-                Lease.objects.select_for_update().get(pk=lease.pk)
-        except Exception as exc:  # noqa: BLE001 - reported by the test below
-            failures.append(exc)
+        with transaction.atomic():
+            Rater.objects.select_for_update().get(pk=rater.pk)
             locked.set()
-        finally:
-            connection.close()
+            _someone_waits_for_a_lock(time.monotonic() + 10)  # the vote, on the rater's row
+            Lease.objects.select_for_update().get(pk=lease.pk)
 
-    tab = threading.Thread(target=other_tab)
-    tab.start()
+    tab, failures = _in_a_thread(other_tab, started=locked)
     assert locked.wait(10)
     voter = Rater.objects.select_related("study").get(pk=rater.pk)
     outcome = assignment.vote_record(rater=voter, token=lease.token, choice_shown="first", client_ms=5000)
     tab.join(20)
     assert not failures, failures
     assert outcome.created and Vote.objects.filter(rater=rater).count() == 1
+
+
+@pytest.mark.parametrize("free", [0, 1])
+def test_a_vote_whose_next_items_are_held_elsewhere_is_stored_and_hands_out_a_free_one(free):
+    """The vote's statement claims the first candidate for the next lease (SKIP LOCKED): when
+    another transaction holds it, the vote is stored all the same, and the other candidates
+    are tried; with none free, the rater's next page hands one out."""
+    study = make_study(votes_per_item=2)
+    for _ in range(4):
+        make_question(study)
+    rater = make_rater(study)
+    lease = assignment.lease_next(rater=rater)
+    others = list(ComparisonItem.objects.filter(study=study).exclude(pk=lease.item_id).values_list("pk", flat=True))
+    held, free_items = others[free:], others[:free]
+    holding, release = threading.Event(), threading.Event()
+
+    def other_transaction() -> None:
+        with transaction.atomic():
+            list(ComparisonItem.objects.select_for_update(of=("self",)).filter(pk__in=held).values_list("pk"))
+            holding.set()
+            assert release.wait(20)
+
+    thread, failures = _in_a_thread(other_transaction, started=holding)
+    assert holding.wait(10)
+    try:
+        ref = assignment.RaterRef(rater.pk, study.pk, study.slug)
+        outcome = assignment.vote_record(
+            rater=ref, token=lease.token, choice_shown="first", client_ms=5000, hand_out_next=True
+        )
+        pending = list(Lease.objects.pending().filter(rater=rater).values_list("item_id", flat=True))
+    finally:
+        release.set()
+        thread.join(20)
+    assert not failures, failures
+    assert outcome.created and Vote.objects.filter(rater=rater).count() == 1
+    assert pending == free_items
+    if not free:
+        assert assignment.lease_next(rater=rater).item_id in held

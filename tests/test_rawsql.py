@@ -67,7 +67,8 @@ def test_insert_stores_what_create_stores():
         "meta": {"assignment": {"counted": True, "late": False}, "text": "«ü»"},
     }
     by_django = Vote.objects.create(rater=rater, **fields)
-    ours = rawsql.insert(Vote(rater=make_rater(study), **fields))
+    ours = Vote(rater=make_rater(study), **fields)
+    assert rawsql.insert(ours) is None  # None: nothing asked of `also_if`
     assert ours.pk is not None and ours.pk != by_django.pk and not ours._state.adding
     stored = {pk: model_to_dict(Vote.objects.get(pk=pk), exclude=["id", "rater"]) for pk in (ours.pk, by_django.pk)}
     assert stored[ours.pk] == stored[by_django.pk]
@@ -212,6 +213,49 @@ def test_insert_if_inserts_only_when_the_guard_changes_a_row():
     assert rawsql.insert_if(vote, (guard, [item.pk, 0]))
     assert Vote.objects.filter(pk=vote.pk).exists()
     assert ComparisonItem.objects.get(pk=item.pk).human_a1_first == 1
+
+
+def _vote_and_guarded_vote(study, *, counted: int):
+    """A vote with its statements (as `_vote_with_changes`), and another item's vote guarded by
+    an UPDATE of that item that matches only while its counter is `counted`."""
+    vote, item, also = _vote_with_changes(study, rename_to="After", count_by=1)
+    other = make_question(study).items.get()
+    second = Vote(
+        item=other,
+        judge=vote.judge,
+        rater=vote.rater,
+        shown_first="a2",
+        choice_shown="tie",
+        choice="tie",
+        received_at=vote.received_at,
+    )
+    table = rawsql.table(ComparisonItem)
+    guard = f"UPDATE {table} SET human_a2_first = human_a2_first + 1 WHERE id = %s AND human_a2_first = %s"  # noqa: S608
+    return vote, also, second, (guard, [other.pk, counted]), other
+
+
+@pytest.mark.parametrize("guard_holds", [True, False])
+def test_insert_with_also_if_inserts_the_second_object_only_when_its_guard_holds(guard_holds):
+    study = make_study(title="Before")
+    vote, also, second, guard, other = _vote_and_guarded_vote(study, counted=0 if guard_holds else 7)
+    with transaction.atomic():
+        assert rawsql.insert(vote, also=also, also_if=(second, guard)) is guard_holds
+    assert Vote.objects.filter(pk=vote.pk).exists() and Study.objects.get(pk=study.pk).title == "After"
+    assert (second.pk is not None) is guard_holds
+    assert Vote.objects.filter(item=other).exists() is guard_holds
+    assert ComparisonItem.objects.get(pk=other.pk).human_a2_first == int(guard_holds)
+
+
+def test_insert_with_also_if_that_fails_writes_nothing():
+    """The guarded object cannot go in (a second vote of the rater on the first one's item,
+    which the unique constraint refuses): the first object and its statements go too."""
+    study = make_study(title="Before")
+    vote, also, second, guard, other = _vote_and_guarded_vote(study, counted=0)
+    second.item = vote.item
+    with pytest.raises(IntegrityError), transaction.atomic():
+        rawsql.insert(vote, also=also, also_if=(second, guard))
+    assert not Vote.objects.exists() and Study.objects.get(pk=study.pk).title == "Before"
+    assert ComparisonItem.objects.get(pk=other.pk).human_a2_first == 0
 
 
 
