@@ -259,7 +259,7 @@ def _vote(request: HttpRequest, slug: str) -> HttpResponse:
             return HttpResponseClientRefresh()
         raise Http404("This item is not one of yours.") from None
     if not request.htmx:
-        return redirect("annotations:task", slug=slug)
+        return HttpResponseRedirect(request.path)  # this view's own address: no reverse() needed
     rater = outcome.vote.rater
     return _task_response(request, rater.study, rater, form=None)
 
