@@ -204,13 +204,18 @@ def rater_with_study_and_page(ref: RaterRef) -> tuple[Rater, Lease | None] | Non
     return rater, None if row[start] is None else _page_build(row, start)
 
 
+def _rater_where(rater: Rater, ref: RaterRef | None) -> tuple[str, list]:
+    """The condition on `r` and `s` for this rater: their id, or the reference's checks."""
+    return ("r.id = %s", [rater.pk]) if ref is None else ref.where()
+
+
 def _rater_locked(rater: Rater, ref: RaterRef | None = None) -> int | None:
     """Lock the rater's row and refresh the caller's instance (and its study) from it; returns
     the id of the study's human pool (None before the first rater entered). Only the rater row:
     the study joined in must not be locked, or every rater of the study waits for every other
     one on PostgreSQL (docs/BENCHMARKS.md). Raises Rater.DoesNotExist when the rater is gone
     (or `ref` does not hold)."""
-    where, params = ("r.id = %s", [rater.pk]) if ref is None else ref.where()
+    where, params = _rater_where(rater, ref)
     row = _rater_and_study_row(f"{where}{_lock('r')}", [Judge.Kind.HUMAN, *params], also=_human_pool_sql())
     if row is None:
         raise Rater.DoesNotExist(f"rater {rater.pk} is gone" if ref is None else f"no such rater: {ref}")
@@ -237,7 +242,7 @@ def _rater_and_lease_locked(rater: Rater, token: str, ref: RaterRef | None = Non
     transaction here takes them in), refresh the rater as `_rater_locked` does, and return the
     human pool's id, the lease, and its two answers' word count (for the timing threshold:
     the answers' texts and renders are not needed to record a vote)."""
-    where, params = ("r.id = %s", [rater.pk]) if ref is None else ref.where()
+    where, params = _rater_where(rater, ref)
     row = _rater_and_study_row(
         f"{where}{_lock('r, l')}",
         [Judge.Kind.HUMAN, token, *params],

@@ -137,8 +137,13 @@ def _rater_ref(request: HttpRequest, slug: str, *, look_up: bool = False) -> ass
     draft) when not known yet, or with `look_up`."""
     if look_up or slug not in _study_ids:
         _study_or_404(request, slug)
-    study_id = _study_ids[slug]
-    rater_id = _cookie_rater_id(request, study_id)
+    return _known_rater_ref(request, slug)
+
+
+def _known_rater_ref(request: HttpRequest, slug: str) -> assignment.RaterRef | None:
+    """As `_rater_ref`, without a query: None too when this process does not know the slug."""
+    study_id = _study_ids.get(slug)
+    rater_id = _cookie_rater_id(request, study_id) if study_id is not None else None
     if rater_id is None:
         return None
     return assignment.RaterRef(rater_id, study_id, slug, drafts=request.user.is_staff)
@@ -148,10 +153,8 @@ def _study_and_rater(request: HttpRequest, slug: str, *, page: bool = False) -> 
     """The study of the URL, the cookie's rater in it (None if they have not entered) and,
     with `page`, their pending lease page when it could be read in the same statement (else
     `assignment.UNREAD`), for `assignment.lease_next(pending=...)`."""
-    study_id = _study_ids.get(slug)
-    rater_id = _cookie_rater_id(request, study_id) if study_id is not None else None
-    if rater_id is not None:
-        ref = assignment.RaterRef(rater_id, study_id, slug, drafts=request.user.is_staff)
+    ref = _known_rater_ref(request, slug)
+    if ref is not None:
         if page:
             read = assignment.rater_with_study_and_page(ref)
             found, pending = read if read is not None else (None, assignment.UNREAD)
