@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import NamedTuple
 
-from django.db import connection, transaction
+from django.db import DEFAULT_DB_ALIAS, connection, transaction
 from django.db.models import Case, Count, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Value, When
 from django.db.models.functions import Abs, Coalesce
 from django.utils import timezone
@@ -136,7 +136,7 @@ _ANSWER_2 = rawsql.Columns(Answer, "a2", _TEXT)
 def _lock(alias: str, *, skip_locked: bool = False) -> str:
     """` FOR UPDATE OF <alias>` where the database has row locks (PostgreSQL); SQLite's
     IMMEDIATE transactions already hold the whole database's write lock."""
-    if not connection.features.has_select_for_update:
+    if not rawsql.row_locks():
         return ""
     return f" FOR UPDATE OF {alias}" + (" SKIP LOCKED" if skip_locked else "")
 
@@ -728,19 +728,9 @@ def vote_record(
     ref = rater if isinstance(rater, RaterRef) else None
     if ref is not None:
         rater = Rater(pk=ref.rater_id, study_id=ref.study_id)  # its fields come with its lock
-        rater._state.adding, rater._state.db = False, connection.alias
-    quick = None
+        rater._state.adding, rater._state.db = False, DEFAULT_DB_ALIAS
     if hand_out_next:
         _sweep_expired(rater.study_id, now=now)
-        # On SQLite the next item's candidates are read before the lock, the whole database's
-        # write lock (as in lease_next), for the votes the rater will have once this one is
-        # stored. On PostgreSQL they are read under the rater's lock, which holds up only this
-        # rater's other requests, and the rater is read once.
-        if not connection.features.has_select_for_update:
-            if ref is not None and (rater := rater_with_study(ref)) is None:
-                raise Rater.DoesNotExist(f"no such rater: {ref}")
-            expected = rater.votes_done + 1
-            quick = (expected, _quick_candidates(rater, rater.study, gold=_gold_turn(rater.study, expected)))
     with transaction.atomic():
         human_pool_id, lease, words = _rater_and_lease_locked(rater, token, ref)
         study = rater.study
@@ -799,12 +789,12 @@ def vote_record(
         # The next item, from candidates read for the rater's votes with this one. The voted
         # lease was the rater's one pending lease unless it had been released.
         gold = _gold_turn(study, rater.votes_done)
+        # They are read under the rater's lock, which on SQLite is the whole database's write
+        # lock: reading them before it cost a second read of the rater, more than the walk
+        # adds to the lock (docs/BENCHMARKS.md, section 1.9).
         candidates = []
         if hand_out_next and lease.released_at is None and _may_have_more(rater, study):
-            if quick is None:
-                candidates = _quick_candidates(rater, study, gold=gold)
-            elif quick[0] == rater.votes_done:
-                candidates = quick[1]
+            candidates = _quick_candidates(rater, study, gold=gold)
         # The first candidate's claim goes in with the vote: one statement on PostgreSQL.
         claim = _claim(rater, study, candidates[0], gold=gold, now=now) if candidates else None
         if not rawsql.insert(vote, also=changes, also_if=claim) and candidates:

@@ -171,6 +171,10 @@ def _redirect(request: HttpRequest, url: str) -> HttpResponse:
     return HttpResponseClientRedirect(url) if request.htmx else HttpResponseRedirect(url)
 
 
+def _to_landing(request: HttpRequest, slug: str) -> HttpResponse:
+    return _redirect(request, reverse("annotations:landing", args=[slug]))
+
+
 @require_http_methods(["GET", "POST"])
 @_database_failures_answered
 def study_landing(request: HttpRequest, slug: str) -> HttpResponse:
@@ -218,17 +222,16 @@ def study_task(request: HttpRequest, slug: str) -> HttpResponse:
         return _vote(request, slug)
     study, rater, pending = _study_and_rater(request, slug, page=True)
     if rater is None:
-        return _redirect(request, reverse("annotations:landing", args=[study.slug]))
+        return _to_landing(request, study.slug)
     return _task_response(request, study, rater, form=None, pending=pending)
 
 
 def _vote(request: HttpRequest, slug: str) -> HttpResponse:
     """The vote of `study_task`. The rater is read, and locked, by the statement that records
     the vote (`assignment.RaterRef`): a vote reads nothing before it."""
-    landing = reverse("annotations:landing", args=[slug])
     ref = _rater_ref(request, slug)
     if ref is None:
-        return _redirect(request, landing)
+        return _to_landing(request, slug)
     limited = _over_limit(request, "vote", f"{ref.study_id}:{ref.rater_id}", settings.RATER_VOTE_RATE)
     if limited is not None:
         return limited
@@ -236,7 +239,7 @@ def _vote(request: HttpRequest, slug: str) -> HttpResponse:
     if not form.is_valid():
         study, rater, pending = _study_and_rater(request, slug, page=True)
         if rater is None:
-            return _redirect(request, landing)
+            return _to_landing(request, slug)
         return _task_response(request, study, rater, form=form, status=400, pending=pending)
     data = form.cleaned_data
     vote = {
@@ -253,10 +256,10 @@ def _vote(request: HttpRequest, slug: str) -> HttpResponse:
             # The rater is gone, or the study's slug or status changed since this process
             # learnt its id: once more with the study looked up again (404 for a draft).
             if (ref := _rater_ref(request, slug, look_up=True)) is None:
-                return _redirect(request, landing)
+                return _to_landing(request, slug)
             outcome = assignment.vote_record(rater=ref, **vote)
     except Rater.DoesNotExist:
-        return _redirect(request, landing)
+        return _to_landing(request, slug)
     except assignment.LeaseNotFound:
         if request.htmx:
             return HttpResponseClientRefresh()

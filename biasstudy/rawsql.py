@@ -14,9 +14,25 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from functools import cache
 from typing import Any
 
-from django.db import connection, models
+from django.db import DEFAULT_DB_ALIAS, connection, connections, models
+
+
+@cache
+def vendor() -> str:
+    """The default database's vendor ("sqlite", "postgresql"), fixed for the process by its
+    settings; kept, because `connection.vendor` goes through the per-thread connection proxy
+    (a few microseconds, and the hot path asked ~100 times a page and vote)."""
+    return connection.vendor
+
+
+@cache
+def row_locks() -> bool:
+    """Whether the default database locks rows (`SELECT ... FOR UPDATE`): PostgreSQL does;
+    SQLite's write transactions hold the whole database instead."""
+    return connection.features.has_select_for_update
 
 
 class Columns:
@@ -42,25 +58,23 @@ class Columns:
 
     @property
     def sql(self) -> str:
-        vendor = connection.vendor
-        if vendor not in self._sql:
+        if (sql := self._sql.get(vendor())) is None:
             quote = connection.ops.quote_name
-            self._sql[vendor] = ", ".join(f"{self.alias}.{quote(f.column)}" for f in self.fields)
-        return self._sql[vendor]
+            sql = self._sql[vendor()] = ", ".join(f"{self.alias}.{quote(f.column)}" for f in self.fields)
+        return sql
 
     def _converters_for(self) -> list[tuple[int, list, Any]]:
         """(position, converters, column) of each column that has converters, as the SQL
         compiler finds them (the backend's, then the field's), once per database vendor."""
-        vendor = connection.vendor
-        if vendor not in self._converters:
+        if (found := self._converters.get(vendor())) is None:
             found = []
             for position, field in enumerate(self.fields):
                 col = field.get_col(self.alias)
                 converters = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
                 if converters:
                     found.append((position, converters, col))
-            self._converters[vendor] = found
-        return self._converters[vendor]
+            self._converters[vendor()] = found
+        return found
 
     def values(self, row: Sequence[Any], start: int = 0) -> list[Any]:
         out = list(row[start : start + self.width])
@@ -72,7 +86,7 @@ class Columns:
         return out
 
     def build(self, row: Sequence[Any], start: int = 0) -> models.Model:
-        return self.model.from_db(connection.alias, self.attnames, self.values(row, start))
+        return self.model.from_db(DEFAULT_DB_ALIAS, self.attnames, self.values(row, start))
 
 
 def build_all(row: Sequence[Any], *columns: Columns) -> list[models.Model]:
@@ -84,15 +98,14 @@ def build_all(row: Sequence[Any], *columns: Columns) -> list[models.Model]:
     return built
 
 
-_tables: dict[tuple[str, type[models.Model]], str] = {}
+_tables: dict[type[models.Model], str] = {}
 
 
 def table(model: type[models.Model]) -> str:
     """The model's table name, quoted for the database (kept: the hot path names ~20 a vote)."""
-    key = (connection.vendor, model)
-    if key not in _tables:
-        _tables[key] = connection.ops.quote_name(model._meta.db_table)
-    return _tables[key]
+    if (name := _tables.get(model)) is None:
+        name = _tables[model] = connection.ops.quote_name(model._meta.db_table)
+    return name
 
 
 def datetime_param(value: datetime) -> Any:
@@ -122,21 +135,30 @@ def execute(sql: str, params: Sequence[Any]) -> int:
 Statement = tuple[str, Sequence[Any]]
 
 
-def _insert_parts(obj: models.Model) -> tuple[str, str, list[Any]]:
-    """The table and columns of an INSERT of `obj` (`table (col, ...)`), the RETURNING clause,
-    and the values as `save()` would prepare them."""
-    meta = obj._meta
-    fields = [f for f in meta.concrete_fields if not (f.primary_key and getattr(obj, f.attname) is None)]
+@cache
+def _insert_into(model: type[models.Model], with_pk: bool) -> tuple[list, str, str, str]:
+    """The fields an INSERT of `model` writes (the primary key only `with_pk`), its
+    `table (col, ...)`, RETURNING clause and placeholders: the same for every row of a model."""
+    meta = model._meta
+    fields = [f for f in meta.concrete_fields if with_pk or not f.primary_key]
     quote = connection.ops.quote_name
     into = f"{quote(meta.db_table)} ({', '.join(quote(f.column) for f in fields)})"
-    values = [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
-    return into, f" RETURNING {quote(meta.pk.column)}", values
+    return fields, into, f" RETURNING {quote(meta.pk.column)}", ", ".join(["%s"] * len(fields))
+
+
+def _insert_parts(obj: models.Model) -> tuple[str, str, str, list[Any]]:
+    """The table and columns of an INSERT of `obj` (`table (col, ...)`), the RETURNING clause,
+    the placeholders, and the values as `save()` would prepare them."""
+    fields, into, returning, placeholders = _insert_into(type(obj), obj.pk is not None)
+    db = connections[DEFAULT_DB_ALIAS]  # the thread's connection itself, not the proxy
+    values = [f.get_db_prep_save(f.pre_save(obj, True), db) for f in fields]
+    return into, returning, placeholders, values
 
 
 def _inserted(obj: models.Model, pk: Any) -> models.Model:
     obj.pk = pk
     obj._state.adding = False
-    obj._state.db = connection.alias
+    obj._state.db = DEFAULT_DB_ALIAS
     return obj
 
 
@@ -144,9 +166,8 @@ def _guarded(obj: models.Model, guard: Statement, name: str) -> tuple[str, list[
     """PostgreSQL's WITH queries (and their parameters) that INSERT `obj` only if the `guard`
     UPDATE changes a row: `<name>_guard` runs the guard, `<name>` the INSERT, returning the new
     primary key (no row when the guard changed none)."""
-    into, returning, values = _insert_parts(obj)
+    into, returning, placeholders, values = _insert_parts(obj)
     guard_sql, guard_params = guard
-    placeholders = ", ".join(["%s"] * len(values))
     sql = (
         f"{name}_guard AS ({guard_sql} RETURNING 1), {name} AS (INSERT INTO {into}"  # noqa: S608 - names from the model, values bound
         f" SELECT {placeholders} WHERE EXISTS (SELECT 1 FROM {name}_guard){returning})"
@@ -160,7 +181,7 @@ def insert_if(obj: models.Model, guard: Statement) -> bool:
     the UPDATE and then, when it changed a row, the INSERT. Either way both happen or neither,
     provided the caller is in a transaction."""
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
+        if vendor() == "postgresql":
             sql, params = _guarded(obj, guard, "guarded")
             cursor.execute(f"WITH {sql} SELECT * FROM guarded", params)  # noqa: S608
             row = cursor.fetchone()
@@ -194,10 +215,9 @@ def insert(
     PostgreSQL in the same statement, where its guard (not its INSERT) also sees the database
     as it was before the statement. Returns whether it went in (None without `also_if`).
     """
-    into, returning, values = _insert_parts(obj)
-    placeholders = ", ".join(["%s"] * len(values))
+    into, returning, placeholders, values = _insert_parts(obj)
     sql = f"INSERT INTO {into} VALUES ({placeholders}){returning}"  # noqa: S608 - names from the model, values bound
-    together = connection.vendor == "postgresql" and (also or also_if)
+    together = vendor() == "postgresql" and (also or also_if)
     if together:
         # With `also_if`, its guard waits for every `also` statement to be done (it reads how
         # many rows each changed), so that its INSERT comes after them, as it does elsewhere: a
