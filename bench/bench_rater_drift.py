@@ -1,6 +1,7 @@
 """One rater voting thousands of times, in process: does a page + vote get slower as the rater's
-votes pile up? Prints, per chunk of votes, the mean page + vote cycle (Django's test client, no
-HTTP) and the mean time of the candidate walk for the rater's next item.
+votes pile up? Prints, per chunk of votes, the mean page + vote cycle (Django's WSGI handler
+called in process, no HTTP: `bench_rater_flow.WsgiClient`) and the mean time of the candidate
+walk for the rater's next item.
 
     python bench/bench_rater_drift.py --votes 4000 --chunk 500 [--postgres [--analyze-empty]]
 

@@ -75,7 +75,7 @@ def seed(questions: int, votes_per_item: int, *, analyze_empty: bool = False) ->
     """One collecting study: `questions` questions, each with its control item and one
     fake-reference item, written with bulk_create (a few seconds for thousands). With
     `analyze_empty`, PostgreSQL also analyses the empty tables (the worst case, see below)."""
-    from django.db import transaction
+    from django.db import DatabaseError, transaction
 
     from annotations.models import Answer, ComparisonItem, Question, Study
     from perturbations.models import PerturbationKind
@@ -125,11 +125,21 @@ def seed(questions: int, votes_per_item: int, *, analyze_empty: bool = False) ->
         # deployment has never analysed. PostgreSQL assumes a never analysed table may be
         # big; one analysed while empty it plans as empty, and the plans a connection
         # prepares then stay until the next ANALYZE (docs/BENCHMARKS.md, section 1.7).
+        # It also vacuums them (inserts alone trigger autovacuum since PostgreSQL 13), and
+        # the seed's writes are flushed by a checkpoint: otherwise both land in the middle of
+        # the first level measured, which is ours (docs/BENCHMARKS.md, section 1.9).
         with connection.cursor() as cursor:
             if analyze_empty:
                 cursor.execute("ANALYZE")
             for model in (Study, Question, Answer, ComparisonItem):
-                cursor.execute(f"ANALYZE {connection.ops.quote_name(model._meta.db_table)}")
+                cursor.execute(f"VACUUM ANALYZE {connection.ops.quote_name(model._meta.db_table)}")
+            try:
+                cursor.execute("CHECKPOINT")  # superuser or pg_checkpoint only
+            except DatabaseError as exc:
+                print(f"no CHECKPOINT after the seed: {exc}".strip(), file=sys.stderr)
+    else:
+        with connection.cursor() as cursor:  # the seed's pages from the WAL into the database file
+            cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     print(json.dumps({"items": ComparisonItem.objects.filter(study=study).count()}))
 
 
@@ -366,12 +376,63 @@ class Database:
             conn.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
 
 
+class WsgiClient:
+    """Requests straight to Django's WSGI handler, in this process, with the cookies it sets:
+    what gunicorn's worker does with a request, without the socket. Not Django's test client,
+    which leaves six weakref finalizers behind per page + vote (its `template_rendered`
+    receiver) that the garbage collector then walks, and which posts forms as multipart: both
+    made the in-process figures of earlier sessions grow with the number of requests
+    (docs/BENCHMARKS.md, section 1.8)."""
+
+    def __init__(self) -> None:
+        from django.core.wsgi import get_wsgi_application
+
+        self.app = get_wsgi_application()
+        self.cookies: dict[str, str] = {}
+
+    def request(self, method: str, path: str, form: dict | None = None, headers: dict | None = None):
+        """(status, body) of one request; `form` is sent url-encoded, as a browser does."""
+        import io
+        from http.cookies import SimpleCookie
+        from urllib.parse import urlencode
+
+        body = urlencode(form).encode() if form is not None else b""
+        environ = {
+            "REQUEST_METHOD": method, "PATH_INFO": path, "QUERY_STRING": "", "SCRIPT_NAME": "",
+            "SERVER_NAME": "testserver", "SERVER_PORT": "80", "SERVER_PROTOCOL": "HTTP/1.1",
+            "REMOTE_ADDR": "127.0.0.1", "HTTP_HOST": "testserver", "wsgi.url_scheme": "http",
+            "wsgi.input": io.BytesIO(body), "wsgi.errors": sys.stderr, "wsgi.version": (1, 0),
+            "wsgi.multithread": True, "wsgi.multiprocess": True, "wsgi.run_once": False,
+            "CONTENT_LENGTH": str(len(body)), "CONTENT_TYPE": "application/x-www-form-urlencoded",
+            "HTTP_COOKIE": "; ".join(f"{name}={value}" for name, value in self.cookies.items()),
+        }  # fmt: skip
+        for name, value in (headers or {}).items():
+            environ["HTTP_" + name.upper().replace("-", "_")] = value
+        started: dict = {}
+
+        def start_response(status: str, response_headers: list, exc_info=None) -> None:
+            started["status"], started["headers"] = int(status.split()[0]), response_headers
+
+        response = self.app(environ, start_response)
+        try:
+            content = b"".join(response)
+        finally:
+            response.close()
+        for name, value in started["headers"]:
+            if name.lower() == "set-cookie":
+                cookie = SimpleCookie()
+                cookie.load(value)
+                self.cookies.update((key, morsel.value) for key, morsel in cookie.items())
+        return started["status"], content.decode()
+
+
 @contextlib.contextmanager
 def rater_in_process(questions: int, *, postgres: bool, votes_per_item: int = 4, analyze_empty: bool = False):
     """For the in-process scripts (profile_rater_views.py, bench_rater_drift.py): a fresh
     database (a SQLite file, or a PostgreSQL database dropped afterwards), Django set up on it
-    in this process, seeded by `seed` (which ANALYZEs on PostgreSQL), and one rater "P1" entered through the landing page with the test client. Yields `cycle()`: one
-    task page and one vote on it, returning the seconds each took."""
+    in this process, seeded by `seed` (which ANALYZEs on PostgreSQL), and one rater "P1"
+    entered through the landing page (`WsgiClient`). Yields `cycle()`: one task page and one
+    vote on it, returning the seconds each took."""
     tmp = Path(tempfile.mkdtemp())
     database = Database("postgres", tmp) if postgres else None
     try:
@@ -381,22 +442,26 @@ def rater_in_process(questions: int, *, postgres: bool, votes_per_item: int = 4,
             database.url if database else f"sqlite:///{tmp / 'bench.sqlite3'}",
             DJANGO_SECURE_COOKIES="0",
             DJANGO_ALLOWED_HOSTS="testserver",
+            DATABASE_CONN_MAX_AGE="60",
         )
-        from django.test import Client
-
         seed(questions, votes_per_item, analyze_empty=analyze_empty)
-        client = Client()
-        csrf = _CSRF.search(client.get(f"/s/{SLUG}/").content.decode()).group(1)
-        client.post(f"/s/{SLUG}/", {"participant_id": "P1", "consent": "on", "csrfmiddlewaretoken": csrf})
+        client = WsgiClient()
+        csrf = _CSRF.search(client.request("GET", f"/s/{SLUG}/")[1]).group(1)
+        entered = client.request(
+            "POST", f"/s/{SLUG}/", {"participant_id": "P1", "consent": "on", "csrfmiddlewaretoken": csrf}
+        )
+        assert entered[0] == 302, entered
         task = f"/s/{SLUG}/task/"
 
         def cycle() -> tuple[float, float]:
             started = time.perf_counter()
-            page = client.get(task)
+            status, page = client.request("GET", task)
             paged = time.perf_counter()
-            token = _TOKEN.search(page.content.decode()).group(1)
-            response = client.post(task, {"token": token, "choice": "first", "client_ms": "4000"})
-            assert response.status_code == 302, response.status_code
+            assert status == 200, status
+            token = _TOKEN.search(page).group(1)
+            vote = {"token": token, "choice": "first", "client_ms": "4000"}
+            status, _ = client.request("POST", task, vote, {"X-CSRFToken": client.cookies["csrftoken"]})
+            assert status == 302, status
             return paged - started, time.perf_counter() - paged
 
         yield cycle
