@@ -82,7 +82,7 @@ _study_ids: dict[str, int] = {}
 def _study_or_404(request: HttpRequest, slug: str) -> Study:
     """Raters see collecting and closed studies; drafts only exist for staff."""
     study = get_object_or_404(Study, slug=slug)
-    if study.status == Study.Status.DRAFT and not request.user.is_staff:
+    if study.status == Study.Status.DRAFT and not _is_staff(request):
         raise Http404("No such study.")
     _study_ids[slug] = study.pk
     return study
@@ -146,7 +146,13 @@ def _known_rater_ref(request: HttpRequest, slug: str) -> assignment.RaterRef | N
     rater_id = _cookie_rater_id(request, study_id) if study_id is not None else None
     if rater_id is None:
         return None
-    return assignment.RaterRef(rater_id, study_id, slug, drafts=request.user.is_staff)
+    return assignment.RaterRef(rater_id, study_id, slug, drafts=_is_staff(request))
+
+
+def _is_staff(request: HttpRequest) -> bool:
+    """Whether a staff user is signed in. Staff sign in with the session cookie: without one,
+    the lazy `request.user` (the session, then the user) is not set up for nothing."""
+    return settings.SESSION_COOKIE_NAME in request.COOKIES and request.user.is_staff
 
 
 def _study_and_rater(request: HttpRequest, slug: str, *, page: bool = False) -> tuple[Study, Rater | None, object]:
