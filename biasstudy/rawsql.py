@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from functools import cache
+from functools import cache, cached_property
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models
@@ -53,32 +53,29 @@ class Columns:
         self.model, self.alias, self.fields = model, alias, list(fields)
         self.attnames = [f.attname for f in self.fields]
         self.width = len(self.fields)
-        self._converters: dict[str, list[tuple[int, list, Any]]] = {}
-        self._sql: dict[str, str] = {}
 
-    @property
+    # Both depend on the database vendor, which is fixed for the process (`vendor()`): worked
+    # out on first use and kept.
+    @cached_property
     def sql(self) -> str:
-        if (sql := self._sql.get(vendor())) is None:
-            quote = connection.ops.quote_name
-            sql = self._sql[vendor()] = ", ".join(f"{self.alias}.{quote(f.column)}" for f in self.fields)
-        return sql
+        quote = connection.ops.quote_name
+        return ", ".join(f"{self.alias}.{quote(f.column)}" for f in self.fields)
 
-    def _converters_for(self) -> list[tuple[int, list, Any]]:
+    @cached_property
+    def _converters(self) -> list[tuple[int, list, Any]]:
         """(position, converters, column) of each column that has converters, as the SQL
-        compiler finds them (the backend's, then the field's), once per database vendor."""
-        if (found := self._converters.get(vendor())) is None:
-            found = []
-            for position, field in enumerate(self.fields):
-                col = field.get_col(self.alias)
-                converters = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
-                if converters:
-                    found.append((position, converters, col))
-            self._converters[vendor()] = found
+        compiler finds them (the backend's, then the field's)."""
+        found = []
+        for position, field in enumerate(self.fields):
+            col = field.get_col(self.alias)
+            converters = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
+            if converters:
+                found.append((position, converters, col))
         return found
 
     def values(self, row: Sequence[Any], start: int = 0) -> list[Any]:
         out = list(row[start : start + self.width])
-        for position, converters, col in self._converters_for():
+        for position, converters, col in self._converters:
             value = out[position]
             for convert in converters:
                 value = convert(value, col, connection)
@@ -98,14 +95,10 @@ def build_all(row: Sequence[Any], *columns: Columns) -> list[models.Model]:
     return built
 
 
-_tables: dict[type[models.Model], str] = {}
-
-
+@cache
 def table(model: type[models.Model]) -> str:
     """The model's table name, quoted for the database (kept: the hot path names ~20 a vote)."""
-    if (name := _tables.get(model)) is None:
-        name = _tables[model] = connection.ops.quote_name(model._meta.db_table)
-    return name
+    return connection.ops.quote_name(model._meta.db_table)
 
 
 def datetime_param(value: datetime) -> Any:
