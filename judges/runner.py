@@ -29,7 +29,7 @@ from judges.models import CachedResponse, JudgeRun
 from judges.parsing import parse_vote
 from judges.plan import PlannedVote, item_rounds
 from judges.probs import option_probs
-from judges.prompts import label_scheme, render_messages
+from judges.prompts import label_scheme, render_messages, vote_grammar
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +101,8 @@ def cache_key(config: dict[str, Any], messages: list[dict[str, str]], *, sample:
         "sample": sample,
         "attempt": attempt,
     }
+    if config.get("constrain_vote"):
+        identity["grammar"] = True  # only when set, so the keys of earlier runs stay valid
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode("utf-8")).hexdigest()
 
 
@@ -157,6 +159,9 @@ class RunContext:
                     logprobs=config["logprobs"],
                     style=config["prompt_style"],
                     labels=scheme.labels(),
+                    grammar=vote_grammar(style=config["prompt_style"], scheme=scheme)
+                    if config.get("constrain_vote")
+                    else None,
                 )
                 try:
                     completion = self.call(request, meta)
