@@ -3,10 +3,13 @@ import pytest
 from judges.prompts import (
     DEFAULT_SYSTEM_TEMPLATE,
     DEFAULT_USER_TEMPLATE,
+    LabelScheme,
     PromptError,
+    PromptStyle,
     check_template,
     label_scheme,
     render_messages,
+    vote_grammar,
 )
 
 
@@ -66,3 +69,17 @@ def test_it_names_unknown_template_fields_and_where_they_are():
 def test_it_rejects_an_unknown_label_scheme():
     with pytest.raises(PromptError, match="unknown label scheme 'xy'"):
         label_scheme("xy")
+
+
+@pytest.mark.parametrize("style", PromptStyle.values)
+def test_the_vote_grammar_names_every_label_and_llama_cpp_accepts_it(style):
+    llama_cpp = pytest.importorskip("llama_cpp")
+    scheme = LabelScheme("odd", 'say "one"', "back\\slash", "Tie")
+    grammar = vote_grammar(style=style, scheme=scheme)
+    assert 'vote ::= "say \\"one\\"" | "back\\\\slash" | "Tie"' in grammar
+    llama_cpp.LlamaGrammar.from_string(grammar, verbose=False)  # raises on a grammar it cannot read
+
+
+def test_the_vote_grammar_refuses_an_unknown_style():
+    with pytest.raises(PromptError, match="unknown prompt style"):
+        vote_grammar(style="poem", scheme=label_scheme("ab"))
