@@ -13,8 +13,7 @@ from django.utils import timezone
 
 from analysis import importers, loader, report, simulate
 from analysis.frame import Filters
-from annotations.models import ComparisonItem, Judge, Rater, Study, Vote
-from perturbations.models import PerturbationKind
+from annotations.models import ComparisonItem, Judge, PerturbationKind, Rater, Study, Vote
 
 
 def study_groups(*, study: Study) -> tuple[list[str], dict[str, str]]:
