@@ -29,6 +29,10 @@ from judges.probs import TokenLogprob, normalise
 from judges.prompts import PromptStyle
 
 TOP_LOGPROBS = 5
+# The longest reply we read (characters). A judge's vote with its reasons is a few thousand; a
+# reply past this is a runaway or hostile server, and reading it would cost more than it tells.
+MAX_REPLY_CHARS = 100_000
+MAX_TOKEN_COUNT = 10**8
 
 
 class BackendError(Exception):
@@ -74,6 +78,35 @@ class Backend(Protocol):
     max_concurrency: int | None
 
     def complete(self, request: Request) -> Completion: ...
+
+
+def checked(completion: Completion) -> Completion:
+    """A reply as the rest of the code may trust it, or BackendError naming what is wrong.
+
+    Cleaned: NUL characters (which PostgreSQL cannot store in text) become U+FFFD, visibly.
+    Refused: text longer than MAX_REPLY_CHARS, token counts that are not whole numbers in
+    [0, MAX_TOKEN_COUNT], log-probabilities that are not finite numbers <= 0, option
+    probabilities that are not finite, non-negative and summing to 1. A refused reply makes its
+    vote `failed` with this message; the run goes on.
+    """
+    if not isinstance(completion.text, str):
+        raise BackendError(f"reply text is {type(completion.text).__name__}, not text")
+    if len(completion.text) > MAX_REPLY_CHARS:
+        raise BackendError(f"reply of {len(completion.text):,} characters; at most {MAX_REPLY_CHARS:,} are read")
+    completion.text = completion.text.replace("\x00", "\ufffd")
+    for name in ("tokens_in", "tokens_out"):
+        value = getattr(completion, name)
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKEN_COUNT:
+            raise BackendError(f"reply's {name} is {value!r}, not a token count")
+    for index, token in enumerate(completion.logprobs or ()):
+        for text, logprob in ((token.token, token.logprob), *token.top):
+            if not (math.isfinite(logprob) and logprob <= 1e-6):
+                raise BackendError(f"reply's log-probability of token {index} ({text[:20]!r}) is {logprob!r}")
+    if completion.option_probs is not None:
+        values = list(completion.option_probs.values())
+        if not all(math.isfinite(v) and v >= 0 for v in values) or not math.isclose(sum(values), 1.0, abs_tol=1e-6):
+            raise BackendError(f"option probabilities {completion.option_probs!r} are not a distribution")
+    return completion
 
 
 def _api_key(env_name: str, *, required: bool) -> str:
@@ -169,9 +202,10 @@ class OpenAICompatibleBackend:
         except Exception as exc:  # noqa: BLE001 - every SDK failure is classified, none escapes raw
             _raise_translated(exc, self._sdk, secret=self._secret)
         try:
-            return _openai_completion(payload)
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            completion = _openai_completion(payload)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as exc:
             raise TransientError(f"malformed response ({type(exc).__name__}: {exc}): {str(payload)[:200]}") from None
+        return checked(completion)
 
 
 def _openai_completion(payload: Any) -> Completion:
@@ -235,13 +269,17 @@ class AnthropicBackend:
             response = self.client.messages.create(**params)
         except Exception as exc:  # noqa: BLE001
             _raise_translated(exc, self._sdk, secret=self._secret)
-        text = "".join(block.text for block in response.content if getattr(block, "type", "") == "text")
-        return Completion(
-            text=text,
-            tokens_in=response.usage.input_tokens,
-            tokens_out=response.usage.output_tokens,
-            meta={"stop_reason": response.stop_reason},
-        )
+        try:
+            text = "".join(block.text for block in response.content if getattr(block, "type", "") == "text")
+            completion = Completion(
+                text=text,
+                tokens_in=response.usage.input_tokens,
+                tokens_out=response.usage.output_tokens,
+                meta={"stop_reason": response.stop_reason},
+            )
+        except (AttributeError, TypeError) as exc:
+            raise TransientError(f"malformed response ({type(exc).__name__}: {exc})") from None
+        return checked(completion)
 
 
 _LLAMAS: dict[tuple[str, int], Any] = {}
@@ -407,10 +445,12 @@ class LocalLlamaBackend:
             temperature=request.temperature,
             seed=_request_seed(request),
         )
-        return Completion(
-            text=result["choices"][0]["text"],
-            tokens_in=result["usage"]["prompt_tokens"],
-            tokens_out=result["usage"]["completion_tokens"],
+        return checked(
+            Completion(
+                text=result["choices"][0]["text"],
+                tokens_in=result["usage"]["prompt_tokens"],
+                tokens_out=result["usage"]["completion_tokens"],
+            )
         )
 
 
