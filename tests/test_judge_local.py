@@ -68,6 +68,12 @@ def test_the_demo_judge_runs_on_a_study_with_both_orders_in_balance(db):
     for item_votes in Counter(v.item_id for v in votes).values():
         assert item_votes == 4
     assert Counter(v.shown_first for v in votes) == {"a1": 4, "a2": 4}
+    assert Counter((v.shown_first, v.labels_swapped) for v in votes) == {
+        ("a1", False): 2, ("a1", True): 2, ("a2", False): 2, ("a2", True): 2
+    }  # fmt: skip
     for vote in votes:
         assert sum(vote.option_probs.values()) == pytest.approx(1.0)
         assert vote.choice_shown == max(vote.option_probs, key=vote.option_probs.get)
+        # The backend scored the labels as shown: its text is the label of the position it chose.
+        shown = label_scheme(vote.label_scheme).in_order("ba" if vote.labels_swapped else "ab")
+        assert vote.raw_output == shown.labels()[vote.choice_shown]
