@@ -80,7 +80,7 @@ def _effect(beta: float, se: float | None, df: int, level: float) -> dict:
         ci, p = [None, None], None
     else:
         t = float(sps.t.ppf(0.5 + level / 2, df))
-        ci = [beta - t * se, beta + t * se]
+        ci = [float(beta - t * se), float(beta + t * se)]
         p = float(2 * sps.t.sf(abs(beta) / se, df)) if se > 0 else None
     return {
         "log_odds": float(beta),
@@ -120,21 +120,25 @@ def label_and_position(
     scheme not in it but named "<first>/<second>" is read from its name. None when there is no
     decisive vote of known order."""
     scheme_labels = scheme_labels or {}
-    shown = votes["choice_shown"].astype(object).to_numpy()
-    keep = ((shown == "first") | (shown == "second")) & votes["order_known"].to_numpy(dtype=bool)
+    # Comparisons and factorize on the categorical columns: string arrays would cost most of the time.
+    first = (votes["choice_shown"] == "first").to_numpy()
+    ties = int((votes["choice_shown"] == "tie").sum())
+    keep = (first | (votes["choice_shown"] == "second").to_numpy()) & votes["order_known"].to_numpy(dtype=bool)
     if not keep.any():
         return None
-    sub = votes[keep]
-    y = (shown[keep] == "first").astype(float)
-    o = np.where(sub["shown_first"].astype(str).to_numpy() == "a1", 1.0, -1.0)
+    sub = votes.loc[keep, ["question_id", "shown_first", "labels_swapped", "label_scheme"]]
+    y = first[keep].astype(float)
+    o = np.where((sub["shown_first"] == "a1").to_numpy(), 1.0, -1.0)
     s = np.where(sub["labels_swapped"].to_numpy(dtype=bool), -1.0, 1.0)
-    scheme_names = sub["label_scheme"].astype(str).to_numpy()
-    question, n_questions = pd.factorize(sub["question_id"])[0], int(sub["question_id"].nunique())
+    question, questions = pd.factorize(sub["question_id"])
+    n_questions = len(questions)
+    scheme_code, scheme_values = pd.factorize(sub["label_scheme"], sort=True)
+    schemes = [str(name) for name in scheme_values]
 
     # Aggregate to (question, scheme, order, label order): the model only sees these.
-    schemes, scheme_code = np.unique(scheme_names, return_inverse=True)
     key = ((question * len(schemes) + scheme_code) * 2 + (o > 0)) * 2 + (s > 0)
-    keys, row_of, n = np.unique(key, return_inverse=True, return_counts=True)
+    row_of, keys = pd.factorize(key)
+    n = np.bincount(row_of, minlength=len(keys))
     y_sum = np.bincount(row_of, weights=y, minlength=len(keys))
     r_s = np.where(keys % 2 == 1, 1.0, -1.0)
     r_o = np.where((keys // 2) % 2 == 1, 1.0, -1.0)
@@ -142,7 +146,7 @@ def label_and_position(
     r_question = keys // (4 * len(schemes))
 
     # Content (o) only where both orders occur: with one order, "first" and "A1" are the same.
-    both_orders = len(np.unique(r_o)) == 2
+    both_orders = bool((r_o > 0).any() and (r_o < 0).any())
     label_codes: dict[str, int] = {}
     reasons: dict[str, str] = {}
 
@@ -165,8 +169,8 @@ def label_and_position(
     label_columns = {name: 1 + both_orders + i for i, name in enumerate(label_codes)}
 
     # Half a vote each way in every (scheme, order, label order) cell, outside any cluster.
-    patterns = np.unique(np.column_stack([r_scheme, r_o, r_s]), axis=0)
-    pseudo = design(patterns[:, 0], patterns[:, 1], patterns[:, 2])
+    cells = np.flatnonzero(np.bincount(keys % (4 * len(schemes)), minlength=4 * len(schemes)))
+    pseudo = design(cells // 4, np.where((cells // 2) % 2 == 1, 1.0, -1.0), np.where(cells % 2 == 1, 1.0, -1.0))
     x_all = np.vstack([x, pseudo])
     beta = _fit(x_all, np.concatenate([y_sum, np.full(len(pseudo), 0.5)]), np.concatenate([n, np.ones(len(pseudo))]))
 
@@ -191,8 +195,8 @@ def label_and_position(
 
     by_scheme = {}
     for name in schemes:
-        first, second = scheme_labels.get(name) or (tuple(name.split("/")) if name.count("/") == 1 else ("", ""))
-        entry: dict = {"first_label": first or None, "second_label": second or None}
+        label_1, label_2 = scheme_labels.get(name) or (tuple(name.split("/")) if name.count("/") == 1 else ("", ""))
+        entry: dict = {"first_label": label_1 or None, "second_label": label_2 or None}
         if name in label_columns:
             entry.update(identifiable=True, **effect(label_columns[name]))
         else:
@@ -202,7 +206,7 @@ def label_and_position(
         "method": METHOD,
         "level": level,
         "n": int(len(y)),
-        "n_ties": int((shown == "tie").sum()),
+        "n_ties": ties,
         "n_questions": n_questions,
         "position": effect(0) if both_orders else None,
         "content_a1": effect(1) if both_orders else None,

@@ -213,3 +213,17 @@ def test_label_order_is_counterbalanced_and_each_label_is_read_back_to_the_answe
         # Option probabilities are by position as shown, whatever the label.
         other = "second" if vote.choice_shown == "first" else "first"
         assert vote.option_probs == pytest.approx({vote.choice_shown: 0.8, other: 0.2, "tie": 0.0})
+
+
+def test_the_same_text_read_with_swapped_labels_is_a_different_request_in_the_cache():
+    from judges.runner import cache_key
+
+    config = {
+        "backend": "openai_compatible", "base_url": "http://127.0.0.1:9/v1", "model": "m", "prompt_style": "vote_only",
+        "temperature": 0.0, "max_tokens": 8, "seed": 1, "logprobs": True,
+    }  # fmt: skip
+    # A template that shows no labels renders the same text in both label orders.
+    messages = [{"role": "user", "content": "Which is better, the first or the second?"}]
+    plain = cache_key(config, messages, sample=0, attempt=0)
+    assert cache_key(config, messages, sample=0, attempt=0, labels_swapped=False) == plain
+    assert cache_key(config, messages, sample=0, attempt=0, labels_swapped=True) != plain
