@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from analysis import lc, metrics, stats
+from analysis import labels, lc, metrics, stats
 from analysis.frame import CONTROL, Filters, apply_filters
 
 
@@ -89,6 +89,8 @@ def _analyze(frame, *, study, filters, options, votes_per_item, groups, semantic
         "shown_first",
         "order_known",
         "label_scheme",
+        "labels_swapped",
+        "question_id",
         "option_probs",
         f"len_a1_{options.measure}",
         f"len_a2_{options.measure}",
@@ -168,7 +170,7 @@ def _judge_report(name, kind, votes, prefs, question_index, counts, groups, sema
             verbosity_votes, measure=options.measure, bin_width=options.bin_width, seed=options.seed
         ),
         **lc_part,
-        "label_bias": metrics.label_bias(votes, options.scheme_labels),
+        "label_and_position": labels.label_and_position(votes, options.scheme_labels),
         "option_probs": metrics.option_probs(votes),
         "by_bloom": by_bloom,
     }

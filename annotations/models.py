@@ -469,6 +469,10 @@ class Vote(models.Model):
     received_at = models.DateTimeField(default=timezone.now, db_index=True)
     # LLM votes: what the model said and how it was read.
     label_scheme = models.CharField(max_length=32, blank=True)
+    labels_swapped = models.BooleanField(
+        default=False,
+        help_text="The answer shown first was under the scheme's second label (e.g. [B] before [A]).",
+    )
     raw_output = models.TextField(blank=True)
     parse_status = models.CharField(max_length=8, choices=Parse.choices, default=Parse.OK)
     option_probs = models.JSONField(

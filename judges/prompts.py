@@ -1,8 +1,8 @@
 """Prompt wording and rendering for LLM judges. Pure: no Django, no I/O.
 
 A prompt shows the question and the two answers in the order chosen for the round, each under
-the label of the round's label scheme, and tells the judge where to put its vote for the
-prompt style in use. Templates use `str.format` fields: {question}, {first}, {second},
+the label of the round's label scheme in the round's label order (`LabelScheme.in_order`), and
+tells the judge where to put its vote for the prompt style in use. Templates use `str.format` fields: {question}, {first}, {second},
 {label_first}, {label_second}, {label_tie}, {vote_instruction}.
 """
 
@@ -36,6 +36,17 @@ class LabelScheme:
 
     def labels(self) -> dict[str, str]:
         return {"first": self.first, "second": self.second, "tie": self.tie}
+
+    def in_order(self, label_order: str) -> LabelScheme:
+        """The scheme as one prompt shows it: ``first`` is the label of the answer shown first.
+        "ab" keeps the scheme's order; "ba" puts the answer shown first under the second label,
+        so everything read through the result (prompt, vote, option probabilities) stays
+        first/second as displayed."""
+        if label_order == "ab":
+            return self
+        if label_order == "ba":
+            return LabelScheme(self.slug, self.second, self.first, self.tie)
+        raise PromptError(f"unknown label order {label_order!r}; known: ab, ba")
 
 
 LABEL_SCHEMES: dict[str, LabelScheme] = {

@@ -97,19 +97,26 @@ def test_the_demo_judge_runs_on_a_study_with_both_orders_in_balance(db):
     for item_votes in Counter(v.item_id for v in votes).values():
         assert item_votes == 4
     assert Counter(v.shown_first for v in votes) == {"a1": 4, "a2": 4}
+    assert Counter((v.shown_first, v.labels_swapped) for v in votes) == {
+        ("a1", False): 2, ("a1", True): 2, ("a2", False): 2, ("a2", True): 2
+    }  # fmt: skip
     for vote in votes:
         assert sum(vote.option_probs.values()) == pytest.approx(1.0)
         assert vote.choice_shown == max(vote.option_probs, key=vote.option_probs.get)
+        # The backend scored the labels as shown: its text is the label of the position it chose.
+        shown = label_scheme(vote.label_scheme).in_order("ba" if vote.labels_swapped else "ab")
+        assert vote.raw_output == shown.labels()[vote.choice_shown]
 
 
 def test_two_runs_over_the_same_items_in_another_order_store_identical_probabilities(db, tmp_path):
-    """The demo's first questions imported twice, the second time shuffled: per item (question and
-    variant) and display order, the demo judge stores the very same probabilities in both runs."""
+    """The demo's first questions imported twice, the second time in another order: per item
+    (question and variant), display order and label order, the demo judge stores the very same
+    probabilities in both runs."""
     from annotations.study_io import study_import
     from judges.models import CachedResponse
 
     demo = json.loads((ROOT / "fixtures" / "demo_study.json").read_text())
-    demo["questions"], demo["gold_items"] = demo["questions"][:3], []
+    demo["questions"], demo["gold_items"] = demo["questions"][:2], []
     config = llm_judge_demo_create()
     stored = []
     for slug in ("in-order", "shuffled"):
@@ -120,15 +127,16 @@ def test_two_runs_over_the_same_items_in_another_order_store_identical_probabili
         study = study_import(path=path, fmt="biasstudy", slug=slug)
         CachedResponse.objects.all().delete()  # compute every vote, do not read the first run's
         run = judge_run_execute(
-            run_id=judge_run_start(study=study, judge=config.judge, votes_per_item=2, enqueue=False).pk
+            run_id=judge_run_start(study=study, judge=config.judge, votes_per_item=4, enqueue=False).pk
         )
         assert run.status == JudgeRun.Status.DONE
         votes = run.votes.select_related("item__question", "item__answer_a2")
         assert not any(vote.meta["cached"] for vote in votes)
         stored.append(
             {
-                (v.item.question.text, v.item.answer_a2.text, v.shown_first, v.label_scheme): v.option_probs
+                (v.item.question.text, v.item.answer_a2.text, v.shown_first, v.labels_swapped): v.option_probs
                 for v in votes
             }
         )
-    assert len(stored[0]) == 3 * 4 * 2 and stored[0] == stored[1]
+    # 2 questions x 4 items x (2 display orders x 2 label orders): every cell in both runs.
+    assert len(stored[0]) == 2 * 4 * 4 and stored[0] == stored[1]

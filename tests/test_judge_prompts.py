@@ -83,3 +83,26 @@ def test_the_vote_grammar_names_every_label_and_llama_cpp_accepts_it(style):
 def test_the_vote_grammar_refuses_an_unknown_style():
     with pytest.raises(PromptError, match="unknown prompt style"):
         vote_grammar(style="poem", scheme=label_scheme("ab"))
+
+
+def test_a_reversed_label_order_shows_the_first_answer_under_the_second_label():
+    messages = render_messages(
+        system_template=DEFAULT_SYSTEM_TEMPLATE,
+        user_template=DEFAULT_USER_TEMPLATE,
+        style="vote_only",
+        scheme=label_scheme("ab").in_order("ba"),
+        question="Why is the sky blue?",
+        first="Rayleigh scattering.",
+        second="Because of the sea.",
+    )
+    user = messages[1]["content"]
+    assert user.index("[B]\nRayleigh scattering.") < user.index("[A]\nBecause of the sea.")
+    assert "B, A or Tie" in user
+
+
+def test_label_orders_are_ab_or_ba_only():
+    scheme = label_scheme("symbols")
+    assert scheme.in_order("ab") == scheme
+    assert scheme.in_order("ba").labels() == {"first": "Square", "second": "Circle", "tie": "Tie"}
+    with pytest.raises(PromptError, match="label order 'xy'"):
+        scheme.in_order("xy")
