@@ -261,7 +261,9 @@ def metric_records(result: dict) -> Iterator[list]:
                 yield [study, name, kind, "", "verbosity_bin", label, b["value"], None, None, b["n"], measure]
         for metric in ("lc_winrate", "raw_winrate", "lc_effect", "raw_effect"):
             for group, value in (judge.get(metric) or {}).items():
-                yield [study, name, kind, "", metric, group, value, None, None, None, measure]
+                lo, hi = judge.get(f"{metric}_ci", {}).get(group, (None, None))
+                n = judge.get("lc_n", {}).get(group)
+                yield [study, name, kind, "", metric, group, value, lo, hi, n, measure]
     nf = result["human_nf_position"]
     for share in ("first", "tie", "second", "diff"):
         yield [study, "Human-NF", "human", "", f"position_{share}", "", nf[share], None, None, nf["n"], ""]

@@ -55,8 +55,10 @@ from analysis.stats import Z95, wilson
 LAMBDAS = (0.1, 1.0, 10.0)
 FOLDS = 3
 THETA_FACTOR = 0.01
-# Newton-CG stops when the mean step is below this: far below the 1e-6 the win rates promise.
-XTOL = 1e-10
+CV_MAX_QUESTIONS = 2000
+# The optimiser stops when the gradient's norm is below this: parameters then sit within
+# ~GTOL / curvature of the optimum, far below the 1e-6 the win rates promise.
+GTOL = 1e-8
 
 
 @dataclass
@@ -109,89 +111,92 @@ def _loss(w, y, eta) -> np.ndarray:
     return w * (np.logaddexp(0.0, eta) - y * eta)
 
 
-def _newton(fun, hessp, n: int) -> np.ndarray:
-    """scipy's Newton-CG from zero (a start that is its own mirror) to the unique optimum."""
-    return minimize(fun, np.zeros(n), jac=True, hessp=hessp, method="Newton-CG", options={"xtol": XTOL}).x
+# Both stages fit a penalised logistic regression with one coefficient row per group:
+# η = offset + Σ_k b[g, k] · X[:, k], penalty Σ_k pen_k · b[·, k]².
 
 
-# Stage 1: the control items. x = [θ_c, φ, γ_0 .. γ_{n_q-1}] (questions without a control item
-# keep γ = 0: only the penalty acts on them).
+def glm_objective(x, X, g, n_g: int, offset, y, w, pen) -> tuple[float, np.ndarray]:
+    """Penalised loss and gradient (x is b, n_g × X's columns, flattened)."""
+    b = x.reshape(n_g, X.shape[1])
+    eta = offset + np.einsum("ik,ik->i", X, b[g])
+    r = w * (expit(eta) - y)
+    grad = np.stack([np.bincount(g, weights=r * X[:, k], minlength=n_g) for k in range(X.shape[1])], axis=1)
+    return float(_loss(w, y, eta).sum() + (pen * b * b).sum()), (grad + 2 * pen * b).ravel()
 
 
-def stage1_objective(x: np.ndarray, d: Items, lam: float) -> tuple[float, np.ndarray]:
-    """Penalised loss of the control items ``d`` and its gradient."""
-    theta, phi, gamma = x[0], x[1], x[2:]
-    eta = theta + phi * d.t + gamma[d.q]
-    r = d.w * (expit(eta) - d.y)
-    value = _loss(d.w, d.y, eta).sum() + lam * (THETA_FACTOR * theta * theta + phi * phi + gamma @ gamma)
-    grad = np.concatenate(
-        [
-            [r.sum() + 2 * lam * THETA_FACTOR * theta, r @ d.t + 2 * lam * phi],
-            np.bincount(d.q, weights=r, minlength=d.n_q) + 2 * lam * gamma,
-        ]
-    )
-    return float(value), grad
+def _glm_blocks(s, X, g, n_g: int, pen) -> np.ndarray:
+    """The Hessian's diagonal blocks, one per group: Σ s·x·xᵀ + 2·diag(pen)."""
+    k = X.shape[1]
+    out = np.zeros((n_g, k, k))
+    for a in range(k):
+        for c in range(a, k):
+            out[:, a, c] = out[:, c, a] = np.bincount(g, weights=s * X[:, a] * X[:, c], minlength=n_g)
+    return out + 2 * np.diag(pen)
 
 
-def _stage1_hessp(x: np.ndarray, v: np.ndarray, d: Items, lam: float) -> np.ndarray:
-    p = expit(x[0] + x[1] * d.t + x[2:][d.q])
-    jv = d.w * p * (1 - p) * (v[0] + v[1] * d.t + v[2:][d.q])
-    return np.concatenate(
-        [
-            [jv.sum() + 2 * lam * THETA_FACTOR * v[0], jv @ d.t + 2 * lam * v[1]],
-            np.bincount(d.q, weights=jv, minlength=d.n_q) + 2 * lam * v[2:],
-        ]
-    )
+def _glm_hess(x, X, g, n_g: int, offset, y, w, pen) -> np.ndarray:
+    b = x.reshape(n_g, X.shape[1])
+    p = expit(offset + np.einsum("ik,ik->i", X, b[g]))
+    blocks = _glm_blocks(w * p * (1 - p), X, g, n_g, pen)
+    k = X.shape[1]
+    out = np.zeros((n_g * k, n_g * k))
+    for j in range(n_g):
+        out[j * k : (j + 1) * k, j * k : (j + 1) * k] = blocks[j]
+    return out
 
 
-def fit_stage1(d: Items, lam: float) -> np.ndarray:
-    """[θ_c, φ, γ...] from the control items of ``d``."""
-    c = d.take(d.is_control)
-    return _newton(lambda x: stage1_objective(x, c, lam), lambda x, v: _stage1_hessp(x, v, c, lam), 2 + d.n_q)
-
-
-# Stage 2: the perturbation groups, with the offset φ·t and the covariate z = o·γ_q fixed.
-# x = [θ_g, ψ_g] per group (n_g rows of 2; the control's row stays zero and unused).
-
-
-def _stage2_eta(b: np.ndarray, d: Items, offset: np.ndarray, z: np.ndarray) -> np.ndarray:
-    return b[d.g, 0] + offset + b[d.g, 1] * z
+def glm_fit(X, g, n_g: int, offset, y, w, pen) -> np.ndarray:
+    """The unique minimiser (n_g × X's columns): scipy's trust-region Newton with the exact
+    Hessian, from zero (a start that is its own mirror)."""
+    args = (X, g, n_g, offset, y, w, pen)
+    out = minimize(
+        glm_objective, np.zeros(n_g * X.shape[1]), args=args, jac=True, hess=_glm_hess, method="trust-exact",
+        options={"gtol": GTOL},
+    )  # fmt: skip
+    return out.x.reshape(n_g, X.shape[1])
 
 
 def _penalty(lam: float) -> np.ndarray:
+    """Penalty weights of (intercept, slope): θ gets ``THETA_FACTOR`` λ, the slope λ."""
     return lam * np.array([THETA_FACTOR, 1.0])
 
 
-def stage2_objective(x: np.ndarray, d: Items, offset: np.ndarray, z: np.ndarray, lam: float):
-    """Penalised loss of the perturbation items ``d`` (offset φ·t, covariate z) and its gradient."""
-    b = x.reshape(d.n_g, 2)
-    eta = _stage2_eta(b, d, offset, z)
-    r = d.w * (expit(eta) - d.y)
-    grad = np.stack([np.bincount(d.g, weights=r, minlength=d.n_g), np.bincount(d.g, weights=r * z, minlength=d.n_g)], 1)
-    pen = _penalty(lam)
-    return float(_loss(d.w, d.y, eta).sum() + (pen * b * b).sum()), (grad + 2 * pen * b).ravel()
+@dataclass
+class Stage1:
+    theta: float  # θ_c
+    phi: float  # the judge's length slope
+    gamma: np.ndarray  # γ_q per question (0 where the question has no control item)
+    logit: np.ndarray  # the control's smoothed empirical log-odds per question
+    tbar: np.ndarray  # the control's mean t per question
+    has: np.ndarray  # whether the question has a control item
 
 
-def _stage2_hessp(x, v, d: Items, offset, z, lam) -> np.ndarray:
-    b, vb = x.reshape(d.n_g, 2), v.reshape(d.n_g, 2)
-    p = expit(_stage2_eta(b, d, offset, z))
-    jv = d.w * p * (1 - p) * (vb[d.g, 0] + vb[d.g, 1] * z)
-    out = np.stack(
-        [np.bincount(d.g, weights=jv, minlength=d.n_g), np.bincount(d.g, weights=jv * z, minlength=d.n_g)], 1
-    )
-    return (out + 2 * _penalty(lam) * vb).ravel()
+def fit_stage1(d: Items, lam: float) -> Stage1:
+    """θ_c and φ from the control items (a penalised logistic regression on t), then each
+    question's γ_q: its control log-odds, with ½ added to each side (Haldane-Anscombe), minus
+    what θ_c + φ·t predicts for it."""
+    c = d.take(d.is_control)
+    X = np.stack([np.ones(len(c.y)), c.t], axis=1)
+    (theta, phi) = glm_fit(X, np.zeros(len(c.y), dtype=np.int64), 1, 0.0, c.y, c.w, _penalty(lam))[0]
+    wins = np.bincount(c.q, weights=c.w * c.y, minlength=d.n_q)
+    votes = np.bincount(c.q, weights=c.w, minlength=d.n_q)
+    has = votes > 0
+    logit = np.log((wins + 0.5) / (votes - wins + 0.5))
+    tbar = np.bincount(c.q, weights=c.w * c.t, minlength=d.n_q) / np.where(has, votes, 1)
+    gamma = np.where(has, logit - theta - phi * tbar, 0.0)
+    return Stage1(float(theta), float(phi), gamma, logit, tbar, has)
 
 
-def fit_stage2(d: Items, phi: float, z: np.ndarray, lam: float) -> np.ndarray:
-    """(n_g, 2) array of θ_g, ψ_g for the perturbation groups of ``d`` (the control's row 0)."""
-    keep = ~d.is_control
-    p, offset, zp = d.take(keep), phi * d.t[keep], z[keep]
-    x = _newton(
-        lambda x: stage2_objective(x, p, offset, zp, lam),
-        lambda x, v: _stage2_hessp(x, v, p, offset, zp, lam),
-        2 * d.n_g,
-    )
-    return x.reshape(d.n_g, 2)
+def fit_stage2(d: Items, s1: Stage1, lam: float) -> np.ndarray:
+    """(n_g, 2): θ_g, ψ_g of the perturbation groups (the control's row is zero), with the
+    offset φ·t and the covariate z = o·γ_q fixed."""
+    p = d.take(~d.is_control)
+    X = np.stack([np.ones(len(p.y)), p.o * s1.gamma[p.q]], axis=1)
+    return glm_fit(X, p.g, d.n_g, s1.phi * p.t, p.y, p.w, _penalty(lam))
+
+
+def stage2_eta(b: np.ndarray, d: Items, s1: Stage1) -> np.ndarray:
+    return b[d.g, 0] + s1.phi * d.t + b[d.g, 1] * d.o * s1.gamma[d.q]
 
 
 def question_folds(questions: np.ndarray, folds: int, seed: int) -> np.ndarray:
@@ -206,23 +211,25 @@ def question_folds(questions: np.ndarray, folds: int, seed: int) -> np.ndarray:
 
 def choose_lambda(d: Items, lambdas: tuple[float, ...], folds: int, seed: int) -> tuple[float, list[float]]:
     """The λ with the least held-out log loss of the perturbation groups' items, folds grouped
-    by question, and the loss of each λ (sorted from the largest λ; ties go to the larger,
-    simpler one). The middle λ, without losses, when there is nothing to hold out."""
+    by question, and the loss of each λ (from the largest λ; ties go to the larger, simpler
+    one). The middle λ, without losses, when there is nothing to hold out. On at most
+    ``CV_MAX_QUESTIONS`` questions (a seeded choice): the penalty matters in small studies,
+    in big ones the data outweigh it."""
     lambdas = tuple(sorted(lambdas, reverse=True))
-    perturbed = ~d.is_control
-    if len(lambdas) == 1 or len(np.unique(d.q[perturbed])) < folds:
+    uniq = np.unique(d.q[~d.is_control])
+    if len(lambdas) == 1 or len(uniq) < folds:
         return float(lambdas[len(lambdas) // 2]), []
+    if len(uniq) > CV_MAX_QUESTIONS:
+        d = d.take(np.isin(d.q, np.random.default_rng(seed).choice(uniq, CV_MAX_QUESTIONS, replace=False)))
     fold = question_folds(d.q, folds, seed)
     losses = []
     for lam in lambdas:
-        x1 = fit_stage1(d, lam)
-        z = d.o * x1[2:][d.q]
+        s1 = fit_stage1(d, lam)
         total = 0.0
         for k in range(folds):
-            train, test = fold != k, (fold == k) & perturbed
-            b = fit_stage2(d.take(train), x1[1], z[train], lam)
-            held = d.take(test)
-            total += float(_loss(held.w, held.y, _stage2_eta(b, held, x1[1] * held.t, z[test])).sum())
+            b = fit_stage2(d.take(fold != k), s1, lam)
+            held = d.take((fold == k) & ~d.is_control)
+            total += float(_loss(held.w, held.y, stage2_eta(b, held, s1)).sum())
         losses.append(total)
     return float(lambdas[int(np.argmin(losses))]), losses
 
@@ -288,18 +295,18 @@ def fit(
         return None
     d, names, scale = coded
     lam, _ = choose_lambda(d, lambdas, folds, seed)
-    x1 = fit_stage1(d, lam)
-    z = d.o * x1[2:][d.q]
-    b = fit_stage2(d, x1[1], z, lam)
-    return _result(d, names, x1, b, z, lam, scale)
+    s1 = fit_stage1(d, lam)
+    return _result(d, names, s1, fit_stage2(d, s1, lam), lam, scale)
 
 
-def _result(d: Items, names: list[str], x1, b, z, lam: float, scale: float) -> LCResult:
-    theta_c, phi, gamma = x1[0], x1[1], x1[2:]
+def _result(d: Items, names: list[str], s1: Stage1, b: np.ndarray, lam: float, scale: float) -> LCResult:
     is_c = d.is_control
-    eta0 = np.where(is_c, theta_c + gamma[d.q], b[d.g, 0] + b[d.g, 1] * z)  # the prediction at Δlen = 0
-    infl = _Influence(d, x1, b, z, eta0 + phi * d.t, lam)
-    res = LCResult(groups=names, control=names[d.control], lam=lam, length_scale=scale, length_slope=float(phi))
+    # The prediction at Δlen = 0.
+    eta0 = np.where(is_c, s1.theta + s1.gamma[d.q], b[d.g, 0] + b[d.g, 1] * d.o * s1.gamma[d.q])
+    # The fitted log-odds of each stage's model (the control's first stage has no γ).
+    eta = np.where(is_c, s1.theta + s1.phi * d.t, stage2_eta(b, d, s1))
+    infl = _Influence(d, s1, b, eta, lam)
+    res = LCResult(groups=names, control=names[d.control], lam=lam, length_scale=scale, length_slope=s1.phi)
     lc_if, raw_if = {}, {}
     for j, name in enumerate(names):
         rows = d.g == j
@@ -309,7 +316,7 @@ def _result(d: Items, names: list[str], x1, b, z, lam: float, scale: float) -> L
         res.raw_winrate[name], raw_if[name] = infl.ratio(rows, d.w * d.y, d.w)
         res.lc_ci[name] = _rate_ci(res.lc_winrate[name], lc_if[name], n_q)
         res.raw_ci[name] = _rate_ci(res.raw_winrate[name], raw_if[name], n_q)
-        res.theta[name] = float(theta_c if j == d.control else b[j, 0])
+        res.theta[name] = float(s1.theta if j == d.control else b[j, 0])
         res.psi[name] = float(1.0 if j == d.control else b[j, 1])
     c = res.control
     for name in names:
@@ -365,46 +372,36 @@ class _Influence:
     """Per-question influence of each figure on the two-stage fit: the sandwich of the stacked
     M-estimator, clustered by question.
 
-    The parameters β = (θ_c, φ, γ; θ_g, ψ_g) solve the stacked penalised score equations
-    Σ_q u_q(β) = 0, where u_q is question q's share: its items' scores, its own γ_q's penalty
-    and 1/n_q of the shared penalties. For a figure R = Σ_q a_q / Σ_q n_q over a group's items,
-    the influence of question q is (a_q − R n_q)/N − vᵀu_q with v = A⁻ᵀ ∂R/∂β, A the Jacobian
-    of the stacked scores. A is block lower triangular (stage 1 does not depend on stage 2), so
-    v takes two solves: the 2 × 2 block of each group in stage 2, then the arrow-shaped stage 1
-    (a 2 × 2 block for θ_c, φ and a diagonal for γ) through its Schur complement.
+    The parameters β = (a = (θ_c, φ); γ; b = (θ_g, ψ_g)) solve stacked estimating equations
+    Σ_q u_q(β) = 0: the control's penalised scores for a (each question its items' scores and
+    1/n_q of the penalty), γ_q − (logit_q − θ_c − φ·t̄_q) = 0 for each γ_q (zero at the
+    estimate), and the perturbation items' penalised scores for b. For a figure
+    R = Σ_q a_q / Σ_q n_q over a group's items, the influence of question q is
+    (a_q − R n_q)/N − vᵀu_q with v = A⁻ᵀ ∂R/∂β, A the Jacobian of the stacked equations. A is
+    block lower triangular (a, then γ given a, then b given both), so v takes one small solve
+    per block, backwards: each group's 2 × 2 block of b, the identity of γ, the 2 × 2 of a.
     """
 
-    def __init__(self, d: Items, x1: np.ndarray, b: np.ndarray, z: np.ndarray, eta: np.ndarray, lam: float):
-        self.d, self.b, self.z = d, b, z
+    def __init__(self, d: Items, s1: Stage1, b: np.ndarray, eta: np.ndarray, lam: float):
+        self.d, self.s1, self.b = d, s1, b
         p = expit(eta)
         self.r, self.s = d.w * (p - d.y), d.w * p * (1 - p)
         n_q, c, pr = d.n_q, d.is_control, ~d.is_control
-        theta_c, phi, gamma = x1[0], x1[1], x1[2:]
-        # Stage 1 Hessian [[D, C], [Cᵀ, diag(h)]] and per-question scores.
-        sc, tc, qc, rc = self.s[c], d.t[c], d.q[c], self.r[c]
-        self.D = np.array([[sc.sum() + 2 * lam * THETA_FACTOR, sc @ tc], [sc @ tc, sc @ (tc * tc) + 2 * lam]])
-        self.C = np.stack([np.bincount(qc, weights=sc, minlength=n_q), np.bincount(qc, weights=sc * tc, minlength=n_q)])
-        self.h = self.C[0] + 2 * lam
-        self.u1 = np.stack(
-            [
-                np.bincount(qc, weights=rc, minlength=n_q) + 2 * lam * THETA_FACTOR * theta_c / n_q,
-                np.bincount(qc, weights=rc * tc, minlength=n_q) + 2 * lam * phi / n_q,
-                np.bincount(qc, weights=rc, minlength=n_q) + 2 * lam * gamma,
-            ]
-        )
-        # Stage 2: the design (1, z) of the perturbation items, a 2 × 2 Hessian per group and
-        # the per-question scores (questions × groups × 2).
-        self.X = np.stack([np.ones(len(d.y)), z], axis=1)
         pen = _penalty(lam)
-        self.H2 = np.array(
-            [(self.X[rows] * self.s[rows, None]).T @ self.X[rows] for rows in (pr & (d.g == j) for j in range(d.n_g))]
-        )
-        self.H2 += 2 * np.diag(pen)
-        cell = d.q[pr] * d.n_g + d.g[pr]
-        self.u2 = np.stack(
-            [np.bincount(cell, weights=self.r[pr] * self.X[pr, k], minlength=n_q * d.n_g) for k in range(2)], axis=1
-        ).reshape(n_q, d.n_g, 2)
-        self.u2 += 2 * pen * b / n_q
+        # Stage 1: the control's design (1, t), its Hessian and per-question scores (n_q × 2).
+        xc, qc = np.stack([np.ones(c.sum()), d.t[c]], axis=1), d.q[c]
+        self.D = _glm_blocks(self.s[c], xc, np.zeros(len(qc), dtype=np.int64), 1, pen)[0]
+        a = np.array([s1.theta, s1.phi])
+        self.u1 = np.stack([np.bincount(qc, weights=self.r[c] * xc[:, k], minlength=n_q) for k in range(2)], 1)
+        self.u1 += 2 * pen * a / n_q
+        # Stage 2: the design (1, z) of the perturbation items, each group's Hessian block and
+        # the per-question scores (n_q × groups × 2).
+        self.pr, self.gp, self.qp = pr, d.g[pr], d.q[pr]
+        self.X = np.stack([np.ones(pr.sum()), d.o[pr] * s1.gamma[self.qp]], axis=1)
+        self.H2 = _glm_blocks(self.s[pr], self.X, self.gp, d.n_g, pen)
+        cell = self.qp * d.n_g + self.gp
+        u2 = [np.bincount(cell, weights=self.r[pr] * self.X[:, k], minlength=n_q * d.n_g) for k in range(2)]
+        self.u2 = np.stack(u2, axis=1).astype(float).reshape(n_q, d.n_g, 2) + 2 * pen * b / n_q
 
     def ratio(self, rows: np.ndarray, num: np.ndarray, den: np.ndarray) -> tuple[float, np.ndarray]:
         """Σ num / Σ den over ``rows``, a figure without fitted parameters, with its influence."""
@@ -421,30 +418,26 @@ class _Influence:
         p0 = expit(eta0[rows])
         dp = p0 * (1 - p0) / rows.sum()  # ∂R/∂eta0 of each item
         q, j = d.q[rows], int(d.g[rows][0])
-        grad1 = np.zeros(2 + d.n_q)  # ∂R/∂(θ_c, φ, γ)
-        grad2 = np.zeros((d.n_g, 2))  # ∂R/∂(θ_g, ψ_g)
+        grad_a, grad_b = np.zeros(2), np.zeros((d.n_g, 2))
         if j == d.control:
-            grad1[0] = dp.sum()
-            grad1[2:] = np.bincount(q, weights=dp, minlength=d.n_q)
+            grad_a[0] = dp.sum()
+            grad_gamma = np.bincount(q, weights=dp, minlength=d.n_q)
         else:
-            grad2[j] = [dp.sum(), dp @ self.z[rows]]
-            grad1[2:] = np.bincount(q, weights=dp * self.b[j, 1] * d.o[rows], minlength=d.n_q)
-        return value, direct - self._sensitivity(grad1, grad2)
+            grad_b[j] = [dp.sum(), dp @ (d.o[rows] * self.s1.gamma[q])]
+            grad_gamma = np.bincount(q, weights=dp * self.b[j, 1] * d.o[rows], minlength=d.n_q)
+        return value, direct - self._sensitivity(grad_a, grad_gamma, grad_b)
 
-    def _sensitivity(self, grad1: np.ndarray, grad2: np.ndarray) -> np.ndarray:
-        """vᵀu_q for every question q, with v = A⁻ᵀ (grad1, grad2)."""
-        d, pr = self.d, ~self.d.is_control
-        v2 = np.array([np.linalg.solve(h, g) for h, g in zip(self.H2, grad2, strict=True)])
-        # Stage 2 depends on φ (the offset φ·t) and on γ (through z = o·γ in η and in the
-        # design): rhs = grad1 − H21ᵀ v2.
-        gp = d.g[pr]
-        xv = np.einsum("ik,ik->i", self.X[pr], v2[gp])
-        rhs = grad1.copy()
+    def _sensitivity(self, grad_a: np.ndarray, grad_gamma: np.ndarray, grad_b: np.ndarray) -> np.ndarray:
+        """vᵀu_q for every question q, with v = A⁻ᵀ ∂R/∂β (the u_q of γ are zero)."""
+        d, s1, pr, gp = self.d, self.s1, self.pr, self.gp
+        v_b = np.array([np.linalg.solve(h, g) for h, g in zip(self.H2, grad_b, strict=True)])
+        # b's equations depend on γ (through z = o·γ in η and in the design) and on φ (the
+        # offset φ·t): take their part out of γ's and a's right-hand sides.
+        xv = np.einsum("ik,ik->i", self.X, v_b[gp])
+        dz = self.s[pr] * self.b[gp, 1] * xv + self.r[pr] * v_b[gp, 1]
+        v_gamma = grad_gamma - np.bincount(self.qp, weights=dz * d.o[pr], minlength=d.n_q)
+        # γ_q's equation depends on θ_c and φ with coefficients 1 and t̄_q.
+        rhs = grad_a - np.array([v_gamma @ s1.has, v_gamma @ (s1.has * s1.tbar)])
         rhs[1] -= np.sum(self.s[pr] * d.t[pr] * xv)
-        dz = self.s[pr] * self.b[gp, 1] * xv + self.r[pr] * v2[gp, 1]
-        rhs[2:] -= np.bincount(d.q[pr], weights=dz * d.o[pr], minlength=d.n_q)
-        # The stage 1 block: arrow-shaped, solved through the Schur complement of diag(h).
-        e, f = rhs[:2], rhs[2:]
-        top = np.linalg.solve(self.D - (self.C / self.h) @ self.C.T, e - self.C @ (f / self.h))
-        v_gamma = (f - self.C.T @ top) / self.h
-        return top @ self.u1[:2] + v_gamma * self.u1[2] + np.einsum("qgk,gk->q", self.u2, v2)
+        v_a = np.linalg.solve(self.D, rhs)
+        return self.u1 @ v_a + np.einsum("qgk,gk->q", self.u2, v_b)
