@@ -47,6 +47,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
+from scipy.linalg import block_diag
 from scipy.optimize import minimize
 from scipy.special import expit
 
@@ -55,7 +57,7 @@ from analysis.stats import Z95, wilson
 LAMBDAS = (0.1, 1.0, 10.0)
 FOLDS = 3
 THETA_FACTOR = 0.01
-CV_MAX_QUESTIONS = 2000
+CV_MAX_QUESTIONS = 1000
 # The optimiser stops when the gradient's norm is below this: parameters then sit within
 # ~GTOL / curvature of the optimum, far below the 1e-6 the win rates promise.
 GTOL = 1e-8
@@ -115,13 +117,43 @@ def _loss(w, y, eta) -> np.ndarray:
 # η = offset + Σ_k b[g, k] · X[:, k], penalty Σ_k pen_k · b[·, k]².
 
 
-def glm_objective(x, X, g, n_g: int, offset, y, w, pen) -> tuple[float, np.ndarray]:
-    """Penalised loss and gradient (x is b, n_g × X's columns, flattened)."""
-    b = x.reshape(n_g, X.shape[1])
-    eta = offset + np.einsum("ik,ik->i", X, b[g])
-    r = w * (expit(eta) - y)
-    grad = np.stack([np.bincount(g, weights=r * X[:, k], minlength=n_g) for k in range(X.shape[1])], axis=1)
-    return float(_loss(w, y, eta).sum() + (pen * b * b).sum()), (grad + 2 * pen * b).ravel()
+class GLM:
+    """One such problem: ``objective`` (loss and gradient) and ``hessian`` for scipy, sharing
+    the fitted probabilities of the last point (trust-exact asks for both at each point)."""
+
+    def __init__(self, X, g, n_g: int, offset, y, w, pen):
+        self.X, self.g, self.n_g, self.offset, self.y, self.w, self.pen = X, g, n_g, offset, y, w, pen
+        self._at: np.ndarray | None = None
+
+    def _eta_p(self, x: np.ndarray):
+        if self._at is None or not np.array_equal(x, self._at):
+            b = x.reshape(self.n_g, -1)
+            eta = self.offset + sum(b[self.g, k] * self.X[:, k] for k in range(self.X.shape[1]))
+            self._at, self._eta, self._p = x.copy(), eta, expit(eta)
+        return self._eta, self._p
+
+    def objective(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        b = x.reshape(self.n_g, -1)
+        eta, p = self._eta_p(x)
+        r = self.w * (p - self.y)
+        grad = np.stack([np.bincount(self.g, weights=r * col, minlength=self.n_g) for col in self.X.T], axis=1)
+        value = _loss(self.w, self.y, eta).sum() + (self.pen * b * b).sum()
+        return float(value), (grad + 2 * self.pen * b).ravel()
+
+    def hessian(self, x: np.ndarray) -> np.ndarray:
+        _, p = self._eta_p(x)
+        blocks = _glm_blocks(self.w * p * (1 - p), self.X, self.g, self.n_g, self.pen)
+        return block_diag(*blocks)
+
+    def fit(self) -> np.ndarray:
+        """The unique minimiser (n_g × X's columns): scipy's trust-region Newton with the exact
+        Hessian, from zero (a start that is its own mirror)."""
+        k = self.X.shape[1]
+        out = minimize(
+            self.objective, np.zeros(self.n_g * k), jac=True, hess=self.hessian, method="trust-exact",
+            options={"gtol": GTOL},
+        )  # fmt: skip
+        return out.x.reshape(self.n_g, k)
 
 
 def _glm_blocks(s, X, g, n_g: int, pen) -> np.ndarray:
@@ -132,28 +164,6 @@ def _glm_blocks(s, X, g, n_g: int, pen) -> np.ndarray:
         for c in range(a, k):
             out[:, a, c] = out[:, c, a] = np.bincount(g, weights=s * X[:, a] * X[:, c], minlength=n_g)
     return out + 2 * np.diag(pen)
-
-
-def _glm_hess(x, X, g, n_g: int, offset, y, w, pen) -> np.ndarray:
-    b = x.reshape(n_g, X.shape[1])
-    p = expit(offset + np.einsum("ik,ik->i", X, b[g]))
-    blocks = _glm_blocks(w * p * (1 - p), X, g, n_g, pen)
-    k = X.shape[1]
-    out = np.zeros((n_g * k, n_g * k))
-    for j in range(n_g):
-        out[j * k : (j + 1) * k, j * k : (j + 1) * k] = blocks[j]
-    return out
-
-
-def glm_fit(X, g, n_g: int, offset, y, w, pen) -> np.ndarray:
-    """The unique minimiser (n_g × X's columns): scipy's trust-region Newton with the exact
-    Hessian, from zero (a start that is its own mirror)."""
-    args = (X, g, n_g, offset, y, w, pen)
-    out = minimize(
-        glm_objective, np.zeros(n_g * X.shape[1]), args=args, jac=True, hess=_glm_hess, method="trust-exact",
-        options={"gtol": GTOL},
-    )  # fmt: skip
-    return out.x.reshape(n_g, X.shape[1])
 
 
 def _penalty(lam: float) -> np.ndarray:
@@ -177,7 +187,7 @@ def fit_stage1(d: Items, lam: float) -> Stage1:
     what θ_c + φ·t predicts for it."""
     c = d.take(d.is_control)
     X = np.stack([np.ones(len(c.y)), c.t], axis=1)
-    (theta, phi) = glm_fit(X, np.zeros(len(c.y), dtype=np.int64), 1, 0.0, c.y, c.w, _penalty(lam))[0]
+    (theta, phi) = GLM(X, np.zeros(len(c.y), dtype=np.int64), 1, 0.0, c.y, c.w, _penalty(lam)).fit()[0]
     wins = np.bincount(c.q, weights=c.w * c.y, minlength=d.n_q)
     votes = np.bincount(c.q, weights=c.w, minlength=d.n_q)
     has = votes > 0
@@ -190,9 +200,15 @@ def fit_stage1(d: Items, lam: float) -> Stage1:
 def fit_stage2(d: Items, s1: Stage1, lam: float) -> np.ndarray:
     """(n_g, 2): θ_g, ψ_g of the perturbation groups (the control's row is zero), with the
     offset φ·t and the covariate z = o·γ_q fixed."""
+    return stage2_problem(d, s1, lam).fit()
+
+
+def stage2_problem(d: Items, s1: Stage1, lam: float) -> GLM:
+    """The second stage's problem: the perturbation items with the offset φ·t and the
+    covariate z = o·γ_q fixed, coefficients (θ_g, ψ_g) for every group."""
     p = d.take(~d.is_control)
     X = np.stack([np.ones(len(p.y)), p.o * s1.gamma[p.q]], axis=1)
-    return glm_fit(X, p.g, d.n_g, s1.phi * p.t, p.y, p.w, _penalty(lam))
+    return GLM(X, p.g, d.n_g, s1.phi * p.t, p.y, p.w, _penalty(lam))
 
 
 def stage2_eta(b: np.ndarray, d: Items, s1: Stage1) -> np.ndarray:
@@ -252,13 +268,13 @@ def items(
     if not (keep & (groups == control)).any():
         return None
     orientation = np.ones(len(weight)) if orientation is None else np.asarray(orientation, dtype=float)
-    names, g = np.unique(groups[keep], return_inverse=True)
-    _, q = np.unique(np.asarray(questions)[keep], return_inverse=True)
+    g, names = pd.factorize(groups[keep], sort=True)
+    q, question_ids = pd.factorize(np.asarray(questions)[keep], sort=True)
     delta_len = delta_len[keep]
     # Root mean square, not the standard deviation: it does not change when one group's
     # differences change sign, which the swap property needs.
     scale = float(np.sqrt(np.mean(delta_len * delta_len)))
-    c = int(np.flatnonzero(names == control)[0])
+    c = int(np.flatnonzero(np.asarray(names) == control)[0])
     d = Items(
         g=g,
         q=q,
@@ -267,7 +283,7 @@ def items(
         w=weight[keep],
         o=np.where(g == c, 1.0, orientation[keep]),
         n_g=len(names),
-        n_q=int(q.max()) + 1,
+        n_q=len(question_ids),
         control=c,
     )
     return d, [str(n) for n in names], scale
