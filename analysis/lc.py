@@ -6,21 +6,23 @@ votes), weighted by the number of votes. The model is
 
     logit P(competitor) = θ_g + φ · t + ψ_g · z,      t = tanh(Δlen / rms(Δlen))
 
-fitted in two stages, each a convex penalised logistic regression with one global optimum
-(scipy's Newton-CG with the exact Hessian):
+fitted in two stages, as AlpacaEval fixes the instruction difficulty before fitting the rest.
+Each stage is a strictly convex penalised logistic regression with one optimum, found by
+scipy's trust-region Newton method with the exact Hessian:
 
-1. **The control items alone** (A1 vs A2, the baseline comparison of each question):
-   logit = θ_c + φ · t + γ_q, one difficulty γ_q per question. γ_q is how much this judge
-   prefers the question's A2 over its A1 with length taken out; φ is the judge's length
-   preference. It is measured here because only here do the two answers differ in length
-   independently of any perturbation: a perturbation such as rich content lengthens almost
-   every answer by a similar amount, so within its group a slope cannot be told apart from the
-   group term, and a fitted one extrapolates to Δlen = 0 from far away.
-2. **The perturbation groups**, with φ and γ fixed: logit = θ_g + φ · t + ψ_g · z, where
-   z = ±γ_q is oriented to the item: + when its competitor was made from the control's A2,
-   − when made from the control's A1, 0 when the question has no control item.
+1. **The control items alone** (A1 vs A2, the baseline comparison of each question): a
+   regression on (1, t) gives θ_c and the judge's length slope φ. Then γ_q, the question's
+   difficulty, is its control log-odds (Haldane-Anscombe: ½ added to each side) minus what
+   θ_c + φ·t predicts for it: how much this judge prefers the question's A2 over its A1 with
+   length taken out. The slope is measured here because only here do the two answers differ
+   in length independently of any perturbation: a perturbation such as rich content lengthens
+   almost every answer by a similar amount, so within its group a slope cannot be told apart
+   from the group term, and a fitted one extrapolates to Δlen = 0 from far away.
+2. **The perturbation groups**, with φ and γ fixed: a regression on (1, z) with offset φ·t,
+   where z = ±γ_q is oriented to the item: + when its competitor was made from the control's
+   A2, − when made from the control's A1, 0 when the question has no control item.
 
-Penalties: λ on φ, γ and ψ; ``THETA_FACTOR`` λ on θ (only to keep it finite when a group is
+Penalties: λ on φ and ψ; ``THETA_FACTOR`` λ on θ (only to keep it finite when a group is
 separable). λ is chosen by K-fold cross-validation with folds grouped by question (held-out log
 loss of the perturbation groups' items; the control items are the first stage's data and so,
 like AlpacaEval's instruction difficulty, a covariate rather than a target). Without control
@@ -34,7 +36,8 @@ Why the win-rate properties hold exactly. Swapping the two sides of group g maps
 mirrored parameters (θ_g, ψ_g) → (−θ_g, −ψ_g) give the mirrored loss with the same penalty, and
 since the problem is strictly convex that mirror is its only optimum: the rate becomes 1 − x.
 Other groups never see g's rows. Swapping the control maps (θ_c, φ, γ) → (−θ_c, φ, −γ) the
-same way, and the other groups absorb the sign of γ by ψ_g → −ψ_g, so their rates stay. A group
+same way, and the other groups absorb the sign of γ by ψ_g → −ψ_g (or by their orientation,
+which flips with the control's sides), so their rates stay. A group
 whose two sides are exchangeable is its own mirror and gets exactly 1/2.
 
 Each rate and effect carries a 95% interval from a cluster-robust (sandwich, clustered by
@@ -57,7 +60,7 @@ from analysis.stats import Z95, wilson
 LAMBDAS = (0.1, 1.0, 10.0)
 FOLDS = 3
 THETA_FACTOR = 0.01
-CV_MAX_QUESTIONS = 1000
+CV_MAX_QUESTIONS = 500
 # The optimiser stops when the gradient's norm is below this: parameters then sit within
 # ~GTOL / curvature of the optimum, far below the 1e-6 the win rates promise.
 GTOL = 1e-8
@@ -176,7 +179,6 @@ class Stage1:
     theta: float  # θ_c
     phi: float  # the judge's length slope
     gamma: np.ndarray  # γ_q per question (0 where the question has no control item)
-    logit: np.ndarray  # the control's smoothed empirical log-odds per question
     tbar: np.ndarray  # the control's mean t per question
     has: np.ndarray  # whether the question has a control item
 
@@ -194,7 +196,7 @@ def fit_stage1(d: Items, lam: float) -> Stage1:
     logit = np.log((wins + 0.5) / (votes - wins + 0.5))
     tbar = np.bincount(c.q, weights=c.w * c.t, minlength=d.n_q) / np.where(has, votes, 1)
     gamma = np.where(has, logit - theta - phi * tbar, 0.0)
-    return Stage1(float(theta), float(phi), gamma, logit, tbar, has)
+    return Stage1(float(theta), float(phi), gamma, tbar, has)
 
 
 def fit_stage2(d: Items, s1: Stage1, lam: float) -> np.ndarray:
