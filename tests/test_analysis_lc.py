@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import minimize
 
-from analysis import lc, metrics, report, simulate
+from analysis import exports, lc, metrics, report, simulate, tables
 from analysis.frame import CONTROL
 
 GROUPS = ("control", "factual_error", "reference", "rich_content")
@@ -207,3 +207,18 @@ def test_there_is_nothing_to_fit_without_votes_or_without_control_items():
     assert lc.fit(np.array(["control"]), one[0], one[1], one[2], np.array([0.0])) is None
     assert lc.fit(np.array(["reference"]), one[0], one[1], one[2], np.array([6.0])) is None
     assert length_controlled(judged_items(n_q=5).query("group != 'control'"))["lc_winrate"] == {}
+
+
+def test_the_dashboard_rows_and_the_metrics_export_carry_each_interval():
+    items = simulate.synthetic_items(30, seed=2)
+    votes = simulate.simulate_votes(items, simulate.JudgeParams(length_per_token=0.02), votes_per_item=6, seed=2)
+    result = report.analyze(simulate.votes_frame(items, votes), study="s", votes_per_item=6)
+    rows = tables.lc_rows(result)
+    assert {r["group"] for r in rows} == set(GROUPS)
+    for r in rows:
+        assert r["lc_lo"] < r["lc"] < r["lc_hi"] and r["raw_lo"] < r["raw"] < r["raw_hi"]
+        assert r["n"] == 30
+    records = exports.metric_records(result)
+    exported = [row for row in records if row[1] == "sim" and row[4] in ("lc_winrate", "lc_effect")]
+    assert len(exported) == 4 + 3
+    assert all(row[7] < row[6] < row[8] and row[9] == 30 for row in exported)
