@@ -222,3 +222,13 @@ def test_the_dashboard_rows_and_the_metrics_export_carry_each_interval():
     exported = [row for row in records if row[1] == "sim" and row[4] in ("lc_winrate", "lc_effect")]
     assert len(exported) == 4 + 3
     assert all(row[7] < row[6] < row[8] and row[9] == 30 for row in exported)
+
+
+def test_questions_without_a_control_item_keep_the_properties(length_biased):
+    missing = length_biased["question_id"] < 20
+    prefs = length_biased[~(missing & (length_biased["group"] == CONTROL)).to_numpy()]
+    ahead = length_controlled(prefs)
+    swapped = length_controlled(swap_sides(prefs, "reference"))
+    assert ahead["lc_n"][CONTROL] == 100 and ahead["lc_n"]["reference"] == 120
+    assert swapped["lc_winrate"]["reference"] == pytest.approx(1 - ahead["lc_winrate"]["reference"], abs=1e-6)
+    assert swapped["lc_winrate"]["rich_content"] == pytest.approx(ahead["lc_winrate"]["rich_content"], abs=1e-6)
