@@ -264,7 +264,9 @@ def metric_records(result: dict) -> Iterator[list]:
                 yield [study, name, kind, "", "verbosity_bin", label, b["value"], None, None, b["n"], measure]
         for metric in ("lc_winrate", "raw_winrate", "lc_effect", "raw_effect"):
             for group, value in (judge.get(metric) or {}).items():
-                yield [study, name, kind, "", metric, group, value, None, None, None, measure]
+                lo, hi = judge.get(f"{metric}_ci", {}).get(group, (None, None))
+                n = judge.get("lc_n", {}).get(group)
+                yield [study, name, kind, "", metric, group, value, lo, hi, n, measure]
         yield from _label_and_position_records(study, name, kind, judge.get("label_and_position"))
     nf = result["human_nf_position"]
     for share in ("first", "tie", "second", "diff"):
