@@ -46,11 +46,6 @@ class JudgeParams:
     def as_dict(self) -> dict:
         return asdict(self)
 
-    @classmethod
-    def from_dict(cls, data: dict) -> JudgeParams:
-        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        return cls(**known)
-
 
 def log_odds_a2(items: pd.DataFrame, params: JudgeParams, quality: dict[int, float]) -> np.ndarray:
     """u for each item with A1 shown first (the position term is added per vote)."""
