@@ -1,4 +1,10 @@
-"""Small statistics: intervals, tests and agreement coefficients. Pure numpy/scipy."""
+"""Small statistics: intervals, tests and agreement coefficients. Pure numpy/scipy.
+
+Votes on one question are not independent (the same answers, often the same judge several
+times), so every interval and test here takes its sums per cluster: per question, and for
+votes with a rater also per rater (two-way, Cameron, Gelbach & Miller 2011). docs/STATISTICS.md
+says which method each figure uses and why.
+"""
 
 from __future__ import annotations
 
@@ -18,7 +24,9 @@ def wilson(successes: float, n: float, z: float = Z95) -> tuple[float | None, fl
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    lo = 0.0 if successes <= 0 else max(0.0, centre - half)
+    hi = 1.0 if successes >= n else min(1.0, centre + half)
+    return (lo, hi)
 
 
 def binomial_p(k: int, n: int) -> float | None:
@@ -41,10 +49,12 @@ def bootstrap_counts(n: int, *, reps: int, seed: int) -> np.ndarray:
 def bootstrap_ratio_ci(
     counts: np.ndarray, hits: np.ndarray, bases: np.ndarray, level: float = 0.95
 ) -> list[tuple[float | None, float | None]]:
-    """Percentile intervals of ratios sum(hit)/sum(base) over resampled units.
+    """Percentile intervals of ratios sum(hit)/sum(base) over resampled units (clusters).
 
-    ``hits`` and ``bases`` are units × metrics (0/1 weights); one BLAS call per matrix.
-    Resamples whose base set is empty are left out (the ratio is undefined there).
+    ``hits`` and ``bases`` are units × metrics (per-unit sums); one BLAS call per matrix.
+    Resamples whose base set is empty are left out (the ratio is undefined there). When every
+    resample gives the same ratio (a judge at 0% or 100%), the percentile interval would be a
+    point: the Wilson interval on the number of units in the base set is used instead.
     """
     if counts.shape[1] == 0 or hits.shape[1] == 0:
         return [(None, None)] * hits.shape[1]
@@ -59,10 +69,160 @@ def bootstrap_ratio_ci(
         col = col[~np.isnan(col)]
         if bases[:, j].sum() == 0 or col.size == 0:
             out.append((None, None))
-        else:
-            lo, hi = np.percentile(col, [lo_q, hi_q])
-            out.append((float(lo), float(hi)))
+            continue
+        lo, hi = np.percentile(col, [lo_q, hi_q])
+        if hi - lo < 1e-12:
+            units = float((bases[:, j] > 0).sum())
+            lo, hi = wilson(units * hits[:, j].sum() / bases[:, j].sum(), units, z=_z(level))
+        out.append((float(lo), float(hi)))
     return out
+
+
+def _z(level: float) -> float:
+    return Z95 if level == 0.95 else float(sps.norm.ppf((1 + level) / 2))
+
+
+def cluster_codes(*keys: np.ndarray) -> np.ndarray:
+    """Dense codes 0..G-1 for the clusters named by one or more key columns (per vote)."""
+    code = np.unique(keys[0], return_inverse=True)[1].ravel().astype(np.int64)
+    for key in keys[1:]:
+        other = np.unique(key, return_inverse=True)[1].ravel().astype(np.int64)
+        code = np.unique(code * (int(other.max(initial=0)) + 1) + other, return_inverse=True)[1].ravel()
+    return code
+
+
+def cluster_sums(codes: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """clusters × metrics sums of per-vote ``values`` (votes × metrics)."""
+    g = int(codes.max()) + 1 if len(codes) else 0
+    return np.stack([np.bincount(codes, weights=values[:, j], minlength=g) for j in range(values.shape[1])], axis=1)
+
+
+def _cr_variance(sums: np.ndarray, bases: np.ndarray, ratio: np.ndarray, total: np.ndarray) -> np.ndarray:
+    """Cluster-robust (CR1) variance of each ratio sum(x)/sum(b) from per-cluster sums."""
+    resid = sums - ratio * bases
+    g = (bases > 0).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(g > 1, g / np.maximum(g - 1, 1) * (resid * resid).sum(axis=0) / (total * total), 0.0)
+
+
+def clustered_rates(
+    values: np.ndarray, bases: np.ndarray, question: np.ndarray, rater: np.ndarray | None = None, level: float = 0.95
+) -> list[dict]:
+    """Rates sum(values)/sum(bases) (per-vote ``values`` in [0, 1], ``bases`` 0/1, both votes ×
+    metrics) with intervals that respect the clustering of votes.
+
+    The variance is cluster-robust by question; where ``rater`` codes are given (−1 = no
+    rater, each such vote its own cluster) it is two-way (question, rater): V_q + V_r − V_qr,
+    never below either one-way variance. The interval is Wilson's on the effective number of
+    votes n_eff = p(1 − p) / V (Kish's design effect), capped at the votes counted. When the
+    rate is 0 or 1, or the variance is 0, n_eff is the number of questions: the interval then
+    still has width, as a score interval on the clusters.
+    Returns per metric {value, ci, n (votes in the base), clusters, n_eff}.
+    """
+    values = np.asarray(values, dtype=float)
+    bases = np.asarray(bases, dtype=float)
+    x = values * bases
+    total_b, total_x = bases.sum(axis=0), x.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = np.where(total_b > 0, total_x / total_b, np.nan)
+    q = cluster_codes(question) if len(question) else np.zeros(0, np.int64)
+    sums_q, bases_q = cluster_sums(q, x), cluster_sums(q, bases)
+    var = _cr_variance(sums_q, bases_q, ratio, total_b)
+    if rater is not None and len(rater):
+        rater = np.asarray(rater)
+        own = np.where(rater < 0, rater.max(initial=0) + 1 + np.arange(len(rater)), rater)
+        r = cluster_codes(own)
+        qr = cluster_codes(q, r)
+        var_r = _cr_variance(cluster_sums(r, x), cluster_sums(r, bases), ratio, total_b)
+        var_qr = _cr_variance(cluster_sums(qr, x), cluster_sums(qr, bases), ratio, total_b)
+        var = np.maximum(var + var_r - var_qr, np.maximum(var, var_r))
+    z = _z(level)
+    out = []
+    for j in range(values.shape[1]):
+        n = float(total_b[j])
+        clusters = int((bases_q[:, j] > 0).sum()) if len(q) else 0
+        if n == 0:
+            out.append({"value": None, "ci": [None, None], "n": 0, "clusters": 0, "n_eff": None})
+            continue
+        p = float(ratio[j])
+        if 0 < p < 1 and var[j] > 0:
+            n_eff = min(n, p * (1 - p) / float(var[j]))
+        else:
+            n_eff = float(clusters)
+        out.append(
+            {"value": p, "ci": list(wilson(p * n_eff, n_eff, z=z)), "n": int(n), "clusters": clusters, "n_eff": n_eff}
+        )
+    return out
+
+
+def clustered_sign_test(diff: np.ndarray, question: np.ndarray, rater: np.ndarray | None = None) -> float | None:
+    """Two-sided p-value of "the mean of ``diff`` is 0" with votes clustered by question (and
+    rater): z = sum(d) / sqrt(V0) with the variance taken under the null, V0 = the sum over
+    clusters of their squared sums (two-way: V_q + V_r − V_qr, never below either one-way).
+    This is the normal approximation of the test that flips the sign of whole clusters; with
+    one vote per question and no ties it is the normal approximation of the binomial test.
+    None when no vote has a nonzero ``diff``."""
+    diff = np.asarray(diff, dtype=float)
+    if not np.any(diff):
+        return None
+    q = cluster_codes(question)
+    v = float((np.bincount(q, weights=diff) ** 2).sum())
+    if rater is not None and len(rater):
+        rater = np.asarray(rater)
+        own = np.where(rater < 0, rater.max(initial=0) + 1 + np.arange(len(rater)), rater)
+        r = cluster_codes(own)
+        v_r = float((np.bincount(r, weights=diff) ** 2).sum())
+        v_qr = float((np.bincount(cluster_codes(q, r), weights=diff) ** 2).sum())
+        v = max(v + v_r - v_qr, v, v_r)
+    if v <= 0:  # every cluster has as many firsts as seconds: no evidence either way
+        return 1.0
+    z = abs(diff.sum()) / math.sqrt(v)
+    return float(2 * sps.norm.sf(z))
+
+
+def holm(p_values: list[float | None]) -> list[float | None]:
+    """Holm's step-down adjustment of a family of p-values (None entries are not tests and
+    stay None); adjusted values are monotone in the raw ones and at most 1."""
+    index = [i for i, p in enumerate(p_values) if p is not None]
+    m = len(index)
+    out: list[float | None] = [None] * len(p_values)
+    running = 0.0
+    for rank, i in enumerate(sorted(index, key=lambda i: p_values[i])):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        out[i] = running
+    return out
+
+
+def format_p(p: float | None) -> str:
+    """A p-value as printed everywhere: three decimals, "< 0.001" below that, "" when none."""
+    if p is None:
+        return ""
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def bootstrap_stat_ci(
+    counts: np.ndarray, parts: np.ndarray, stat, level: float = 0.95
+) -> tuple[float | None, float | None]:
+    """Percentile interval of a statistic computed from sums of per-cluster ``parts``
+    (clusters × k): ``stat`` maps a (resamples × k) matrix of sums to (value, observed
+    agreement, chance agreement) arrays. When every resample agrees, the interval falls back to
+    Wilson's on the observed agreement with the number of clusters, put on the statistic's
+    scale ((a − chance) / (1 − chance)), so it never collapses to a point."""
+    if counts.shape[1] == 0 or parts.shape[0] == 0:
+        return (None, None)
+    point, p_o, p_e = (float(v[0]) for v in stat(parts.sum(axis=0, keepdims=True)))
+    if np.isnan(point):
+        return (None, None)
+    values = stat(counts.astype(np.float64) @ parts)[0]
+    values = values[~np.isnan(values)]
+    if values.size == 0:
+        return (None, None)
+    lo, hi = np.percentile(values, [(1 - level) / 2 * 100, (1 + level) / 2 * 100])
+    if hi - lo < 1e-12 and p_e < 1:
+        clusters = float((np.abs(parts).sum(axis=1) > 0).sum())
+        a_lo, a_hi = wilson(p_o * clusters, clusters, z=_z(level))
+        lo, hi = (a_lo - p_e) / (1 - p_e), (a_hi - p_e) / (1 - p_e)
+    return (float(lo), float(hi))
 
 
 def fleiss_kappa(table: np.ndarray) -> float | None:
@@ -136,3 +296,70 @@ def ranks(values: dict[str, float | None], *, lower_is_better: bool) -> dict[str
     for key, value in defined.items():
         out[key] = ordered.index(value) + 1
     return out
+
+
+# Agreement coefficients as functions of per-question sums, so that one matrix product with the
+# bootstrap counts gives them for every resample (bootstrap_stat_ci). Each returns (value,
+# observed agreement, chance agreement) per row of ``sums``.
+
+
+def agreement_parts(table: np.ndarray, question: np.ndarray, n_questions: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-question sums for Fleiss' kappa (sum of P_i, items, category totals, ratings) and
+    for Krippendorff's alpha (the 3 × 3 coincidence contributions) from a units × 3 table."""
+    table = np.asarray(table, dtype=float)
+    n_i = table.sum(axis=1)
+    pairable = n_i >= 2
+    table, n_i, question = table[pairable], n_i[pairable], question[pairable]
+    p_i = ((table * table).sum(axis=1) - n_i) / (n_i * (n_i - 1))
+    fleiss = np.column_stack([p_i, np.ones_like(p_i), table, n_i])
+    weighted = table / (n_i - 1)[:, None]
+    coincid = weighted[:, :, None] * table[:, None, :]
+    k = table.shape[1]
+    coincid[:, np.arange(k), np.arange(k)] -= weighted
+    alpha = coincid.reshape(len(table), -1)
+
+    def by_question(parts: np.ndarray) -> np.ndarray:
+        return np.stack(
+            [np.bincount(question, weights=parts[:, j], minlength=n_questions) for j in range(parts.shape[1])], axis=1
+        )
+
+    return by_question(fleiss), by_question(alpha)
+
+
+def confusion_parts(a: np.ndarray, b: np.ndarray, question: np.ndarray, n_questions: int) -> np.ndarray:
+    """Per-question 3 × 3 confusion counts (flattened) of two raters' labels in −1/0/1."""
+    cell = (np.asarray(a, dtype=np.int64) + 1) * 3 + (np.asarray(b, dtype=np.int64) + 1)
+    flat = np.bincount(np.asarray(question, dtype=np.int64) * 9 + cell, minlength=9 * n_questions)
+    return flat.reshape(n_questions, 9).astype(float)
+
+
+def _kappa(p_o: np.ndarray, p_e: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(p_e < 1, (p_o - p_e) / (1 - p_e), np.nan), p_o, p_e
+
+
+def fleiss_from_sums(sums: np.ndarray):
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p_bar = sums[:, 0] / sums[:, 1]
+        p_j = sums[:, 2:-1] / sums[:, -1:]
+    return _kappa(p_bar, (p_j * p_j).sum(axis=1))
+
+
+def alpha_from_sums(sums: np.ndarray):
+    k = int(round(math.sqrt(sums.shape[1])))
+    coincid = sums.reshape(-1, k, k)
+    n_c = coincid.sum(axis=2)
+    n = n_c.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        a_o = np.trace(coincid, axis1=1, axis2=2) / n
+        a_e = (n_c * (n_c - 1)).sum(axis=1) / (n * (n - 1))
+    return _kappa(a_o, a_e)
+
+
+def cohen_from_sums(sums: np.ndarray):
+    conf = sums.reshape(-1, 3, 3)
+    n = conf.sum(axis=(1, 2))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p_o = np.trace(conf, axis1=1, axis2=2) / n
+        p_e = (conf.sum(axis=1) * conf.sum(axis=2)).sum(axis=1) / (n * n)
+    return _kappa(p_o, p_e)
