@@ -212,9 +212,7 @@ def _judge_report(name, kind, votes, prefs, question_index, counts, groups, sema
         "asr": asr,
         "accuracy": acc,
         "position": metrics.position(votes),
-        "verbosity": metrics.verbosity(
-            verbosity_votes, measure=options.measure, bin_width=options.bin_width
-        ),
+        "verbosity": metrics.verbosity(verbosity_votes, measure=options.measure, bin_width=options.bin_width),
         **lc_part,
         "label_bias": metrics.label_bias(votes, options.scheme_labels),
         "option_probs": metrics.option_probs(votes),

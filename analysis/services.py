@@ -25,6 +25,13 @@ def study_groups(*, study: Study) -> tuple[list[str], dict[str, str]]:
     return sorted(semantics), semantics
 
 
+def study_runs(*, study: Study) -> list[int]:
+    """Ids of the study's LLM judge runs (what the "runs" filter may pick)."""
+    from judges.models import JudgeRun
+
+    return list(JudgeRun.objects.filter(study=study).order_by("id").values_list("id", flat=True))
+
+
 def kind_slugs(*, study: Study) -> set[str]:
     """Perturbation kinds usable in the study: the built-in ones and its own."""
     return set(PerturbationKind.objects.filter(Q(study__isnull=True) | Q(study=study)).values_list("slug", flat=True))

@@ -145,10 +145,7 @@ def clustered_rates(
             out.append({"value": None, "ci": [None, None], "n": 0, "clusters": 0, "n_eff": None})
             continue
         p = float(ratio[j])
-        if 0 < p < 1 and var[j] > 0:
-            n_eff = min(n, p * (1 - p) / float(var[j]))
-        else:
-            n_eff = float(clusters)
+        n_eff = min(n, p * (1 - p) / float(var[j])) if 0 < p < 1 and var[j] > 0 else float(clusters)
         out.append(
             {"value": p, "ci": list(wilson(p * n_eff, n_eff, z=z)), "n": int(n), "clusters": clusters, "n_eff": n_eff}
         )
@@ -316,7 +313,7 @@ def agreement_parts(table: np.ndarray, question: np.ndarray, n_questions: int) -
     coincid = weighted[:, :, None] * table[:, None, :]
     k = table.shape[1]
     coincid[:, np.arange(k), np.arange(k)] -= weighted
-    alpha = coincid.reshape(len(table), -1)
+    alpha = coincid.reshape(len(table), k * k)
 
     def by_question(parts: np.ndarray) -> np.ndarray:
         return np.stack(
