@@ -156,12 +156,13 @@ def position(votes: pd.DataFrame) -> dict:
     each with an interval clustered by question (and rater, for people; stats.clustered_rates),
     and a clustered test of first against second with ties left out (stats.clustered_sign_test).
     Votes whose order is unknown (some imported data) are not part of it."""
-    known = votes["order_known"].to_numpy()
-    shown = votes["choice_shown"].astype(str).to_numpy()[known]
-    first, second, tie = (shown == "first"), (shown == "second"), (shown == "tie")
-    decided = first | second | tie
-    first, second, tie = first[decided], second[decided], tie[decided]
-    n = int(decided.sum())
+    column = votes["choice_shown"]
+    codes = column.cat.codes.to_numpy()
+    code_of = {c: i for i, c in enumerate(column.cat.categories)}
+    first, second, tie = (codes == code_of.get(name, -2) for name in ("first", "second", "tie"))
+    keep = votes["order_known"].to_numpy() & (first | second | tie)
+    first, second, tie = first[keep], second[keep], tie[keep]
+    n = int(keep.sum())
     if n == 0:
         return {
             "first": None,
@@ -173,12 +174,11 @@ def position(votes: pd.DataFrame) -> dict:
             "ci": {},
             "p_value": None,
         }
-    question = votes["question_id"].to_numpy()[known][decided]
     raters = rater_codes(votes)
-    raters = raters[known][decided] if raters is not None else None
+    clusters = stats.Clusters(votes["question_id"].to_numpy()[keep], raters[keep] if raters is not None else None)
     # Diff is a mean of +1 / 0 / −1 per vote; as (1 + d) / 2 it is a share like the others.
     values = np.stack([first, tie, second, (1.0 + first - second) / 2], axis=1).astype(float)
-    r_first, r_tie, r_second, r_diff = stats.clustered_rates(values, np.ones_like(values), question, raters)
+    r_first, r_tie, r_second, r_diff = stats.clustered_rates(values, np.ones_like(values), clusters)
     lo, hi = r_diff["ci"]
     return {
         "first": r_first["value"],
@@ -193,7 +193,7 @@ def position(votes: pd.DataFrame) -> dict:
             "second": r_second["ci"],
             "diff": [2 * lo - 1, 2 * hi - 1],
         },
-        "p_value": stats.clustered_sign_test(first.astype(float) - second, question, raters),
+        "p_value": stats.clustered_sign_test(first.astype(float) - second, clusters),
     }
 
 
@@ -214,20 +214,15 @@ def verbosity(votes: pd.DataFrame, *, measure: str = "words", bin_width: int = 1
     absd = np.abs(delta)
     bin_of = np.minimum((absd // bin_width).astype(np.int64), max_bins) if len(absd) else np.zeros(0, np.int64)
     n_bins = int(bin_of.max()) + 1 if len(bin_of) else 0
-    bases = np.concatenate([np.ones((len(bin_of), 1)), bin_of[:, None] == np.arange(n_bins)[None, :]], axis=1)
     raters = rater_codes(votes)
-    rates = stats.clustered_rates(
-        np.repeat(longer_chosen[:, None], n_bins + 1, axis=1),
-        bases,
-        votes["question_id"].to_numpy()[usable],
-        raters[usable] if raters is not None else None,
-    )
+    clusters = stats.Clusters(votes["question_id"].to_numpy()[usable], raters[usable] if raters is not None else None)
+    overall = stats.clustered_rates(longer_chosen, None, clusters, group=np.zeros(len(bin_of), np.int64))[0]
+    rates = stats.clustered_rates(longer_chosen, None, clusters, group=bin_of, n_groups=n_bins)
     bins = []
-    for b, r in enumerate(rates[1:]):
+    for b, r in enumerate(rates):
         lo = b * bin_width
         hi = None if b == max_bins else (b + 1) * bin_width
         bins.append({"lo": lo, "hi": hi, "value": r["value"], "n": r["n"], "ci": r["ci"]})
-    overall = rates[0]
     return {
         "measure": measure,
         "bin_width": bin_width,

@@ -139,7 +139,7 @@ def _analyze(frame, *, study, filters, options, votes_per_item, groups, semantic
         "judges": judges,
         "human_nf_position": human_nf,
         "random_judge": metrics.random_judge(votes_per_item, groups, semantics),
-        "agreement": _agreement(counted, prefs, humans, judge_kinds, counts, question_index),
+        "agreement": _agreement(counted, prefs, prefs_by_judge, humans, judge_kinds, counts, question_index),
     }
 
 
@@ -271,6 +271,7 @@ def _add_ranks(judges: list[dict], groups: list[str], semantics: dict[str, str])
 def _agreement(
     counted: pd.DataFrame,
     prefs: pd.DataFrame | None,
+    prefs_by_judge: dict,
     humans: list[str],
     kinds: dict[str, str],
     counts: np.ndarray,
@@ -306,7 +307,7 @@ def _agreement(
         for name in sorted(kinds):
             if name in humans:
                 continue
-            own_prefs = prefs[(prefs["judge"] == name).to_numpy()].set_index("item_id")
+            own_prefs = prefs_by_judge.get(name, prefs.iloc[0:0]).set_index("item_id")
             own = own_prefs["pref"]
             common = own.index.intersection(majority_pref.index)
             a, b = own.loc[common].to_numpy(), majority_pref.loc[common].to_numpy()

@@ -1,4 +1,5 @@
-"""Small statistics: intervals, tests and agreement coefficients. Pure numpy/scipy.
+"""Small statistics: intervals, tests and agreement coefficients. Pure numpy/scipy (pandas
+only to code clusters).
 
 Votes on one question are not independent (the same answers, often the same judge several
 times), so every interval and test here takes its sums per cluster: per question, and for
@@ -11,6 +12,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 from scipy import stats as sps
 
 Z95 = 1.959963984540054
@@ -84,16 +86,45 @@ def _z(level: float) -> float:
 
 def cluster_codes(*keys: np.ndarray) -> np.ndarray:
     """Dense codes 0..G-1 for the clusters named by one or more key columns (per vote)."""
-    code = np.unique(keys[0], return_inverse=True)[1].ravel().astype(np.int64)
+    code = pd.factorize(np.asarray(keys[0]))[0].astype(np.int64)
     for key in keys[1:]:
-        other = np.unique(key, return_inverse=True)[1].ravel().astype(np.int64)
-        code = np.unique(code * (int(other.max(initial=0)) + 1) + other, return_inverse=True)[1].ravel()
+        other = pd.factorize(np.asarray(key))[0].astype(np.int64)
+        code = pd.factorize(code * (int(other.max(initial=0)) + 1) + other)[0].astype(np.int64)
     return code
 
 
-def cluster_sums(codes: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """clusters × metrics sums of per-vote ``values`` (votes × metrics)."""
+class Clusters:
+    """The clusters of a set of votes, coded once for every interval and test over them: by
+    question, and where ``rater`` codes are given (−1 = no rater: each such vote is its own
+    cluster) also by rater and by (question, rater) for the two-way variance."""
+
+    def __init__(self, question: np.ndarray, rater: np.ndarray | None = None) -> None:
+        self.n = len(question)
+        self.question = cluster_codes(question) if self.n else np.zeros(0, np.int64)
+        self.rater = self.both = None
+        if rater is not None and self.n:
+            rater = np.asarray(rater, dtype=np.int64)
+            own = np.where(rater < 0, rater.max(initial=0) + 1 + np.arange(self.n), rater)
+            self.rater = cluster_codes(own)
+            self.both = cluster_codes(self.question, self.rater)
+
+    def subset(self, mask: np.ndarray) -> Clusters:
+        out = Clusters.__new__(Clusters)
+        out.n = int(mask.sum())
+        out.question = self.question[mask]
+        out.rater = None if self.rater is None else self.rater[mask]
+        out.both = None if self.both is None else self.both[mask]
+        return out
+
+
+def cluster_sums(
+    codes: np.ndarray, values: np.ndarray, group: np.ndarray | None = None, n_groups: int = 1
+) -> np.ndarray:
+    """clusters × metrics sums of per-vote ``values``: votes × metrics, or with ``group`` (the
+    metric each vote belongs to, 0..n_groups-1) one value per vote, summed in one pass."""
     g = int(codes.max()) + 1 if len(codes) else 0
+    if group is not None:
+        return np.bincount(codes * n_groups + group, weights=values, minlength=g * n_groups).reshape(g, n_groups)
     return np.stack([np.bincount(codes, weights=values[:, j], minlength=g) for j in range(values.shape[1])], axis=1)
 
 
@@ -106,53 +137,62 @@ def _cr_variance(sums: np.ndarray, bases: np.ndarray, ratio: np.ndarray, total: 
 
 
 def clustered_rates(
-    values: np.ndarray, bases: np.ndarray, question: np.ndarray, rater: np.ndarray | None = None, level: float = 0.95
+    values: np.ndarray,
+    bases: np.ndarray | None,
+    clusters: Clusters,
+    level: float = 0.95,
+    *,
+    group: np.ndarray | None = None,
+    n_groups: int = 1,
 ) -> list[dict]:
     """Rates sum(values)/sum(bases) (per-vote ``values`` in [0, 1], ``bases`` 0/1, both votes ×
-    metrics) with intervals that respect the clustering of votes.
+    metrics) with intervals that respect the clustering of votes. With ``group`` instead of
+    ``bases``, ``values`` has one value per vote and the rate of each group 0..n_groups-1 is
+    the mean over its votes (verbosity bins: each vote is in one bin).
 
-    The variance is cluster-robust by question; where ``rater`` codes are given (−1 = no
-    rater, each such vote its own cluster) it is two-way (question, rater): V_q + V_r − V_qr,
-    never below either one-way variance. The interval is Wilson's on the effective number of
-    votes n_eff = p(1 − p) / V (Kish's design effect), capped at the votes counted. When the
-    rate is 0 or 1, or the variance is 0, n_eff is the number of questions: the interval then
-    still has width, as a score interval on the clusters.
+    The variance is cluster-robust by question; where the clusters have raters it is two-way
+    (question, rater): V_q + V_r − V_qr, never below either one-way variance. The interval is
+    Wilson's on the effective number of votes n_eff = p(1 − p) / V (Kish's design effect),
+    capped at the votes counted. When the rate is 0 or 1, or the variance is 0, n_eff is the
+    number of questions: the interval then still has width, as a score interval on the clusters.
     Returns per metric {value, ci, n (votes in the base), clusters, n_eff}.
     """
     values = np.asarray(values, dtype=float)
-    bases = np.asarray(bases, dtype=float)
-    x = values * bases
-    total_b, total_x = bases.sum(axis=0), x.sum(axis=0)
+    if group is None:
+        bases = np.asarray(bases, dtype=float)
+        x = values * bases
+    else:
+        x, bases = values, np.ones(len(values))
+
+    def sums(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return cluster_sums(codes, x, group, n_groups), cluster_sums(codes, bases, group, n_groups)
+
+    sums_q, bases_q = sums(clusters.question)
+    total_b, total_x = bases_q.sum(axis=0), sums_q.sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = np.where(total_b > 0, total_x / total_b, np.nan)
-    q = cluster_codes(question) if len(question) else np.zeros(0, np.int64)
-    sums_q, bases_q = cluster_sums(q, x), cluster_sums(q, bases)
     var = _cr_variance(sums_q, bases_q, ratio, total_b)
-    if rater is not None and len(rater):
-        rater = np.asarray(rater)
-        own = np.where(rater < 0, rater.max(initial=0) + 1 + np.arange(len(rater)), rater)
-        r = cluster_codes(own)
-        qr = cluster_codes(q, r)
-        var_r = _cr_variance(cluster_sums(r, x), cluster_sums(r, bases), ratio, total_b)
-        var_qr = _cr_variance(cluster_sums(qr, x), cluster_sums(qr, bases), ratio, total_b)
+    if clusters.rater is not None:
+        var_r = _cr_variance(*sums(clusters.rater), ratio, total_b)
+        var_qr = _cr_variance(*sums(clusters.both), ratio, total_b)
         var = np.maximum(var + var_r - var_qr, np.maximum(var, var_r))
     z = _z(level)
     out = []
-    for j in range(values.shape[1]):
+    for j in range(len(total_b)):
         n = float(total_b[j])
-        clusters = int((bases_q[:, j] > 0).sum()) if len(q) else 0
         if n == 0:
             out.append({"value": None, "ci": [None, None], "n": 0, "clusters": 0, "n_eff": None})
             continue
+        clusters_j = int((bases_q[:, j] > 0).sum())
         p = float(ratio[j])
-        n_eff = min(n, p * (1 - p) / float(var[j])) if 0 < p < 1 and var[j] > 0 else float(clusters)
+        n_eff = min(n, p * (1 - p) / float(var[j])) if 0 < p < 1 and var[j] > 0 else float(clusters_j)
         out.append(
-            {"value": p, "ci": list(wilson(p * n_eff, n_eff, z=z)), "n": int(n), "clusters": clusters, "n_eff": n_eff}
+            {"value": p, "ci": list(wilson(p * n_eff, n_eff, z=z)), "n": int(n), "clusters": clusters_j, "n_eff": n_eff}
         )
     return out
 
 
-def clustered_sign_test(diff: np.ndarray, question: np.ndarray, rater: np.ndarray | None = None) -> float | None:
+def clustered_sign_test(diff: np.ndarray, clusters: Clusters) -> float | None:
     """Two-sided p-value of "the mean of ``diff`` is 0" with votes clustered by question (and
     rater): z = sum(d) / sqrt(V0) with the variance taken under the null, V0 = the sum over
     clusters of their squared sums (two-way: V_q + V_r − V_qr, never below either one-way).
@@ -162,14 +202,10 @@ def clustered_sign_test(diff: np.ndarray, question: np.ndarray, rater: np.ndarra
     diff = np.asarray(diff, dtype=float)
     if not np.any(diff):
         return None
-    q = cluster_codes(question)
-    v = float((np.bincount(q, weights=diff) ** 2).sum())
-    if rater is not None and len(rater):
-        rater = np.asarray(rater)
-        own = np.where(rater < 0, rater.max(initial=0) + 1 + np.arange(len(rater)), rater)
-        r = cluster_codes(own)
-        v_r = float((np.bincount(r, weights=diff) ** 2).sum())
-        v_qr = float((np.bincount(cluster_codes(q, r), weights=diff) ** 2).sum())
+    v = float((np.bincount(clusters.question, weights=diff) ** 2).sum())
+    if clusters.rater is not None:
+        v_r = float((np.bincount(clusters.rater, weights=diff) ** 2).sum())
+        v_qr = float((np.bincount(clusters.both, weights=diff) ** 2).sum())
         v = max(v + v_r - v_qr, v, v_r)
     if v <= 0:  # every cluster has as many firsts as seconds: no evidence either way
         return 1.0
@@ -210,7 +246,7 @@ def bootstrap_stat_ci(
     point, p_o, p_e = (float(v[0]) for v in stat(parts.sum(axis=0, keepdims=True)))
     if np.isnan(point):
         return (None, None)
-    values = stat(counts.astype(np.float64) @ parts)[0]
+    values = stat((counts @ parts.astype(np.float32)).astype(np.float64))[0]
     values = values[~np.isnan(values)]
     if values.size == 0:
         return (None, None)

@@ -80,23 +80,25 @@ def test_raters_who_each_favour_one_side_widen_the_interval_two_way():
     # Each rater has a habit: raters 0-4 click first 80% of the time, raters 5-9 20%.
     first = (rng.random(400) < np.where(rater < 5, 0.8, 0.2)).astype(float)[:, None]
     ones = np.ones_like(first)
-    one_way = stats.clustered_rates(first, ones, question)[0]
-    two_way = stats.clustered_rates(first, ones, question, rater)[0]
+    one_way = stats.clustered_rates(first, ones, stats.Clusters(question))[0]
+    two_way = stats.clustered_rates(first, ones, stats.Clusters(question, rater))[0]
     assert two_way["value"] == one_way["value"]
     width = two_way["ci"][1] - two_way["ci"][0]
     assert width > 1.5 * (one_way["ci"][1] - one_way["ci"][0])
-    assert stats.clustered_sign_test(2 * first[:, 0] - 1, question, rater) > stats.clustered_sign_test(
-        2 * first[:, 0] - 1, question
+    d = 2 * first[:, 0] - 1
+    assert stats.clustered_sign_test(d, stats.Clusters(question, rater)) > stats.clustered_sign_test(
+        d, stats.Clusters(question)
     )
 
 
 def test_the_clustered_sign_test_with_one_vote_per_question_is_the_normal_binomial_test():
     diff = np.array([1.0] * 14 + [-1.0] * 6 + [0.0] * 3)  # 14 first, 6 second, 3 ties
-    p = stats.clustered_sign_test(diff, np.arange(len(diff)))
+    p = stats.clustered_sign_test(diff, stats.Clusters(np.arange(len(diff))))
     assert p == pytest.approx(2 * sps.norm.sf(8 / math.sqrt(20)))
-    assert stats.clustered_sign_test(np.zeros(4), np.arange(4)) is None
+    assert stats.clustered_sign_test(np.zeros(4), stats.Clusters(np.arange(4))) is None
     # Two questions, each with one first and one second vote: no evidence, p = 1.
-    assert stats.clustered_sign_test(np.array([1.0, -1.0, 1.0, -1.0]), np.array([1, 1, 2, 2])) == 1.0
+    pairs = stats.Clusters(np.array([1, 1, 2, 2]))
+    assert stats.clustered_sign_test(np.array([1.0, -1.0, 1.0, -1.0]), pairs) == 1.0
 
 
 def test_holm_adjusts_a_family_step_down_and_leaves_non_tests_alone():
