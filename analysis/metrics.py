@@ -156,14 +156,46 @@ def position(votes: pd.DataFrame) -> dict:
     each with an interval clustered by question (and rater, for people; stats.clustered_rates),
     and a clustered test of first against second with ties left out (stats.clustered_sign_test).
     Votes whose order is unknown (some imported data) are not part of it."""
+    return positions(votes)[0]
+
+
+def positions(votes: pd.DataFrame, by: str | None = None) -> tuple[dict, dict[str, dict]]:
+    """``position`` of all the votes and, with ``by`` (e.g. "bloom"), of each value of that
+    column, from one coding of the clusters: (overall, {value: position})."""
     column = votes["choice_shown"]
     codes = column.cat.codes.to_numpy()
     code_of = {c: i for i, c in enumerate(column.cat.categories)}
     first, second, tie = (codes == code_of.get(name, -2) for name in ("first", "second", "tie"))
     keep = votes["order_known"].to_numpy() & (first | second | tie)
     first, second, tie = first[keep], second[keep], tie[keep]
-    n = int(keep.sum())
-    if n == 0:
+    if not keep.any():
+        return _position_result(None, None, 0), {}
+    raters = rater_codes(votes)
+    clusters = stats.Clusters(votes["question_id"].to_numpy()[keep], raters[keep] if raters is not None else None)
+    # Diff is a mean of +1 / 0 / −1 per vote; as (1 + d) / 2 it is a share like the others.
+    values = np.stack([first, tie, second, (1.0 + first - second) / 2], axis=1).astype(float)
+    diff = first.astype(float) - second
+    overall = _position_result(
+        stats.clustered_rates(values, np.ones_like(values), clusters),
+        stats.clustered_sign_test(diff, clusters),
+        int(keep.sum()),
+    )
+    parts: dict[str, dict] = {}
+    if by is not None:
+        group, names = pd.factorize(votes[by].to_numpy()[keep])
+        n_groups = len(names)
+        per_metric = [
+            stats.clustered_rates(values[:, j], None, clusters, group=group, n_groups=n_groups) for j in range(4)
+        ]
+        p_values = stats.clustered_sign_test(diff, clusters, group=group, n_groups=n_groups)
+        sizes = np.bincount(group, minlength=n_groups)
+        for g, name in enumerate(names):
+            parts[str(name)] = _position_result([m[g] for m in per_metric], p_values[g], int(sizes[g]))
+    return overall, parts
+
+
+def _position_result(rates: list[dict] | None, p_value: float | None, n: int) -> dict:
+    if not n:
         return {
             "first": None,
             "tie": None,
@@ -174,11 +206,7 @@ def position(votes: pd.DataFrame) -> dict:
             "ci": {},
             "p_value": None,
         }
-    raters = rater_codes(votes)
-    clusters = stats.Clusters(votes["question_id"].to_numpy()[keep], raters[keep] if raters is not None else None)
-    # Diff is a mean of +1 / 0 / −1 per vote; as (1 + d) / 2 it is a share like the others.
-    values = np.stack([first, tie, second, (1.0 + first - second) / 2], axis=1).astype(float)
-    r_first, r_tie, r_second, r_diff = stats.clustered_rates(values, np.ones_like(values), clusters)
+    r_first, r_tie, r_second, r_diff = rates
     lo, hi = r_diff["ci"]
     return {
         "first": r_first["value"],
@@ -193,7 +221,7 @@ def position(votes: pd.DataFrame) -> dict:
             "second": r_second["ci"],
             "diff": [2 * lo - 1, 2 * hi - 1],
         },
-        "p_value": stats.clustered_sign_test(first.astype(float) - second, clusters),
+        "p_value": p_value,
     }
 
 

@@ -198,10 +198,10 @@ def _judge_report(name, kind, votes, prefs, question_index, counts, groups, sema
         asr.update(got_asr)
         acc.update(got_acc)
         if parts:
-            votes_by_bloom = dict(iter(votes.groupby("bloom", observed=True)))
+            bloom_positions = metrics.positions(votes, by="bloom")[1]
+            empty = metrics.positions(votes.iloc[0:0])[0]
             for bloom, (b_asr, b_acc) in parts.items():
-                bvotes = votes_by_bloom.get(bloom, votes.iloc[0:0])
-                by_bloom[bloom] = {"asr": b_asr, "accuracy": b_acc, "position": metrics.position(bvotes)}
+                by_bloom[bloom] = {"asr": b_asr, "accuracy": b_acc, "position": bloom_positions.get(bloom, empty)}
         lc_part = _length_controlled(prefs, options)
     verbosity_votes = votes[votes["group"].isin(options.verbosity_groups).to_numpy()]
     return {

@@ -44,8 +44,10 @@ def bootstrap_counts(n: int, *, reps: int, seed: int) -> np.ndarray:
         return np.zeros((reps, 0), dtype=np.float32)
     rng = np.random.default_rng(seed)
     draws = rng.integers(0, n, size=(reps, n))
-    flat = (np.arange(reps)[:, None] * n + draws).ravel()
-    return np.bincount(flat, minlength=reps * n).reshape(reps, n).astype(np.float32)
+    out = np.empty((reps, n), dtype=np.float32)
+    for r in range(reps):  # row by row: a tenth of the memory traffic of one flat bincount
+        out[r] = np.bincount(draws[r], minlength=n)
+    return out
 
 
 def bootstrap_ratio_ci(
@@ -192,25 +194,39 @@ def clustered_rates(
     return out
 
 
-def clustered_sign_test(diff: np.ndarray, clusters: Clusters) -> float | None:
+def clustered_sign_test(
+    diff: np.ndarray, clusters: Clusters, *, group: np.ndarray | None = None, n_groups: int = 1
+) -> float | None | list[float | None]:
     """Two-sided p-value of "the mean of ``diff`` is 0" with votes clustered by question (and
     rater): z = sum(d) / sqrt(V0) with the variance taken under the null, V0 = the sum over
     clusters of their squared sums (two-way: V_q + V_r − V_qr, never below either one-way).
     This is the normal approximation of the test that flips the sign of whole clusters; with
     one vote per question and no ties it is the normal approximation of the binomial test.
-    None when no vote has a nonzero ``diff``."""
+    None when no vote has a nonzero ``diff``. With ``group``, one p-value per group (a list)."""
     diff = np.asarray(diff, dtype=float)
-    if not np.any(diff):
-        return None
-    v = float((np.bincount(clusters.question, weights=diff) ** 2).sum())
+    one = group is None
+    if one:
+        group = np.zeros(len(diff), dtype=np.int64)
+
+    def null_variance(codes: np.ndarray) -> np.ndarray:
+        sums = cluster_sums(codes, diff, group, n_groups)
+        return (sums * sums).sum(axis=0)
+
+    v = null_variance(clusters.question)
     if clusters.rater is not None:
-        v_r = float((np.bincount(clusters.rater, weights=diff) ** 2).sum())
-        v_qr = float((np.bincount(clusters.both, weights=diff) ** 2).sum())
-        v = max(v + v_r - v_qr, v, v_r)
-    if v <= 0:  # every cluster has as many firsts as seconds: no evidence either way
-        return 1.0
-    z = abs(diff.sum()) / math.sqrt(v)
-    return float(2 * sps.norm.sf(z))
+        v_r = null_variance(clusters.rater)
+        v = np.maximum.reduce([v + v_r - null_variance(clusters.both), v, v_r])
+    total = np.bincount(group, weights=diff, minlength=n_groups)
+    nonzero = np.bincount(group, weights=diff != 0, minlength=n_groups) > 0
+    out: list[float | None] = []
+    for g in range(n_groups):
+        if not nonzero[g]:
+            out.append(None)
+        elif v[g] <= 0:  # every cluster has as many firsts as seconds: no evidence either way
+            out.append(1.0)
+        else:
+            out.append(float(2 * sps.norm.sf(abs(total[g]) / math.sqrt(v[g]))))
+    return out[0] if one else out
 
 
 def holm(p_values: list[float | None]) -> list[float | None]:

@@ -141,3 +141,22 @@ def test_perfect_agreement_gets_an_interval_below_1_not_the_point_1():
     counts = stats.bootstrap_counts(6, reps=200, seed=0)
     lo, hi = stats.bootstrap_stat_ci(counts, conf, stats.cohen_from_sums)
     assert lo < 1.0 and hi == pytest.approx(1.0)
+
+
+def test_positions_by_bloom_level_are_the_positions_of_each_levels_votes():
+    rng = np.random.default_rng(2)
+    rows = []
+    for q in range(30):
+        bloom = ("remembering", "creating", "applying")[q % 3]
+        it = item(q, q, "control", 2 * q, 2 * q + 1, bloom=bloom)
+        choices = " ".join(rng.choice(["a1", "a2", "tie"], size=4, p=[0.6, 0.3, 0.1]))
+        rows += votes(it, choices, judge="H", kind="human", rater=f"r{q % 4}")
+    votes_frame = frame(rows)
+    overall, parts = metrics.positions(votes_frame, by="bloom")
+    assert overall == metrics.position(votes_frame)
+    for bloom, got in parts.items():
+        expected = metrics.position(votes_frame[(votes_frame["bloom"] == bloom).to_numpy()])
+        assert got["n"] == expected["n"] and got["p_value"] == pytest.approx(expected["p_value"])
+        for share in ("first", "tie", "second", "diff"):
+            assert got[share] == pytest.approx(expected[share])
+            assert got["ci"][share] == pytest.approx(expected["ci"][share])
