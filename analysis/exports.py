@@ -52,6 +52,7 @@ VOTE_COLUMNS = [
     "model",
     "prompt_style",
     "label_scheme",
+    "labels_swapped",
     "run_id",
     "round",
     "raw_output",
@@ -119,6 +120,7 @@ def votes_rows(study: Study, *, chunk_size: int = 2000) -> Iterator[list]:
         "rater__flagged",
         "judge_id",
         "label_scheme",
+        "labels_swapped",
         "run_id",
         "round",
         "raw_output",
@@ -169,6 +171,7 @@ def votes_rows(study: Study, *, chunk_size: int = 2000) -> Iterator[list]:
             provenance["model"],
             provenance["prompt_style"],
             rec["label_scheme"],
+            rec["labels_swapped"],
             rec["run_id"],
             rec["round"],
             rec["raw_output"],
@@ -285,7 +288,10 @@ def metric_records(result: dict) -> Iterator[list]:
                 yield [study, name, kind, "", "verbosity_bin", label, b["value"], lo, hi, b["n"], measure, "", ""]
         for metric in ("lc_winrate", "raw_winrate", "lc_effect", "raw_effect"):
             for group, value in (judge.get(metric) or {}).items():
-                yield [study, name, kind, "", metric, group, value, None, None, None, measure, "", ""]
+                lo, hi = judge.get(f"{metric}_ci", {}).get(group, (None, None))
+                n = judge.get("lc_n", {}).get(group)
+                yield [study, name, kind, "", metric, group, value, lo, hi, n, measure, "", ""]
+        yield from _label_and_position_records(study, name, kind, judge.get("label_and_position"))
     yield from _position_records(study, "Human-NF", "human", "", result["human_nf_position"])
     yield from _agreement_records(study, result["agreement"])
 
@@ -299,6 +305,19 @@ def _agreement_records(study: str, agreement: dict) -> Iterator[list]:
     for name, k in agreement.get("vs_human_majority", {}).items():
         lo, hi = k.get("cohen_kappa_ci") or (None, None)
         yield [study, name, "", "", "cohen_kappa_vs_human_majority", "", k["cohen_kappa"], lo, hi, k["n"], "", "", ""]
+
+
+def _label_and_position_records(study: str, name: str, kind: str, found: dict | None) -> Iterator[list]:
+    """Position and label effects in log-odds (group: the label scheme); a label effect that
+    cannot be told from position is left out, as on the dashboard."""
+    if not found:
+        return
+    effects = [("position_log_odds", "", found["position"])]
+    effects += [("label_log_odds", scheme, e) for scheme, e in found["label"].items() if e["identifiable"]]
+    for metric, group, effect in effects:
+        if effect is not None:
+            lo, hi = effect["ci"]
+            yield [study, name, kind, "", metric, group, effect["log_odds"], lo, hi, found["n"], "", "", ""]
 
 
 def metrics_rows(

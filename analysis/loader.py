@@ -77,6 +77,7 @@ VOTE_FIELDS = (
     "received_at",
     "label_scheme",
     "option_probs",
+    "labels_swapped",
     "parse_status",
 )
 
