@@ -93,7 +93,6 @@ def _analyze(frame, *, study, filters, options, votes_per_item, groups, semantic
         "order_known",
         "label_scheme",
         "labels_swapped",
-        "question_id",
         "option_probs",
         f"len_a1_{options.measure}",
         f"len_a2_{options.measure}",
