@@ -184,9 +184,8 @@ def positions(votes: pd.DataFrame, by: str | None = None) -> tuple[dict, dict[st
     if by is not None:
         group, names = pd.factorize(votes[by].to_numpy()[keep])
         n_groups = len(names)
-        per_metric = [
-            stats.clustered_rates(values[:, j], None, clusters, group=group, n_groups=n_groups) for j in range(4)
-        ]
+        rates = stats.clustered_rates(values, None, clusters, group=group, n_groups=n_groups)
+        per_metric = [rates[j * n_groups : (j + 1) * n_groups] for j in range(4)]
         p_values = stats.clustered_sign_test(diff, clusters, group=group, n_groups=n_groups)
         sizes = np.bincount(group, minlength=n_groups)
         for g, name in enumerate(names):

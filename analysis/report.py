@@ -191,6 +191,7 @@ def _judge_report(name, kind, votes, prefs, question_index, counts, groups, sema
         if semantics[g] == "degrading":
             acc[g] = metrics.rate(0, 0, (None, None))
     lc_part: dict = {key: {} for key in LC_KEYS}
+    overall_position, bloom_positions = metrics.positions(votes, by="bloom" if options.by_bloom else None)
     if prefs is not None and len(prefs):
         indicators = metrics.asr_indicators(metrics.oriented_pairs(prefs))
         got_asr, got_acc, parts = metrics.asr_and_accuracy(
@@ -199,7 +200,6 @@ def _judge_report(name, kind, votes, prefs, question_index, counts, groups, sema
         asr.update(got_asr)
         acc.update(got_acc)
         if parts:
-            bloom_positions = metrics.positions(votes, by="bloom")[1]
             empty = metrics.positions(votes.iloc[0:0])[0]
             for bloom, (b_asr, b_acc) in parts.items():
                 by_bloom[bloom] = {"asr": b_asr, "accuracy": b_acc, "position": bloom_positions.get(bloom, empty)}
@@ -212,7 +212,7 @@ def _judge_report(name, kind, votes, prefs, question_index, counts, groups, sema
         "n_votes_total": total,
         "asr": asr,
         "accuracy": acc,
-        "position": metrics.position(votes),
+        "position": overall_position,
         "verbosity": metrics.verbosity(verbosity_votes, measure=options.measure, bin_width=options.bin_width),
         **lc_part,
         "label_and_position": labels.label_and_position(votes, options.scheme_labels),

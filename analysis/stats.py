@@ -149,8 +149,9 @@ def clustered_rates(
 ) -> list[dict]:
     """Rates sum(values)/sum(bases) (per-vote ``values`` in [0, 1], ``bases`` 0/1, both votes ×
     metrics) with intervals that respect the clustering of votes. With ``group`` instead of
-    ``bases``, ``values`` has one value per vote and the rate of each group 0..n_groups-1 is
-    the mean over its votes (verbosity bins: each vote is in one bin).
+    ``bases``, the rate of each group 0..n_groups-1 is the mean over its votes (verbosity bins,
+    Bloom levels: each vote is in one group); ``values`` is one value per vote, or votes ×
+    metrics, and the results come metric by metric, each with its n_groups groups.
 
     The variance is cluster-robust by question; where the clusters have raters it is two-way
     (question, rater): V_q + V_r − V_qr, never below either one-way variance. The interval is
@@ -163,11 +164,18 @@ def clustered_rates(
     if group is None:
         bases = np.asarray(bases, dtype=float)
         x = values * bases
-    else:
-        x, bases = values, np.ones(len(values))
 
-    def sums(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return cluster_sums(codes, x, group, n_groups), cluster_sums(codes, bases, group, n_groups)
+        def sums(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            return cluster_sums(codes, x, None), cluster_sums(codes, bases, None)
+
+    else:
+        x = values if values.ndim == 2 else values[:, None]
+
+        def sums(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            # The base (how many votes of each group a cluster has) is the same for every metric.
+            base = cluster_sums(codes, np.ones(len(x)), group, n_groups)
+            per_metric = [cluster_sums(codes, x[:, j], group, n_groups) for j in range(x.shape[1])]
+            return np.concatenate(per_metric, axis=1), np.tile(base, (1, x.shape[1]))
 
     sums_q, bases_q = sums(clusters.question)
     total_b, total_x = bases_q.sum(axis=0), sums_q.sum(axis=0)
