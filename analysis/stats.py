@@ -138,6 +138,24 @@ def _cr_variance(sums: np.ndarray, bases: np.ndarray, ratio: np.ndarray, total: 
         return np.where(g > 1, g / np.maximum(g - 1, 1) * (resid * resid).sum(axis=0) / (total * total), 0.0)
 
 
+def _group_variance(
+    codes: np.ndarray, x: np.ndarray, group: np.ndarray, n_groups: int, ratio: np.ndarray, per_group: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """CR1 variance (metrics × groups) of group means when every vote is in one group, from the
+    sums of the (cluster, group) cells that have votes only; and the clusters in each group."""
+    cell, keys = pd.factorize(codes * n_groups + group)
+    cell_group = keys % n_groups
+    size = np.bincount(cell, minlength=len(keys)).astype(float)
+    k = np.bincount(cell_group, minlength=n_groups)
+    var = np.zeros((x.shape[1], n_groups))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for j in range(x.shape[1]):
+            resid = np.bincount(cell, weights=x[:, j], minlength=len(keys)) - ratio[j, cell_group] * size
+            ss = np.bincount(cell_group, weights=resid * resid, minlength=n_groups)
+            var[j] = np.where(k > 1, k / np.maximum(k - 1, 1) * ss / (per_group * per_group), 0.0)
+    return var, k
+
+
 def clustered_rates(
     values: np.ndarray,
     bases: np.ndarray | None,
@@ -168,24 +186,31 @@ def clustered_rates(
         def sums(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             return cluster_sums(codes, x, None), cluster_sums(codes, bases, None)
 
+        sums_q, bases_q = sums(clusters.question)
+        total_b, total_x = bases_q.sum(axis=0), sums_q.sum(axis=0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio = np.where(total_b > 0, total_x / total_b, np.nan)
+        var = _cr_variance(sums_q, bases_q, ratio, total_b)
+        if clusters.rater is not None:
+            var_r = _cr_variance(*sums(clusters.rater), ratio, total_b)
+            var_qr = _cr_variance(*sums(clusters.both), ratio, total_b)
+            var = np.maximum(var + var_r - var_qr, np.maximum(var, var_r))
+        n_clusters = (bases_q > 0).sum(axis=0)
     else:
         x = values if values.ndim == 2 else values[:, None]
-
-        def sums(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            # The base (how many votes of each group a cluster has) is the same for every metric.
-            base = cluster_sums(codes, np.ones(len(x)), group, n_groups)
-            per_metric = [cluster_sums(codes, x[:, j], group, n_groups) for j in range(x.shape[1])]
-            return np.concatenate(per_metric, axis=1), np.tile(base, (1, x.shape[1]))
-
-    sums_q, bases_q = sums(clusters.question)
-    total_b, total_x = bases_q.sum(axis=0), sums_q.sum(axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ratio = np.where(total_b > 0, total_x / total_b, np.nan)
-    var = _cr_variance(sums_q, bases_q, ratio, total_b)
-    if clusters.rater is not None:
-        var_r = _cr_variance(*sums(clusters.rater), ratio, total_b)
-        var_qr = _cr_variance(*sums(clusters.both), ratio, total_b)
-        var = np.maximum(var + var_r - var_qr, np.maximum(var, var_r))
+        group = np.asarray(group, dtype=np.int64)
+        per_group = np.bincount(group, minlength=n_groups).astype(float)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio = np.stack([np.bincount(group, weights=x[:, j], minlength=n_groups) for j in range(x.shape[1])])
+            ratio = np.where(per_group > 0, ratio / per_group, np.nan)
+        var, k = _group_variance(clusters.question, x, group, n_groups, ratio, per_group)
+        if clusters.rater is not None:
+            var_r, _ = _group_variance(clusters.rater, x, group, n_groups, ratio, per_group)
+            var_qr, _ = _group_variance(clusters.both, x, group, n_groups, ratio, per_group)
+            var = np.maximum(var + var_r - var_qr, np.maximum(var, var_r))
+        # Metric by metric, each with its groups: the order of the results.
+        ratio, var = ratio.ravel(), var.ravel()
+        total_b, n_clusters = np.tile(per_group, x.shape[1]), np.tile(k, x.shape[1])
     z = _z(level)
     out = []
     for j in range(len(total_b)):
@@ -193,7 +218,7 @@ def clustered_rates(
         if n == 0:
             out.append({"value": None, "ci": [None, None], "n": 0, "clusters": 0, "n_eff": None})
             continue
-        clusters_j = int((bases_q[:, j] > 0).sum())
+        clusters_j = int(n_clusters[j])
         p = float(ratio[j])
         n_eff = min(n, p * (1 - p) / float(var[j])) if 0 < p < 1 and var[j] > 0 else float(clusters_j)
         out.append(
