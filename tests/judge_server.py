@@ -1,6 +1,7 @@
-"""A small scriptable OpenAI-compatible chat server for tests and benchmarks (loopback only).
+"""A small scriptable chat server for tests and benchmarks (loopback only).
 
-It answers POST .../chat/completions. By default it votes for the shown answer that contains
+It answers POST .../chat/completions (OpenAI-compatible) and POST .../v1/messages (Anthropic's
+Messages API: `anthropic_url` is the base URL to give that SDK), with the same behaviour. By default it votes for the shown answer that contains
 the word GOOD (a tie when neither or both do), under the labels it reads from the prompt's
 "[Label]" headers. Directives in the prompt change what it does, per exact prompt:
 
@@ -84,7 +85,10 @@ class JudgeServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
-                server.handle(self, body, authorization=self.headers.get("Authorization", ""))
+                anthropic = self.path.rstrip("/").endswith("/messages")
+                # Anthropic's SDK sends the key as x-api-key; both count as "authorization" here.
+                authorization = self.headers.get("x-api-key" if anthropic else "Authorization", "")
+                server.handle(self, body, authorization=authorization, anthropic=anthropic)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
@@ -95,6 +99,10 @@ class JudgeServer:
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    @property
+    def anthropic_url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
 
     def __enter__(self) -> JudgeServer:
         self.thread.start()
@@ -109,8 +117,14 @@ class JudgeServer:
 
     # --- behaviour -------------------------------------------------------------------------
 
-    def handle(self, handler: BaseHTTPRequestHandler, body: dict[str, Any], *, authorization: str = "") -> None:
-        prompt = "\n".join(m.get("content", "") for m in body.get("messages", []))
+    def handle(
+        self, handler: BaseHTTPRequestHandler, body: dict[str, Any], *, authorization: str = "", anthropic: bool = False
+    ) -> None:
+        messages = body.get("messages", [])
+        if anthropic and body.get("system"):
+            messages = [{"role": "system", "content": body["system"]}, *messages]
+            body = {**body, "messages": messages}
+        prompt = "\n".join(m.get("content", "") for m in messages)
         key = hashlib.sha256(prompt.encode()).hexdigest()
         with self.lock:
             self.counts[key] += 1
@@ -196,6 +210,22 @@ class JudgeServer:
     def _reply(
         self, handler, body: dict[str, Any], text: str, logprobs: list[dict[str, Any]] | None, usage=None
     ) -> None:
+        if handler.path.rstrip("/").endswith("/messages"):
+            usage = usage or {"prompt_tokens": 100, "completion_tokens": 2}
+            return self._send(
+                handler,
+                200,
+                {
+                    "id": "msg_test",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": body.get("model", "test"),
+                    "content": [{"type": "text", "text": text}],
+                    "stop_reason": "end_turn",
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": usage["prompt_tokens"], "output_tokens": usage["completion_tokens"]},
+                },
+            )
         payload = {
             "id": "chatcmpl-test",
             "object": "chat.completion",

@@ -116,7 +116,21 @@ def test_two_runs_over_the_same_items_in_another_order_store_identical_probabili
     from judges.models import CachedResponse
 
     demo = json.loads((ROOT / "fixtures" / "demo_study.json").read_text())
-    demo["questions"], demo["gold_items"] = demo["questions"][:2], []
+    # Three questions, each with its control and factual-error items, every answer cut to its
+    # first sentence: short prompts, so two whole runs take seconds on one core.
+    demo["gold_items"] = []
+    demo["questions"] = [
+        {
+            **question,
+            "answers": [
+                {key: value for key, value in answer.items() if key != "inserted_errors"}
+                | {"text": answer["text"].split(". ")[0] + "."}
+                for answer in question["answers"]
+                if answer.get("kind") in (None, "factual_error")
+            ],
+        }
+        for question in demo["questions"][:3]
+    ]
     config = llm_judge_demo_create()
     stored = []
     for slug in ("in-order", "shuffled"):
@@ -130,13 +144,10 @@ def test_two_runs_over_the_same_items_in_another_order_store_identical_probabili
             run_id=judge_run_start(study=study, judge=config.judge, votes_per_item=4, enqueue=False).pk
         )
         assert run.status == JudgeRun.Status.DONE
-        votes = run.votes.select_related("item__question", "item__answer_a2")
+        votes = run.votes.select_related("item__question", "item__kind")
         assert not any(vote.meta["cached"] for vote in votes)
         stored.append(
-            {
-                (v.item.question.text, v.item.answer_a2.text, v.shown_first, v.labels_swapped): v.option_probs
-                for v in votes
-            }
+            {(v.item.question.text, str(v.item.kind), v.shown_first, v.labels_swapped): v.option_probs for v in votes}
         )
-    # 2 questions x 4 items x (2 display orders x 2 label orders): every cell in both runs.
-    assert len(stored[0]) == 2 * 4 * 4 and stored[0] == stored[1]
+    # 3 questions x 2 items x (2 display orders x 2 label orders): every cell in both runs.
+    assert len(stored[0]) == 3 * 2 * 4 and stored[0] == stored[1]
