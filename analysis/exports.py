@@ -13,7 +13,7 @@ from __future__ import annotations
 import csv
 from collections.abc import Callable, Iterable, Iterator
 
-from analysis import loader, metrics, report, services
+from analysis import loader, metrics, report, services, stats
 from analysis.frame import CONTROL, Filters, apply_filters
 from annotations.models import Judge, Study, Vote
 from judges.models import JudgeRun
@@ -237,7 +237,30 @@ def items_rows(study: Study, *, filters: Filters | None = None) -> Iterator[list
         ]
 
 
-METRIC_COLUMNS = ["study", "judge", "kind", "bloom", "metric", "group", "value", "ci_lo", "ci_hi", "n", "measure"]
+METRIC_COLUMNS = [
+    "study",
+    "judge",
+    "kind",
+    "bloom",
+    "metric",
+    "group",
+    "value",
+    "ci_lo",
+    "ci_hi",
+    "n",
+    "measure",
+    "p_value",
+    "p_adjusted",
+]
+
+
+def _position_records(study: str, name: str, kind: str, bloom: str, pos: dict) -> Iterator[list]:
+    """The four position shares; the diff row carries the test of first against second, its
+    p-values printed as everywhere else ("< 0.001", never "0.000")."""
+    for share in ("first", "tie", "second", "diff"):
+        ci = pos.get("ci", {}).get(share, [None, None])
+        p = ("", "") if share != "diff" else (stats.format_p(pos.get("p_value")), stats.format_p(pos.get("p_adjusted")))
+        yield [study, name, kind, bloom, f"position_{share}", "", pos[share], ci[0], ci[1], pos["n"], "", *p]
 
 
 def metric_records(result: dict) -> Iterator[list]:
@@ -250,27 +273,38 @@ def metric_records(result: dict) -> Iterator[list]:
             for metric, key in (("asr", "asr"), ("accuracy", "accuracy")):
                 for group, rate in part[key].items():
                     lo, hi = rate["ci"]
-                    yield [study, name, kind, bloom, metric, group, rate["value"], lo, hi, rate["n"], ""]
-            pos = part["position"]
-            for share in ("first", "tie", "second", "diff"):
-                ci = pos.get("ci", {}).get(share, [None, None])
-                yield [study, name, kind, bloom, f"position_{share}", "", pos[share], ci[0], ci[1], pos["n"], ""]
+                    yield [study, name, kind, bloom, metric, group, rate["value"], lo, hi, rate["n"], "", "", ""]
+            yield from _position_records(study, name, kind, bloom, part["position"])
         verbosity = judge.get("verbosity")
         if verbosity:
             lo, hi = verbosity["longer_wins_ci"]
-            yield [study, name, kind, "", "longer_wins", "", verbosity["longer_wins"], lo, hi, verbosity["n"], measure]
+            yield [
+                *(study, name, kind, "", "longer_wins", "", verbosity["longer_wins"], lo, hi, verbosity["n"]),
+                *(measure, "", ""),
+            ]
             for b in verbosity["bins"]:
                 label = f"{b['lo']}-{'' if b['hi'] is None else b['hi']}"
-                yield [study, name, kind, "", "verbosity_bin", label, b["value"], None, None, b["n"], measure]
+                lo, hi = b.get("ci") or (None, None)
+                yield [study, name, kind, "", "verbosity_bin", label, b["value"], lo, hi, b["n"], measure, "", ""]
         for metric in ("lc_winrate", "raw_winrate", "lc_effect", "raw_effect"):
             for group, value in (judge.get(metric) or {}).items():
                 lo, hi = judge.get(f"{metric}_ci", {}).get(group, (None, None))
                 n = judge.get("lc_n", {}).get(group)
-                yield [study, name, kind, "", metric, group, value, lo, hi, n, measure]
+                yield [study, name, kind, "", metric, group, value, lo, hi, n, measure, "", ""]
         yield from _label_and_position_records(study, name, kind, judge.get("label_and_position"))
-    nf = result["human_nf_position"]
-    for share in ("first", "tie", "second", "diff"):
-        yield [study, "Human-NF", "human", "", f"position_{share}", "", nf[share], None, None, nf["n"], ""]
+    yield from _position_records(study, "Human-NF", "human", "", result["human_nf_position"])
+    yield from _agreement_records(study, result["agreement"])
+
+
+def _agreement_records(study: str, agreement: dict) -> Iterator[list]:
+    among = agreement.get("among_humans")
+    if among:
+        for metric in ("fleiss_kappa", "krippendorff_alpha"):
+            lo, hi = among.get(f"{metric}_ci") or (None, None)
+            yield [study, "humans", "human", "", metric, "", among[metric], lo, hi, among["n_items"], "", "", ""]
+    for name, k in agreement.get("vs_human_majority", {}).items():
+        lo, hi = k.get("cohen_kappa_ci") or (None, None)
+        yield [study, name, "", "", "cohen_kappa_vs_human_majority", "", k["cohen_kappa"], lo, hi, k["n"], "", "", ""]
 
 
 def _label_and_position_records(study: str, name: str, kind: str, found: dict | None) -> Iterator[list]:
@@ -283,7 +317,7 @@ def _label_and_position_records(study: str, name: str, kind: str, found: dict | 
     for metric, group, effect in effects:
         if effect is not None:
             lo, hi = effect["ci"]
-            yield [study, name, kind, "", metric, group, effect["log_odds"], lo, hi, found["n"], ""]
+            yield [study, name, kind, "", metric, group, effect["log_odds"], lo, hi, found["n"], "", "", ""]
 
 
 def metrics_rows(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
-from analysis.frame import MEASURES, Filters
+from analysis.frame import MEASURES, RUNS, Filters
 from analysis.report import Options
 from annotations.models import BloomLevel
 
@@ -22,10 +22,32 @@ class FilterForm(forms.Form):
     until = forms.DateTimeField(required=False, label="Votes until")
     measure = forms.ChoiceField(required=False, choices=[(m, m) for m in MEASURES], label="Length measure")
     bin_width = forms.IntegerField(required=False, min_value=1, max_value=10_000, label="Length bin width")
+    runs = forms.CharField(
+        required=False,
+        max_length=500,
+        label="LLM runs",
+        help_text="latest (default: each judge's latest complete run per item), all, or run ids like 3,5.",
+    )
 
-    def __init__(self, *args, groups: list[str] = (), **kwargs) -> None:
+    def __init__(self, *args, groups: list[str] = (), known_runs: list[int] | None = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.fields["group"].choices = [(g, g) for g in groups]
+        self.known_runs = known_runs
+
+    def clean_runs(self) -> tuple[str, list[int]]:
+        """("latest" | "all", []) or ("picked", [ids]); ids must be runs of this study."""
+        text = (self.cleaned_data.get("runs") or "latest").strip().lower()
+        if text in RUNS:
+            return (text, [])
+        ids = []
+        for part in text.replace(" ", "").split(","):
+            if not part.isdigit() or int(part) < 1:
+                raise forms.ValidationError(f"expected latest, all or run ids separated by commas, got {part!r}")
+            ids.append(int(part))
+        unknown = sorted(set(ids) - set(self.known_runs)) if self.known_runs is not None else []
+        if unknown:
+            raise forms.ValidationError(f"no run {', '.join(map(str, unknown))} in this study")
+        return ("picked", sorted(set(ids)))
 
     def clean(self) -> dict:
         data = super().clean()
@@ -35,6 +57,7 @@ class FilterForm(forms.Form):
 
     def filters(self) -> Filters:
         d = self.cleaned_data
+        runs, run_ids = d.get("runs") or ("latest", [])
         return Filters(
             min_ms=d.get("min_ms"),
             ms_per_word=d.get("ms_per_word"),
@@ -44,6 +67,8 @@ class FilterForm(forms.Form):
             groups=list(d.get("group") or []),
             since=d.get("since"),
             until=d.get("until"),
+            runs=runs,
+            run_ids=list(run_ids),
         )
 
     def options(self, **overrides) -> Options:

@@ -24,6 +24,11 @@ Columns (dtype):
   False for people (they see left and right, no labels) and for runs made before label order
   was counterbalanced, so label preference is only identifiable where it varies
   (``analysis.labels``).
+
+Optional (``OPTIONAL_COLUMNS``, filled with the default when a loader has no such fact):
+
+- ``run_complete`` (bool): the vote's run has every vote it planned on this item (True for
+  votes without a run). The "latest" run filter prefers complete runs.
 """
 
 from __future__ import annotations
@@ -68,6 +73,8 @@ COLUMNS = [
     "labels_swapped",
 ] + [f"len_{side}_{m}" for m in MEASURES for side in ("a1", "a2")]
 
+OPTIONAL_COLUMNS = {"run_complete": True}
+
 _CATEGORICAL = (
     "bloom",
     "group",
@@ -83,13 +90,16 @@ _CATEGORICAL = (
 
 def normalise(frame: pd.DataFrame) -> pd.DataFrame:
     """Give a frame built by any loader the dtypes the maths expects (in place where possible)."""
+    for col, default in OPTIONAL_COLUMNS.items():
+        if col not in frame.columns:
+            frame[col] = default
     missing = [c for c in COLUMNS if c not in frame.columns]
     if missing:
         raise ValueError(f"votes frame lacks columns: {', '.join(missing)}")
     for col in _CATEGORICAL:
         frame[col] = frame[col].astype("category")
     frame["choice"] = pd.Categorical(frame["choice"], categories=list(CHOICES))
-    for col in ("is_gold", "rater_flagged", "order_known", "not_familiar", "labels_swapped"):
+    for col in ("is_gold", "rater_flagged", "order_known", "not_familiar", "labels_swapped", "run_complete"):
         frame[col] = frame[col].astype(bool)
     for col in ("client_ms", "threshold_ms", "run_id") + tuple(c for c in COLUMNS if c.startswith("len_")):
         frame[col] = frame[col].astype(float)
@@ -98,7 +108,10 @@ def normalise(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def empty_frame() -> pd.DataFrame:
-    return normalise(pd.DataFrame({c: pd.Series(dtype=object) for c in COLUMNS}))
+    return normalise(pd.DataFrame({c: pd.Series(dtype=object) for c in [*COLUMNS, *OPTIONAL_COLUMNS]}))
+
+
+RUNS = ("latest", "all")
 
 
 @dataclass
@@ -106,6 +119,12 @@ class Filters:
     """Which votes count. Defaults follow SPEC: not-familiar votes and flagged raters out, the
     study's own response-time threshold. ``min_ms``/``ms_per_word`` replace the study's
     threshold (min_ms + ms_per_word × words of both answers) when given.
+
+    ``runs``: which LLM runs count when a judge ran more than once on the study. "latest" (the
+    default): per judge and item, the votes of its latest (highest id) run that completed the
+    item, else of its latest run on the item; "all": every run; ``run_ids`` (when given, runs is
+    "picked"): only those runs. Votes without a run (people, simulated and imported judges)
+    are never touched by it.
     """
 
     min_ms: int | None = None
@@ -116,12 +135,16 @@ class Filters:
     groups: list[str] = field(default_factory=list)
     since: datetime | None = None
     until: datetime | None = None
+    runs: str = "latest"
+    run_ids: list[int] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         out = asdict(self)
         for key in ("since", "until"):
             if out[key] is not None:
                 out[key] = out[key].isoformat()
+        if self.run_ids:
+            out["runs"] = "picked"
         return out
 
 
@@ -140,6 +163,7 @@ def apply_filters(frame: pd.DataFrame, filters: Filters) -> tuple[pd.DataFrame, 
         excluded[name] = int(hit.sum())
         keep = keep & ~mask
 
+    drop("other_run", _not_selected_run(frame, filters))
     drop("gold", frame["is_gold"].to_numpy())
     drop("time_range", _outside_range(frame, filters))
     drop("bloom", ~frame["bloom"].isin(filters.blooms).to_numpy() if filters.blooms else np.zeros(len(frame), bool))
@@ -156,6 +180,24 @@ def apply_filters(frame: pd.DataFrame, filters: Filters) -> tuple[pd.DataFrame, 
         excluded["not_familiar"] = 0
     drop("no_choice", frame["choice"].isna().to_numpy())
     return frame[keep], excluded, not_familiar
+
+
+def _not_selected_run(frame: pd.DataFrame, filters: Filters) -> np.ndarray:
+    run = frame["run_id"].to_numpy(dtype=float)
+    has_run = ~np.isnan(run)
+    if not has_run.any() or (filters.runs == "all" and not filters.run_ids):
+        return np.zeros(len(frame), dtype=bool)
+    if filters.run_ids:
+        return has_run & ~np.isin(run, np.asarray(filters.run_ids, dtype=float))
+    # Latest complete run per (judge, item): complete runs rank above every incomplete one.
+    score = run[has_run] + np.where(frame["run_complete"].to_numpy()[has_run], 2.0**52, 0.0)
+    keys = pd.DataFrame(
+        {"j": frame["judge"].cat.codes.to_numpy()[has_run], "i": frame["item_id"].to_numpy()[has_run], "s": score}
+    )
+    best = keys.groupby(["j", "i"], sort=False)["s"].transform("max").to_numpy()
+    out = np.zeros(len(frame), dtype=bool)
+    out[has_run] = score != best
+    return out
 
 
 def _too_fast(frame: pd.DataFrame, filters: Filters) -> np.ndarray:

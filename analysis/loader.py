@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis.frame import COLUMNS, CONTROL, empty_frame, normalise
+from analysis.frame import COLUMNS, CONTROL, OPTIONAL_COLUMNS, empty_frame, normalise
 from annotations.models import Answer, ComparisonItem, Judge, Rater, Study, Vote
+from judges.models import JudgeRun
 
 
 def answer_roots(study: Study) -> pd.DataFrame:
@@ -77,6 +78,7 @@ VOTE_FIELDS = (
     "label_scheme",
     "option_probs",
     "labels_swapped",
+    "parse_status",
 )
 
 
@@ -106,4 +108,21 @@ def study_frame(study: Study) -> pd.DataFrame:
     frame["rater"] = frame["rater"].fillna("")
     frame["rater_flagged"] = frame["rater_flagged"].astype("boolean").fillna(False).astype(bool)
     frame["run_id"] = frame["run_id"].astype(float)
-    return normalise(frame[COLUMNS].copy())
+    frame["run_complete"] = run_complete(frame, study)
+    return normalise(frame[[*COLUMNS, *OPTIONAL_COLUMNS]].copy())
+
+
+def run_complete(frame: pd.DataFrame, study: Study) -> np.ndarray:
+    """Per vote: True unless it belongs to a run that has fewer answered votes on its item than
+    the run planned (its configuration's votes per item; failed requests do not count)."""
+    run = frame["run_id"].to_numpy(dtype=float)
+    has_run = ~np.isnan(run)
+    out = np.ones(len(frame), dtype=bool)
+    if not has_run.any():
+        return out
+    configs = JudgeRun.objects.filter(id__in=np.unique(run[has_run]).astype(int).tolist()).values_list("id", "config")
+    planned = {rid: int((config or {}).get("votes_per_item") or study.votes_per_item) for rid, config in configs}
+    sub = frame.loc[has_run, ["run_id", "item_id"]].assign(answered=(frame["parse_status"] != "failed")[has_run])
+    answered = sub.groupby(["run_id", "item_id"])["answered"].transform("sum").to_numpy()
+    out[has_run] = answered >= sub["run_id"].map(planned).to_numpy(dtype=float)
+    return out

@@ -74,7 +74,8 @@ def asr_indicators(pairs: pd.DataFrame) -> pd.DataFrame:
 
     - non-semantic: base V1 = control pref A1 or Tie; hit = p-item pref A2.
     - degrading: base V2 = control pref A2 or Tie; hit = FE pref A2 or Tie.
-    - accuracy (degrading): base = questions with both preferences; hit = FE pref A1.
+    - accuracy (degrading): base = questions with a preference on the FE item (the control's
+      is not needed); hit = FE pref A1.
     """
     ctrl, exp = pairs["ctrl"].to_numpy(), pairs["pref"].to_numpy()
     has_ctrl = ~np.isnan(ctrl)
@@ -84,7 +85,7 @@ def asr_indicators(pairs: pd.DataFrame) -> pd.DataFrame:
         hit = base & np.where(degrading, exp <= 0, exp == -1)
     out = pairs[["question_id", "bloom", "group", "semantics"]].copy()
     out["asr_base"], out["asr_hit"] = base, hit
-    out["acc_base"] = degrading & has_ctrl
+    out["acc_base"] = degrading
     out["acc_hit"] = out["acc_base"].to_numpy() & (exp == 1)
     return out
 
@@ -134,41 +135,101 @@ def asr_and_accuracy(
     return out[None][0], out[None][1], {str(k): v for k, v in out.items() if k is not None}
 
 
+def rater_codes(votes: pd.DataFrame) -> np.ndarray | None:
+    """Per vote, a code for its rater (−1 for none); None when no vote has a rater, so that
+    intervals cluster by question only (LLM judges, simulated and imported judges)."""
+    if "rater" not in votes.columns or not len(votes):
+        return None
+    column = votes["rater"]
+    codes = column.cat.codes.to_numpy().astype(np.int64)
+    categories = list(column.cat.categories)
+    if "" in categories:
+        codes = np.where(codes == categories.index(""), -1, codes)
+    return codes if (codes >= 0).any() else None
+
+
+POSITION_TEST = "clustered sign test of first vs second (ties excluded), normal approximation"
+
+
 def position(votes: pd.DataFrame) -> dict:
-    """Shares of votes for the answer shown first / tie / second, with Wilson intervals, and an
-    exact binomial test of first vs second with ties left out. Votes whose order is unknown
-    (some imported data) are not part of it."""
-    known = votes["order_known"].to_numpy()
+    """Shares of votes for the answer shown first / tie / second and Diff = first − second,
+    each with an interval clustered by question (and rater, for people; stats.clustered_rates),
+    and a clustered test of first against second with ties left out (stats.clustered_sign_test).
+    Votes whose order is unknown (some imported data) are not part of it."""
+    return positions(votes)[0]
+
+
+def positions(votes: pd.DataFrame, by: str | None = None) -> tuple[dict, dict[str, dict]]:
+    """``position`` of all the votes and, with ``by`` (e.g. "bloom"), of each value of that
+    column, from one coding of the clusters: (overall, {value: position})."""
     column = votes["choice_shown"]
-    codes = column.cat.codes.to_numpy()[known]
-    tally = dict(
-        zip(column.cat.categories, np.bincount(codes[codes >= 0], minlength=len(column.cat.categories)), strict=True)
+    codes = column.cat.codes.to_numpy()
+    code_of = {c: i for i, c in enumerate(column.cat.categories)}
+    first, second, tie = (codes == code_of.get(name, -2) for name in ("first", "second", "tie"))
+    keep = votes["order_known"].to_numpy() & (first | second | tie)
+    first, second, tie = first[keep], second[keep], tie[keep]
+    if not keep.any():
+        return _position_result(None, None, 0), {}
+    raters = rater_codes(votes)
+    clusters = stats.Clusters(votes["question_id"].to_numpy()[keep], raters[keep] if raters is not None else None)
+    # Diff is a mean of +1 / 0 / −1 per vote; as (1 + d) / 2 it is a share like the others.
+    values = np.stack([first, tie, second, (1.0 + first - second) / 2], axis=1).astype(float)
+    diff = first.astype(float) - second
+    overall = _position_result(
+        stats.clustered_rates(values, np.ones_like(values), clusters),
+        stats.clustered_sign_test(diff, clusters),
+        int(keep.sum()),
     )
-    first, second, tie = (int(tally.get(k, 0)) for k in ("first", "second", "tie"))
-    n = first + second + tie
-    if n == 0:
-        return {"first": None, "tie": None, "second": None, "diff": None, "n": 0, "ci": {}, "p_value": None}
+    parts: dict[str, dict] = {}
+    if by is not None:
+        group, names = pd.factorize(votes[by].to_numpy()[keep])
+        n_groups = len(names)
+        rates = stats.clustered_rates(values, None, clusters, group=group, n_groups=n_groups)
+        per_metric = [rates[j * n_groups : (j + 1) * n_groups] for j in range(4)]
+        p_values = stats.clustered_sign_test(diff, clusters, group=group, n_groups=n_groups)
+        sizes = np.bincount(group, minlength=n_groups)
+        for g, name in enumerate(names):
+            parts[str(name)] = _position_result([m[g] for m in per_metric], p_values[g], int(sizes[g]))
+    return overall, parts
+
+
+def _position_result(rates: list[dict] | None, p_value: float | None, n: int) -> dict:
+    if not n:
+        return {
+            "first": None,
+            "tie": None,
+            "second": None,
+            "diff": None,
+            "n": 0,
+            "clusters": 0,
+            "ci": {},
+            "p_value": None,
+        }
+    r_first, r_tie, r_second, r_diff = rates
+    lo, hi = r_diff["ci"]
     return {
-        "first": first / n,
-        "tie": tie / n,
-        "second": second / n,
-        "diff": (first - second) / n,
+        "first": r_first["value"],
+        "tie": r_tie["value"],
+        "second": r_second["value"],
+        "diff": 2 * r_diff["value"] - 1,
         "n": n,
+        "clusters": r_first["clusters"],
         "ci": {
-            "first": list(stats.wilson(first, n)),
-            "tie": list(stats.wilson(tie, n)),
-            "second": list(stats.wilson(second, n)),
+            "first": r_first["ci"],
+            "tie": r_tie["ci"],
+            "second": r_second["ci"],
+            "diff": [2 * lo - 1, 2 * hi - 1],
         },
-        "p_value": stats.binomial_p(first, first + second),
+        "p_value": p_value,
     }
 
 
-def verbosity(
-    votes: pd.DataFrame, *, measure: str = "words", bin_width: int = 10, max_bins: int = 10, seed: int = 0
-) -> dict:
+def verbosity(votes: pd.DataFrame, *, measure: str = "words", bin_width: int = 10, max_bins: int = 10) -> dict:
     """Preference for the longer answer against |Δ length| (bins of ``bin_width``, the last one
-    open), and the share of decisive outcomes won by the longer answer (ties broken at random
-    with ``seed``). Pairs of equal length, or with unknown length, are left out."""
+    open), and "longer answer wins": the mean of the same vote scores over all bins. A vote
+    scores 1 for the longer answer, 0 for the shorter, 0.5 for a tie (a tie counts half a win).
+    Pairs of equal length, or with unknown length, are left out. Every figure has an interval
+    clustered by question (and rater)."""
     la1, la2 = votes[f"len_a1_{measure}"].to_numpy(), votes[f"len_a2_{measure}"].to_numpy()
     delta = la2 - la1
     with np.errstate(invalid="ignore"):
@@ -180,26 +241,23 @@ def verbosity(
     absd = np.abs(delta)
     bin_of = np.minimum((absd // bin_width).astype(np.int64), max_bins) if len(absd) else np.zeros(0, np.int64)
     n_bins = int(bin_of.max()) + 1 if len(bin_of) else 0
-    sums = np.bincount(bin_of, weights=longer_chosen, minlength=n_bins)
-    ns = np.bincount(bin_of, minlength=n_bins)
+    raters = rater_codes(votes)
+    clusters = stats.Clusters(votes["question_id"].to_numpy()[usable], raters[usable] if raters is not None else None)
+    overall = stats.clustered_rates(longer_chosen, None, clusters, group=np.zeros(len(bin_of), np.int64))[0]
+    rates = stats.clustered_rates(longer_chosen, None, clusters, group=bin_of, n_groups=n_bins)
     bins = []
-    for b in range(n_bins):
+    for b, r in enumerate(rates):
         lo = b * bin_width
         hi = None if b == max_bins else (b + 1) * bin_width
-        value = float(sums[b] / ns[b]) if ns[b] else None
-        bins.append({"lo": lo, "hi": hi, "value": value, "n": int(ns[b])})
-    rng = np.random.default_rng(seed)
-    ties = choice == 2
-    wins = np.where(ties, rng.random(len(choice)) < 0.5, longer_chosen == 1.0)
-    n = int(len(choice))
-    won = int(wins.sum())
+        bins.append({"lo": lo, "hi": hi, "value": r["value"], "n": r["n"], "ci": r["ci"]})
     return {
         "measure": measure,
         "bin_width": bin_width,
         "bins": bins,
-        "longer_wins": won / n if n else None,
-        "longer_wins_ci": list(stats.wilson(won, n)),
-        "n": n,
+        "longer_wins": overall["value"],
+        "longer_wins_ci": overall["ci"],
+        "n": overall["n"],
+        "clusters": overall["clusters"],
     }
 
 

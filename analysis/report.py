@@ -82,6 +82,9 @@ def _analyze(frame, *, study, filters, options, votes_per_item, groups, semantic
     # Per-judge work needs a few columns only; splitting the slim frame copies far less.
     needed = [
         "judge",
+        "question_id",
+        "rater",
+        "run_id",
         "group",
         "bloom",
         "choice",
@@ -90,7 +93,6 @@ def _analyze(frame, *, study, filters, options, votes_per_item, groups, semantic
         "order_known",
         "label_scheme",
         "labels_swapped",
-        "question_id",
         "option_probs",
         f"len_a1_{options.measure}",
         f"len_a2_{options.measure}",
@@ -121,8 +123,12 @@ def _analyze(frame, *, study, filters, options, votes_per_item, groups, semantic
     humans = human_like(judge_kinds, has_raters)
     nf = not_familiar[not_familiar["judge"].isin(humans).to_numpy()] if len(not_familiar) else not_familiar
     nf = nf[nf["choice"].notna().to_numpy()] if len(nf) else nf
+    human_nf = metrics.position(nf)
+    position_tests = _adjust_position_tests(judges, human_nf)
     return {
         "study": study,
+        "conventions": conventions(filters, options),
+        "tests": {"position": position_tests},
         "filters": {
             **filters.as_dict(),
             "excluded": excluded,
@@ -132,10 +138,51 @@ def _analyze(frame, *, study, filters, options, votes_per_item, groups, semantic
         "measure": options.measure,
         "groups": [{"group": g, "semantics": semantics[g]} for g in groups],
         "judges": judges,
-        "human_nf_position": metrics.position(nf),
+        "human_nf_position": human_nf,
         "random_judge": metrics.random_judge(votes_per_item, groups, semantics),
-        "agreement": _agreement(counted, prefs, humans, judge_kinds),
+        "agreement": _agreement(counted, prefs, prefs_by_judge, humans, judge_kinds, counts, question_index),
     }
+
+
+P_ADJUST = "holm"
+
+
+def conventions(filters: Filters, options: Options) -> dict:
+    """Each choice the figures depend on, by name (docs/STATISTICS.md explains them)."""
+    return {
+        "item_preference": "sign of (votes A1 - votes A2); ties count 0",
+        "longer_wins_ties": "a tie counts half a win",
+        "longer_wins_equal_length": "pairs of equal length left out",
+        "asr_base": "questions with both a control and a perturbed-item preference",
+        "accuracy_base": "questions with a perturbed-item preference (the control's is not needed)",
+        "runs": "picked" if filters.run_ids else filters.runs,
+        "run_ids": list(filters.run_ids),
+        "cluster_unit": "question; question and rater (two-way) for votes with a rater",
+        "interval_level": 0.95,
+        "interval_item_metrics": (
+            f"percentile cluster bootstrap over questions ({options.bootstrap} resamples, seed {options.seed}); "
+            "asr, accuracy, kappa and alpha"
+        ),
+        "interval_vote_metrics": (
+            "Wilson on the effective number of votes p(1-p)/V, V cluster-robust (CR1); position, longer wins, "
+            "verbosity bins"
+        ),
+        "interval_fallback": "Wilson on the number of questions when the rate is 0 or 1 or all resamples agree",
+        "position_test": metrics.POSITION_TEST,
+        "p_adjust": P_ADJUST,
+    }
+
+
+def _adjust_position_tests(judges: list[dict], human_nf: dict) -> dict:
+    """Holm-adjust every first-vs-second test the report shows (judges overall, judges × Bloom
+    levels, Human-NF) as one family; each position gets ``p_adjusted`` beside ``p_value``."""
+    family = [j["position"] for j in judges]
+    family += [part["position"] for j in judges for part in j["by_bloom"].values()]
+    family.append(human_nf)
+    adjusted = stats.holm([pos.get("p_value") for pos in family])
+    for pos, p in zip(family, adjusted, strict=True):
+        pos["p_adjusted"] = p
+    return {"method": metrics.POSITION_TEST, "adjust": P_ADJUST, "m": sum(p is not None for p in adjusted)}
 
 
 def _judge_report(name, kind, votes, prefs, question_index, counts, groups, semantics, options, *, total) -> dict:
@@ -144,6 +191,7 @@ def _judge_report(name, kind, votes, prefs, question_index, counts, groups, sema
         if semantics[g] == "degrading":
             acc[g] = metrics.rate(0, 0, (None, None))
     lc_part: dict = {key: {} for key in LC_KEYS}
+    overall_position, bloom_positions = metrics.positions(votes, by="bloom" if options.by_bloom else None)
     if prefs is not None and len(prefs):
         indicators = metrics.asr_indicators(metrics.oriented_pairs(prefs))
         got_asr, got_acc, parts = metrics.asr_and_accuracy(
@@ -152,10 +200,9 @@ def _judge_report(name, kind, votes, prefs, question_index, counts, groups, sema
         asr.update(got_asr)
         acc.update(got_acc)
         if parts:
-            votes_by_bloom = dict(iter(votes.groupby("bloom", observed=True)))
+            empty = metrics.positions(votes.iloc[0:0])[0]
             for bloom, (b_asr, b_acc) in parts.items():
-                bvotes = votes_by_bloom.get(bloom, votes.iloc[0:0])
-                by_bloom[bloom] = {"asr": b_asr, "accuracy": b_acc, "position": metrics.position(bvotes)}
+                by_bloom[bloom] = {"asr": b_asr, "accuracy": b_acc, "position": bloom_positions.get(bloom, empty)}
         lc_part = _length_controlled(prefs, options)
     verbosity_votes = votes[votes["group"].isin(options.verbosity_groups).to_numpy()]
     return {
@@ -165,14 +212,14 @@ def _judge_report(name, kind, votes, prefs, question_index, counts, groups, sema
         "n_votes_total": total,
         "asr": asr,
         "accuracy": acc,
-        "position": metrics.position(votes),
-        "verbosity": metrics.verbosity(
-            verbosity_votes, measure=options.measure, bin_width=options.bin_width, seed=options.seed
-        ),
+        "position": overall_position,
+        "verbosity": metrics.verbosity(verbosity_votes, measure=options.measure, bin_width=options.bin_width),
         **lc_part,
         "label_and_position": labels.label_and_position(votes, options.scheme_labels),
         "option_probs": metrics.option_probs(votes),
         "by_bloom": by_bloom,
+        # Which LLM runs these votes come from (filters.runs says how they were chosen).
+        "runs": sorted(int(r) for r in np.unique(votes["run_id"].to_numpy(dtype=float)) if not np.isnan(r)),
     }
 
 
@@ -255,18 +302,34 @@ def _add_ranks(judges: list[dict], groups: list[str], semantics: dict[str, str])
                 j["ranks"]["accuracy"][g] = acc_ranks[j["judge"]]
 
 
-def _agreement(counted: pd.DataFrame, prefs: pd.DataFrame | None, humans: list[str], kinds: dict[str, str]) -> dict:
+def _agreement(
+    counted: pd.DataFrame,
+    prefs: pd.DataFrame | None,
+    prefs_by_judge: dict,
+    humans: list[str],
+    kinds: dict[str, str],
+    counts: np.ndarray,
+    question_index: pd.Index,
+) -> dict:
+    """Agreement among people (Fleiss' kappa, Krippendorff's alpha) and of each other judge
+    with the human majority (Cohen's kappa), each with a cluster-bootstrap interval over
+    questions (the same resamples as ASR), and Spearman's rho between judges."""
     out: dict = {"among_humans": None, "vs_human_majority": {}, "spearman": []}
     if prefs is None or not len(prefs):
         return out
     human_votes = counted[counted["judge"].isin(humans).to_numpy() & (counted["rater"] != "").to_numpy()]
     if len(human_votes):
-        item_code, _ = pd.factorize(human_votes["item_id"])
+        item_code, item_ids = pd.factorize(human_votes["item_id"])
         choice_code = human_votes["choice"].cat.codes.to_numpy()
         table = np.bincount(item_code * 3 + choice_code, minlength=3 * (item_code.max() + 1)).reshape(-1, 3)
+        item_question = np.zeros(len(item_ids), dtype=np.int64)
+        item_question[item_code] = question_index.get_indexer(human_votes["question_id"])
+        fleiss_parts, alpha_parts = stats.agreement_parts(table, item_question, len(question_index))
         out["among_humans"] = {
             "krippendorff_alpha": stats.krippendorff_alpha_nominal(table),
+            "krippendorff_alpha_ci": list(stats.bootstrap_stat_ci(counts, alpha_parts, stats.alpha_from_sums)),
             "fleiss_kappa": stats.fleiss_kappa(table),
+            "fleiss_kappa_ci": list(stats.bootstrap_stat_ci(counts, fleiss_parts, stats.fleiss_from_sums)),
             "n_items": int((table.sum(axis=1) >= 2).sum()),
             "n_votes": int(len(human_votes)),
         }
@@ -278,11 +341,18 @@ def _agreement(counted: pd.DataFrame, prefs: pd.DataFrame | None, humans: list[s
         for name in sorted(kinds):
             if name in humans:
                 continue
-            own = prefs[(prefs["judge"] == name).to_numpy()].set_index("item_id")["pref"]
+            own_prefs = prefs_by_judge.get(name, prefs.iloc[0:0]).set_index("item_id")
+            own = own_prefs["pref"]
             common = own.index.intersection(majority_pref.index)
             a, b = own.loc[common].to_numpy(), majority_pref.loc[common].to_numpy()
+            question = question_index.get_indexer(own_prefs.loc[common, "question_id"])
             out["vs_human_majority"][name] = {
                 "cohen_kappa": stats.cohen_kappa(a, b),
+                "cohen_kappa_ci": list(
+                    stats.bootstrap_stat_ci(
+                        counts, stats.confusion_parts(a, b, question, len(question_index)), stats.cohen_from_sums
+                    )
+                ),
                 "agreement": float((a == b).mean()) if len(common) else None,
                 "n": int(len(common)),
             }

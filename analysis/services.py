@@ -24,6 +24,13 @@ def study_groups(*, study: Study) -> tuple[list[str], dict[str, str]]:
     return sorted(semantics), semantics
 
 
+def study_runs(*, study: Study) -> list[int]:
+    """Ids of the study's LLM judge runs (what the "runs" filter may pick)."""
+    from judges.models import JudgeRun
+
+    return list(JudgeRun.objects.filter(study=study).order_by("id").values_list("id", flat=True))
+
+
 def kind_slugs(*, study: Study) -> set[str]:
     """Perturbation kinds usable in the study: the built-in ones and its own."""
     return set(PerturbationKind.objects.filter(Q(study__isnull=True) | Q(study=study)).values_list("slug", flat=True))
@@ -216,7 +223,8 @@ def power_table(
     *, n_questions: int, raters: int, items_per_rater: int, susceptibility: float, noise: float, tie_rate: float
 ) -> dict:
     """Interval widths of ASR for several votes-per-item, including what the given raters
-    supply (raters × items per rater spread over the questions' items)."""
+    supply (raters × items per rater spread over the questions' items). The width falls as
+    votes per item grow, towards what the number of questions allows (simulate.asr_interval_widths)."""
     groups = len(simulate.SYNTHETIC_GROUPS) + 1
     supplied = max(1, (raters * items_per_rater) // (n_questions * groups))
     ks = sorted({1, 2, 4, 6, 8, 12, supplied})
@@ -225,7 +233,7 @@ def power_table(
         noise=noise,
         susceptibility={"reference": susceptibility, "rich_content": susceptibility, "factual_error": -susceptibility},
     )
-    rows = simulate.asr_interval_widths(n_questions=n_questions, votes_per_item=ks, params=params, reps=300)
+    rows = simulate.asr_interval_widths(n_questions=n_questions, votes_per_item=ks, params=params)
     return {"rows": rows, "supplied": supplied, "groups": list(simulate.SYNTHETIC_GROUPS)}
 
 

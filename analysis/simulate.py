@@ -227,25 +227,88 @@ def votes_frame(
 
 
 def asr_interval_widths(
-    *, n_questions: int, votes_per_item: list[int], params: JudgeParams, seed: int = 0, reps: int = 300
+    *, n_questions: int, votes_per_item: list[int], params: JudgeParams, seed: int = 0
 ) -> list[dict]:
-    """How wide the 95% bootstrap interval of each ASR is for a design of ``n_questions`` with
-    k votes per item, for a judge like ``params``: the "how many votes do I need" question."""
-    from analysis import metrics, stats
+    """How wide the 95% interval of each ASR is for a design of ``n_questions`` with k votes per
+    item, for a judge like ``params``: the "how many votes do I need" question.
+
+    The interval is for the judge's ASR on questions like these as its settled preferences
+    would give it. Its variance has two parts (docs/STATISTICS.md, "How many votes"): the
+    questions, and the votes (how far a question's reading from k votes strays). One study
+    with 2h votes per item is simulated (h ≥ 12 and ≥ every k):
+
+    - V_votes(k): two disjoint sets of k votes per item (rounds 0..k-1 and h..h+k-1) give two
+      readings of each question; half their mean squared disagreement (cluster-robust, by
+      question) is the variance k votes add;
+    - V_questions: the cluster-robust variance of the whole study less what its 2h votes add
+      (V_votes(h) / 2);
+    - width(k) = 2 × 1.96 × sqrt(V_questions + V_votes(k)), then the running minimum over k:
+      whoever has k + 1 votes per item can use k of them, so more votes never need a wider
+      interval (neighbours that go the other way are simulation noise or the tie rule: an
+      even number of votes ties more often).
+
+    Each row also has the ASR the analysis reports from the first k votes, and its base set."""
+    from analysis import metrics
 
     items = synthetic_items(n_questions, seed=seed)
     semantics = {g: s for g, (s, _) in SYNTHETIC_GROUPS.items()}
+    half = max(12, *votes_per_item)
+    votes = simulate_votes(items, params, votes_per_item=2 * half, seed=seed + 1)
+    rounds = votes["round"].to_numpy()
+    item_pos = np.searchsorted(items["item_id"].to_numpy(), votes["item_id"].to_numpy())
+    choice = votes["choice"].to_numpy()
+    item_cols = items.assign(bloom="-")
+
+    def parts(mask: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Per question, ASR hit and base of each group, reading items from the votes in ``mask``."""
+        n_a1 = np.bincount(item_pos[mask], weights=choice[mask] == "a1", minlength=len(items))
+        n_a2 = np.bincount(item_pos[mask], weights=choice[mask] == "a2", minlength=len(items))
+        prefs = item_cols.assign(pref=metrics.preference(n_a1, n_a2))
+        ind = metrics.asr_indicators(metrics.oriented_pairs(prefs))
+        out = {}
+        for g in semantics:
+            sub = ind[ind["group"] == g]
+            q = sub["question_id"].to_numpy()
+            out[g] = tuple(
+                np.bincount(q, weights=sub[col].to_numpy(float), minlength=n_questions)
+                for col in ("asr_hit", "asr_base")
+            )
+        return out
+
+    def variance(hit: np.ndarray, base: np.ndarray, ratio: float, total: float) -> float:
+        resid = hit - ratio * base
+        return n_questions / (n_questions - 1) * float((resid * resid).sum()) / total**2
+
+    def vote_variance(k: int, g: str, ratio: float, total: float) -> float:
+        (hit_a, base_a), (hit_b, base_b) = blocks[k][0][g], blocks[k][1][g]
+        gap = (hit_a - ratio * base_a) - (hit_b - ratio * base_b)
+        return float((gap * gap).sum()) / 2 / total**2
+
+    whole = parts(np.ones(len(votes), dtype=bool))
+    ks = sorted(set(votes_per_item) | {half})
+    blocks = {k: (parts(rounds < k), parts((rounds >= half) & (rounds < half + k))) for k in ks}
+    widths: dict[str, dict[int, float | None]] = {}
+    for g in semantics:
+        hit, base = whole[g]
+        total = float(base.sum())
+        if total == 0 or n_questions < 2:
+            widths[g] = {k: None for k in ks}
+            continue
+        ratio = float(hit.sum()) / total
+        var_q = max(variance(hit, base, ratio, total) - vote_variance(half, g, ratio, total) / 2, 0.0)
+        narrowest = 1.0
+        widths[g] = {}
+        for k in ks:
+            narrowest = min(
+                narrowest, 2 * 1.959963984540054 * float(np.sqrt(var_q + vote_variance(k, g, ratio, total)))
+            )
+            widths[g][k] = narrowest
     out = []
     for k in votes_per_item:
-        frame = votes_frame(items, simulate_votes(items, params, votes_per_item=k, seed=seed + k))
-        prefs = metrics.item_preferences(frame)
-        indicators = metrics.asr_indicators(metrics.oriented_pairs(prefs))
-        index = pd.Index(np.arange(n_questions))
-        counts = stats.bootstrap_counts(n_questions, reps=reps, seed=seed)
-        asr, _, _ = metrics.asr_and_accuracy(indicators, index, counts, list(semantics), semantics)
-        row = {"votes_per_item": k}
-        for g, rate in asr.items():
-            lo, hi = rate["ci"]
-            row[g] = {"value": rate["value"], "width": None if lo is None else hi - lo, "n": rate["n"]}
+        row: dict = {"votes_per_item": k}
+        for g in semantics:
+            hit, base = blocks[k][0][g]
+            n = int(base.sum())
+            row[g] = {"value": float(hit.sum()) / n if n else None, "width": widths[g][k], "n": n}
         out.append(row)
     return out

@@ -1,10 +1,18 @@
-"""Small statistics: intervals, tests and agreement coefficients. Pure numpy/scipy."""
+"""Small statistics: intervals, tests and agreement coefficients. Pure numpy/scipy (pandas
+only to code clusters).
+
+Votes on one question are not independent (the same answers, often the same judge several
+times), so every interval and test here takes its sums per cluster: per question, and for
+votes with a rater also per rater (two-way, Cameron, Gelbach & Miller 2011). docs/STATISTICS.md
+says which method each figure uses and why.
+"""
 
 from __future__ import annotations
 
 import math
 
 import numpy as np
+import pandas as pd
 from scipy import stats as sps
 
 Z95 = 1.959963984540054
@@ -18,7 +26,9 @@ def wilson(successes: float, n: float, z: float = Z95) -> tuple[float | None, fl
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    lo = 0.0 if successes <= 0 else max(0.0, centre - half)
+    hi = 1.0 if successes >= n else min(1.0, centre + half)
+    return (lo, hi)
 
 
 def binomial_p(k: int, n: int) -> float | None:
@@ -34,17 +44,21 @@ def bootstrap_counts(n: int, *, reps: int, seed: int) -> np.ndarray:
         return np.zeros((reps, 0), dtype=np.float32)
     rng = np.random.default_rng(seed)
     draws = rng.integers(0, n, size=(reps, n))
-    flat = (np.arange(reps)[:, None] * n + draws).ravel()
-    return np.bincount(flat, minlength=reps * n).reshape(reps, n).astype(np.float32)
+    out = np.empty((reps, n), dtype=np.float32)
+    for r in range(reps):  # row by row: a tenth of the memory traffic of one flat bincount
+        out[r] = np.bincount(draws[r], minlength=n)
+    return out
 
 
 def bootstrap_ratio_ci(
     counts: np.ndarray, hits: np.ndarray, bases: np.ndarray, level: float = 0.95
 ) -> list[tuple[float | None, float | None]]:
-    """Percentile intervals of ratios sum(hit)/sum(base) over resampled units.
+    """Percentile intervals of ratios sum(hit)/sum(base) over resampled units (clusters).
 
-    ``hits`` and ``bases`` are units × metrics (0/1 weights); one BLAS call per matrix.
-    Resamples whose base set is empty are left out (the ratio is undefined there).
+    ``hits`` and ``bases`` are units × metrics (per-unit sums); one BLAS call per matrix.
+    Resamples whose base set is empty are left out (the ratio is undefined there). When every
+    resample gives the same ratio (a judge at 0% or 100%), the percentile interval would be a
+    point: the Wilson interval on the number of units in the base set is used instead.
     """
     if counts.shape[1] == 0 or hits.shape[1] == 0:
         return [(None, None)] * hits.shape[1]
@@ -59,10 +73,238 @@ def bootstrap_ratio_ci(
         col = col[~np.isnan(col)]
         if bases[:, j].sum() == 0 or col.size == 0:
             out.append((None, None))
-        else:
-            lo, hi = np.percentile(col, [lo_q, hi_q])
-            out.append((float(lo), float(hi)))
+            continue
+        lo, hi = np.percentile(col, [lo_q, hi_q])
+        if hi - lo < 1e-12:
+            units = float((bases[:, j] > 0).sum())
+            lo, hi = wilson(units * hits[:, j].sum() / bases[:, j].sum(), units, z=_z(level))
+        out.append((float(lo), float(hi)))
     return out
+
+
+def _z(level: float) -> float:
+    return Z95 if level == 0.95 else float(sps.norm.ppf((1 + level) / 2))
+
+
+def cluster_codes(*keys: np.ndarray) -> np.ndarray:
+    """Dense codes 0..G-1 for the clusters named by one or more key columns (per vote)."""
+    code = pd.factorize(np.asarray(keys[0]))[0].astype(np.int64)
+    for key in keys[1:]:
+        other = pd.factorize(np.asarray(key))[0].astype(np.int64)
+        code = pd.factorize(code * (int(other.max(initial=0)) + 1) + other)[0].astype(np.int64)
+    return code
+
+
+class Clusters:
+    """The clusters of a set of votes, coded once for every interval and test over them: by
+    question, and where ``rater`` codes are given (−1 = no rater: each such vote is its own
+    cluster) also by rater and by (question, rater) for the two-way variance."""
+
+    def __init__(self, question: np.ndarray, rater: np.ndarray | None = None) -> None:
+        self.n = len(question)
+        self.question = cluster_codes(question) if self.n else np.zeros(0, np.int64)
+        self.rater = self.both = None
+        if rater is not None and self.n:
+            rater = np.asarray(rater, dtype=np.int64)
+            own = np.where(rater < 0, rater.max(initial=0) + 1 + np.arange(self.n), rater)
+            self.rater = cluster_codes(own)
+            self.both = cluster_codes(self.question, self.rater)
+
+    def subset(self, mask: np.ndarray) -> Clusters:
+        out = Clusters.__new__(Clusters)
+        out.n = int(mask.sum())
+        out.question = self.question[mask]
+        out.rater = None if self.rater is None else self.rater[mask]
+        out.both = None if self.both is None else self.both[mask]
+        return out
+
+
+def cluster_sums(
+    codes: np.ndarray, values: np.ndarray, group: np.ndarray | None = None, n_groups: int = 1
+) -> np.ndarray:
+    """clusters × metrics sums of per-vote ``values``: votes × metrics, or with ``group`` (the
+    metric each vote belongs to, 0..n_groups-1) one value per vote, summed in one pass."""
+    g = int(codes.max()) + 1 if len(codes) else 0
+    if group is not None:
+        return np.bincount(codes * n_groups + group, weights=values, minlength=g * n_groups).reshape(g, n_groups)
+    return np.stack([np.bincount(codes, weights=values[:, j], minlength=g) for j in range(values.shape[1])], axis=1)
+
+
+def _cr_variance(sums: np.ndarray, bases: np.ndarray, ratio: np.ndarray, total: np.ndarray) -> np.ndarray:
+    """Cluster-robust (CR1) variance of each ratio sum(x)/sum(b) from per-cluster sums."""
+    resid = sums - ratio * bases
+    g = (bases > 0).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(g > 1, g / np.maximum(g - 1, 1) * (resid * resid).sum(axis=0) / (total * total), 0.0)
+
+
+def _group_variance(
+    codes: np.ndarray, x: np.ndarray, group: np.ndarray, n_groups: int, ratio: np.ndarray, per_group: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """CR1 variance (metrics × groups) of group means when every vote is in one group, from the
+    sums of the (cluster, group) cells that have votes only; and the clusters in each group."""
+    cell, keys = pd.factorize(codes * n_groups + group)
+    cell_group = keys % n_groups
+    size = np.bincount(cell, minlength=len(keys)).astype(float)
+    k = np.bincount(cell_group, minlength=n_groups)
+    var = np.zeros((x.shape[1], n_groups))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for j in range(x.shape[1]):
+            resid = np.bincount(cell, weights=x[:, j], minlength=len(keys)) - ratio[j, cell_group] * size
+            ss = np.bincount(cell_group, weights=resid * resid, minlength=n_groups)
+            var[j] = np.where(k > 1, k / np.maximum(k - 1, 1) * ss / (per_group * per_group), 0.0)
+    return var, k
+
+
+def clustered_rates(
+    values: np.ndarray,
+    bases: np.ndarray | None,
+    clusters: Clusters,
+    level: float = 0.95,
+    *,
+    group: np.ndarray | None = None,
+    n_groups: int = 1,
+) -> list[dict]:
+    """Rates sum(values)/sum(bases) (per-vote ``values`` in [0, 1], ``bases`` 0/1, both votes ×
+    metrics) with intervals that respect the clustering of votes. With ``group`` instead of
+    ``bases``, the rate of each group 0..n_groups-1 is the mean over its votes (verbosity bins,
+    Bloom levels: each vote is in one group); ``values`` is one value per vote, or votes ×
+    metrics, and the results come metric by metric, each with its n_groups groups.
+
+    The variance is cluster-robust by question; where the clusters have raters it is two-way
+    (question, rater): V_q + V_r − V_qr, never below either one-way variance. The interval is
+    Wilson's on the effective number of votes n_eff = p(1 − p) / V (Kish's design effect),
+    capped at the votes counted. When the rate is 0 or 1, or the variance is 0, n_eff is the
+    number of questions: the interval then still has width, as a score interval on the clusters.
+    Returns per metric {value, ci, n (votes in the base), clusters, n_eff}.
+    """
+    values = np.asarray(values, dtype=float)
+    if group is None:
+        bases = np.asarray(bases, dtype=float)
+        x = values * bases
+
+        def sums(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            return cluster_sums(codes, x, None), cluster_sums(codes, bases, None)
+
+        sums_q, bases_q = sums(clusters.question)
+        total_b, total_x = bases_q.sum(axis=0), sums_q.sum(axis=0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio = np.where(total_b > 0, total_x / total_b, np.nan)
+        var = _cr_variance(sums_q, bases_q, ratio, total_b)
+        if clusters.rater is not None:
+            var_r = _cr_variance(*sums(clusters.rater), ratio, total_b)
+            var_qr = _cr_variance(*sums(clusters.both), ratio, total_b)
+            var = np.maximum(var + var_r - var_qr, np.maximum(var, var_r))
+        n_clusters = (bases_q > 0).sum(axis=0)
+    else:
+        x = values if values.ndim == 2 else values[:, None]
+        group = np.asarray(group, dtype=np.int64)
+        per_group = np.bincount(group, minlength=n_groups).astype(float)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio = np.stack([np.bincount(group, weights=x[:, j], minlength=n_groups) for j in range(x.shape[1])])
+            ratio = np.where(per_group > 0, ratio / per_group, np.nan)
+        var, k = _group_variance(clusters.question, x, group, n_groups, ratio, per_group)
+        if clusters.rater is not None:
+            var_r, _ = _group_variance(clusters.rater, x, group, n_groups, ratio, per_group)
+            var_qr, _ = _group_variance(clusters.both, x, group, n_groups, ratio, per_group)
+            var = np.maximum(var + var_r - var_qr, np.maximum(var, var_r))
+        # Metric by metric, each with its groups: the order of the results.
+        ratio, var = ratio.ravel(), var.ravel()
+        total_b, n_clusters = np.tile(per_group, x.shape[1]), np.tile(k, x.shape[1])
+    z = _z(level)
+    out = []
+    for j in range(len(total_b)):
+        n = float(total_b[j])
+        if n == 0:
+            out.append({"value": None, "ci": [None, None], "n": 0, "clusters": 0, "n_eff": None})
+            continue
+        clusters_j = int(n_clusters[j])
+        p = float(ratio[j])
+        n_eff = min(n, p * (1 - p) / float(var[j])) if 0 < p < 1 and var[j] > 0 else float(clusters_j)
+        out.append(
+            {"value": p, "ci": list(wilson(p * n_eff, n_eff, z=z)), "n": int(n), "clusters": clusters_j, "n_eff": n_eff}
+        )
+    return out
+
+
+def clustered_sign_test(
+    diff: np.ndarray, clusters: Clusters, *, group: np.ndarray | None = None, n_groups: int = 1
+) -> float | None | list[float | None]:
+    """Two-sided p-value of "the mean of ``diff`` is 0" with votes clustered by question (and
+    rater): z = sum(d) / sqrt(V0) with the variance taken under the null, V0 = the sum over
+    clusters of their squared sums (two-way: V_q + V_r − V_qr, never below either one-way).
+    This is the normal approximation of the test that flips the sign of whole clusters; with
+    one vote per question and no ties it is the normal approximation of the binomial test.
+    None when no vote has a nonzero ``diff``. With ``group``, one p-value per group (a list)."""
+    diff = np.asarray(diff, dtype=float)
+    one = group is None
+    if one:
+        group = np.zeros(len(diff), dtype=np.int64)
+
+    def null_variance(codes: np.ndarray) -> np.ndarray:
+        sums = cluster_sums(codes, diff, group, n_groups)
+        return (sums * sums).sum(axis=0)
+
+    v = null_variance(clusters.question)
+    if clusters.rater is not None:
+        v_r = null_variance(clusters.rater)
+        v = np.maximum.reduce([v + v_r - null_variance(clusters.both), v, v_r])
+    total = np.bincount(group, weights=diff, minlength=n_groups)
+    nonzero = np.bincount(group, weights=diff != 0, minlength=n_groups) > 0
+    out: list[float | None] = []
+    for g in range(n_groups):
+        if not nonzero[g]:
+            out.append(None)
+        elif v[g] <= 0:  # every cluster has as many firsts as seconds: no evidence either way
+            out.append(1.0)
+        else:
+            out.append(float(2 * sps.norm.sf(abs(total[g]) / math.sqrt(v[g]))))
+    return out[0] if one else out
+
+
+def holm(p_values: list[float | None]) -> list[float | None]:
+    """Holm's step-down adjustment of a family of p-values (None entries are not tests and
+    stay None); adjusted values are monotone in the raw ones and at most 1."""
+    index = [i for i, p in enumerate(p_values) if p is not None]
+    m = len(index)
+    out: list[float | None] = [None] * len(p_values)
+    running = 0.0
+    for rank, i in enumerate(sorted(index, key=lambda i: p_values[i])):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        out[i] = running
+    return out
+
+
+def format_p(p: float | None) -> str:
+    """A p-value as printed everywhere: three decimals, "< 0.001" below that, "" when none."""
+    if p is None:
+        return ""
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def bootstrap_stat_ci(
+    counts: np.ndarray, parts: np.ndarray, stat, level: float = 0.95
+) -> tuple[float | None, float | None]:
+    """Percentile interval of a statistic computed from sums of per-cluster ``parts``
+    (clusters × k): ``stat`` maps a (resamples × k) matrix of sums to (value, observed
+    agreement, chance agreement) arrays. When every resample agrees, the interval falls back to
+    Wilson's on the observed agreement with the number of clusters, put on the statistic's
+    scale ((a − chance) / (1 − chance)), so it never collapses to a point."""
+    if counts.shape[1] == 0 or parts.shape[0] == 0:
+        return (None, None)
+    point, p_o, p_e = (float(v[0]) for v in stat(parts.sum(axis=0, keepdims=True)))
+    if np.isnan(point):
+        return (None, None)
+    values = stat((counts @ parts.astype(np.float32)).astype(np.float64))[0]
+    values = values[~np.isnan(values)]
+    if values.size == 0:
+        return (None, None)
+    lo, hi = np.percentile(values, [(1 - level) / 2 * 100, (1 + level) / 2 * 100])
+    if hi - lo < 1e-12 and p_e < 1:
+        clusters = float((np.abs(parts).sum(axis=1) > 0).sum())
+        a_lo, a_hi = wilson(p_o * clusters, clusters, z=_z(level))
+        lo, hi = (a_lo - p_e) / (1 - p_e), (a_hi - p_e) / (1 - p_e)
+    return (float(lo), float(hi))
 
 
 def fleiss_kappa(table: np.ndarray) -> float | None:
@@ -136,3 +378,70 @@ def ranks(values: dict[str, float | None], *, lower_is_better: bool) -> dict[str
     for key, value in defined.items():
         out[key] = ordered.index(value) + 1
     return out
+
+
+# Agreement coefficients as functions of per-question sums, so that one matrix product with the
+# bootstrap counts gives them for every resample (bootstrap_stat_ci). Each returns (value,
+# observed agreement, chance agreement) per row of ``sums``.
+
+
+def agreement_parts(table: np.ndarray, question: np.ndarray, n_questions: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-question sums for Fleiss' kappa (sum of P_i, items, category totals, ratings) and
+    for Krippendorff's alpha (the 3 × 3 coincidence contributions) from a units × 3 table."""
+    table = np.asarray(table, dtype=float)
+    n_i = table.sum(axis=1)
+    pairable = n_i >= 2
+    table, n_i, question = table[pairable], n_i[pairable], question[pairable]
+    p_i = ((table * table).sum(axis=1) - n_i) / (n_i * (n_i - 1))
+    fleiss = np.column_stack([p_i, np.ones_like(p_i), table, n_i])
+    weighted = table / (n_i - 1)[:, None]
+    coincid = weighted[:, :, None] * table[:, None, :]
+    k = table.shape[1]
+    coincid[:, np.arange(k), np.arange(k)] -= weighted
+    alpha = coincid.reshape(len(table), k * k)
+
+    def by_question(parts: np.ndarray) -> np.ndarray:
+        return np.stack(
+            [np.bincount(question, weights=parts[:, j], minlength=n_questions) for j in range(parts.shape[1])], axis=1
+        )
+
+    return by_question(fleiss), by_question(alpha)
+
+
+def confusion_parts(a: np.ndarray, b: np.ndarray, question: np.ndarray, n_questions: int) -> np.ndarray:
+    """Per-question 3 × 3 confusion counts (flattened) of two raters' labels in −1/0/1."""
+    cell = (np.asarray(a, dtype=np.int64) + 1) * 3 + (np.asarray(b, dtype=np.int64) + 1)
+    flat = np.bincount(np.asarray(question, dtype=np.int64) * 9 + cell, minlength=9 * n_questions)
+    return flat.reshape(n_questions, 9).astype(float)
+
+
+def _kappa(p_o: np.ndarray, p_e: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(p_e < 1, (p_o - p_e) / (1 - p_e), np.nan), p_o, p_e
+
+
+def fleiss_from_sums(sums: np.ndarray):
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p_bar = sums[:, 0] / sums[:, 1]
+        p_j = sums[:, 2:-1] / sums[:, -1:]
+    return _kappa(p_bar, (p_j * p_j).sum(axis=1))
+
+
+def alpha_from_sums(sums: np.ndarray):
+    k = int(round(math.sqrt(sums.shape[1])))
+    coincid = sums.reshape(-1, k, k)
+    n_c = coincid.sum(axis=2)
+    n = n_c.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        a_o = np.trace(coincid, axis1=1, axis2=2) / n
+        a_e = (n_c * (n_c - 1)).sum(axis=1) / (n * (n - 1))
+    return _kappa(a_o, a_e)
+
+
+def cohen_from_sums(sums: np.ndarray):
+    conf = sums.reshape(-1, 3, 3)
+    n = conf.sum(axis=(1, 2))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p_o = np.trace(conf, axis1=1, axis2=2) / n
+        p_e = (conf.sum(axis=1) * conf.sum(axis=2)).sum(axis=1) / (n * n)
+    return _kappa(p_o, p_e)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from analysis.stats import format_p
+
 
 def pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}%"
@@ -17,11 +19,31 @@ def rate_text(rate: dict) -> str:
     return f"{pct(rate['value'])}{interval} n={rate['n']}"
 
 
+def interval(ci: list | None) -> str:
+    if not ci or ci[0] is None:
+        return ""
+    return f" [{pct(ci[0])}, {pct(ci[1])}]"
+
+
+def position_text(pos: dict) -> str:
+    ci = pos.get("ci") or {}
+    text = (
+        f"first {pct(pos['first'])}{interval(ci.get('first'))} tie {pct(pos['tie'])}{interval(ci.get('tie'))} "
+        f"second {pct(pos['second'])}{interval(ci.get('second'))} diff {pct(pos['diff'])}{interval(ci.get('diff'))}"
+    )
+    if pos.get("p_value") is not None:
+        text += f" p {format_p(pos['p_value'])} (adjusted {format_p(pos.get('p_adjusted'))})"
+    return text
+
+
 def report_lines(report: dict, *, verbose: bool = False) -> Iterator[str]:
     f = report["filters"]
     yield f"Study {report['study']}: {f['n_votes_counted']} of {f['n_votes_total']} votes counted"
     excluded = ", ".join(f"{k} {v}" for k, v in f["excluded"].items() if v)
     yield f"  excluded: {excluded or 'none'}"
+    conventions = report.get("conventions", {})
+    if conventions:
+        yield f"  runs: {conventions['runs']}; clustered by {conventions['cluster_unit']}; p adjusted: {conventions['p_adjust']}"
     groups = [g["group"] for g in report["groups"]]
     for judge in [*report["judges"], report["random_judge"]]:
         yield ""
@@ -30,10 +52,12 @@ def report_lines(report: dict, *, verbose: bool = False) -> Iterator[str]:
             yield f"  ASR {g}: {rate_text(judge['asr'][g])}"
             if g in judge["accuracy"]:
                 yield f"  Acc {g}: {rate_text(judge['accuracy'][g])}"
-        pos = judge["position"]
-        yield f"  position: first {pct(pos['first'])} tie {pct(pos['tie'])} second {pct(pos['second'])} diff {pct(pos['diff'])}"
+        yield f"  position: {position_text(judge['position'])}"
+        if judge.get("runs"):
+            yield f"  runs: {', '.join(str(r) for r in judge['runs'])}"
         if "verbosity" in judge:
-            yield f"  longer answer wins ({judge['verbosity']['measure']}): {pct(judge['verbosity']['longer_wins'])}"
+            v = judge["verbosity"]
+            yield f"  longer answer wins ({v['measure']}, a tie counts half): {pct(v['longer_wins'])}{interval(v['longer_wins_ci'])}"
         if judge.get("lc_winrate"):
             lc = ", ".join(f"{g} {pct(v)}" for g, v in judge["lc_winrate"].items())
             yield f"  length-controlled win rate of A2/A2p: {lc}"
@@ -43,4 +67,4 @@ def report_lines(report: dict, *, verbose: bool = False) -> Iterator[str]:
                 yield f"  [{bloom}] ASR {asr}"
     nf = report["human_nf_position"]
     yield ""
-    yield f"Human-NF position: first {pct(nf['first'])} tie {pct(nf['tie'])} second {pct(nf['second'])} n={nf['n']}"
+    yield f"Human-NF position: {position_text(nf)} n={nf['n']}"

@@ -28,14 +28,15 @@ def study_list(request: HttpRequest) -> HttpResponse:
 def study_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
     study = _study(slug)
     groups, _ = services.study_groups(study=study)
-    form = FilterForm(request.GET or None, groups=groups)
+    known_runs = services.study_runs(study=study)
+    form = FilterForm(request.GET or None, groups=groups, known_runs=known_runs)
     context = {"study": study, "form": form, "result": None, "query": request.GET.urlencode()}
     if form.is_bound and not form.is_valid():
         status = 400
     else:
         status = 200
         if not form.is_bound:
-            form = FilterForm({}, groups=groups)
+            form = FilterForm({}, groups=groups, known_runs=known_runs)
             form.is_valid()
         result = services.study_analyze(study=study, filters=form.filters(), options=form.options())
         context.update(
@@ -87,7 +88,7 @@ def export_csv(request: HttpRequest, slug: str, name: str) -> HttpResponse:
     kwargs = {}
     if name != "votes":
         groups, _ = services.study_groups(study=study)
-        form = FilterForm(request.GET, groups=groups)
+        form = FilterForm(request.GET, groups=groups, known_runs=services.study_runs(study=study))
         if not form.is_valid():
             return HttpResponse(f"bad filters: {form.errors.as_text()}", status=400, content_type="text/plain")
         kwargs["filters"] = form.filters()

@@ -389,7 +389,7 @@ class RunResumeView(APIView):
 def analysis_form(request: Request, study: Study) -> FilterForm:
     """The query string parsed by the dashboard's own filter form (as `analyze` parses its options)."""
     groups, _ = analysis_services.study_groups(study=study)
-    form = FilterForm(request.query_params, groups=groups)
+    form = FilterForm(request.query_params, groups=groups, known_runs=analysis_services.study_runs(study=study))
     if not form.is_valid():
         errors = form.errors.get_json_data()
         named = {("non_field_errors" if name == "__all__" else name): errs for name, errs in errors.items()}

@@ -99,6 +99,32 @@ def test_the_simulate_command_stores_the_judges_biases_and_votes(db):
         call_command("simulate", "--study", "sim-s", "--raters", "1", "--seed", "9")
 
 
+def test_the_json_names_its_conventions_and_its_family_of_tests(voted_study):
+    result = run_json("--study", "demo-s")
+    conventions = result["conventions"]
+    assert conventions["longer_wins_ties"] == "a tie counts half a win"
+    assert "control" in conventions["accuracy_base"] and "both" in conventions["asr_base"]
+    assert conventions["runs"] == "latest" and conventions["p_adjust"] == "holm"
+    assert conventions["cluster_unit"].startswith("question")
+    assert {
+        "interval_item_metrics",
+        "interval_vote_metrics",
+        "interval_fallback",
+        "position_test",
+    } <= conventions.keys()
+    tests = result["tests"]["position"]
+    assert tests["adjust"] == "holm" and tests["m"] >= 2
+    judge = next(j for j in result["judges"] if j["judge"] == "sim-1")
+    pos = judge["position"]
+    assert pos["p_adjusted"] >= pos["p_value"]
+    assert set(pos["ci"]) == {"first", "tie", "second", "diff"}
+    for part in judge["by_bloom"].values():
+        assert "p_adjusted" in part["position"]
+    assert judge["verbosity"]["bins"] and all("ci" in b for b in judge["verbosity"]["bins"])
+    among = result["agreement"]["among_humans"]
+    assert among is None or len(among["fleiss_kappa_ci"]) == 2
+
+
 @pytest.mark.parametrize(
     ("flag", "planted", "other"), [("--label-bias", "label", "position"), ("--position", "position", "label")]
 )

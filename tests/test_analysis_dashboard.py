@@ -117,3 +117,27 @@ def test_the_dashboard_works_when_raters_have_entered_but_only_machines_have_vot
     make_vote(item, make_judge())
     response = staff_client.get(f"/dashboard/{study.slug}/")
     assert response.status_code == 200
+
+
+@pytest.fixture
+def first_picker(db):
+    """Twenty questions; a simulated judge that all but always picks the answer shown first."""
+    study = make_study(slug="first-s", votes_per_item=2)
+    for _ in range(20):
+        make_question(study)
+    services.judge_simulate(study=study, name="first-picker", params=JudgeParams(position=12.0, tie_rate=0), seed=1)
+    return study
+
+
+def test_p_values_below_0_001_print_as_such_with_holm_beside_them(first_picker, staff_client):
+    body = staff_client.get(reverse("analysis:study", args=["first-s"])).content.decode()
+    assert "p (Holm)" in body
+    # z = sqrt(20) on 20 question clusters: p about 8e-6, printed "< 0.001" (escaped), never "0.000".
+    assert body.count("&lt; 0.001") >= 2 and "0.000<" not in body
+    csv = b"".join(staff_client.get(reverse("analysis:export", args=["first-s", "metrics"])).streaming_content)
+    rows = [line.split(",") for line in csv.decode().splitlines()]
+    header = rows[0]
+    diff = next(
+        r for r in rows if r[header.index("judge")] == "first-picker" and r[header.index("metric")] == "position_diff"
+    )
+    assert diff[header.index("p_value")] == "< 0.001" and diff[header.index("p_adjusted")] == "< 0.001"

@@ -76,7 +76,28 @@ def test_the_simulated_votes_are_balanced_over_the_two_orders():
 
 def test_the_power_table_gives_narrower_intervals_for_more_questions():
     params = JudgeParams(noise=0.5, susceptibility={"reference": 1.0})
-    small = simulate.asr_interval_widths(n_questions=100, votes_per_item=[6], params=params, reps=200)[0]
-    large = simulate.asr_interval_widths(n_questions=400, votes_per_item=[6], params=params, reps=200)[0]
+    small = simulate.asr_interval_widths(n_questions=100, votes_per_item=[6], params=params)[0]
+    large = simulate.asr_interval_widths(n_questions=400, votes_per_item=[6], params=params)[0]
     assert large["reference"]["width"] < 0.7 * small["reference"]["width"]
     assert small["reference"]["n"] > 0 and 0 < large["reference"]["value"] < 1
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        JudgeParams(noise=0.5, tie_rate=0.1, susceptibility={"reference": 1.0, "rich_content": 1.0}),
+        JudgeParams(noise=1.0, tie_rate=0.15, susceptibility={"reference": 0.5, "factual_error": -0.5}),
+        JudgeParams(noise=2.0, tie_rate=0.3, position=0.5, susceptibility={"rich_content": 2.0}),
+    ],
+)
+def test_the_power_table_never_gives_a_wider_interval_for_more_votes_per_item(params):
+    ks = [1, 2, 4, 6, 8, 12, 24]
+    rows = simulate.asr_interval_widths(n_questions=142, votes_per_item=ks, params=params)
+    assert [r["votes_per_item"] for r in rows] == ks
+    for group in simulate.SYNTHETIC_GROUPS:
+        widths = [r[group]["width"] for r in rows]
+        assert all(a >= b for a, b in zip(widths, widths[1:], strict=False)), (group, widths)
+    # A judge that is consistent across votes gains from more of them.
+    first, last = rows[0]["reference"]["width"], rows[-1]["reference"]["width"]
+    if params.noise == 0.5:
+        assert last < 0.95 * first

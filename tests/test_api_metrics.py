@@ -71,6 +71,12 @@ def test_filters_and_options_give_what_the_command_gives_with_the_same_ones(anal
     assert body != token_client.get(METRICS, {"bootstrap": 50}).json()  # the filters did change something
 
 
+def test_the_runs_parameter_is_the_commands_runs_option(analysed_study, token_client):
+    body = token_client.get(METRICS, {"bootstrap": 20, "runs": "all"}).json()
+    assert body == command_json("--bootstrap", "20", "--runs", "all")
+    assert body["filters"]["runs"] == "all" and body["conventions"]["runs"] == "all"
+
+
 def test_repeated_parameters_select_several_bloom_levels_and_groups(analysed_study, token_client):
     query = "?bootstrap=20&bloom=remembering&bloom=applying&group=reference&group=factual_error"
     body = token_client.get(METRICS + query).json()
@@ -94,6 +100,8 @@ def test_repeated_parameters_select_several_bloom_levels_and_groups(analysed_stu
         ({"since": "2025-02-01T00:00:00Z", "until": "2025-01-01T00:00:00Z"}, "non_field_errors"),
         ({"bootstrap": "-5"}, "bootstrap"),
         ({"seed": "x"}, "seed"),
+        ({"runs": "newest"}, "runs"),
+        ({"runs": "12345"}, "runs"),  # no such run in this study
     ],
 )
 def test_a_bad_filter_is_a_400_naming_it(analysed_study, token_client, params, field):

@@ -1,5 +1,7 @@
 from django import template
 
+from analysis import stats
+
 register = template.Library()
 
 
@@ -29,3 +31,32 @@ def num(value, digits: int = 2) -> str:
 def words(value: str) -> str:
     """A snake_case key as words: "flagged_rater" → "flagged rater"."""
     return str(value).replace("_", " ")
+
+
+@register.filter
+def pval(value) -> str:
+    """A p-value: "< 0.001" below that, never "0.000"; empty when there is no test."""
+    return stats.format_p(None if value is None or value == "" else float(value))
+
+
+@register.filter
+def ci(pair) -> str:
+    """An interval [lo, hi] of shares as " [12.3%, 45.6%]"; empty when undefined."""
+    if not pair or pair[0] is None:
+        return ""
+    return f"[{pct(pair[0])}, {pct(pair[1])}]"
+
+
+@register.filter
+def signed_ci(pair) -> str:
+    if not pair or pair[0] is None:
+        return ""
+    return f"[{signed_pct(pair[0])}, {signed_pct(pair[1])}]"
+
+
+@register.filter
+def join_list(value) -> str:
+    """A list as "a, b"; anything else as its text."""
+    if isinstance(value, list | tuple):
+        return ", ".join(str(v) for v in value) or "none"
+    return str(value)

@@ -31,9 +31,12 @@ def add_filter_arguments(parser: CommandParser) -> None:
     parser.add_argument("--until", help="votes received until (ISO date/time)")
     parser.add_argument("--measure", default="words", help="length measure: words, chars or bpe")
     parser.add_argument("--bin-width", type=int, default=10)
+    parser.add_argument(
+        "--runs", help="LLM runs to count: latest (default: latest complete run per item), all, or ids like 3,5"
+    )
 
 
-def filter_form(options: dict, groups: list[str]) -> FilterForm:
+def filter_form(options: dict, groups: list[str], known_runs: list[int] | None = None) -> FilterForm:
     """The command's options parsed by the dashboard's form: one validation for both."""
     data = {
         "min_ms": options.get("min_ms"),
@@ -46,8 +49,9 @@ def filter_form(options: dict, groups: list[str]) -> FilterForm:
         "until": options.get("until"),
         "measure": options.get("measure"),
         "bin_width": options.get("bin_width"),
+        "runs": options.get("runs"),
     }
-    form = FilterForm({k: v for k, v in data.items() if v not in (None, False)}, groups=groups)
+    form = FilterForm({k: v for k, v in data.items() if v not in (None, False)}, groups=groups, known_runs=known_runs)
     if not form.is_valid():
         problems = "; ".join(f"--{k.replace('_', '-')}: {' '.join(v)}" for k, v in form.errors.items())
         raise CommandError(f"bad filter: {problems}")
@@ -71,7 +75,7 @@ class ExportCommand(BaseCommand):
         kwargs = {}
         if self.takes_filters:
             groups, _ = services.study_groups(study=study)
-            form = filter_form(options, groups)
+            form = filter_form(options, groups, services.study_runs(study=study))
             kwargs["filters"] = form.filters()
             if self.export == "metrics":
                 kwargs["options"] = form.options()

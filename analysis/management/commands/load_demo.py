@@ -28,9 +28,7 @@ class Command(BaseCommand):
     help = "Load the demo study (our own writing, fixtures/demo_study.json) unless it is there already."
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument(
-            "--no-simulated", action="store_true", help="Do not add the two simulated judges' votes."
-        )
+        parser.add_argument("--no-simulated", action="store_true", help="Do not add the two simulated judges' votes.")
 
     def handle(self, *args, verbosity: int = 1, no_simulated: bool = False, **options):
         if Study.objects.filter(slug=DEMO_SLUG).exists():
