@@ -128,7 +128,9 @@ def vote_record(
     with transaction.atomic():
         pool_id = _lock(rater)
         study = rater.study
-        lease = Lease.objects.select_related("item__answer_a1", "item__answer_a2").filter(rater=rater, token=token).first()
+        lease = (
+            Lease.objects.select_related("item__answer_a1", "item__answer_a2").filter(rater=rater, token=token).first()
+        )
         if lease is None:
             raise LeaseNotFound("this item is not one of yours; nothing was recorded")
         if lease.voted_at is not None:
@@ -181,8 +183,9 @@ def rater_can_get_more(*, rater: Rater) -> bool:
 
 
 def study_is_full(*, study: Study) -> bool:
-    """True when every slot of the study has its counted vote: nobody new can get anything."""
-    return not _rateable_slots(study).exists()
+    """True when the study has slots and every one has its counted vote: nobody new can get
+    anything."""
+    return not _rateable_slots(study).exists() and Slot.objects.filter(study=study).exists()
 
 
 def rater_finish(*, rater: Rater) -> str:

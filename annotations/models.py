@@ -101,15 +101,17 @@ class Study(models.Model):
     def __str__(self) -> str:
         return self.title
 
-    def threshold_ms(self, words: int) -> int:
-        """The response-time threshold for an item whose two answers have `words` words."""
-        return self.min_response_ms + self.ms_per_word * words
-
     def save(self, *args, **kwargs) -> None:
-        old_quota = Study.objects.filter(pk=self.pk).values_list("votes_per_item", flat=True).first() if self.pk else None
+        old_quota = (
+            Study.objects.filter(pk=self.pk).values_list("votes_per_item", flat=True).first() if self.pk else None
+        )
         super().save(*args, **kwargs)
         if old_quota is not None and old_quota != self.votes_per_item:
             Slot.objects.sync(self)
+
+    def threshold_ms(self, words: int) -> int:
+        """The response-time threshold for an item whose two answers have `words` words."""
+        return self.min_response_ms + self.ms_per_word * words
 
     def clean(self) -> None:
         super().clean()
@@ -118,7 +120,9 @@ class Study(models.Model):
         most = self.most_items_per_rater()
         if most and self.target_per_rater > most:
             raise ValidationError(
-                {"target_per_rater": f"one rater can get at most {most} items in this study; {self.target_per_rater} cannot be reached"}
+                {
+                    "target_per_rater": f"one rater can get at most {most} items in this study; {self.target_per_rater} cannot be reached"
+                }
             )
 
     def most_items_per_rater(self) -> int:
@@ -588,11 +592,12 @@ class SlotQuerySet(models.QuerySet):
         ones in the order the item has fewer of, so the orders stay balanced; when the quota
         went down, free slots go, from the order with more. Attention checks get none."""
         quota = study.votes_per_item
+        existing = self.filter(study=study) if items is None else self.filter(item__in=items)
         if items is None:
             items = list(study.items.select_related("question"))
         items = [item for item in items if not item.question.is_gold]
         slots: dict[int, list[Slot]] = {item.pk: [] for item in items}
-        for slot in self.filter(item__in=items):
+        for slot in existing:
             slots[slot.item_id].append(slot)
         new, gone = [], []
         for item in items:
@@ -647,7 +652,7 @@ class Slot(models.Model):
     objects = SlotQuerySet.as_manager()
 
     class Meta:
-        ordering = ["item", "round"]
+        ordering = ["item_id", "round"]
         indexes = [
             models.Index(fields=["study", "round", "rank"], condition=Q(vote__isnull=True), name="slot_open_in_order"),
         ]

@@ -108,15 +108,15 @@ def _remember_rater(response: HttpResponse, rater: Rater) -> HttpResponse:
 
 def _cookie_rater(request: HttpRequest, slug: str) -> Rater | None:
     """The rater the cookie names in the study of this slug, with their study (one query);
-    None without a valid cookie, or in a draft for anyone but staff."""
+    None without a valid cookie. A draft is not found for anyone but staff."""
     value = request.get_signed_cookie(
         rater_cookie_name(slug), default=None, salt=_RATER_SALT, max_age=settings.SESSION_COOKIE_AGE
     )
     if value is None or not value.isdigit():
         return None
     rater = Rater.objects.select_related("study").filter(pk=int(value), study__slug=slug).first()
-    if rater is None or (rater.study.status == Study.Status.DRAFT and not _is_staff(request)):
-        return None
+    if rater is not None and rater.study.status == Study.Status.DRAFT and not _is_staff(request):
+        raise Http404("No such study.")
     return rater
 
 

@@ -77,7 +77,7 @@ def seed(questions: int, votes_per_item: int, *, analyze_empty: bool = False) ->
     `analyze_empty`, PostgreSQL also analyses the empty tables (the worst case, see below)."""
     from django.db import DatabaseError, transaction
 
-    from annotations.models import Answer, ComparisonItem, Question, Study
+    from annotations.models import Answer, ComparisonItem, Question, Slot, Study
     from perturbations.models import PerturbationKind
 
     reference = PerturbationKind.objects.get(slug="reference")
@@ -117,6 +117,7 @@ def seed(questions: int, votes_per_item: int, *, analyze_empty: bool = False) ->
                                kind=reference),
             )
         )  # fmt: skip
+        Slot.objects.sync(study)  # bulk_create skips the save() that makes each item's slots
     from django.db import connection
 
     if connection.vendor == "postgresql":

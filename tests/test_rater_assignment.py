@@ -326,8 +326,6 @@ def test_a_vote_can_hand_out_the_next_item_in_its_own_transaction():
     assert lease_next(rater=rater) is None
 
 
-
-
 def test_an_item_gets_its_quota_of_slots_half_in_each_order_and_an_attention_check_none():
     study = make_study(votes_per_item=6)
     make_question(study)

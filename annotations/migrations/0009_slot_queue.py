@@ -75,7 +75,7 @@ class Migration(migrations.Migration):
                 ("claimed_at", models.DateTimeField(blank=True, null=True)),
             ],
             options={
-                "ordering": ["item", "round"],
+                "ordering": ["item_id", "round"],
             },
         ),
         migrations.RemoveIndex(
