@@ -647,7 +647,9 @@ class Slot(models.Model):
     rank = models.IntegerField(default=random_hand_out_rank)
     lease = models.ForeignKey("Lease", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     claimed_at = models.DateTimeField(null=True, blank=True)
-    vote = models.OneToOneField(Vote, null=True, blank=True, on_delete=models.SET_NULL, related_name="slot")
+    # Not indexed alone: an index on it would tempt SQLite to find open slots (vote IS NULL) by
+    # it and sort them, instead of walking `slot_open_in_order`; one vote closes one slot.
+    vote = models.ForeignKey(Vote, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False)
 
     objects = SlotQuerySet.as_manager()
 
@@ -657,6 +659,7 @@ class Slot(models.Model):
             models.Index(fields=["study", "round", "rank"], condition=Q(vote__isnull=True), name="slot_open_in_order"),
         ]
         constraints = [
+            models.UniqueConstraint(fields=["vote"], condition=Q(vote__isnull=False), name="slot_one_per_vote"),
             models.CheckConstraint(condition=Q(shown_first__in=["a1", "a2"]), name="slot_shown_first_valid"),
             models.CheckConstraint(
                 condition=Q(lease__isnull=True) | Q(claimed_at__isnull=False), name="slot_claim_has_time"
