@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import transaction
-from django.db.models import OuterRef, Q, QuerySet, Subquery
+from django.db.models import F, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from annotations.models import Answer, ComparisonItem, Judge, Lease, Rater, Shown, Slot, Study, Vote, choice_from_shown
@@ -47,7 +47,6 @@ class VoteOutcome:
     created: bool  # False when this was a resubmission of an already stored vote
     counted: bool  # counts towards the item's quota (familiar and not too fast)
     late: bool  # arrived after the lease had expired
-    next_lease: Lease | None = None  # handed out with the vote (`hand_out_next`)
 
 
 def judge_human_pool(*, study: Study) -> Judge:
@@ -91,18 +90,21 @@ def lease_next(*, rater: Rater, now: datetime | None = None) -> Lease | None:
     else a new one. None when the rater is finished: target reached, study not collecting, or
     no slot free for them now."""
     now = now or timezone.now()
-    lease = _pending(rater)
+    lease = Lease.objects.pending().select_related(*_PAGE).filter(rater=rater).first()
     if lease is not None and lease.expires_at > now:
         return lease
+    # As little Python as can be under SQLite's write lock (the whole database's): what the
+    # page shows is read after it.
     with transaction.atomic():
         _lock(rater)
-        lease = _pending(rater)  # again under the lock: another tab may have taken one
-        if lease is not None:
-            if lease.expires_at > now or _lease_renew(lease, study=rater.study, now=now):
-                return lease
+        lease = Lease.objects.pending().filter(rater=rater).first()  # again: another tab may have taken one
+        if lease is not None and not (lease.expires_at > now or _lease_renew(lease, study=rater.study, now=now)):
             lease.released_at = now  # its slot went to someone else; a vote on it is still stored
             lease.save(update_fields=["released_at"])
-        return _lease_claim(rater, now=now)
+            lease = None
+        if lease is None:
+            lease = _lease_claim(rater, now=now)
+    return None if lease is None else Lease.objects.select_related(*_PAGE).get(pk=lease.pk)
 
 
 def vote_record(
@@ -121,16 +123,15 @@ def vote_record(
     is stored all the same and flagged late in `meta`. Not-familiar votes and votes faster than
     the study's threshold (the browser's time when it was sent, else the server's) are stored
     but do not count, and free the slot for someone else. With `hand_out_next` the rater's next
-    item is claimed in the same transaction (`VoteOutcome.next_lease`). The rater's fields are
-    refreshed from their locked row.
+    item is claimed in the same transaction, so that the page after the vote is a read. The
+    rater's fields are refreshed from their locked row.
     """
     now = now or timezone.now()
     with transaction.atomic():
         pool_id = _lock(rater)
         study = rater.study
-        lease = (
-            Lease.objects.select_related("item__answer_a1", "item__answer_a2").filter(rater=rater, token=token).first()
-        )
+        words = F("item__answer_a1__len_words") + F("item__answer_a2__len_words")
+        lease = Lease.objects.filter(rater=rater, token=token).annotate(words=words).first()
         if lease is None:
             raise LeaseNotFound("this item is not one of yours; nothing was recorded")
         if lease.voted_at is not None:
@@ -138,8 +139,7 @@ def vote_record(
             info = vote.meta.get("assignment", {})
             return VoteOutcome(vote, created=False, counted=info.get("counted", False), late=info.get("late", False))
         server_ms = max(0, int((now - lease.created_at).total_seconds() * 1000))
-        words = lease.item.answer_a1.len_words + lease.item.answer_a2.len_words
-        too_fast = (client_ms if client_ms is not None else server_ms) < study.threshold_ms(words)
+        too_fast = (client_ms if client_ms is not None else server_ms) < study.threshold_ms(lease.words)
         counted = not not_familiar and not too_fast
         late = lease.released_at is not None or lease.expires_at <= now
         vote = Vote.objects.create(
@@ -167,8 +167,9 @@ def vote_record(
         rater.last_seen_at = now
         rater.save(update_fields=["votes_done", "last_seen_at", "gold_seen", "gold_correct", "flagged", "flag_reason"])
         # A released lease was not the rater's pending one: they have another item already.
-        next_lease = _lease_claim(rater, now=now) if hand_out_next and lease.released_at is None else None
-    return VoteOutcome(vote, created=True, counted=counted, late=late, next_lease=next_lease)
+        if hand_out_next and lease.released_at is None:
+            _lease_claim(rater, now=now)
+    return VoteOutcome(vote, created=True, counted=counted, late=late)
 
 
 def rater_can_get_more(*, rater: Rater) -> bool:
@@ -200,11 +201,6 @@ def rater_finish(*, rater: Rater) -> str:
         )
         rater.refresh_from_db(fields=["finished_at", "completion_code"])
     return rater.completion_code
-
-
-def _pending(rater: Rater) -> Lease | None:
-    """The rater's pending lease with what the task page shows."""
-    return Lease.objects.pending().select_related(*_PAGE).filter(rater=rater).first()
 
 
 def _lock(rater: Rater) -> int | None:
@@ -268,33 +264,35 @@ def _lease_claim(rater: Rater, *, now: datetime) -> Lease | None:
         return None
     lease_time = timedelta(seconds=study.lease_seconds)
     if _gold_turn(study, rater.votes_done):
-        gold = _unseen(_gold_items(study), rater, study).select_related("question", "answer_a1", "answer_a2")
-        item = gold.order_by("?").first()  # attention checks are few
+        gold = _unseen(_gold_items(study), rater, study).order_by("?")  # attention checks are few
+        item = gold.values_list("pk", "question_id").first()
         if item is not None:
-            return _lease_create(rater, study, item, random.choice([Shown.A1_FIRST, Shown.A2_FIRST]), now, gold=True)
+            order = random.choice([Shown.A1_FIRST, Shown.A2_FIRST])
+            return _lease_create(rater, study, *item, order, now, gold=True)
     free = _rateable_slots(study).filter(Q(lease__isnull=True) | Q(claimed_at__lte=now - lease_time))
     slot = (
         _unseen(free, rater, study)
         .select_for_update(skip_locked=True, of=("self",))
-        .select_related(*_PAGE)
         .order_by("round", "rank")
+        .values_list("pk", "item_id", "question_id", "shown_first")
         .first()
     )
     if slot is None:
         return None
-    lease = _lease_create(rater, study, slot.item, slot.shown_first, now)
-    Slot.objects.filter(pk=slot.pk).update(lease=lease, claimed_at=now)
+    slot_id, *claim = slot
+    lease = _lease_create(rater, study, *claim, now)
+    Slot.objects.filter(pk=slot_id).update(lease=lease, claimed_at=now)
     return lease
 
 
 def _lease_create(
-    rater: Rater, study: Study, item: ComparisonItem, order: str, now: datetime, *, gold: bool = False
+    rater: Rater, study: Study, item_id: int, question_id: int, order: str, now: datetime, *, gold: bool = False
 ) -> Lease:
     return Lease.objects.create(
         study=study,
         rater=rater,
-        item=item,
-        question_id=item.question_id,
+        item_id=item_id,
+        question_id=question_id,
         token=secrets.token_urlsafe(24),
         shown_first=order,
         is_gold=gold,

@@ -190,7 +190,7 @@ def study_task(request: HttpRequest, slug: str) -> HttpResponse:
         return _task_response(request, rater, assignment.lease_next(rater=rater), form=form, status=400)
     data = form.cleaned_data
     try:
-        outcome = assignment.vote_record(
+        assignment.vote_record(
             rater=rater,
             token=data["token"],
             choice_shown=data["choice"],
@@ -206,7 +206,7 @@ def study_task(request: HttpRequest, slug: str) -> HttpResponse:
         raise Http404("This item is not one of yours.") from None
     if not request.htmx:
         return HttpResponseRedirect(request.path)
-    return _task_response(request, rater, outcome.next_lease or assignment.lease_next(rater=rater))
+    return _task_response(request, rater, assignment.lease_next(rater=rater))
 
 
 def _task_response(

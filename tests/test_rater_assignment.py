@@ -313,15 +313,13 @@ def test_a_vote_can_hand_out_the_next_item_in_its_own_transaction():
         make_question(study)
     rater = make_rater(study)
     first = lease_next(rater=rater)
-    outcome = vote_record(rater=rater, token=first.token, choice_shown="first", client_ms=5000, hand_out_next=True)
+    vote_record(rater=rater, token=first.token, choice_shown="first", client_ms=5000, hand_out_next=True)
     pending = list(Lease.objects.pending().filter(rater=rater))
     assert len(pending) == 1 and pending[0].item_id != first.item_id
-    assert outcome.next_lease.pk == pending[0].pk
     assert Slot.objects.get(lease=pending[0]).shown_first == pending[0].shown_first
     assert lease_next(rater=rater).token == pending[0].token
     # At the target, the last vote hands out nothing.
-    last = vote_record(rater=rater, token=pending[0].token, choice_shown="first", client_ms=5000, hand_out_next=True)
-    assert last.next_lease is None
+    vote_record(rater=rater, token=pending[0].token, choice_shown="first", client_ms=5000, hand_out_next=True)
     assert not Lease.objects.pending().filter(rater=rater).exists()
     assert lease_next(rater=rater) is None
 

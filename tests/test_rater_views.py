@@ -368,9 +368,9 @@ def test_the_first_page_hands_out_an_item_with_a_pinned_query_count(rater, djang
     client = signed_in(rater)
     # the rater with their study; their pending lease (none); then in a transaction (a savepoint
     # inside the test's, and its release): the rater locked, the pending lease again, the free
-    # slot claimed with its item, question and answers, the lease inserted, the slot given to
-    # it; the same on both databases
-    with django_assert_num_queries(9):
+    # slot claimed, the lease inserted, the slot given to it; after the transaction, the lease
+    # with its item, question and answers; the same on both databases
+    with django_assert_num_queries(10):
         response = client.get(urls(rater.study)["task"])
     assert token_in(response)
 
@@ -394,8 +394,8 @@ def test_the_htmx_vote_query_count_is_pinned(rater, django_assert_num_queries):
     client = signed_in(rater)
     task = urls(rater.study)["task"]
     token = token_in(client.get(task))
-    # the form's vote; the fragment shows the lease claimed with it, read by the claim
-    with django_assert_num_queries(12):
+    # the form's vote, then the lease it handed out with what the fragment shows
+    with django_assert_num_queries(13):
         response = client.post(task, {"token": token, "choice": "first", "client_ms": "3000"}, **HX)
     assert response.status_code == 200
     assert Slot.objects.filter(vote__isnull=False).count() == 1
