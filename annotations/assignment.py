@@ -90,14 +90,14 @@ def lease_next(*, rater: Rater, now: datetime | None = None) -> Lease | None:
     else a new one. None when the rater is finished: target reached, study not collecting, or
     no slot free for them now."""
     now = now or timezone.now()
-    lease = Lease.objects.pending().select_related(*_PAGE).filter(rater=rater).first()
+    lease = _only(Lease.objects.pending().select_related(*_PAGE).filter(rater=rater))
     if lease is not None and lease.expires_at > now:
         return lease
     # As little Python as can be under SQLite's write lock (the whole database's): what the
     # page shows is read after it.
     with transaction.atomic():
         _lock(rater)
-        lease = Lease.objects.pending().filter(rater=rater).first()  # again: another tab may have taken one
+        lease = _only(Lease.objects.pending().filter(rater=rater))  # again: another tab may have taken one
         if lease is not None and not (lease.expires_at > now or _lease_renew(lease, study=rater.study, now=now)):
             lease.released_at = now  # its slot went to someone else; a vote on it is still stored
             lease.save(update_fields=["released_at"])
@@ -131,7 +131,7 @@ def vote_record(
         pool_id = _lock(rater)
         study = rater.study
         words = F("item__answer_a1__len_words") + F("item__answer_a2__len_words")
-        lease = Lease.objects.filter(rater=rater, token=token).annotate(words=words).first()
+        lease = _only(Lease.objects.filter(rater=rater, token=token).annotate(words=words))
         if lease is None:
             raise LeaseNotFound("this item is not one of yours; nothing was recorded")
         if lease.voted_at is not None:
@@ -201,6 +201,13 @@ def rater_finish(*, rater: Rater) -> str:
         )
         rater.refresh_from_db(fields=["finished_at", "completion_code"])
     return rater.completion_code
+
+
+def _only(queryset: QuerySet) -> object | None:
+    """The one row of `queryset` (a unique lookup), or None. Not `first()`, which orders by the
+    primary key: Django's compiler then matches every selected column against the ORDER BY,
+    a third of a page's time."""
+    return next(iter(queryset.order_by()[:1]), None)
 
 
 def _lock(rater: Rater) -> int | None:

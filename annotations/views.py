@@ -114,8 +114,11 @@ def _cookie_rater(request: HttpRequest, slug: str) -> Rater | None:
     )
     if value is None or not value.isdigit():
         return None
-    rater = Rater.objects.select_related("study").filter(pk=int(value), study__slug=slug).first()
-    if rater is not None and rater.study.status == Study.Status.DRAFT and not _is_staff(request):
+    try:
+        rater = Rater.objects.select_related("study").get(pk=int(value), study__slug=slug)
+    except Rater.DoesNotExist:
+        return None
+    if rater.study.status == Study.Status.DRAFT and not _is_staff(request):
         raise Http404("No such study.")
     return rater
 
