@@ -52,6 +52,7 @@ VOTE_COLUMNS = [
     "model",
     "prompt_style",
     "label_scheme",
+    "labels_swapped",
     "run_id",
     "round",
     "raw_output",
@@ -119,6 +120,7 @@ def votes_rows(study: Study, *, chunk_size: int = 2000) -> Iterator[list]:
         "rater__flagged",
         "judge_id",
         "label_scheme",
+        "labels_swapped",
         "run_id",
         "round",
         "raw_output",
@@ -169,6 +171,7 @@ def votes_rows(study: Study, *, chunk_size: int = 2000) -> Iterator[list]:
             provenance["model"],
             provenance["prompt_style"],
             rec["label_scheme"],
+            rec["labels_swapped"],
             rec["run_id"],
             rec["round"],
             rec["raw_output"],
@@ -261,10 +264,26 @@ def metric_records(result: dict) -> Iterator[list]:
                 yield [study, name, kind, "", "verbosity_bin", label, b["value"], None, None, b["n"], measure]
         for metric in ("lc_winrate", "raw_winrate", "lc_effect", "raw_effect"):
             for group, value in (judge.get(metric) or {}).items():
-                yield [study, name, kind, "", metric, group, value, None, None, None, measure]
+                lo, hi = judge.get(f"{metric}_ci", {}).get(group, (None, None))
+                n = judge.get("lc_n", {}).get(group)
+                yield [study, name, kind, "", metric, group, value, lo, hi, n, measure]
+        yield from _label_and_position_records(study, name, kind, judge.get("label_and_position"))
     nf = result["human_nf_position"]
     for share in ("first", "tie", "second", "diff"):
         yield [study, "Human-NF", "human", "", f"position_{share}", "", nf[share], None, None, nf["n"], ""]
+
+
+def _label_and_position_records(study: str, name: str, kind: str, found: dict | None) -> Iterator[list]:
+    """Position and label effects in log-odds (group: the label scheme); a label effect that
+    cannot be told from position is left out, as on the dashboard."""
+    if not found:
+        return
+    effects = [("position_log_odds", "", found["position"])]
+    effects += [("label_log_odds", scheme, e) for scheme, e in found["label"].items() if e["identifiable"]]
+    for metric, group, effect in effects:
+        if effect is not None:
+            lo, hi = effect["ci"]
+            yield [study, name, kind, "", metric, group, effect["log_odds"], lo, hi, found["n"], ""]
 
 
 def metrics_rows(

@@ -19,7 +19,11 @@ Columns (dtype):
   study's threshold for this item), ``words`` (int: words of both answers), ``received_at``
   (datetime, UTC);
 - ``len_a1_<m>`` / ``len_a2_<m>`` (float, NaN unknown) for each measure m in ``MEASURES``;
-- ``label_scheme`` (str), ``option_probs`` (dict first/second/tie or None).
+- ``label_scheme`` (str), ``option_probs`` (dict first/second/tie or None);
+- ``labels_swapped`` (bool): the answer shown first was under the scheme's second label. Always
+  False for people (they see left and right, no labels) and for runs made before label order
+  was counterbalanced, so label preference is only identifiable where it varies
+  (``analysis.labels``).
 """
 
 from __future__ import annotations
@@ -61,6 +65,7 @@ COLUMNS = [
     "received_at",
     "label_scheme",
     "option_probs",
+    "labels_swapped",
 ] + [f"len_{side}_{m}" for m in MEASURES for side in ("a1", "a2")]
 
 _CATEGORICAL = (
@@ -84,7 +89,7 @@ def normalise(frame: pd.DataFrame) -> pd.DataFrame:
     for col in _CATEGORICAL:
         frame[col] = frame[col].astype("category")
     frame["choice"] = pd.Categorical(frame["choice"], categories=list(CHOICES))
-    for col in ("is_gold", "rater_flagged", "order_known", "not_familiar"):
+    for col in ("is_gold", "rater_flagged", "order_known", "not_familiar", "labels_swapped"):
         frame[col] = frame[col].astype(bool)
     for col in ("client_ms", "threshold_ms", "run_id") + tuple(c for c in COLUMNS if c.startswith("len_")):
         frame[col] = frame[col].astype(float)

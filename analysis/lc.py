@@ -1,189 +1,294 @@
 """Length-controlled win rates after Dubois et al. 2024 (Length-Controlled AlpacaEval).
 
 For one judge, each item is a game between the baseline A1 and a competitor (the group's A2 or
-A2p). The judge's preference for the competitor (votes for A2 + half the ties, over all votes)
-is modelled as
+A2p); y is the judge's preference for the competitor (votes for it + half the ties, over all
+votes), weighted by the number of votes. The model is
 
-    logit P(competitor) = θ_g + φ_g · tanh(Δlen / std(Δlen)) + ψ_g · γ_q
+    logit P(competitor) = θ_g + φ · t + ψ_g · z,      t = tanh(Δlen / rms(Δlen))
 
-with one group term θ_g, length slope φ_g and difficulty weight ψ_g per group, and one
-difficulty γ_q per question fitted jointly across groups. The slope is pooled,
-φ_g = φ_0 + δ_g: a perturbation such as rich content lengthens almost every answer by a similar
-amount, so within its group Δlen barely varies and a free φ_g cannot be told apart from θ_g
-(the fit then swings between "all length" and "no length" with the penalty). The control
-group's two-sided length differences identify the judge's own length preference φ_0; the
-group deviations δ_g carry the stronger penalty (10λ), so a group earns its own slope only
-when its data show one. L2 penalty λ on φ_0, γ and ψ, λ/100 on θ (only to keep it finite when
-a group is separable); λ chosen by K-fold cross-validation over items (held-out log loss).
+fitted in two stages, as AlpacaEval fixes the instruction difficulty before fitting the rest.
+Each stage is a strictly convex penalised logistic regression with one optimum, found by
+scipy's trust-region Newton method with the exact Hessian:
 
-The length-controlled win rate of g is mean_q logistic(θ_g + ψ_g·γ_q): the same prediction with
-Δlen = 0. The model is odd in (y, Δlen) → (1 − y, −Δlen) with the same penalty, so swapping the
-two sides gives exactly 1 − x, and a group whose two sides are exchangeable gives 1/2.
+1. **The control items alone** (A1 vs A2, the baseline comparison of each question): a
+   regression on (1, t) gives θ_c and the judge's length slope φ. Then γ_q, the question's
+   difficulty, is its control log-odds (Haldane-Anscombe: ½ added to each side) minus what
+   θ_c + φ·t predicts for it: how much this judge prefers the question's A2 over its A1 with
+   length taken out. The slope is measured here because only here do the two answers differ
+   in length independently of any perturbation: a perturbation such as rich content lengthens
+   almost every answer by a similar amount, so within its group a slope cannot be told apart
+   from the group term, and a fitted one extrapolates to Δlen = 0 from far away.
+2. **The perturbation groups**, with φ and γ fixed: a regression on (1, z) with offset φ·t,
+   where z = ±γ_q is oriented to the item: + when its competitor was made from the control's
+   A2, − when made from the control's A1, 0 when the question has no control item.
+
+Penalties: λ on φ and ψ; ``THETA_FACTOR`` λ on θ (only to keep it finite when a group is
+separable). λ is chosen by K-fold cross-validation with folds grouped by question (held-out log
+loss of the perturbation groups' items; the control items are the first stage's data and so,
+like AlpacaEval's instruction difficulty, a covariate rather than a target). Without control
+items there is no length preference to measure and ``fit`` returns None.
+
+The length-controlled win rate of g is the mean over its items of logistic(θ_g + ψ_g · z)
+(control: logistic(θ_c + γ_q)): the same prediction with Δlen = 0.
+
+Why the win-rate properties hold exactly. Swapping the two sides of group g maps its rows
+(y, t) → (1 − y, −t). The length scale is a root mean square, so it does not change; the
+mirrored parameters (θ_g, ψ_g) → (−θ_g, −ψ_g) give the mirrored loss with the same penalty, and
+since the problem is strictly convex that mirror is its only optimum: the rate becomes 1 − x.
+Other groups never see g's rows. Swapping the control maps (θ_c, φ, γ) → (−θ_c, φ, −γ) the
+same way, and the other groups absorb the sign of γ by ψ_g → −ψ_g (or by their orientation,
+which flips with the control's sides), so their rates stay. A group
+whose two sides are exchangeable is its own mirror and gets exactly 1/2.
+
+Each rate and effect carries a 95% interval from a cluster-robust (sandwich, clustered by
+question) variance of the two-stage estimator with the delta method, on the logit scale for
+rates; see docs/STATISTICS.md.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
+from scipy.linalg import block_diag
+from scipy.optimize import minimize
 from scipy.special import expit
 
+from analysis.stats import Z95, wilson
+
 LAMBDAS = (0.1, 1.0, 10.0)
-# Cross-validation of λ runs on at most this many questions (all their items). The penalty
-# matters for small studies; in big ones the data dominate it, and CV on every item of 10,000
-# questions would cost more than the rest of the analysis together.
-CV_MAX_QUESTIONS = 2000
-PHI_FACTOR = 10.0
+FOLDS = 3
 THETA_FACTOR = 0.01
+CV_MAX_QUESTIONS = 500
+# The optimiser stops when the gradient's norm is below this: parameters then sit within
+# ~GTOL / curvature of the optimum, far below the 1e-6 the win rates promise.
+GTOL = 1e-8
 
 
 @dataclass
 class LCResult:
     groups: list[str]
-    lc_winrate: dict[str, float]
-    raw_winrate: dict[str, float]
-    theta: dict[str, float]
-    phi: dict[str, float]
+    control: str
     lam: float
     length_scale: float
+    length_slope: float  # φ, per unit of t
+    lc_winrate: dict[str, float] = field(default_factory=dict)
+    raw_winrate: dict[str, float] = field(default_factory=dict)
+    theta: dict[str, float] = field(default_factory=dict)
+    psi: dict[str, float] = field(default_factory=dict)
+    # 95% intervals and the number of questions (clusters) behind each group's figures.
+    lc_ci: dict[str, tuple[float, float]] = field(default_factory=dict)
+    raw_ci: dict[str, tuple[float, float]] = field(default_factory=dict)
+    lc_effect: dict[str, float] = field(default_factory=dict)
+    lc_effect_ci: dict[str, tuple[float, float]] = field(default_factory=dict)
+    raw_effect: dict[str, float] = field(default_factory=dict)
+    raw_effect_ci: dict[str, tuple[float, float]] = field(default_factory=dict)
+    n_questions: dict[str, int] = field(default_factory=dict)
 
 
-def _unpack(x: np.ndarray, n_g: int, n_q: int):
-    """θ, φ (= φ_0 + δ), ψ, γ, and the raw φ_0 and δ."""
-    theta, phi0, dev = x[:n_g], x[n_g], x[n_g + 1 : 2 * n_g + 1]
-    psi, gamma = x[2 * n_g + 1 : 3 * n_g + 1], x[3 * n_g + 1 : 3 * n_g + 1 + n_q]
-    return theta, phi0 + dev, psi, gamma, phi0, dev
+@dataclass
+class Items:
+    """The items of one judge, coded: group index g, question index q (0..n_q-1), t, y, w, and
+    the orientation o (±1, 0) of each item's competitor against the control's A2."""
+
+    g: np.ndarray
+    q: np.ndarray
+    t: np.ndarray
+    y: np.ndarray
+    w: np.ndarray
+    o: np.ndarray
+    n_g: int
+    n_q: int
+    control: int  # index of the control group
+
+    def take(self, mask: np.ndarray) -> Items:
+        d = self
+        return Items(d.g[mask], d.q[mask], d.t[mask], d.y[mask], d.w[mask], d.o[mask], d.n_g, d.n_q, d.control)
+
+    @property
+    def is_control(self) -> np.ndarray:
+        return self.g == self.control
 
 
-def _loss(x, g, q, t, y, w, n_g, n_q, lam) -> float:
-    theta, phi, psi, gamma, phi0, dev = _unpack(x, n_g, n_q)
-    eta = theta[g] + phi[g] * t + psi[g] * gamma[q]
-    penalty = THETA_FACTOR * theta @ theta + phi0 * phi0 + PHI_FACTOR * dev @ dev + psi @ psi + gamma @ gamma
-    return float(np.sum(w * (np.logaddexp(0.0, eta) - y * eta)) + lam * penalty)
+def _loss(w, y, eta) -> np.ndarray:
+    """Binomial log loss with fractional outcomes; logaddexp keeps it finite for large |eta|."""
+    return w * (np.logaddexp(0.0, eta) - y * eta)
 
 
-def _objective(x, g, q, t, y, w, n_g, n_q, lam):
-    theta, phi, psi, gamma, phi0, dev = _unpack(x, n_g, n_q)
-    eta = theta[g] + phi[g] * t + psi[g] * gamma[q]
-    p = expit(eta)
-    # Binomial log loss with fractional outcomes; logaddexp keeps it finite for large |eta|.
-    loss = np.sum(w * (np.logaddexp(0.0, eta) - y * eta))
-    r = w * (p - y)
-    d_theta = np.bincount(g, weights=r, minlength=n_g)
-    d_phi = np.bincount(g, weights=r * t, minlength=n_g)
-    d_psi = np.bincount(g, weights=r * gamma[q], minlength=n_g)
-    d_gamma = np.bincount(q, weights=r * psi[g], minlength=n_q)
-    loss += lam * (THETA_FACTOR * theta @ theta + phi0 * phi0 + PHI_FACTOR * dev @ dev + psi @ psi + gamma @ gamma)
-    grad = np.concatenate(
-        [
-            d_theta + 2 * lam * THETA_FACTOR * theta,
-            [d_phi.sum() + 2 * lam * phi0],
-            d_phi + 2 * lam * PHI_FACTOR * dev,
-            d_psi + 2 * lam * psi,
-            d_gamma + 2 * lam * gamma,
-        ]
-    )
-    return loss, grad
+# Both stages fit a penalised logistic regression with one coefficient row per group:
+# η = offset + Σ_k b[g, k] · X[:, k], penalty Σ_k pen_k · b[·, k]².
 
 
-def _fit(g, q, t, y, w, n_g, n_q, lam, x0=None, *, max_iter: int = 100, tol: float = 1e-7) -> np.ndarray:
-    """Minimise the penalised loss by Newton steps on all parameters at once (Gauss-Newton
-    where the exact Hessian does not give a step downhill). The Hessian
-    is an arrow: a small dense block for the 3·groups + 1 group terms (θ, φ_0, δ, ψ) and a
-    diagonal for the γ (each item has one question), so the step is solved through the Schur
-    complement of the diagonal. Every block is a per-group or per-question sum (bincount), with
-    no design matrix; a halving line search keeps each step downhill. Deterministic, so the
-    model's mirror symmetry carries over to the fitted values."""
-    x = np.concatenate([np.zeros(2 * n_g + 1), np.ones(n_g), np.zeros(n_q)]) if x0 is None else x0.copy()
-    m = 3 * n_g + 1
-    penalty = np.concatenate([np.full(n_g, THETA_FACTOR), [1.0], np.full(n_g, PHI_FACTOR), np.ones(n_g)]) * lam
-    cell = g * n_q + q  # (group, question) of each item, for the cross block
-    th, dl, ps = slice(0, n_g), slice(n_g + 1, 2 * n_g + 1), slice(2 * n_g + 1, m)
+class GLM:
+    """One such problem: ``objective`` (loss and gradient) and ``hessian`` for scipy, sharing
+    the fitted probabilities of the last point (trust-exact asks for both at each point)."""
 
-    def by_group(weights):
-        return np.bincount(g, weights=weights, minlength=n_g)
+    def __init__(self, X, g, n_g: int, offset, y, w, pen):
+        self.X, self.g, self.n_g, self.offset, self.y, self.w, self.pen = X, g, n_g, offset, y, w, pen
+        self._at: np.ndarray | None = None
 
-    def by_cell(weights):
-        return np.bincount(cell, weights=weights, minlength=n_g * n_q).reshape(n_g, n_q)
+    def _eta_p(self, x: np.ndarray):
+        if self._at is None or not np.array_equal(x, self._at):
+            b = x.reshape(self.n_g, -1)
+            eta = self.offset + sum(b[self.g, k] * self.X[:, k] for k in range(self.X.shape[1]))
+            self._at, self._eta, self._p = x.copy(), eta, expit(eta)
+        return self._eta, self._p
 
-    loss = _loss(x, g, q, t, y, w, n_g, n_q, lam)
-    for _ in range(max_iter):
-        theta, phi, psi, gamma, _, _ = _unpack(x, n_g, n_q)
-        gq = gamma[q]
-        p = expit(theta[g] + phi[g] * t + psi[g] * gq)
-        r, s = w * (p - y), w * p * (1 - p)
-        g_beta = np.concatenate([by_group(r), [np.sum(r * t)], by_group(r * t), by_group(r * gq)])
-        g_beta += 2 * penalty * x[:m]
-        g_gamma = np.bincount(q, weights=r * psi[g], minlength=n_q) + 2 * lam * gamma
-        st, stt, sg = s * t, s * t * t, s * gq
-        h_bb = np.diag(2 * penalty)
-        h_bb[th, th] += np.diag(by_group(s))
-        h_bb[dl, dl] += np.diag(by_group(stt))
-        h_bb[ps, ps] += np.diag(by_group(sg * gq))
-        h_bb[th, dl] += np.diag(by_group(st))
-        h_bb[th, ps] += np.diag(by_group(sg))
-        h_bb[dl, ps] += np.diag(by_group(st * gq))
-        h_bb[n_g, n_g] += np.sum(stt)
-        h_bb[th, n_g] += by_group(st)
-        h_bb[n_g, dl] += by_group(stt)
-        h_bb[n_g, ps] += by_group(st * gq)
-        h_bb = np.triu(h_bb) + np.triu(h_bb, 1).T
-        sp = s * psi[g]
-        h_gg = np.bincount(q, weights=sp * psi[g], minlength=n_q) + 2 * lam
-        h_bg = np.vstack(
-            [
-                by_cell(sp),
-                np.bincount(q, weights=sp * t, minlength=n_q)[None, :],
-                by_cell(sp * t),
-                by_cell(sp * gq),
-            ]
-        )
-        g_all = np.concatenate([g_beta, g_gamma])
-        # The exact Newton step first: the bilinear ψ·γ term's second derivative adds the
-        # residual r to the (ψ_g, γ_q) block, and with it the steps converge in a few
-        # iterations instead of linearly. Away from the optimum that Hessian need not be
-        # positive, so when its step does not lead downhill the Gauss-Newton step (always
-        # a descent direction) is taken instead.
-        h_newton = h_bg.copy()
-        h_newton[ps] += by_cell(r)
-        trial = None
-        for h in (h_newton, h_bg):
-            step = _schur_step(h_bb, h_bg=h, h_gg=h_gg, g_beta=g_beta, g_gamma=g_gamma)
-            if step is None or g_all @ step >= 0:
-                continue
-            trial, new_loss = _line_search(lambda z: _loss(z, g, q, t, y, w, n_g, n_q, lam), x, step, loss)
-            if trial is not None:
-                break
-        if trial is None:
-            break
-        x, improvement, loss = trial, loss - new_loss, new_loss
-        if improvement <= tol * max(1.0, abs(loss)):
-            break
-    return x
+    def objective(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        b = x.reshape(self.n_g, -1)
+        eta, p = self._eta_p(x)
+        r = self.w * (p - self.y)
+        grad = np.stack([np.bincount(self.g, weights=r * col, minlength=self.n_g) for col in self.X.T], axis=1)
+        value = _loss(self.w, self.y, eta).sum() + (self.pen * b * b).sum()
+        return float(value), (grad + 2 * self.pen * b).ravel()
+
+    def hessian(self, x: np.ndarray) -> np.ndarray:
+        _, p = self._eta_p(x)
+        blocks = _glm_blocks(self.w * p * (1 - p), self.X, self.g, self.n_g, self.pen)
+        return block_diag(*blocks)
+
+    def fit(self) -> np.ndarray:
+        """The unique minimiser (n_g × X's columns): scipy's trust-region Newton with the exact
+        Hessian, from zero (a start that is its own mirror)."""
+        k = self.X.shape[1]
+        out = minimize(
+            self.objective, np.zeros(self.n_g * k), jac=True, hess=self.hessian, method="trust-exact",
+            options={"gtol": GTOL},
+        )  # fmt: skip
+        return out.x.reshape(self.n_g, k)
 
 
-def _schur_step(h_bb, *, h_bg, h_gg, g_beta, g_gamma) -> np.ndarray | None:
-    """Solve the arrow-shaped system [[h_bb, h_bg], [h_bg.T, diag(h_gg)]] · d = -grad through the
-    Schur complement of the diagonal block; None when the small block is singular."""
-    a = h_bg / h_gg
-    try:
-        d_beta = -np.linalg.solve(h_bb - a @ h_bg.T, g_beta - a @ g_gamma)
-    except np.linalg.LinAlgError:
+def _glm_blocks(s, X, g, n_g: int, pen) -> np.ndarray:
+    """The Hessian's diagonal blocks, one per group: Σ s·x·xᵀ + 2·diag(pen)."""
+    k = X.shape[1]
+    out = np.zeros((n_g, k, k))
+    for a in range(k):
+        for c in range(a, k):
+            out[:, a, c] = out[:, c, a] = np.bincount(g, weights=s * X[:, a] * X[:, c], minlength=n_g)
+    return out + 2 * np.diag(pen)
+
+
+def _penalty(lam: float) -> np.ndarray:
+    """Penalty weights of (intercept, slope): θ gets ``THETA_FACTOR`` λ, the slope λ."""
+    return lam * np.array([THETA_FACTOR, 1.0])
+
+
+@dataclass
+class Stage1:
+    theta: float  # θ_c
+    phi: float  # the judge's length slope
+    gamma: np.ndarray  # γ_q per question (0 where the question has no control item)
+    tbar: np.ndarray  # the control's mean t per question
+    has: np.ndarray  # whether the question has a control item
+
+
+def fit_stage1(d: Items, lam: float) -> Stage1:
+    """θ_c and φ from the control items (a penalised logistic regression on t), then each
+    question's γ_q: its control log-odds, with ½ added to each side (Haldane-Anscombe), minus
+    what θ_c + φ·t predicts for it."""
+    c = d.take(d.is_control)
+    X = np.stack([np.ones(len(c.y)), c.t], axis=1)
+    (theta, phi) = GLM(X, np.zeros(len(c.y), dtype=np.int64), 1, 0.0, c.y, c.w, _penalty(lam)).fit()[0]
+    wins = np.bincount(c.q, weights=c.w * c.y, minlength=d.n_q)
+    votes = np.bincount(c.q, weights=c.w, minlength=d.n_q)
+    has = votes > 0
+    logit = np.log((wins + 0.5) / (votes - wins + 0.5))
+    tbar = np.bincount(c.q, weights=c.w * c.t, minlength=d.n_q) / np.where(has, votes, 1)
+    gamma = np.where(has, logit - theta - phi * tbar, 0.0)
+    return Stage1(float(theta), float(phi), gamma, tbar, has)
+
+
+def fit_stage2(d: Items, s1: Stage1, lam: float) -> np.ndarray:
+    """(n_g, 2): θ_g, ψ_g of the perturbation groups (the control's row is zero), with the
+    offset φ·t and the covariate z = o·γ_q fixed."""
+    return stage2_problem(d, s1, lam).fit()
+
+
+def stage2_problem(d: Items, s1: Stage1, lam: float) -> GLM:
+    """The second stage's problem: the perturbation items with the offset φ·t and the
+    covariate z = o·γ_q fixed, coefficients (θ_g, ψ_g) for every group."""
+    p = d.take(~d.is_control)
+    X = np.stack([np.ones(len(p.y)), p.o * s1.gamma[p.q]], axis=1)
+    return GLM(X, p.g, d.n_g, s1.phi * p.t, p.y, p.w, _penalty(lam))
+
+
+def stage2_eta(b: np.ndarray, d: Items, s1: Stage1) -> np.ndarray:
+    return b[d.g, 0] + s1.phi * d.t + b[d.g, 1] * d.o * s1.gamma[d.q]
+
+
+def question_folds(questions: np.ndarray, folds: int, seed: int) -> np.ndarray:
+    """Fold number of each row: questions are dealt to folds in a seeded random order, so all
+    items of a question share a fold and fold sizes differ by at most one question."""
+    uniq, q = np.unique(questions, return_inverse=True)
+    order = np.random.default_rng(seed).permutation(len(uniq))
+    fold_of_question = np.empty(len(uniq), dtype=np.int64)
+    fold_of_question[order] = np.arange(len(uniq)) % folds
+    return fold_of_question[q]
+
+
+def choose_lambda(d: Items, lambdas: tuple[float, ...], folds: int, seed: int) -> tuple[float, list[float]]:
+    """The λ with the least held-out log loss of the perturbation groups' items, folds grouped
+    by question, and the loss of each λ (from the largest λ; ties go to the larger, simpler
+    one). The middle λ, without losses, when there is nothing to hold out. On at most
+    ``CV_MAX_QUESTIONS`` questions (a seeded choice): the penalty matters in small studies,
+    in big ones the data outweigh it."""
+    lambdas = tuple(sorted(lambdas, reverse=True))
+    uniq = np.unique(d.q[~d.is_control])
+    if len(lambdas) == 1 or len(uniq) < folds:
+        return float(lambdas[len(lambdas) // 2]), []
+    if len(uniq) > CV_MAX_QUESTIONS:
+        d = d.take(np.isin(d.q, np.random.default_rng(seed).choice(uniq, CV_MAX_QUESTIONS, replace=False)))
+    fold = question_folds(d.q, folds, seed)
+    losses = []
+    for lam in lambdas:
+        s1 = fit_stage1(d, lam)
+        total = 0.0
+        for k in range(folds):
+            b = fit_stage2(d.take(fold != k), s1, lam)
+            held = d.take((fold == k) & ~d.is_control)
+            total += float(_loss(held.w, held.y, stage2_eta(b, held, s1)).sum())
+        losses.append(total)
+    return float(lambdas[int(np.argmin(losses))]), losses
+
+
+def items(
+    groups: np.ndarray,
+    questions: np.ndarray,
+    delta_len: np.ndarray,
+    y: np.ndarray,
+    weight: np.ndarray,
+    *,
+    orientation: np.ndarray | None = None,
+    control: str = "control",
+) -> tuple[Items, list[str], float] | None:
+    """The coded items (rows without votes or length left out), the group names and the
+    length scale; None without any control item to measure the length preference on."""
+    delta_len, weight = np.asarray(delta_len, dtype=float), np.asarray(weight, dtype=float)
+    groups = np.asarray(groups).astype(str)
+    keep = (weight > 0) & ~np.isnan(delta_len)
+    if not (keep & (groups == control)).any():
         return None
-    d_gamma = -(g_gamma + h_bg.T @ d_beta) / h_gg
-    return np.concatenate([d_beta, d_gamma])
-
-
-def _line_search(loss_at, x: np.ndarray, step: np.ndarray, loss: float, halvings: int = 30):
-    """The first of x + step, x + step/2, ... that does not increase the loss, with its loss;
-    (None, loss) when none does."""
-    for _ in range(halvings):
-        trial = x + step
-        new_loss = loss_at(trial)
-        if new_loss <= loss:
-            return trial, new_loss
-        step = step / 2
-    return None, loss
+    orientation = np.ones(len(weight)) if orientation is None else np.asarray(orientation, dtype=float)
+    g, names = pd.factorize(groups[keep], sort=True)
+    q, question_ids = pd.factorize(np.asarray(questions)[keep], sort=True)
+    delta_len = delta_len[keep]
+    # Root mean square, not the standard deviation: it does not change when one group's
+    # differences change sign, which the swap property needs.
+    scale = float(np.sqrt(np.mean(delta_len * delta_len)))
+    c = int(np.flatnonzero(np.asarray(names) == control)[0])
+    d = Items(
+        g=g,
+        q=q,
+        t=np.tanh(delta_len / scale) if scale > 0 else np.zeros_like(delta_len),
+        y=np.asarray(y, dtype=float)[keep],
+        w=weight[keep],
+        o=np.where(g == c, 1.0, orientation[keep]),
+        n_g=len(names),
+        n_q=len(question_ids),
+        control=c,
+    )
+    return d, [str(n) for n in names], scale
 
 
 def fit(
@@ -193,75 +298,164 @@ def fit(
     y: np.ndarray,
     weight: np.ndarray,
     *,
+    orientation: np.ndarray | None = None,
+    control: str = "control",
     lambdas: tuple[float, ...] = LAMBDAS,
-    folds: int = 3,
+    folds: int = FOLDS,
     seed: int = 0,
 ) -> LCResult | None:
     """Fit the model on items (one row each). ``y`` is the share of the competitor's wins with
-    ties as half; ``weight`` the number of votes. None when there is nothing to fit."""
-    keep = (weight > 0) & ~np.isnan(delta_len)
-    if not keep.any():
+    ties as half; ``weight`` the number of votes; ``orientation`` +1 where the item's competitor
+    is the control's A2 or made from it, −1 where it is the control's A1 or made from it, 0 when
+    unknown (default +1 everywhere). None when no control item has votes."""
+    coded = items(groups, questions, delta_len, y, weight, orientation=orientation, control=control)
+    if coded is None:
         return None
-    groups, questions = np.asarray(groups)[keep], np.asarray(questions)[keep]
-    delta_len, y, weight = delta_len[keep].astype(float), y[keep].astype(float), weight[keep].astype(float)
-    group_names, g = np.unique(groups.astype(str), return_inverse=True)
-    _, q = np.unique(questions, return_inverse=True)
-    n_g, n_q = len(group_names), int(q.max()) + 1
-    scale = float(np.std(delta_len))
-    t = np.tanh(delta_len / scale) if scale > 0 else np.zeros_like(delta_len)
-
-    if n_q > CV_MAX_QUESTIONS and len(lambdas) > 1:
-        chosen = np.random.default_rng(seed).choice(n_q, CV_MAX_QUESTIONS, replace=False)
-        sub = np.isin(q, chosen)
-        _, q_sub = np.unique(q[sub], return_inverse=True)
-        lam, _ = _choose_lambda(g[sub], q_sub, t[sub], y[sub], weight[sub], n_g, CV_MAX_QUESTIONS, lambdas, folds, seed)
-        x = _fit(g, q, t, y, weight, n_g, n_q, lam)
-    else:
-        lam, x = _choose_lambda(g, q, t, y, weight, n_g, n_q, lambdas, folds, seed)
-    theta, phi, psi, gamma, _, _ = _unpack(x, n_g, n_q)
-    lc, raw = {}, {}
-    for j, name in enumerate(group_names):
-        in_g = g == j
-        qs = np.unique(q[in_g])
-        lc[str(name)] = float(np.mean(expit(theta[j] + psi[j] * gamma[qs])))
-        raw[str(name)] = float(np.sum(y[in_g] * weight[in_g]) / np.sum(weight[in_g]))
-    return LCResult(
-        groups=[str(n) for n in group_names],
-        lc_winrate=lc,
-        raw_winrate=raw,
-        theta={str(n): float(theta[j]) for j, n in enumerate(group_names)},
-        phi={str(n): float(phi[j]) for j, n in enumerate(group_names)},
-        lam=lam,
-        length_scale=scale,
-    )
+    d, names, scale = coded
+    lam, _ = choose_lambda(d, lambdas, folds, seed)
+    s1 = fit_stage1(d, lam)
+    return _result(d, names, s1, fit_stage2(d, s1, lam), lam, scale)
 
 
-def _choose_lambda(g, q, t, y, w, n_g, n_q, lambdas, folds, seed) -> tuple[float, np.ndarray]:
-    """K-fold cross-validation of λ over items (held-out log loss). Returns λ and the fit on all
-    items with it. Fits are warm-started: each λ from the previous one, each fold from the
-    full fit at its λ, which cuts the Newton steps several-fold."""
-    lambdas = sorted(lambdas, reverse=True)
-    full, x = [], None
-    for lam in lambdas:
-        x = _fit(g, q, t, y, w, n_g, n_q, lam, x0=x)
-        full.append(x)
-    if len(lambdas) == 1 or len(y) < 2 * folds:
-        return float(lambdas[len(lambdas) // 2]), full[len(lambdas) // 2]
-    fold_of = np.random.default_rng(seed).permutation(len(y)) % folds
-    losses = []
-    for lam, x_full in zip(lambdas, full, strict=True):
-        total = 0.0
-        for k in range(folds):
-            train, test = fold_of != k, fold_of == k
-            x_k = x_full.copy()
-            # Questions with no training item start (and stay) at the penalised γ = 0.
-            seen = np.zeros(n_q, bool)
-            seen[q[train]] = True
-            x_k[3 * n_g + 1 :][~seen] = 0.0
-            x_k = _fit(g[train], q[train], t[train], y[train], w[train], n_g, n_q, lam, x0=x_k)
-            theta, phi, psi, gamma, _, _ = _unpack(x_k, n_g, n_q)
-            eta = theta[g[test]] + phi[g[test]] * t[test] + psi[g[test]] * gamma[q[test]]
-            total += float(np.sum(w[test] * (np.logaddexp(0.0, eta) - y[test] * eta)))
-        losses.append(total)
-    best = int(np.argmin(losses))
-    return float(lambdas[best]), full[best]
+def _result(d: Items, names: list[str], s1: Stage1, b: np.ndarray, lam: float, scale: float) -> LCResult:
+    is_c = d.is_control
+    # The prediction at Δlen = 0.
+    eta0 = np.where(is_c, s1.theta + s1.gamma[d.q], b[d.g, 0] + b[d.g, 1] * d.o * s1.gamma[d.q])
+    # The fitted log-odds of each stage's model (the control's first stage has no γ).
+    eta = np.where(is_c, s1.theta + s1.phi * d.t, stage2_eta(b, d, s1))
+    infl = _Influence(d, s1, b, eta, lam)
+    res = LCResult(groups=names, control=names[d.control], lam=lam, length_scale=scale, length_slope=s1.phi)
+    lc_if, raw_if = {}, {}
+    for j, name in enumerate(names):
+        rows = d.g == j
+        n_q = len(np.unique(d.q[rows]))
+        res.n_questions[name] = n_q
+        res.lc_winrate[name], lc_if[name] = infl.winrate(rows, eta0)
+        res.raw_winrate[name], raw_if[name] = infl.ratio(rows, d.w * d.y, d.w)
+        res.lc_ci[name] = _rate_ci(res.lc_winrate[name], lc_if[name], n_q)
+        res.raw_ci[name] = _rate_ci(res.raw_winrate[name], raw_if[name], n_q)
+        res.theta[name] = float(s1.theta if j == d.control else b[j, 0])
+        res.psi[name] = float(1.0 if j == d.control else b[j, 1])
+    c = res.control
+    for name in names:
+        if name == c:
+            continue
+        for value, ci, rate, inf in (
+            (res.lc_effect, res.lc_effect_ci, res.lc_winrate, lc_if),
+            (res.raw_effect, res.raw_effect_ci, res.raw_winrate, raw_if),
+        ):
+            value[name] = rate[name] - rate[c]
+            ci[name] = _effect_ci(
+                value[name], inf[name] - inf[c], (rate[name], res.n_questions[name]), (rate[c], res.n_questions[c])
+            )
+    return res
+
+
+def _sd(influence: np.ndarray) -> float:
+    """Cluster-robust standard deviation from per-question influence values, with the usual
+    n/(n − 1) small-sample factor."""
+    n = len(influence)
+    if n < 2:
+        return 0.0
+    centred = influence - influence.mean()
+    return float(np.sqrt(centred @ centred * n / (n - 1)))
+
+
+def _rate_ci(value: float, influence: np.ndarray, n_questions: int) -> tuple[float, float]:
+    """Wald interval on the logit scale (so it stays inside (0, 1)); a Wilson score interval
+    over the questions when the variance is zero (every question alike), so it never
+    collapses to a point."""
+    sd = _sd(influence)
+    if sd > 0 and 0 < value < 1:
+        half = Z95 * sd / (value * (1 - value))
+        logit = np.log(value / (1 - value))
+        return float(expit(logit - half)), float(expit(logit + half))
+    lo, hi = wilson(value * n_questions, n_questions)
+    return float(lo), float(hi)
+
+
+def _effect_ci(value: float, influence: np.ndarray, a: tuple[float, int], b: tuple[float, int]):
+    """Wald interval of a difference of two rates; Newcombe's hybrid of the two Wilson
+    intervals when the variance is zero."""
+    sd = _sd(influence)
+    if sd > 0:
+        return max(-1.0, value - Z95 * sd), min(1.0, value + Z95 * sd)
+    (p1, n1), (p2, n2) = a, b
+    l1, u1 = wilson(p1 * n1, n1)
+    l2, u2 = wilson(p2 * n2, n2)
+    return float(value - np.hypot(p1 - l1, u2 - p2)), float(value + np.hypot(u1 - p1, p2 - l2))
+
+
+class _Influence:
+    """Per-question influence of each figure on the two-stage fit: the sandwich of the stacked
+    M-estimator, clustered by question.
+
+    The parameters β = (a = (θ_c, φ); γ; b = (θ_g, ψ_g)) solve stacked estimating equations
+    Σ_q u_q(β) = 0: the control's penalised scores for a (each question its items' scores and
+    1/n_q of the penalty), γ_q − (logit_q − θ_c − φ·t̄_q) = 0 for each γ_q (zero at the
+    estimate), and the perturbation items' penalised scores for b. For a figure
+    R = Σ_q a_q / Σ_q n_q over a group's items, the influence of question q is
+    (a_q − R n_q)/N − vᵀu_q with v = A⁻ᵀ ∂R/∂β, A the Jacobian of the stacked equations. A is
+    block lower triangular (a, then γ given a, then b given both), so v takes one small solve
+    per block, backwards: each group's 2 × 2 block of b, the identity of γ, the 2 × 2 of a.
+    """
+
+    def __init__(self, d: Items, s1: Stage1, b: np.ndarray, eta: np.ndarray, lam: float):
+        self.d, self.s1, self.b = d, s1, b
+        p = expit(eta)
+        self.r, self.s = d.w * (p - d.y), d.w * p * (1 - p)
+        n_q, c, pr = d.n_q, d.is_control, ~d.is_control
+        pen = _penalty(lam)
+        # Stage 1: the control's design (1, t), its Hessian and per-question scores (n_q × 2).
+        xc, qc = np.stack([np.ones(c.sum()), d.t[c]], axis=1), d.q[c]
+        self.D = _glm_blocks(self.s[c], xc, np.zeros(len(qc), dtype=np.int64), 1, pen)[0]
+        a = np.array([s1.theta, s1.phi])
+        self.u1 = np.stack([np.bincount(qc, weights=self.r[c] * xc[:, k], minlength=n_q) for k in range(2)], 1)
+        self.u1 += 2 * pen * a / n_q
+        # Stage 2: the design (1, z) of the perturbation items, each group's Hessian block and
+        # the per-question scores (n_q × groups × 2).
+        self.pr, self.gp, self.qp = pr, d.g[pr], d.q[pr]
+        self.X = np.stack([np.ones(pr.sum()), d.o[pr] * s1.gamma[self.qp]], axis=1)
+        self.H2 = _glm_blocks(self.s[pr], self.X, self.gp, d.n_g, pen)
+        cell = self.qp * d.n_g + self.gp
+        u2 = [np.bincount(cell, weights=self.r[pr] * self.X[:, k], minlength=n_q * d.n_g) for k in range(2)]
+        self.u2 = np.stack(u2, axis=1).astype(float).reshape(n_q, d.n_g, 2) + 2 * pen * b / n_q
+
+    def ratio(self, rows: np.ndarray, num: np.ndarray, den: np.ndarray) -> tuple[float, np.ndarray]:
+        """Σ num / Σ den over ``rows``, a figure without fitted parameters, with its influence."""
+        q, n_q = self.d.q[rows], self.d.n_q
+        a = np.bincount(q, weights=num[rows], minlength=n_q)
+        n = np.bincount(q, weights=den[rows], minlength=n_q)
+        value = a.sum() / n.sum()
+        return float(value), (a - value * n) / n.sum()
+
+    def winrate(self, rows: np.ndarray, eta0: np.ndarray) -> tuple[float, np.ndarray]:
+        """The mean of logistic(eta0) over ``rows`` (one group's items), with its influence."""
+        d = self.d
+        value, direct = self.ratio(rows, expit(eta0), np.ones(len(eta0)))
+        p0 = expit(eta0[rows])
+        dp = p0 * (1 - p0) / rows.sum()  # ∂R/∂eta0 of each item
+        q, j = d.q[rows], int(d.g[rows][0])
+        grad_a, grad_b = np.zeros(2), np.zeros((d.n_g, 2))
+        if j == d.control:
+            grad_a[0] = dp.sum()
+            grad_gamma = np.bincount(q, weights=dp, minlength=d.n_q)
+        else:
+            grad_b[j] = [dp.sum(), dp @ (d.o[rows] * self.s1.gamma[q])]
+            grad_gamma = np.bincount(q, weights=dp * self.b[j, 1] * d.o[rows], minlength=d.n_q)
+        return value, direct - self._sensitivity(grad_a, grad_gamma, grad_b)
+
+    def _sensitivity(self, grad_a: np.ndarray, grad_gamma: np.ndarray, grad_b: np.ndarray) -> np.ndarray:
+        """vᵀu_q for every question q, with v = A⁻ᵀ ∂R/∂β (the u_q of γ are zero)."""
+        d, s1, pr, gp = self.d, self.s1, self.pr, self.gp
+        v_b = np.array([np.linalg.solve(h, g) for h, g in zip(self.H2, grad_b, strict=True)])
+        # b's equations depend on γ (through z = o·γ in η and in the design) and on φ (the
+        # offset φ·t): take their part out of γ's and a's right-hand sides.
+        xv = np.einsum("ik,ik->i", self.X, v_b[gp])
+        dz = self.s[pr] * self.b[gp, 1] * xv + self.r[pr] * v_b[gp, 1]
+        v_gamma = grad_gamma - np.bincount(self.qp, weights=dz * d.o[pr], minlength=d.n_q)
+        # γ_q's equation depends on θ_c and φ with coefficients 1 and t̄_q.
+        rhs = grad_a - np.array([v_gamma @ s1.has, v_gamma @ (s1.has * s1.tbar)])
+        rhs[1] -= np.sum(self.s[pr] * d.t[pr] * xv)
+        v_a = np.linalg.solve(self.D, rhs)
+        return self.u1 @ v_a + np.einsum("qgk,gk->q", self.u2, v_b)

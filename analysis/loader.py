@@ -76,6 +76,7 @@ VOTE_FIELDS = (
     "received_at",
     "label_scheme",
     "option_probs",
+    "labels_swapped",
 )
 
 

@@ -203,44 +203,6 @@ def verbosity(
     }
 
 
-def label_bias(votes: pd.DataFrame, scheme_labels: dict[str, tuple[str, str]] | None = None) -> dict | None:
-    """Preference by label next to preference by position, for votes with a label scheme.
-
-    ``scheme_labels`` maps a scheme to the labels of the first and second answer (the judges
-    app's schemes, e.g. "ab" → ("A", "B")); a scheme not in it but named "<first>/<second>" is
-    read from its name, any other is reported by position only. None when no vote has a scheme.
-    """
-    scheme_labels = scheme_labels or {}
-    labelled = votes[votes["label_scheme"].astype(str) != ""]
-    if labelled.empty:
-        return None
-    by_scheme = {
-        str(scheme): {k: sub_pos[k] for k in ("first", "tie", "second", "n")}
-        for scheme, sub in labelled.groupby("label_scheme", observed=True)
-        for sub_pos in [position(sub)]
-    }
-    offered: dict[str, int] = {}
-    chosen: dict[str, int] = {}
-    for scheme, sub in labelled.groupby("label_scheme", observed=True):
-        labels = list(scheme_labels.get(str(scheme), str(scheme).split("/")))
-        if len(labels) != 2:
-            continue
-        shown = sub["choice_shown"].astype(str).to_numpy()
-        decisive = int(((shown == "first") | (shown == "second")).sum())
-        for label, side in zip(labels, ("first", "second"), strict=False):
-            offered[label] = offered.get(label, 0) + decisive
-            chosen[label] = chosen.get(label, 0) + int((shown == side).sum())
-    by_label = {
-        label: {
-            "value": chosen[label] / offered[label] if offered[label] else None,
-            "n": offered[label],
-            "ci": list(stats.wilson(chosen[label], offered[label])),
-        }
-        for label in sorted(offered)
-    }
-    return {"by_scheme": by_scheme, "by_label": by_label}
-
-
 def option_probs(votes: pd.DataFrame) -> dict | None:
     """Mean probability the judge put on first/second/tie and on A1/A2, where it gave them."""
     has = votes["option_probs"].notna().to_numpy()

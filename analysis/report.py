@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from analysis import lc, metrics, stats
+from analysis import labels, lc, metrics, stats
 from analysis.frame import CONTROL, Filters, apply_filters
 
 
@@ -89,6 +89,8 @@ def _analyze(frame, *, study, filters, options, votes_per_item, groups, semantic
         "shown_first",
         "order_known",
         "label_scheme",
+        "labels_swapped",
+        "question_id",
         "option_probs",
         f"len_a1_{options.measure}",
         f"len_a2_{options.measure}",
@@ -141,7 +143,7 @@ def _judge_report(name, kind, votes, prefs, question_index, counts, groups, sema
     for g in groups:
         if semantics[g] == "degrading":
             acc[g] = metrics.rate(0, 0, (None, None))
-    lc_part: dict = {"lc_winrate": {}, "raw_winrate": {}, "lc_effect": {}, "raw_effect": {}, "length_slope": {}}
+    lc_part: dict = {key: {} for key in LC_KEYS}
     if prefs is not None and len(prefs):
         indicators = metrics.asr_indicators(metrics.oriented_pairs(prefs))
         got_asr, got_acc, parts = metrics.asr_and_accuracy(
@@ -168,13 +170,29 @@ def _judge_report(name, kind, votes, prefs, question_index, counts, groups, sema
             verbosity_votes, measure=options.measure, bin_width=options.bin_width, seed=options.seed
         ),
         **lc_part,
-        "label_bias": metrics.label_bias(votes, options.scheme_labels),
+        "label_and_position": labels.label_and_position(votes, options.scheme_labels),
         "option_probs": metrics.option_probs(votes),
         "by_bloom": by_bloom,
     }
 
 
+LC_KEYS = (
+    "lc_winrate",
+    "lc_winrate_ci",
+    "raw_winrate",
+    "raw_winrate_ci",
+    "lc_effect",
+    "lc_effect_ci",
+    "raw_effect",
+    "raw_effect_ci",
+    "length_slope",
+    "lc_n",
+)
+
+
 def _length_controlled(prefs: pd.DataFrame, options: Options) -> dict:
+    """Length-controlled and raw win rates of A2/A2p over A1 per group (analysis.lc), each with
+    its interval, and the effects against the control."""
     n = prefs["n"].to_numpy(dtype=float)
     y = (prefs["n_a2"].to_numpy() + 0.5 * prefs["n_tie"].to_numpy()) / np.where(n > 0, n, 1)
     delta = prefs[f"len_a2_{options.measure}"].to_numpy(dtype=float) - prefs[f"len_a1_{options.measure}"].to_numpy(
@@ -186,25 +204,42 @@ def _length_controlled(prefs: pd.DataFrame, options: Options) -> dict:
         delta,
         y,
         n,
+        orientation=_orientation(prefs),
+        control=CONTROL,
         lambdas=options.lc_lambdas,
         seed=options.seed,
     )
     if result is None:
-        return {"lc_winrate": {}, "raw_winrate": {}, "lc_effect": {}, "raw_effect": {}, "length_slope": {}}
-    base_lc, base_raw = result.lc_winrate.get(CONTROL), result.raw_winrate.get(CONTROL)
+        return {key: {} for key in LC_KEYS}
+
+    def ci(intervals: dict) -> dict:
+        return {g: [lo, hi] for g, (lo, hi) in intervals.items()}
+
     return {
         "lc_winrate": result.lc_winrate,
+        "lc_winrate_ci": ci(result.lc_ci),
         "raw_winrate": result.raw_winrate,
+        "raw_winrate_ci": ci(result.raw_ci),
         # The effect of a perturbation: how much more the judge prefers A2p over A1 than A2 over A1.
-        "lc_effect": {
-            g: (v - base_lc if base_lc is not None else None) for g, v in result.lc_winrate.items() if g != CONTROL
-        },
-        "raw_effect": {
-            g: (v - base_raw if base_raw is not None else None) for g, v in result.raw_winrate.items() if g != CONTROL
-        },
-        "length_slope": result.phi,
+        "lc_effect": result.lc_effect,
+        "lc_effect_ci": ci(result.lc_effect_ci),
+        "raw_effect": result.raw_effect,
+        "raw_effect_ci": ci(result.raw_effect_ci),
+        # One slope per judge, measured on the control items (per unit of tanh(Δlen / rms)).
+        "length_slope": {g: result.length_slope for g in result.groups},
+        "lc_n": result.n_questions,
         "lc_lambda": result.lam,
     }
+
+
+def _orientation(prefs: pd.DataFrame) -> np.ndarray:
+    """+1 where an item's A2 is (or was made from) its question's control A2, −1 where it is
+    the control's A1, 0 where the question has no control item (see metrics.oriented_pairs)."""
+    ctrl = prefs[(prefs["group"] == CONTROL).to_numpy()].drop_duplicates("question_id").set_index("question_id")
+    c_a1 = ctrl["a1_root"].reindex(prefs["question_id"]).to_numpy()
+    c_a2 = ctrl["a2_root"].reindex(prefs["question_id"]).to_numpy()
+    a2 = prefs["a2_root"].to_numpy()
+    return np.where(a2 == c_a2, 1.0, np.where(a2 == c_a1, -1.0, 0.0))
 
 
 def _add_ranks(judges: list[dict], groups: list[str], semantics: dict[str, str]) -> None:

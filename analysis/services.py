@@ -13,8 +13,7 @@ from django.utils import timezone
 
 from analysis import importers, loader, report, simulate
 from analysis.frame import Filters
-from annotations.models import ComparisonItem, Judge, Rater, Slot, Study, Vote
-from perturbations.models import PerturbationKind
+from annotations.models import ComparisonItem, Judge, PerturbationKind, Rater, Slot, Study, Vote
 
 
 def study_groups(*, study: Study) -> tuple[list[str], dict[str, str]]:
@@ -64,7 +63,8 @@ def judge_simulate(
     k = votes_per_item or study.votes_per_item
     items = loader.study_items(study)
     items = items[~items["is_gold"]]
-    sim = simulate.simulate_votes(items, params, votes_per_item=k, seed=seed)
+    # A simulated LLM judge: label order counterbalanced against display order, as in a real run.
+    sim = simulate.simulate_votes(items, params, votes_per_item=k, seed=seed, counterbalance_labels=True)
     with transaction.atomic():
         judge, _ = Judge.objects.update_or_create(
             name=name, study=None, defaults={"kind": Judge.Kind.SIMULATED, "params": params.as_dict()}
@@ -83,6 +83,8 @@ def judge_simulate(
                     judge=judge,
                     round=int(r.round) + offset,
                     shown_first=r.shown_first,
+                    label_scheme=r.label_scheme,
+                    labels_swapped=bool(r.labels_swapped),
                     choice_shown=r.choice_shown,
                     choice=r.choice,
                     meta={"simulated": True, "seed": seed},
@@ -108,6 +110,8 @@ def raters_simulate(
     ``raters`` raters with pseudonymous ids SIM-0001…, each item voted by distinct raters.
     Returns the number of votes written."""
     k = votes_per_item or study.votes_per_item
+    if params.label:
+        raise ValueError("people see the answers left and right, under no labels: a label bias is for a judge")
     if raters < k:
         raise ValueError(f"need at least {k} raters for {k} votes per item (a rater votes once per item)")
     items = loader.study_items(study)

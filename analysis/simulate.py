@@ -7,9 +7,14 @@ Each vote is a tie with probability ``tie_rate``; otherwise it goes to A2 with p
     + susceptibility[group]                                 # pull towards the perturbed side
     + length_per_token · (len A2 − len A1)                  # in words
     ± position                                              # + when A2 is shown first
+    ± label                                                 # + when A2 has the first label
 
-so ``position`` > 0 favours the answer shown first and ``susceptibility`` < 0 means the judge
-sees through a degrading perturbation. Orders are balanced: half the rounds show A1 first.
+so ``position`` > 0 favours the answer shown first, ``label`` > 0 the answer under the label
+scheme's first label ("A"), and ``susceptibility`` < 0 means the judge sees through a degrading
+perturbation. Orders are balanced: half the rounds show A1 first. A simulated LLM judge
+(``counterbalance_labels``) follows the judges app's plan, label order counterbalanced against
+display order as a real run is; otherwise (people, or LLM runs from before) the answer shown
+first always has the first label, so ``label`` acts exactly as more ``position``.
 """
 
 from __future__ import annotations
@@ -20,12 +25,17 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
+from judges.plan import item_rounds
+
+# The label scheme a simulated LLM judge is taken to have seen.
+SIMULATED_SCHEME = "ab"
 DEFAULT_SUSCEPTIBILITY = {"factual_error": -2.0, "reference": 0.4, "rich_content": 0.6, "reference_rich_content": 0.8}
 
 
 @dataclass
 class JudgeParams:
     position: float = 0.0
+    label: float = 0.0
     length_per_token: float = 0.0
     susceptibility: dict[str, float] = field(default_factory=dict)
     tie_rate: float = 0.1
@@ -57,19 +67,40 @@ def draw_quality(items: pd.DataFrame, params: JudgeParams, rng: np.random.Genera
     return dict(zip(roots.tolist(), rng.normal(0.0, params.noise / np.sqrt(2), len(roots)).tolist(), strict=False))
 
 
-def simulate_votes(items: pd.DataFrame, params: JudgeParams, *, votes_per_item: int, seed: int = 0) -> pd.DataFrame:
+def simulate_votes(
+    items: pd.DataFrame,
+    params: JudgeParams,
+    *,
+    votes_per_item: int,
+    seed: int = 0,
+    counterbalance_labels: bool = False,
+) -> pd.DataFrame:
     """Votes on ``items`` (columns item_id, group, a1_root, a2_root, len_a1_words, len_a2_words):
-    one row per vote with item_id, round, shown_first, choice_shown, choice, client_ms."""
+    one row per vote with item_id, round, shown_first, labels_swapped, label_scheme,
+    choice_shown, choice, client_ms."""
     rng = np.random.default_rng(seed)
     quality = draw_quality(items, params, rng)
     base = log_odds_a2(items, params, quality)
     n_items, k = len(items), votes_per_item
     item_idx = np.repeat(np.arange(n_items), k)
     rounds = np.tile(np.arange(k), n_items)
-    # Balanced orders: alternate by round, starting side random per item (matters for odd k).
-    start = rng.integers(0, 2, n_items)[item_idx]
-    a2_first = ((rounds + start) % 2).astype(bool)
-    u = base[item_idx] + np.where(a2_first, params.position, -params.position)
+    if counterbalance_labels:
+        plan = [
+            p for i in range(n_items) for p in item_rounds(votes_per_item=k, schemes=[SIMULATED_SCHEME], item_index=i)
+        ]
+        a2_first = np.array([p.shown_first == "a2" for p in plan], dtype=bool)
+        swapped = np.array([p.labels_swapped for p in plan], dtype=bool)
+    else:
+        # Balanced orders: alternate by round, starting side random per item (matters for odd k).
+        start = rng.integers(0, 2, n_items)[item_idx]
+        a2_first = ((rounds + start) % 2).astype(bool)
+        swapped = np.zeros(len(a2_first), dtype=bool)
+    a2_first_label = a2_first != swapped
+    u = (
+        base[item_idx]
+        + np.where(a2_first, params.position, -params.position)
+        + np.where(a2_first_label, params.label, -params.label)
+    )
     draw = rng.random(len(u))
     tie = draw < params.tie_rate
     pick_a2 = ~tie & (rng.random(len(u)) < expit(u))
@@ -85,6 +116,8 @@ def simulate_votes(items: pd.DataFrame, params: JudgeParams, *, votes_per_item: 
             "item_id": items["item_id"].to_numpy()[item_idx],
             "round": rounds,
             "shown_first": np.where(a2_first, "a2", "a1"),
+            "labels_swapped": swapped,
+            "label_scheme": SIMULATED_SCHEME if counterbalance_labels else "",
             "choice_shown": choice_shown,
             "choice": choice,
             "client_ms": client_ms,
@@ -100,6 +133,8 @@ def expected_item_probabilities(
     the votes in each order) and, unless noise is 0, the realised ``quality``."""
     if votes_per_item % 2:
         raise ValueError("expected probabilities need an even number of votes per item")
+    if params.label:
+        raise ValueError("expected probabilities are for judges without a label bias")
     quality = quality or {int(r): 0.0 for r in np.unique(items[["a1_root", "a2_root"]].to_numpy())}
     base = log_odds_a2(items, params, quality)
     half = votes_per_item // 2
@@ -185,7 +220,10 @@ def votes_frame(
     df["run_id"], df["order_known"], df["not_familiar"] = np.nan, True, False
     df["threshold_ms"], df["words"] = 0.0, df["len_a1_words"] + df["len_a2_words"]
     df["received_at"] = pd.Timestamp("2025-01-01", tz="UTC")
-    df["label_scheme"], df["option_probs"] = "", None
+    df["option_probs"] = None
+    for col, missing in (("label_scheme", ""), ("labels_swapped", False)):
+        if col not in df:
+            df[col] = missing
     for m in MEASURES:
         if m != "words":
             df[f"len_a1_{m}"] = np.nan

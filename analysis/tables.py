@@ -50,20 +50,26 @@ def table2(result: dict) -> list[dict]:
 
 
 def lc_rows(result: dict) -> list[dict]:
+    """One row per (judge, group): raw and length-controlled win rates and effects, each with
+    its interval (lo/hi keys beside the value), the length slope and the questions behind it."""
     rows = []
     for judge in result["judges"]:
-        for g, lc in judge["lc_winrate"].items():
-            rows.append(
-                {
-                    "judge": judge["judge"],
-                    "group": g,
-                    "raw": judge["raw_winrate"].get(g),
-                    "lc": lc,
-                    "raw_effect": judge["raw_effect"].get(g),
-                    "lc_effect": judge["lc_effect"].get(g),
-                    "slope": judge["length_slope"].get(g),
-                }
-            )
+        for g in judge["lc_winrate"]:
+            row = {
+                "judge": judge["judge"],
+                "group": g,
+                "slope": judge["length_slope"].get(g),
+                "n": judge["lc_n"].get(g),
+            }
+            for name, key in (
+                ("raw", "raw_winrate"),
+                ("lc", "lc_winrate"),
+                ("raw_effect", "raw_effect"),
+                ("lc_effect", "lc_effect"),
+            ):
+                lo, hi = judge[f"{key}_ci"].get(g, (None, None))
+                row.update({name: judge[key].get(g), f"{name}_lo": lo, f"{name}_hi": hi})
+            rows.append(row)
     return rows
 
 

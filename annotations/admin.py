@@ -12,7 +12,6 @@ from django.utils.text import Truncator
 
 from annotations.models import Answer, ComparisonItem, Judge, Lease, Question, Rater, Study, Vote
 from annotations.study_io import study_export
-from perturbations.admin import generate_perturbations
 
 
 def _short(text: str, length: int = 80) -> str:
@@ -25,7 +24,7 @@ class StudyAdmin(admin.ModelAdmin):
     list_filter = ("status",)
     search_fields = ("title", "slug")
     prepopulated_fields = {"slug": ("title",)}
-    actions = ["export_json", "export_votes_csv", generate_perturbations]
+    actions = ["export_json", "export_votes_csv"]  # the perturbations app adds its own
     fieldsets = (
         (None, {"fields": ("title", "slug", "status")}),
         (

@@ -16,7 +16,6 @@ from functools import lru_cache
 from typing import Any
 
 MEASURES = ("words", "chars", "bpe")
-BPE_TOKENIZER_NAME = "SmolLM2 BPE (llama.cpp)"
 
 _lock = threading.Lock()
 

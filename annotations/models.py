@@ -210,6 +210,58 @@ class AnswerQuerySet(models.QuerySet):
         return self.filter(derived_from__isnull=False)
 
 
+class Semantics(models.TextChoices):
+    # A good judge moves away from the perturbed answer (factual error, gender bias).
+    DEGRADING = "degrading", "degrading"
+    # A good judge does not move (fake reference, rich content, compounds of them).
+    NON_SEMANTIC = "non_semantic", "non-semantic"
+
+
+class PerturbationKind(models.Model):
+    """What a rewrite of an answer does to it, and so how a good judge should react (SPEC)."""
+
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=120)
+    description = models.TextField(blank=True)
+    semantics = models.CharField(max_length=16, choices=Semantics.choices)
+    # For compound kinds, the slugs of the kinds applied in order (e.g. ["reference",
+    # "rich_content"]); empty for a simple kind.
+    steps = models.JSONField(default=list, blank=True)
+    # Built-in kinds belong to no study; a study may define its own.
+    study = models.ForeignKey(
+        "annotations.Study",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="perturbation_kinds",
+    )
+    builtin = models.BooleanField(default=False)
+    # The model-based generator's instructions for this kind; empty means our default wording
+    # (perturbations.modelgen.DEFAULT_PROMPTS). {question} and {answer} are filled in.
+    model_prompt = models.TextField(
+        blank=True,
+        help_text="Instructions for the model-based generator; empty uses the built-in wording. "
+        "Placeholders: {question}, {answer}.",
+    )
+
+    class Meta:
+        db_table = "perturbations_perturbationkind"  # made by the perturbations app before it moved here
+        ordering = ["slug"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(semantics__in=["degrading", "non_semantic"]),
+                name="perturbationkind_semantics_valid",
+            ),
+            models.CheckConstraint(
+                condition=~(models.Q(builtin=True) & models.Q(study__isnull=False)),
+                name="perturbationkind_builtin_has_no_study",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
 class Answer(RenderedText):
     class Review(models.TextChoices):
         PENDING = "pending", "Pending review"
@@ -221,7 +273,7 @@ class Answer(RenderedText):
     text = models.TextField(help_text="Markdown.")
     derived_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="variants")
     kind = models.ForeignKey(
-        "perturbations.PerturbationKind", null=True, blank=True, on_delete=models.PROTECT, related_name="answers"
+        "annotations.PerturbationKind", null=True, blank=True, on_delete=models.PROTECT, related_name="answers"
     )
     # How the text came to be: {"method": "hand"|"rule"|"model"|"import", ...} with generator,
     # model, prompt, seed, created_at and, for compounds, one entry per step under "steps".
@@ -308,7 +360,7 @@ class ComparisonItem(models.Model):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="items")
     question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="items")
     kind = models.ForeignKey(
-        "perturbations.PerturbationKind", null=True, blank=True, on_delete=models.PROTECT, related_name="items"
+        "annotations.PerturbationKind", null=True, blank=True, on_delete=models.PROTECT, related_name="items"
     )
     answer_a1 = models.ForeignKey(Answer, on_delete=models.PROTECT, related_name="+")
     answer_a2 = models.ForeignKey(Answer, on_delete=models.PROTECT, related_name="+")
@@ -476,6 +528,10 @@ class Vote(models.Model):
     received_at = models.DateTimeField(default=timezone.now, db_index=True)
     # LLM votes: what the model said and how it was read.
     label_scheme = models.CharField(max_length=32, blank=True)
+    labels_swapped = models.BooleanField(
+        default=False,
+        help_text="The answer shown first was under the scheme's second label (e.g. [B] before [A]).",
+    )
     raw_output = models.TextField(blank=True)
     parse_status = models.CharField(max_length=8, choices=Parse.choices, default=Parse.OK)
     option_probs = models.JSONField(

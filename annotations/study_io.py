@@ -18,8 +18,7 @@ from typing import Any
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import transaction
 
-from annotations.models import Answer, BloomLevel, ComparisonItem, Question, Study
-from perturbations.models import PerturbationKind, Semantics
+from annotations.models import Answer, BloomLevel, ComparisonItem, PerturbationKind, Question, Semantics, Study
 
 FORMAT_NAME = "biasstudy"
 FORMAT_VERSION = 1

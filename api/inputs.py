@@ -9,11 +9,10 @@ from django.db.models import Q, QuerySet
 from rest_framework import serializers
 from rest_framework.fields import empty
 
-from annotations.models import Answer, Judge, Rater, Study
+from annotations.models import Answer, Judge, PerturbationKind, Rater, Study
 from annotations.study_io import READERS
 from api.pagination import MAX_ID
 from judges.models import JudgeRun, LLMJudge
-from perturbations.models import PerturbationKind
 from perturbations.services import DECISIONS, METHODS, PerturbationError, kind_for_study
 
 

@@ -154,6 +154,7 @@ class VoteSerializer(serializers.ModelSerializer):
             "server_ms",
             "received_at",
             "label_scheme",
+            "labels_swapped",
             "raw_output",
             "parse_status",
             "option_probs",

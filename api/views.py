@@ -38,8 +38,8 @@ from perturbations.services import (
     PerturbationError,
     answer_review,
     perturbation_generate,
-    perturbation_generate_queue,
 )
+from perturbations.tasks import perturbation_generate_queue
 
 
 class PayloadTooLarge(APIException):

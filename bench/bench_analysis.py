@@ -6,7 +6,8 @@
 The frame is built synthetically (10,000 questions × control + 3 perturbations = 40,000
 items; 5 simulated judges × 5 votes per item = 1,000,000 votes) and not timed. The timed part
 is ``report.analyze``: filters, item preferences, ASR/accuracy with 1,000 bootstrap resamples,
-position, verbosity, length-controlled GLMs with cross-validation, agreement, Bloom breakdown.
+position, label and position preference, verbosity, length-controlled GLMs with cross-validation,
+agreement, Bloom breakdown.
 Loading from the database is measured separately at a smaller size (``--db``), in a throwaway
 SQLite database (or $DATABASE_URL's server with a test database).
 """
@@ -42,7 +43,10 @@ def synthetic_frame(n_questions: int, judges: int, votes_per_item: int) -> pd.Da
             tie_rate=0.1,
             noise=1.0,
         )
-        votes = simulate.simulate_votes(items, params, votes_per_item=votes_per_item, seed=j)
+        # Judge 0 stands for people (no labels); the LLM judges vote on the counterbalanced plan.
+        votes = simulate.simulate_votes(
+            items, params, votes_per_item=votes_per_item, seed=j, counterbalance_labels=j > 0
+        )
         frames.append(simulate.votes_frame(items, votes, judge=f"judge-{j}", kind="human" if j == 0 else "llm"))
     frame = pd.concat(frames, ignore_index=True)
     from analysis.frame import normalise

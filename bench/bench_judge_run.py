@@ -99,7 +99,7 @@ def bench_bare_client(study, base_url: str, concurrency: int) -> float:
                     question=item.question.text,
                     first=first.text,
                     second=second.text,
-                    scheme=label_scheme("answer12"),
+                    scheme=label_scheme("answer12").in_order(planned.label_order),
                 )  # fmt: skip
             )
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)

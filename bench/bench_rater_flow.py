@@ -79,8 +79,7 @@ def seed(questions: int, votes_per_item: int, *, analyze_empty: bool = False) ->
     `analyze_empty`, PostgreSQL also analyses the empty tables (the worst case, see below)."""
     from django.db import DatabaseError, transaction
 
-    from annotations.models import Answer, ComparisonItem, Question, Slot, Study
-    from perturbations.models import PerturbationKind
+    from annotations.models import Answer, ComparisonItem, PerturbationKind, Question, Slot, Study
 
     reference = PerturbationKind.objects.get(slug="reference")
     with transaction.atomic():

@@ -29,7 +29,7 @@ from judges.services import (
 CONFIG_FIELDS = [
     "backend", "model", "base_url", "api_key_env", "temperature", "max_tokens", "timeout", "seed", "prompt_style",
     "system_template", "user_template", "label_schemes", "votes_per_item", "concurrency", "rpm_limit", "max_retries",
-    "retry_base_seconds", "invalid_retries", "logprobs", "price_in_per_mtok", "price_out_per_mtok",
+    "retry_base_seconds", "invalid_retries", "logprobs", "constrain_vote", "price_in_per_mtok", "price_out_per_mtok",
 ]  # fmt: skip
 
 
@@ -68,7 +68,7 @@ class LLMJudgeAdmin(admin.ModelAdmin):
     change_form_template = "admin/judges/llmjudge/change_form.html"
     fieldsets = [
         (None, {"fields": ["name", "backend", "model", "base_url", "api_key_env"]}),
-        ("Sampling", {"fields": ["temperature", "max_tokens", "seed", "logprobs"]}),
+        ("Sampling", {"fields": ["temperature", "max_tokens", "seed", "logprobs", "constrain_vote"]}),
         ("Prompt", {"fields": ["prompt_style", "label_schemes", "system_template", "user_template"]}),
         ("Votes and limits", {"fields": [
             "votes_per_item", "concurrency", "rpm_limit", "timeout", "max_retries", "retry_base_seconds",

@@ -29,6 +29,10 @@ from judges.probs import TokenLogprob, normalise
 from judges.prompts import PromptStyle
 
 TOP_LOGPROBS = 5
+# The longest reply we read (characters). A judge's vote with its reasons is a few thousand; a
+# reply past this is a runaway or hostile server, and reading it would cost more than it tells.
+MAX_REPLY_CHARS = 100_000
+MAX_TOKEN_COUNT = 10**8
 
 
 class BackendError(Exception):
@@ -55,6 +59,8 @@ class Request:
     # Free text wanted (e.g. a perturbation rewrite), never option scoring: the local backend then
     # generates whatever the prompt style; API backends always generate.
     generate: bool = False
+    # A GBNF grammar the reply must follow (llama.cpp's server `grammar` field), or None.
+    grammar: str | None = None
 
 
 @dataclass
@@ -72,6 +78,35 @@ class Backend(Protocol):
     max_concurrency: int | None
 
     def complete(self, request: Request) -> Completion: ...
+
+
+def checked(completion: Completion) -> Completion:
+    """A reply as the rest of the code may trust it, or BackendError naming what is wrong.
+
+    Cleaned: NUL characters (which PostgreSQL cannot store in text) become U+FFFD, visibly.
+    Refused: text longer than MAX_REPLY_CHARS, token counts that are not whole numbers in
+    [0, MAX_TOKEN_COUNT], log-probabilities that are not finite numbers <= 0, option
+    probabilities that are not finite, non-negative and summing to 1. A refused reply makes its
+    vote `failed` with this message; the run goes on.
+    """
+    if not isinstance(completion.text, str):
+        raise BackendError(f"reply text is {type(completion.text).__name__}, not text")
+    if len(completion.text) > MAX_REPLY_CHARS:
+        raise BackendError(f"reply of {len(completion.text):,} characters; at most {MAX_REPLY_CHARS:,} are read")
+    completion.text = completion.text.replace("\x00", "\ufffd")
+    for name in ("tokens_in", "tokens_out"):
+        value = getattr(completion, name)
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKEN_COUNT:
+            raise BackendError(f"reply's {name} is {value!r}, not a token count")
+    for index, token in enumerate(completion.logprobs or ()):
+        for text, logprob in ((token.token, token.logprob), *token.top):
+            if not (math.isfinite(logprob) and logprob <= 1e-6):
+                raise BackendError(f"reply's log-probability of token {index} ({text[:20]!r}) is {logprob!r}")
+    if completion.option_probs is not None:
+        values = list(completion.option_probs.values())
+        if not all(math.isfinite(v) and v >= 0 for v in values) or not math.isclose(sum(values), 1.0, abs_tol=1e-6):
+            raise BackendError(f"option probabilities {completion.option_probs!r} are not a distribution")
+    return completion
 
 
 def _api_key(env_name: str, *, required: bool) -> str:
@@ -157,6 +192,8 @@ class OpenAICompatibleBackend:
         if request.logprobs:
             params["logprobs"] = True
             params["top_logprobs"] = TOP_LOGPROBS
+        if request.grammar:
+            params["extra_body"] = {"grammar": request.grammar}
         try:
             # The raw JSON, not the SDK's pydantic objects: building those for every token's
             # alternatives cost about 0.35 ms of CPU per request, 15 % of the whole request
@@ -165,9 +202,10 @@ class OpenAICompatibleBackend:
         except Exception as exc:  # noqa: BLE001 - every SDK failure is classified, none escapes raw
             _raise_translated(exc, self._sdk, secret=self._secret)
         try:
-            return _openai_completion(payload)
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            completion = _openai_completion(payload)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as exc:
             raise TransientError(f"malformed response ({type(exc).__name__}: {exc}): {str(payload)[:200]}") from None
+        return checked(completion)
 
 
 def _openai_completion(payload: Any) -> Completion:
@@ -231,13 +269,17 @@ class AnthropicBackend:
             response = self.client.messages.create(**params)
         except Exception as exc:  # noqa: BLE001
             _raise_translated(exc, self._sdk, secret=self._secret)
-        text = "".join(block.text for block in response.content if getattr(block, "type", "") == "text")
-        return Completion(
-            text=text,
-            tokens_in=response.usage.input_tokens,
-            tokens_out=response.usage.output_tokens,
-            meta={"stop_reason": response.stop_reason},
-        )
+        try:
+            text = "".join(block.text for block in response.content if getattr(block, "type", "") == "text")
+            completion = Completion(
+                text=text,
+                tokens_in=response.usage.input_tokens,
+                tokens_out=response.usage.output_tokens,
+                meta={"stop_reason": response.stop_reason},
+            )
+        except (AttributeError, TypeError) as exc:
+            raise TransientError(f"malformed response ({type(exc).__name__}: {exc})") from None
+        return checked(completion)
 
 
 _LLAMAS: dict[tuple[str, int], Any] = {}
@@ -286,6 +328,7 @@ class LocalLlamaBackend:
                 eos_token=llm._model.token_get_text(llm.token_eos()),
                 bos_token=llm._model.token_get_text(llm.token_bos()) if llm.token_bos() != -1 else "",
             )
+            llm._biasstudy_held = ((), 0, None)  # what the context holds: see _evaluate
             _LLAMAS[key] = llm
             if len(_LLAMAS) == 1:
                 # Free the model before the interpreter tears llama_cpp down under it.
@@ -313,20 +356,54 @@ class LocalLlamaBackend:
         logits -= logits.max()
         return logits - math.log(np.exp(logits).sum())
 
+    def _prefix_length(self, llm, request: Request, prompt: list[int]) -> int:
+        """How many of the prompt's tokens come before the user's message: the system prompt and
+        the chat template's opening of the user turn, the same for every request of a run."""
+        marker = "\u2063biasstudy-user-turn\u2063"
+        head = llm._biasstudy_format(messages=[*request.messages[:-1], {"role": "user", "content": marker}]).prompt
+        head = head[: head.index(marker)] if marker in head else ""
+        head_tokens = llm.tokenize(head.encode("utf-8"), add_bos=False, special=True)
+        # Tokens may merge across the boundary; the split then falls where the two first differ.
+        length = 0
+        for ours, theirs in zip(head_tokens, prompt[:-1], strict=False):
+            if ours != theirs:
+                break
+            length += 1
+        return length
+
+    def _evaluate(self, llm, request: Request, prompt: list[int]):
+        """Evaluate the prompt and return the log-probabilities of its next token.
+
+        The numbers must not depend on what the context held before: llama.cpp's results change
+        in the last bits with how a sequence is cut into batches, and those bits can tip a
+        near-tie. So the cuts are fixed by the prompt alone: its prefix (system prompt and the
+        user turn's opening) is always one batch from position 0, the rest always one batch
+        after it. The context is reused only where it holds the same prefix cut the same way
+        (the next item of a run), or this very prompt (the item's repeated rounds).
+        """
+        boundary = self._prefix_length(llm, request, prompt)
+        held_prompt, held_boundary, held_logprobs = llm._biasstudy_held
+        llm._biasstudy_held = ((), 0, None)  # until this evaluation has finished
+        if held_prompt == tuple(prompt) and held_boundary == boundary:
+            logprobs = held_logprobs
+        else:
+            if held_boundary == boundary and held_prompt[:boundary] == tuple(prompt[:boundary]) and boundary:
+                llm.n_tokens = boundary
+            else:
+                llm.reset()
+                llm.eval(prompt[:boundary])
+            llm.eval(prompt[boundary:])
+            logprobs = self._logprobs(llm)
+        llm.n_tokens = len(prompt)
+        llm._biasstudy_held = (tuple(prompt), boundary, logprobs)
+        return logprobs
+
     def _score(self, llm, request: Request) -> Completion:
         import numpy as np
 
         prompt = self._prompt_tokens(llm, request)
-        # Reuse the evaluated prefix (system prompt, question) from the previous call.
-        cached = llm.n_tokens
-        common = 0
-        limit = min(cached, len(prompt) - 1)
-        while common < limit and llm.input_ids[common] == prompt[common]:
-            common += 1
-        llm.n_tokens = common
-        llm.eval(prompt[common:])
-        base = llm.n_tokens
-        base_logprobs = self._logprobs(llm)
+        base_logprobs = self._evaluate(llm, request, prompt)
+        base = len(prompt)
         logprob = {}
         tokens_out = 0
         for choice, label in request.labels.items():
@@ -358,6 +435,9 @@ class LocalLlamaBackend:
 
     def _generate(self, llm, request: Request) -> Completion:
         prompt = self._prompt_tokens(llm, request)
+        # From an empty context, so the text does not depend on what was evaluated before.
+        llm._biasstudy_held = ((), 0, None)
+        llm.reset()
         llm.set_seed(_request_seed(request))
         result = llm.create_completion(
             prompt,
@@ -365,10 +445,12 @@ class LocalLlamaBackend:
             temperature=request.temperature,
             seed=_request_seed(request),
         )
-        return Completion(
-            text=result["choices"][0]["text"],
-            tokens_in=result["usage"]["prompt_tokens"],
-            tokens_out=result["usage"]["completion_tokens"],
+        return checked(
+            Completion(
+                text=result["choices"][0]["text"],
+                tokens_in=result["usage"]["prompt_tokens"],
+                tokens_out=result["usage"]["completion_tokens"],
+            )
         )
 
 

@@ -72,6 +72,13 @@ class LLMJudge(models.Model):
     retry_base_seconds = models.FloatField(default=1.0, validators=[MinValueValidator(0.0)])
     invalid_retries = models.PositiveSmallIntegerField(default=2, help_text="New tries when the vote cannot be parsed.")
     logprobs = models.BooleanField(default=True, help_text="Ask for log-probabilities where the backend gives them.")
+    constrain_vote = models.BooleanField(
+        "constrain the vote with a grammar",
+        default=False,
+        help_text="Send a GBNF grammar (the `grammar` field of llama.cpp's server) so the reply can only name one "
+        "of the labels where the prompt style puts the vote. OpenAI-compatible backend only; servers without "
+        "grammar support reject or ignore it. The local backend scores the labels anyway.",
+    )
     price_in_per_mtok = models.DecimalField(
         "price per 1M input tokens", max_digits=10, decimal_places=4, null=True, blank=True
     )
@@ -102,6 +109,8 @@ class LLMJudge(models.Model):
                 prompts.check_template(getattr(self, name), where=name)
             except prompts.PromptError as exc:
                 errors[name] = str(exc)
+        if self.constrain_vote and self.backend != self.Backend.OPENAI_COMPATIBLE:
+            errors["constrain_vote"] = "Only the OpenAI-compatible backend sends a grammar (llama.cpp's server)."
         schemes = self.label_schemes
         if not isinstance(schemes, list) or not schemes or not all(isinstance(s, str) for s in schemes):
             errors["label_schemes"] = 'A non-empty list of scheme names, e.g. ["answer12", "ab"].'
@@ -135,6 +144,7 @@ class LLMJudge(models.Model):
         "retry_base_seconds",
         "invalid_retries",
         "logprobs",
+        "constrain_vote",
     )
 
     def snapshot(self) -> dict[str, Any]:

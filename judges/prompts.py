@@ -1,8 +1,8 @@
 """Prompt wording and rendering for LLM judges. Pure: no Django, no I/O.
 
 A prompt shows the question and the two answers in the order chosen for the round, each under
-the label of the round's label scheme, and tells the judge where to put its vote for the
-prompt style in use. Templates use `str.format` fields: {question}, {first}, {second},
+the label of the round's label scheme in the round's label order (`LabelScheme.in_order`), and
+tells the judge where to put its vote for the prompt style in use. Templates use `str.format` fields: {question}, {first}, {second},
 {label_first}, {label_second}, {label_tie}, {vote_instruction}.
 """
 
@@ -36,6 +36,17 @@ class LabelScheme:
 
     def labels(self) -> dict[str, str]:
         return {"first": self.first, "second": self.second, "tie": self.tie}
+
+    def in_order(self, label_order: str) -> LabelScheme:
+        """The scheme as one prompt shows it: ``first`` is the label of the answer shown first.
+        "ab" keeps the scheme's order; "ba" puts the answer shown first under the second label,
+        so everything read through the result (prompt, vote, option probabilities) stays
+        first/second as displayed."""
+        if label_order == "ab":
+            return self
+        if label_order == "ba":
+            return LabelScheme(self.slug, self.second, self.first, self.tie)
+        raise PromptError(f"unknown label order {label_order!r}; known: ab, ba")
 
 
 LABEL_SCHEMES: dict[str, LabelScheme] = {
@@ -103,6 +114,26 @@ def check_template(template: str, *, where: str) -> None:
             f"{where}: unknown field(s) {', '.join(sorted('{' + f + '}' for f in unknown))}; "
             f"allowed: {', '.join(sorted('{' + f + '}' for f in TEMPLATE_FIELDS))}"
         )
+
+
+def _gbnf_literal(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def vote_grammar(*, style: str, scheme: LabelScheme) -> str:
+    """A GBNF grammar (llama.cpp's format) that lets the model write only what the prompt style
+    asks for, with the vote line naming exactly one of the scheme's labels. A server that
+    applies it cannot answer "The answer is..." where one label was asked for, so every vote
+    parses; the model still chooses which label."""
+    labels = " | ".join(_gbnf_literal(label) for label in scheme.labels().values())
+    rules = {
+        PromptStyle.VOTE_ONLY: "root ::= vote",
+        PromptStyle.VOTE_THEN_EXPLAIN: 'root ::= vote ("\\n" [^\\x00]*)?',
+        PromptStyle.EXPLAIN_THEN_VOTE: 'root ::= ([^\\n]* "\\n")* vote',
+    }
+    if style not in rules:
+        raise PromptError(f"unknown prompt style {style!r}; known: {', '.join(PromptStyle.values)}")
+    return f"{rules[style]}\nvote ::= {labels}\n"
 
 
 def render_messages(

@@ -29,7 +29,7 @@ from judges.models import CachedResponse, JudgeRun
 from judges.parsing import parse_vote
 from judges.plan import PlannedVote, item_rounds
 from judges.probs import option_probs
-from judges.prompts import label_scheme, render_messages
+from judges.prompts import label_scheme, render_messages, vote_grammar
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +87,9 @@ def _seed(config: dict[str, Any], sample: int, attempt: int) -> int | None:
     return config["seed"] + 1009 * sample + attempt
 
 
-def cache_key(config: dict[str, Any], messages: list[dict[str, str]], *, sample: int, attempt: int) -> str:
+def cache_key(
+    config: dict[str, Any], messages: list[dict[str, str]], *, sample: int, attempt: int, labels_swapped: bool = False
+) -> str:
     identity = {
         "backend": config["backend"],
         "base_url": config["base_url"],
@@ -101,6 +103,13 @@ def cache_key(config: dict[str, Any], messages: list[dict[str, str]], *, sample:
         "sample": sample,
         "attempt": attempt,
     }
+    if config.get("constrain_vote"):
+        identity["grammar"] = True  # only when set, so the keys of earlier runs stay valid
+    if labels_swapped:
+        # The swapped labels are in the messages already, unless a template leaves them out:
+        # then the same text is read with the other labels, a different request. (Only added
+        # when swapped, so the keys of runs made before label orders existed stay valid.)
+        identity["labels_swapped"] = True
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode("utf-8")).hexdigest()
 
 
@@ -139,7 +148,9 @@ class RunContext:
     def process(self, unit: Unit) -> Outcome | None:
         """Ask (or read from the cache) until the vote parses or the invalid retries run out."""
         config = self.config
-        scheme = label_scheme(unit.planned.scheme)
+        # Labels as shown: the vote, its option probabilities and the local backend's scoring
+        # all read "first" as the answer shown first, whichever label it had.
+        scheme = label_scheme(unit.planned.scheme).in_order(unit.planned.label_order)
         meta: dict[str, Any] = {"cached": True, "tokens_in": 0, "tokens_out": 0, "latency_ms": 0}
         outcome = Outcome(unit=unit, status=Vote.Parse.INVALID, meta=meta)
         invalid_outputs = []
@@ -157,6 +168,9 @@ class RunContext:
                     logprobs=config["logprobs"],
                     style=config["prompt_style"],
                     labels=scheme.labels(),
+                    grammar=vote_grammar(style=config["prompt_style"], scheme=scheme)
+                    if config.get("constrain_vote")
+                    else None,
                 )
                 try:
                     completion = self.call(request, meta)
@@ -238,14 +252,25 @@ def plan_units(run: JudgeRun, *, retry_failed: bool) -> tuple[list[Unit], int]:
                 question=item.question.text,
                 first=first.text,
                 second=second.text,
-                scheme=label_scheme(planned.scheme),
+                scheme=label_scheme(planned.scheme).in_order(planned.label_order),
             )
-            keys = [cache_key(config, messages, sample=planned.sample, attempt=a) for a in range(attempts)]
+            keys = [
+                cache_key(config, messages, sample=planned.sample, attempt=a, labels_swapped=planned.labels_swapped)
+                for a in range(attempts)
+            ]
             units.append(Unit(item.id, planned, messages, keys, vote[0] if vote else None))
-    # Identical prompts next to each other (an item's rounds with the same order and labels):
-    # the local backend then reuses its evaluated prompt and only scores the options again,
-    # three times less work at 6 votes per item. Remote backends do not mind the order.
-    units.sort(key=lambda unit: (unit.item_id, unit.planned.shown_first, unit.planned.scheme, unit.planned.round))
+    # Identical prompts next to each other (an item's rounds with the same order, label order
+    # and scheme): the local backend then reuses its evaluated prompt and only scores the
+    # options again (6 votes per item are 4 distinct prompts). Remote backends do not mind.
+    units.sort(
+        key=lambda unit: (
+            unit.item_id,
+            unit.planned.shown_first,
+            unit.planned.label_order,
+            unit.planned.scheme,
+            unit.planned.round,
+        )
+    )
     return units, done
 
 
@@ -265,6 +290,7 @@ def _vote_fields(run: JudgeRun, outcome: Outcome) -> dict[str, Any]:
         "choice_shown": outcome.choice_shown,
         "choice": choice_from_shown(unit.planned.shown_first, outcome.choice_shown) if outcome.choice_shown else None,
         "label_scheme": unit.planned.scheme,
+        "labels_swapped": unit.planned.labels_swapped,
         "raw_output": outcome.raw_output,
         "parse_status": outcome.status,
         "option_probs": outcome.option_probs,

@@ -13,6 +13,7 @@ from annotations.models import Judge, Study
 from judges import backends, runner
 from judges.models import JudgeRun, LLMJudge
 from judges.prompts import PromptStyle, label_scheme
+from judges.tasks import run_judge
 
 DEMO_JUDGE_NAME = "SmolLM2 local (vote-only)"
 
@@ -63,8 +64,6 @@ def _config_of(judge: Judge) -> LLMJudge:
 
 
 def _enqueue(run: JudgeRun) -> None:
-    from judges.tasks import run_judge
-
     transaction.on_commit(lambda: run_judge.enqueue(run.pk))
 
 

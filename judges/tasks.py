@@ -2,9 +2,11 @@
 
 from django_tasks import task
 
-from judges import services
+from judges import runner
 
 
 @task()
 def run_judge(run_id: int) -> None:
-    services.judge_run_execute(run_id=run_id)
+    # The runner, not judges.services: the services queue this task, so importing them back would
+    # make a cycle. services.judge_run_execute is the same call for code outside the worker.
+    runner.execute(run_id)

@@ -15,18 +15,19 @@ from django.utils.decorators import method_decorator
 from django.utils.html import format_html
 from django.views.decorators.http import require_http_methods
 
-from annotations.models import Answer, Study
+from annotations.admin import StudyAdmin
+from annotations.models import Answer, PerturbationKind, Study
 from judges.services import llm_judge_demo_create
 from perturbations.forms import EditForm, GenerateForm, ReviewFilterForm, ReviewForm
-from perturbations.models import AnswerRevision, PerturbationKind, PerturbationStudy, Variant
+from perturbations.models import AnswerRevision, PerturbationStudy, Variant
 from perturbations.services import (
     PerturbationError,
     answer_edit,
     answers_checks_run,
     answers_review,
     perturbation_generate,
-    perturbation_generate_queue,
 )
+from perturbations.tasks import perturbation_generate_queue
 
 REVIEW_PAGE_SIZE = 20
 
@@ -57,6 +58,11 @@ def generate_perturbations(modeladmin, request: HttpRequest, queryset: QuerySet)
     """Open the generate form for the selected studies (usable from any Study admin)."""
     ids = ",".join(str(pk) for pk in queryset.values_list("pk", flat=True))
     return HttpResponseRedirect(f"{reverse('admin:perturbations_generate')}?ids={ids}")
+
+
+# The study's admin belongs to the core app, which knows nothing of perturbations: the action
+# that starts them is added from here.
+StudyAdmin.actions = [*StudyAdmin.actions, generate_perturbations]
 
 
 @admin.register(PerturbationStudy)

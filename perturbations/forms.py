@@ -5,9 +5,8 @@ from __future__ import annotations
 from django import forms
 from django.db.models import Q
 
-from annotations.models import Answer, Study
+from annotations.models import Answer, PerturbationKind, Study
 from judges.models import LLMJudge
-from perturbations.models import PerturbationKind
 from perturbations.services import METHODS
 
 

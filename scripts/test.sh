@@ -11,8 +11,9 @@ ensure_apt chromium redis-server
 ensure_venv
 pip_install requirements.txt requirements-test.txt
 
-log "Lint (ruff)"
+log "Lint (ruff) and the apps' import contracts (import-linter, pyproject.toml)"
 "$VENV/bin/ruff" check .
+"$VENV/bin/lint-imports" --no-cache
 
 run_suite() {
   local status=0

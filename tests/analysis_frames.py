@@ -63,6 +63,7 @@ def frame(rows: list[dict]) -> pd.DataFrame:
         "received_at": pd.Timestamp("2025-01-01", tz="UTC"),
         "label_scheme": "",
         "option_probs": None,
+        "labels_swapped": False,
         "question_ext": "q",
         "bloom": "remembering",
         "is_gold": False,

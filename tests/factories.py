@@ -6,8 +6,7 @@ import itertools
 
 from django.contrib.auth import get_user_model
 
-from annotations.models import Answer, BloomLevel, ComparisonItem, Judge, Question, Rater, Study
-from perturbations.models import PerturbationKind
+from annotations.models import Answer, BloomLevel, ComparisonItem, Judge, PerturbationKind, Question, Rater, Study
 
 _seq = itertools.count(1)
 

@@ -11,6 +11,14 @@ the word GOOD (a tie when neither or both do), under the labels it reads from th
     [[do:slowx1]]       waits `slow_seconds` before answering
     [[do:garbage]]      answers text that names no option
     [[do:garbagex1]]    ... only the first time
+    [[do:cutbody]]      headers promise a body, half of it comes, the connection closes
+
+Bad replies that parse as JSON (a vote with something wrong in it):
+
+    [[do:nanlogprob]] [[do:inflogprob]] [[do:hugelogprob]]   log-probability NaN, Infinity, 1000
+    [[do:negtokens]] [[do:hugetokens]]                       usage of -5 or 10**30 tokens
+    [[do:nul]]          the vote's text carries a NUL character
+    [[do:megabyte]]     1 MB of text after the vote
 
 With logprobs requested, the answer comes with top log-probabilities: the vote's label is
 split into the common prefix of the labels and the rest, and `p_choice` of the mass goes to
@@ -30,6 +38,8 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+BAD_LOGPROBS = {"nanlogprob": math.nan, "inflogprob": math.inf, "hugelogprob": 1000.0}
+BAD_TOKENS = {"negtokens": -5, "hugetokens": 10**30}
 DIRECTIVE = re.compile(r"\[\[do:([a-z0-9]+?)(?:x(\d+))?\]\]")
 LABEL = re.compile(r"^\[(?!end of )([^\]\n]+)\]$", re.M)
 
@@ -130,6 +140,17 @@ class JudgeServer:
             handler.close_connection = True
             handler.connection.shutdown(socket.SHUT_RDWR)
             return None
+        if action == "cutbody":
+            data = b'{"id": "x", "choices": [{"message": {"content": "Answer1"}}]}'
+            handler.send_response(200)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(2 * len(data)))
+            handler.end_headers()
+            handler.wfile.write(data)
+            handler.wfile.flush()
+            handler.close_connection = True
+            handler.connection.shutdown(socket.SHUT_RDWR)
+            return None
         if action == "slow":
             time.sleep(self.slow_seconds)
         labels = LABEL.findall(prompt)[:2]
@@ -146,7 +167,17 @@ class JudgeServer:
             choice, other = labels[0], labels[1]
         else:
             choice, other = labels[1], labels[0]
-        return self._reply(handler, body, choice, self.answer_logprobs(choice, other) if body.get("logprobs") else None)
+        logprobs = self.answer_logprobs(choice, other) if body.get("logprobs") else None
+        usage = None
+        if action in BAD_LOGPROBS and logprobs:
+            logprobs[-1]["logprob"] = BAD_LOGPROBS[action]
+        elif action in BAD_TOKENS:
+            usage = {"prompt_tokens": BAD_TOKENS[action], "completion_tokens": 2}
+        elif action == "nul":
+            choice += "\x00"
+        elif action == "megabyte":
+            choice += "\n" + "x" * 1_000_000
+        return self._reply(handler, body, choice, logprobs, usage)
 
     def answer_logprobs(self, choice: str, other: str) -> list[dict[str, Any]]:
         """Tokens of `choice` with top alternatives: p_choice on the chosen option, the rest on
@@ -162,7 +193,9 @@ class JudgeServer:
             _token(choice[common:], p, [(choice[common:], p), (other[common:], q)]),
         ]
 
-    def _reply(self, handler, body: dict[str, Any], text: str, logprobs: list[dict[str, Any]] | None) -> None:
+    def _reply(
+        self, handler, body: dict[str, Any], text: str, logprobs: list[dict[str, Any]] | None, usage=None
+    ) -> None:
         payload = {
             "id": "chatcmpl-test",
             "object": "chat.completion",
@@ -176,7 +209,7 @@ class JudgeServer:
                     "logprobs": {"content": logprobs} if logprobs else None,
                 }
             ],
-            "usage": {"prompt_tokens": 100, "completion_tokens": 2, "total_tokens": 102},
+            "usage": usage or {"prompt_tokens": 100, "completion_tokens": 2, "total_tokens": 102},
         }
         self._send(handler, 200, payload)
 

@@ -1,6 +1,7 @@
 """manage.py analyze: the JSON contract other tools rely on, and its errors."""
 
 import json
+from collections import Counter
 from io import StringIO
 
 import pytest
@@ -96,3 +97,31 @@ def test_the_simulate_command_stores_the_judges_biases_and_votes(db):
         call_command("simulate", "--study", "sim-s", "--susceptibility", "[1]")
     with pytest.raises(CommandError, match="at least 2 raters"):
         call_command("simulate", "--study", "sim-s", "--raters", "1", "--seed", "9")
+
+
+@pytest.mark.parametrize(
+    ("flag", "planted", "other"), [("--label-bias", "label", "position"), ("--position", "position", "label")]
+)
+def test_a_judge_simulated_with_one_bias_shows_that_bias_and_not_the_other(db, flag, planted, other):
+    from annotations.models import Vote
+
+    study = make_study(slug="lab-s", votes_per_item=4)
+    for i in range(40):
+        make_question(study, a1=f"answer {i} one", a2=f"answer {i} two")
+    call_command("simulate", "--study", "lab-s", "--name", "one-bias", flag, "1.2", "--noise", "0", stdout=StringIO())
+    votes = Vote.objects.filter(judge__name="one-bias")
+    cells = Counter(votes.values_list("shown_first", "labels_swapped"))
+    assert cells == {("a1", False): 40, ("a1", True): 40, ("a2", False): 40, ("a2", True): 40}
+    assert set(votes.values_list("label_scheme", flat=True)) == {"ab"}
+    found = next(j for j in run_json("--study", "lab-s")["judges"] if j["judge"] == "one-bias")["label_and_position"]
+    effects = {"position": found["position"], "label": found["label"]["ab"]}
+    assert effects[planted]["ci"][0] <= 1.2 <= effects[planted]["ci"][1] and effects[planted]["ci"][0] > 0.5
+    assert effects[other]["ci"][0] <= 0 <= effects[other]["ci"][1]
+    assert found["label"]["ab"]["first_label"] == "A"
+
+
+def test_people_cannot_be_simulated_with_a_label_bias(db):
+    study = make_study(slug="lab-h", votes_per_item=2)
+    make_question(study)
+    with pytest.raises(CommandError, match="no labels"):
+        call_command("simulate", "--study", "lab-h", "--raters", "3", "--label-bias", "1")

@@ -51,6 +51,9 @@ def test_staff_see_every_table_of_the_paper(dash_study, staff_client):
     assert response.status_code == 200
     for heading in ("Table 1", "Table 2", "Verbosity", "Length-controlled", "Agreement", "By Bloom level"):
         assert heading in body
+    assert "Position and label preference" in body
+    assert '<td class="name">A / B</td>' in body  # the simulated judge's labels, counterbalanced
+    assert 'title="these votes were not given under labels' in body and "not identifiable" in body  # the people
     assert "Human-NF" in body and "random judge" in body
     assert "<svg" in body and 'stroke-dasharray="6 4"' in body
     assert "sim &lt;b&gt;bold&lt;/b&gt;" in body and "sim <b>bold</b>" not in body

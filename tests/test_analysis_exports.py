@@ -31,6 +31,7 @@ def exported_study(db):
         shown_first="a1",
         choice_shown="second",
         label_scheme="A/B",
+        labels_swapped=True,
         raw_output="=cmd|' /C calc'!A0\nB",
         option_probs={"first": 0.2, "second": 0.7, "tie": 0.1},
     )
@@ -52,6 +53,7 @@ def test_the_votes_csv_has_one_row_per_vote_with_its_provenance(exported_study):
     llm = df[df["judge"] == "llm-y"].sort_values("round")
     assert llm[["backend", "model", "prompt_style"]].iloc[0].tolist() == ["openai", "m-1", "vote_only"]
     assert llm["prob_second"].iloc[0] == pytest.approx(0.7)
+    assert llm["labels_swapped"].tolist() == [True, False]
     assert llm["choice"].isna().iloc[1] and llm["parse_status"].iloc[1] == "invalid"
     humans = df[df["judge_kind"] == "human"]
     assert humans["rater"].str.match(r"^R\d+$").all()
@@ -76,6 +78,10 @@ def test_the_items_csv_has_each_judges_preference_per_item(exported_study):
 
 def test_the_metrics_csv_is_the_analysis_in_long_format(exported_study):
     df = export_frame(exported_study, "metrics")
+    labels = df[(df["judge"] == "sim-x") & (df["metric"] == "label_log_odds")]
+    assert labels["group"].tolist() == ["ab"] and (labels["ci_lo"] < labels["value"]).all()
+    assert df[(df["judge"] == "Humans") & (df["metric"] == "label_log_odds")].empty  # people see no labels
+    assert len(df[(df["judge"] == "Humans") & (df["metric"] == "position_log_odds")]) == 1
     row = df[(df["judge"] == "sim-x") & (df["metric"] == "asr") & (df["group"] == "rich_content") & df["bloom"].isna()]
     result = services.study_analyze(study=exported_study)
     expected = next(j for j in result["judges"] if j["judge"] == "sim-x")["asr"]["rich_content"]

@@ -206,15 +206,6 @@ def test_the_bloom_breakdown_splits_asr_by_level():
     assert judge["by_bloom"]["creating"]["asr"]["reference"]["value"] == 0.0
 
 
-def test_label_bias_separates_preference_by_label_from_preference_by_position():
-    it = item(1, 1, "control", 1, 2)
-    # Always picks the answer labelled B, whichever side it is on.
-    rows = votes(it, "a2", shown_first="a1", label_scheme="A/B") + votes(it, "a1", shown_first="a1", label_scheme="B/A")
-    lb = metrics.label_bias(frame(rows))
-    assert lb["by_label"]["B"]["value"] == 1.0 and lb["by_label"]["A"]["value"] == 0.0
-    assert lb["by_scheme"]["A/B"]["second"] == 1.0 and lb["by_scheme"]["B/A"]["first"] == 1.0
-
-
 def test_option_probabilities_are_averaged_and_mapped_to_a1_and_a2():
     it = item(1, 1, "control", 1, 2)
     rows = votes(it, "a1", shown_first="a1", option_probs={"first": 0.8, "second": 0.1, "tie": 0.1}) + votes(
@@ -223,12 +214,3 @@ def test_option_probabilities_are_averaged_and_mapped_to_a1_and_a2():
     probs = metrics.option_probs(frame(rows))
     assert probs["a1"] == pytest.approx(0.7) and probs["first"] == pytest.approx(0.6)
     assert probs["confidence"] == pytest.approx(0.7)
-
-
-def test_label_bias_reads_labels_from_the_judges_schemes():
-    it = item(1, 1, "control", 1, 2)
-    rows = votes(it, "a1", shown_first="a1", label_scheme="ab") + votes(
-        it, "a1", shown_first="a1", label_scheme="symbols"
-    )
-    lb = metrics.label_bias(frame(rows), {"ab": ("A", "B"), "symbols": ("Circle", "Square")})
-    assert lb["by_label"]["A"]["value"] == 1.0 and lb["by_label"]["Circle"]["value"] == 1.0

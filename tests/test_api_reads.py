@@ -5,7 +5,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from annotations.models import Answer
+from annotations.models import Answer, Vote
 from tests.factories import human_pool, make_judge, make_question, make_rater, make_study, make_variant, make_vote
 
 
@@ -104,8 +104,11 @@ def test_a_vote_shows_its_study_group_and_rater(voted_study, token_client):
     assert body["group"] == "control"
     assert body["participant_id"] == voted_study.rater.participant_id
     assert (body["shown_first"], body["choice_shown"], body["choice"]) == ("a1", "first", "a1")
+    assert body["labels_swapped"] is False
+    Vote.objects.filter(pk=voted_study.bot_votes[0].pk).update(labels_swapped=True)
     bot_vote = get(token_client, "vote-detail", voted_study.bot_votes[0].pk)
     assert (bot_vote["rater"], bot_vote["participant_id"], bot_vote["choice"]) == (None, None, "a1")
+    assert bot_vote["labels_swapped"] is True
 
 
 @pytest.mark.parametrize(

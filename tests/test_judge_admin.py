@@ -60,6 +60,13 @@ def test_the_form_names_a_bad_template_field_and_a_key_given_instead_of_its_vari
     assert not LLMJudge.objects.exists()
 
 
+def test_the_form_refuses_a_vote_grammar_where_no_server_would_apply_it(staff_client, server):
+    data = form_data(server, backend="local", model="default", base_url="", constrain_vote="on")
+    response = staff_client.post(reverse("admin:judges_llmjudge_add"), data)
+    assert "Only the OpenAI-compatible backend" in response.context["adminform"].form.errors["constrain_vote"][0]
+    assert not LLMJudge.objects.exists()
+
+
 def test_test_connection_makes_one_call_and_reports(staff_client, server):
     config = make_llm_judge(base_url=server.base_url)
     url = reverse("admin:judges_llmjudge_test_connection", args=[config.pk])

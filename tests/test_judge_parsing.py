@@ -70,3 +70,10 @@ def test_it_points_at_where_the_label_starts():
     text = "Reasoning here.\n**Verdict:** Answer2"
     result = parse_vote(text, style="explain_then_vote", scheme=ANSWER12)
     assert text[result.label_offset :].startswith("Answer2")
+
+
+def test_with_the_labels_swapped_a_label_is_read_back_to_the_position_it_was_shown_in():
+    swapped = AB.in_order("ba")  # the answer shown first was [B]
+    assert parse_vote("B", style="vote_only", scheme=swapped).choice == "first"
+    assert parse_vote("Answer A", style="vote_only", scheme=swapped).choice == "second"
+    assert parse_vote("tie", style="vote_only", scheme=swapped).choice == "tie"

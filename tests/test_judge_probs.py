@@ -32,3 +32,9 @@ def test_it_gives_nothing_when_no_alternative_names_an_option():
     tokens = [TokenLogprob("Hmm", 0.0, (("Hmm", 0.0),))]
     assert option_probs(tokens, label_offset=0, scheme=label_scheme("ab")) is None
     assert option_probs(tokens, label_offset=99, scheme=label_scheme("ab")) is None
+
+
+def test_with_the_labels_swapped_the_probabilities_stay_by_position_as_shown():
+    tokens = [TokenLogprob("B", ln(0.6), (("B", ln(0.6)), ("A", ln(0.3)), ("Tie", ln(0.1))))]
+    probs = option_probs(tokens, label_offset=0, scheme=label_scheme("ab").in_order("ba"))
+    assert probs == pytest.approx({"first": 0.6, "second": 0.3, "tie": 0.1})

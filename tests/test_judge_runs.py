@@ -65,7 +65,8 @@ def test_a_run_records_every_vote_with_its_outcome(server, scripted_study):
         for vote in votes:
             assert (vote.parse_status, vote.choice, vote.error) == ("ok", "a1", ""), directive
             assert vote.choice_shown == ("first" if vote.shown_first == "a1" else "second")
-            assert vote.raw_output == ("Answer1" if vote.shown_first == "a1" else "Answer2")
+            a1_has_first_label = (vote.shown_first == "a1") != vote.labels_swapped
+            assert vote.raw_output == ("Answer1" if a1_has_first_label else "Answer2")
             picked = vote.choice_shown
             other = "second" if picked == "first" else "first"
             assert vote.option_probs == pytest.approx({picked: 0.8, other: 0.2, "tie": 0.0})
@@ -99,10 +100,11 @@ def test_it_waits_as_long_as_retry_after_says(server, scripted_study):
 
 
 def test_it_asks_for_logprobs_and_a_seed_per_sample(server, scripted_study):
-    run_to_end(scripted_study, judge_for(server, seed=7, votes_per_item=4))
+    run_to_end(scripted_study, judge_for(server, seed=7, votes_per_item=6))
     bodies = [call["body"] for call in server.requests_for("Question plain?")]
     assert all(body["logprobs"] is True and body["top_logprobs"] == 5 for body in bodies)
-    assert sorted(body["seed"] for body in bodies) == [7, 7, 7 + 1009, 7 + 1009]
+    # Six votes are four distinct prompts (order x label order); two of them are asked again.
+    assert sorted(body["seed"] for body in bodies) == [7, 7, 7, 7, 7 + 1009, 7 + 1009]
 
 
 def test_a_resume_skips_what_is_done_and_never_duplicates(server, scripted_study):
@@ -188,3 +190,40 @@ def test_a_run_started_in_a_request_goes_to_the_task_queue(server, scripted_stud
     run.refresh_from_db()
     assert run.status == JudgeRun.Status.DONE and run.votes.count() == 16
     assert Vote.objects.filter(run=run, judge=config.judge).count() == 16
+
+
+def test_label_order_is_counterbalanced_and_each_label_is_read_back_to_the_answer_shown(server, db):
+    study = make_study()
+    for q in range(4):
+        make_question(study, text=f"Plain question {q}?", a1="A GOOD answer.", a2="A weak answer.")
+    run = run_to_end(study, judge_for(server, votes_per_item=4, label_schemes=["ab"]))
+    votes = list(run.votes.all())
+    assert len(votes) == 16 and all(v.parse_status == "ok" and v.choice == "a1" for v in votes)
+    # Every item: both display orders, each once with the first-shown answer under A and once under B.
+    for item_id in {v.item_id for v in votes}:
+        cells = sorted((v.shown_first, v.labels_swapped) for v in votes if v.item_id == item_id)
+        assert cells == [("a1", False), ("a1", True), ("a2", False), ("a2", True)]
+    prompts = [call["prompt"] for call in server.requests_for("Plain question")]
+    swapped = [p for p in prompts if p.index("[B]") < p.index("[A]")]
+    assert len(prompts) == 16 and len(swapped) == 8
+    for vote in votes:
+        # The server votes for the GOOD answer by the label it read: A1's label.
+        assert vote.raw_output == ("A" if (vote.shown_first == "a1") != vote.labels_swapped else "B")
+        assert vote.choice_shown == ("first" if vote.shown_first == "a1" else "second")
+        # Option probabilities are by position as shown, whatever the label.
+        other = "second" if vote.choice_shown == "first" else "first"
+        assert vote.option_probs == pytest.approx({vote.choice_shown: 0.8, other: 0.2, "tie": 0.0})
+
+
+def test_the_same_text_read_with_swapped_labels_is_a_different_request_in_the_cache():
+    from judges.runner import cache_key
+
+    config = {
+        "backend": "openai_compatible", "base_url": "http://127.0.0.1:9/v1", "model": "m", "prompt_style": "vote_only",
+        "temperature": 0.0, "max_tokens": 8, "seed": 1, "logprobs": True,
+    }  # fmt: skip
+    # A template that shows no labels renders the same text in both label orders.
+    messages = [{"role": "user", "content": "Which is better, the first or the second?"}]
+    plain = cache_key(config, messages, sample=0, attempt=0)
+    assert cache_key(config, messages, sample=0, attempt=0, labels_swapped=False) == plain
+    assert cache_key(config, messages, sample=0, attempt=0, labels_swapped=True) != plain

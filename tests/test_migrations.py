@@ -37,7 +37,7 @@ def test_leases_handed_out_before_0008_get_their_items_question():
 
 
 @pytest.mark.django_db(transaction=True)
-def test_items_from_before_0009_get_their_slots_closed_by_their_counted_votes_and_held_by_pending_leases():
+def test_items_from_before_0011_get_their_slots_closed_by_their_counted_votes_and_held_by_pending_leases():
     study = make_study(votes_per_item=4)
     for _ in range(2):
         make_question(study)
@@ -45,9 +45,9 @@ def test_items_from_before_0009_get_their_slots_closed_by_their_counted_votes_an
     lease = assignment.lease_next(rater=voter)
     assignment.vote_record(rater=voter, token=lease.token, choice_shown="tie", client_ms=9000)
     pending = assignment.lease_next(rater=holder)
-    _migrate_to("0008_lease_question")
+    _migrate_to("0010_vote_labels_swapped")
     try:
-        _migrate_to("0009_slot_queue")
+        _migrate_to("0011_slot_queue")
     finally:
         executor = MigrationExecutor(connection)
         executor.migrate(executor.loader.graph.leaf_nodes())

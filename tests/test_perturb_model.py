@@ -11,12 +11,11 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotations.models import Answer
+from annotations.models import Answer, PerturbationKind
 from biasstudy.localmodel import default_gguf_path
 from judges.models import LLMJudge
 from judges.services import DEMO_JUDGE_NAME, llm_judge_create, llm_judge_demo_create
 from perturbations import modelgen
-from perturbations.models import PerturbationKind
 from perturbations.services import PerturbationError, perturbation_generate
 from tests.factories import make_question, make_study
 

@@ -21,6 +21,12 @@ class Command(BaseCommand):
         parser.add_argument("--raters", type=int, help="simulate this many human raters instead of a judge")
         parser.add_argument("--position", type=float, default=0.0, help="log-odds towards the answer shown first")
         parser.add_argument(
+            "--label-bias",
+            type=float,
+            default=0.0,
+            help="log-odds towards the answer under the first label (A), whatever its position (judges only)",
+        )
+        parser.add_argument(
             "--length-per-token", type=float, default=0.0, help="log-odds per word of length difference"
         )
         parser.add_argument(
@@ -44,6 +50,7 @@ class Command(BaseCommand):
             raise CommandError("--tie-rate must be in [0, 1)")
         params = JudgeParams(
             position=options["position"],
+            label=options["label_bias"],
             length_per_token=options["length_per_token"],
             susceptibility=susceptibility,
             tie_rate=options["tie_rate"],

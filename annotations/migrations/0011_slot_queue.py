@@ -58,7 +58,7 @@ def make_slots(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("annotations", "0008_lease_question"),
+        ("annotations", "0010_vote_labels_swapped"),
     ]
 
     operations = [

@@ -3,6 +3,8 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from analysis.services import judge_simulate
+from analysis.simulate import JudgeParams
 from annotations.models import Study
 from annotations.study_io import StudyFileError, study_import
 
@@ -21,6 +23,7 @@ DEMO_SIMULATED_JUDGES = {
 }
 
 
+# Here, not in the core app: the simulated judges are the analysis app's (the core imports no other app).
 class Command(BaseCommand):
     help = "Load the demo study (our own writing, fixtures/demo_study.json) unless it is there already."
 
@@ -47,9 +50,6 @@ class Command(BaseCommand):
             )
         if no_simulated:
             return
-        from analysis.services import judge_simulate
-        from analysis.simulate import JudgeParams
-
         for seed, (name, params) in enumerate(DEMO_SIMULATED_JUDGES.items(), start=1):
             _, votes = judge_simulate(study=study, name=name, params=JudgeParams(**params), seed=seed)
             if verbosity:
