@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from analysis import importers, loader, report, simulate
 from analysis.frame import Filters
-from annotations.models import ComparisonItem, Judge, PerturbationKind, Rater, Study, Vote
+from annotations.models import ComparisonItem, Judge, PerturbationKind, Rater, Slot, Study, Vote
 
 
 def study_groups(*, study: Study) -> tuple[list[str], dict[str, str]]:
@@ -334,6 +334,7 @@ def votes_import(*, study: Study, parsed: importers.Parsed) -> dict[str, int]:
                 )
                 new_items.append(item)
         ComparisonItem.objects.bulk_create(new_items, batch_size=1000)
+        Slot.objects.sync(study, items=new_items)  # bulk_create skips save(), which makes them
         counts["items"] = len(new_items)
         items.update({(i.question_id, i.kind.slug if i.kind_id else "control"): i for i in new_items})
 

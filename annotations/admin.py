@@ -27,13 +27,16 @@ class StudyAdmin(admin.ModelAdmin):
     actions = ["export_json", "export_votes_csv"]  # the perturbations app adds its own
     fieldsets = (
         (None, {"fields": ("title", "slug", "status")}),
-        ("What raters read", {"fields": ("instructions", "consent", "completion_code", "prolific_completion_url")}),
+        (
+            "What raters read",
+            {"fields": ("instructions", "consent", "completion_code", "per_rater_codes", "prolific_completion_url")},
+        ),
         (
             "Protocol",
             {
                 "fields": (
                     "votes_per_item",
-                    "target_per_rater",
+                    ("target_per_rater", "most_items_per_rater"),
                     "one_variant_per_question",
                     "lease_seconds",
                     ("min_response_ms", "ms_per_word"),
@@ -43,6 +46,13 @@ class StudyAdmin(admin.ModelAdmin):
             },
         ),
     )
+
+    readonly_fields = ("most_items_per_rater",)
+
+    @admin.display(description="most items one rater can get")
+    def most_items_per_rater(self, obj: Study) -> int | str:
+        """The cap on the target: one item per question, plus the attention checks' cadence."""
+        return obj.most_items_per_rater() if obj.pk else "–"
 
     def get_queryset(self, request: HttpRequest):
         return (
@@ -158,10 +168,10 @@ class JudgeAdmin(admin.ModelAdmin):
 
 @admin.register(Rater)
 class RaterAdmin(admin.ModelAdmin):
-    list_display = ("participant_id", "study", "source", "target", "vote_count", "gold", "flagged", "flag_reason", "last_seen_at")
-    list_filter = ("study", "source", "flagged")
-    search_fields = ("participant_id",)
-    readonly_fields = ("created_at", "last_seen_at", "consent_at", "gold_seen", "gold_correct")
+    list_display = ("participant_id", "study", "source", "target", "vote_count", "gold", "flagged", "flag_reason", "finished_at", "completion_code", "last_seen_at")
+    list_filter = ("study", "source", "flagged", ("finished_at", admin.EmptyFieldListFilter))
+    search_fields = ("participant_id", "completion_code")
+    readonly_fields = ("created_at", "last_seen_at", "consent_at", "gold_seen", "gold_correct", "finished_at", "completion_code")
     list_select_related = ("study",)
     actions = ["flag", "unflag"]
 

@@ -9,7 +9,6 @@ from annotations.models import ChoiceShown, Rater
 
 # Printable ids without spaces: what Prolific, MTurk and hand-typed codes look like.
 _participant_id = RegexValidator(r"^[A-Za-z0-9_.@:+-]{1,128}$", "Use letters, digits and _ . @ : + - only, no spaces.")
-_MAX_TARGET = 1000
 _MAX_CLIENT_MS = 24 * 3600 * 1000
 
 
@@ -49,12 +48,6 @@ class EnterForm(forms.Form):
         validators=[_participant_id],
         help_text="Use the same id to come back later and continue where you stopped.",
         widget=forms.TextInput(attrs={"aria-describedby": "id_participant_id-help", "autocomplete": "off"}),
-    )
-    target = forms.IntegerField(
-        label="How many items would you like to rate?",
-        min_value=1,
-        max_value=_MAX_TARGET,
-        required=False,
     )
     consent = forms.BooleanField(label="I have read the information above and agree to take part.", required=True)
 

@@ -5,8 +5,10 @@ are constraints here.
 
 from __future__ import annotations
 
+import random
 import secrets
 
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -53,6 +55,11 @@ class Study(models.Model):
         default=900, help_text="How long an item handed to a rater stays reserved for them."
     )
     completion_code = models.CharField(max_length=64, blank=True)
+    per_rater_codes = models.BooleanField(
+        default=False,
+        help_text="Give each rater their own completion code (kept on the rater), so that a shared code shows. "
+        "On Prolific the redirect then carries the rater's code, which Prolific cannot check for you.",
+    )
     prolific_completion_url = models.URLField(blank=True)
     gold_every = models.PositiveSmallIntegerField(
         default=0, help_text="Mix in an attention-check item every k items (0: never)."
@@ -94,9 +101,56 @@ class Study(models.Model):
     def __str__(self) -> str:
         return self.title
 
+    def save(self, *args, **kwargs) -> None:
+        old_quota = (
+            Study.objects.filter(pk=self.pk).values_list("votes_per_item", flat=True).first() if self.pk else None
+        )
+        super().save(*args, **kwargs)
+        if old_quota is not None and old_quota != self.votes_per_item:
+            Slot.objects.sync(self)
+
     def threshold_ms(self, words: int) -> int:
         """The response-time threshold for an item whose two answers have `words` words."""
         return self.min_response_ms + self.ms_per_word * words
+
+    def clean(self) -> None:
+        super().clean()
+        if self.pk is None:
+            return
+        most = self.most_items_per_rater()
+        if most and self.target_per_rater > most:
+            raise ValidationError(
+                {
+                    "target_per_rater": f"one rater can get at most {most} items in this study; {self.target_per_rater} cannot be reached"
+                }
+            )
+
+    def most_items_per_rater(self) -> int:
+        """The most items one rater can be given: one item per question (or every item without
+        `one_variant_per_question`), plus the attention checks their cadence lets in."""
+        items = self.items.approved()
+        regular = items.filter(question__is_gold=False)
+        if self.one_variant_per_question:
+            regular_n = regular.values("question_id").distinct().count()
+            gold_n = items.filter(question__is_gold=True).values("question_id").distinct().count()
+        else:
+            regular_n, gold_n = regular.count(), items.filter(question__is_gold=True).count()
+        return items_reachable(regular=regular_n, gold=gold_n, gold_every=self.gold_every)
+
+
+def items_reachable(*, regular: int, gold: int, gold_every: int) -> int:
+    """How many items a rater gets when every k+1-th item is an attention check (k = `gold_every`,
+    0: none): a gold turn without gold left takes a regular item, a regular turn without regular
+    items left ends the visit (annotations.assignment hands out in this order)."""
+    done = 0
+    while True:
+        if gold_every and (done + 1) % (gold_every + 1) == 0 and gold:
+            gold -= 1
+        elif regular:
+            regular -= 1
+        else:
+            return done
+        done += 1
 
 
 class RenderedText(models.Model):
@@ -271,7 +325,7 @@ class Answer(RenderedText):
 
 
 def random_hand_out_rank() -> int:
-    """A random rank fixed at creation: breaks ties between equally full items in the hand-out."""
+    """A random rank fixed at creation: spreads raters over the slots of one round."""
     return secrets.randbelow(2**31)
 
 
@@ -289,6 +343,12 @@ class ComparisonItemQuerySet(models.QuerySet):
         """Items that enter the metrics (everything but attention checks)."""
         return self.filter(question__is_gold=False)
 
+    def approved(self) -> ComparisonItemQuerySet:
+        """Items raters may be shown: both answers approved (variants wait for their review)."""
+        return self.filter(
+            answer_a1__review_status=Answer.Review.APPROVED, answer_a2__review_status=Answer.Review.APPROVED
+        )
+
 
 class ComparisonItem(models.Model):
     """Two answers to one question shown side by side: the control pair (A1, A2) or an
@@ -304,23 +364,12 @@ class ComparisonItem(models.Model):
     )
     answer_a1 = models.ForeignKey(Answer, on_delete=models.PROTECT, related_name="+")
     answer_a2 = models.ForeignKey(Answer, on_delete=models.PROTECT, related_name="+")
-    # Counted human votes by display order, kept by annotations.assignment in the same
-    # transaction as the vote, so that handing out items needs no aggregate over all votes.
-    human_a1_first = models.PositiveIntegerField(default=0, editable=False)
-    human_a2_first = models.PositiveIntegerField(default=0, editable=False)
-    # The hand-out's order, so that choosing an item reads a few rows of one index whatever the
-    # study's size: `fill` is the counted votes plus the leases holding a slot (Lease.holds_slot),
-    # kept in the same transactions; `rank` breaks ties. Both are hints: whether an item may
-    # really be handed out is decided again under its row lock (annotations.assignment).
-    fill = models.IntegerField(default=0, editable=False)
-    rank = models.IntegerField(default=random_hand_out_rank, editable=False)
     created_at = models.DateTimeField(default=timezone.now)
 
     objects = ComparisonItemQuerySet.as_manager()
 
     class Meta:
         ordering = ["question", "kind"]
-        indexes = [models.Index(fields=["study", "fill", "rank"], name="item_hand_out_order")]
         constraints = [
             models.CheckConstraint(condition=~Q(answer_a1=models.F("answer_a2")), name="item_two_different_answers"),
             models.UniqueConstraint(
@@ -331,6 +380,12 @@ class ComparisonItem(models.Model):
 
     def __str__(self) -> str:
         return f"{self.question.external_id}/{self.group}"
+
+    def save(self, *args, **kwargs) -> None:
+        adding = self.pk is None
+        super().save(*args, **kwargs)
+        if adding:
+            Slot.objects.sync(self.study, items=[self])
 
     @property
     def group(self) -> str:
@@ -391,6 +446,10 @@ class Rater(models.Model):
     votes_done = models.PositiveIntegerField(default=0, editable=False)
     created_at = models.DateTimeField(default=timezone.now)
     last_seen_at = models.DateTimeField(null=True, blank=True)
+    # Set once, when the rater is shown their completion code (annotations.assignment.rater_finish):
+    # the payment export lists who finished, with which code.
+    finished_at = models.DateTimeField(null=True, blank=True, editable=False)
+    completion_code = models.CharField(max_length=64, blank=True, editable=False)
 
     class Meta:
         ordering = ["study", "participant_id"]
@@ -526,10 +585,6 @@ class LeaseQuerySet(models.QuerySet):
         """Leases still waiting for their vote (expired or not), not given up."""
         return self.filter(voted_at__isnull=True, released_at__isnull=True)
 
-    def holding(self, now=None) -> LeaseQuerySet:
-        """Pending leases that still reserve their item's slot (not yet expired)."""
-        return self.pending().filter(expires_at__gt=now or timezone.now())
-
 
 class Lease(models.Model):
     """One item handed to one rater, with the display order decided when it was handed out.
@@ -538,6 +593,7 @@ class Lease(models.Model):
     slot until `expires_at`; after that the item may be handed to someone else, but a vote
     that still arrives on it is stored (never dropped). `released_at` is set when an expired
     lease is given up because the rater came back after its slot had gone to someone else.
+    Attention checks have no quota, so their leases hold no slot.
     """
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="leases")
@@ -554,9 +610,6 @@ class Lease(models.Model):
     expires_at = models.DateTimeField(db_index=True)
     voted_at = models.DateTimeField(null=True, blank=True)
     released_at = models.DateTimeField(null=True, blank=True)
-    # True while this lease is counted in its item's `fill`: from the hand-out until its vote,
-    # its release, or the sweep that finds it expired (annotations.assignment).
-    holds_slot = models.BooleanField(default=True, editable=False)
 
     objects = LeaseQuerySet.as_manager()
 
@@ -564,7 +617,6 @@ class Lease(models.Model):
         ordering = ["created_at", "id"]
         indexes = [
             models.Index(fields=["item", "expires_at"], name="lease_item_expires"),
-            models.Index(fields=["study", "expires_at"], condition=Q(holds_slot=True), name="lease_holding_expires"),
             models.Index(fields=["rater", "question"], name="lease_rater_question"),
         ]
         constraints = [
@@ -584,3 +636,91 @@ class Lease(models.Model):
 
     def __str__(self) -> str:
         return f"{self.rater} / {self.item_id}"
+
+
+class SlotQuerySet(models.QuerySet):
+    def open(self) -> SlotQuerySet:
+        """Slots still waiting for their counted vote (free, held, or held by a lease that expired)."""
+        return self.filter(vote__isnull=True)
+
+    def sync(self, study: Study, *, items: list[ComparisonItem] | None = None) -> None:
+        """Give each item of the study (or each of `items`) as many slots as its quota: new
+        ones in the order the item has fewer of, so the orders stay balanced; when the quota
+        went down, free slots go, from the order with more. Attention checks get none."""
+        quota = study.votes_per_item
+        existing = self.filter(study=study) if items is None else self.filter(item__in=items)
+        if items is None:
+            items = list(study.items.select_related("question"))
+        items = [item for item in items if not item.question.is_gold]
+        slots: dict[int, list[Slot]] = {item.pk: [] for item in items}
+        for slot in existing:
+            slots[slot.item_id].append(slot)
+        new, gone = [], []
+        for item in items:
+            have = slots[item.pk]
+            count = {Shown.A1_FIRST: 0, Shown.A2_FIRST: 0}
+            for slot in have:
+                count[slot.shown_first] += 1
+            for round_ in range(len(have), quota):
+                order = _lagging(count)
+                count[order] += 1
+                new.append(Slot(study=study, item=item, question_id=item.question_id, shown_first=order, round=round_))
+            free = sorted((s for s in have if s.vote_id is None and s.lease_id is None), key=lambda s: -s.round)
+            while sum(count.values()) > quota:
+                fuller = max(count, key=lambda order: count[order])
+                slot = next((s for s in free if s.shown_first == fuller), None)
+                if slot is None:
+                    break
+                free.remove(slot)
+                gone.append(slot.pk)
+                count[fuller] -= 1
+        self.bulk_create(new)
+        self.filter(pk__in=gone).delete()
+
+
+def _lagging(count: dict[str, int]) -> str:
+    """The order with fewer slots (at random when even), so that an odd quota's spare slot
+    falls on either side."""
+    if count[Shown.A1_FIRST] == count[Shown.A2_FIRST]:
+        return random.choice([Shown.A1_FIRST, Shown.A2_FIRST])
+    return min(count, key=lambda order: count[order])
+
+
+class Slot(models.Model):
+    """One of the counted votes an item needs, in one display order: the queue raters are
+    handed work from (annotations.assignment). Free while `lease` is empty or its claim is
+    older than the study's lease time; closed for good by the counted vote in `vote`. An item
+    has `votes_per_item` slots, half in each order, so balance holds by construction; `round`
+    orders the hand-out so that items fill evenly, `rank` spreads raters over one round.
+    """
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="+")
+    item = models.ForeignKey(ComparisonItem, on_delete=models.CASCADE, related_name="slots")
+    # The item's question, so that "not a question the rater has seen" needs no join.
+    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="+", db_index=False)
+    shown_first = models.CharField(max_length=2, choices=Shown.choices)
+    round = models.PositiveIntegerField()
+    rank = models.IntegerField(default=random_hand_out_rank)
+    lease = models.ForeignKey("Lease", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    # Not indexed alone: an index on it would tempt SQLite to find open slots (vote IS NULL) by
+    # it and sort them, instead of walking `slot_open_in_order`; one vote closes one slot.
+    vote = models.ForeignKey(Vote, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False)
+
+    objects = SlotQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["item_id", "round"]
+        indexes = [
+            models.Index(fields=["study", "round", "rank"], condition=Q(vote__isnull=True), name="slot_open_in_order"),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["vote"], condition=Q(vote__isnull=False), name="slot_one_per_vote"),
+            models.CheckConstraint(condition=Q(shown_first__in=["a1", "a2"]), name="slot_shown_first_valid"),
+            models.CheckConstraint(
+                condition=Q(lease__isnull=True) | Q(claimed_at__isnull=False), name="slot_claim_has_time"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.item_id}/{self.shown_first}#{self.round}"

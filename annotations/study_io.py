@@ -37,6 +37,7 @@ STUDY_FIELDS: dict[str, type | tuple[type, ...]] = {
     "lease_seconds": int,
     "one_variant_per_question": bool,
     "completion_code": str,
+    "per_rater_codes": bool,
     "prolific_completion_url": str,
     "gold_every": int,
     "gold_min_accuracy": (int, float),

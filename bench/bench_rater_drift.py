@@ -1,7 +1,6 @@
 """One rater voting thousands of times, in process: does a page + vote get slower as the rater's
 votes pile up? Prints, per chunk of votes, the mean page + vote cycle (Django's WSGI handler
-called in process, no HTTP: `bench_rater_flow.WsgiClient`) and the mean time of the candidate
-walk for the rater's next item.
+called in process, no HTTP: `bench_rater_flow.WsgiClient`).
 
     python bench/bench_rater_drift.py --votes 4000 --chunk 500 [--postgres [--analyze-empty]]
 
@@ -43,8 +42,7 @@ def main() -> None:
 def run(args: argparse.Namespace, cycle) -> None:
     from django.db import connection
 
-    from annotations import assignment
-    from annotations.models import Rater, Vote
+    from annotations.models import Vote
 
     print(f"{connection.vendor}: one rater, {args.votes} votes, {args.questions} questions")
     for done in range(args.chunk, args.votes + 1, args.chunk):
@@ -52,12 +50,7 @@ def run(args: argparse.Namespace, cycle) -> None:
         for _ in range(args.chunk):
             cycle()
         mean_cycle = (time.perf_counter() - started) / args.chunk * 1000
-        rater = Rater.objects.select_related("study").get(participant_id="P1")
-        started = time.perf_counter()
-        for _ in range(20):
-            assignment._quick_candidates(rater, rater.study, gold=False)
-        walk = (time.perf_counter() - started) / 20 * 1000
-        print(f"  votes {done:>6}: page + vote {mean_cycle:6.2f} ms, candidate walk {walk:5.2f} ms", flush=True)
+        print(f"  votes {done:>6}: page + vote {mean_cycle:6.2f} ms", flush=True)
     stored = Vote.objects.filter(rater__participant_id="P1").count()
     print(f"stored {stored} votes for {args.votes} submits")
     assert stored == args.votes

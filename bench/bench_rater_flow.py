@@ -13,9 +13,11 @@ afterwards) it migrates with bench.settings, seeds one study big enough that no 
 starts gunicorn with the repository's gunicorn.conf.py on a free port of 127.0.0.1 and then, for
 each concurrency level and repeat, runs "ours" and "bare" one after the other for --seconds.
 
-Ours: each rater enters through the landing page (not timed), then loops GET /s/<slug>/task/
-(the page, which hands out the lease) and POST of the vote form (token, choice, client_ms) which
-answers 302 back to the task. Bare: GET /bare/page/, POST /bare/insert/ with the CSRF token.
+Ours (the form flow, what a browser without JavaScript does): each rater enters through the
+landing page (not timed), then loops GET /s/<slug>/task/ (the page, which hands out the lease)
+and POST of the vote form (token, choice, client_ms) which answers 302 back to the task. Htmx
+(what a browser with JavaScript does): one request per vote, the POST with HX-Request, which
+answers with the next item's fragment (its token is the next vote's). Bare: GET /bare/page/, POST /bare/insert/ with the CSRF token.
 Afterwards the votes in the database are counted against the successful submits, and duplicates
 per rater and item are looked for.
 
@@ -77,7 +79,7 @@ def seed(questions: int, votes_per_item: int, *, analyze_empty: bool = False) ->
     `analyze_empty`, PostgreSQL also analyses the empty tables (the worst case, see below)."""
     from django.db import DatabaseError, transaction
 
-    from annotations.models import Answer, ComparisonItem, PerturbationKind, Question, Study
+    from annotations.models import Answer, ComparisonItem, PerturbationKind, Question, Slot, Study
 
     reference = PerturbationKind.objects.get(slug="reference")
     with transaction.atomic():
@@ -116,6 +118,7 @@ def seed(questions: int, votes_per_item: int, *, analyze_empty: bool = False) ->
                                kind=reference),
             )
         )  # fmt: skip
+        Slot.objects.sync(study)  # bulk_create skips the save() that makes each item's slots
     from django.db import connection
 
     if connection.vendor == "postgresql":
@@ -246,10 +249,12 @@ class Rater(threading.Thread):
         self.target, self.name_, self.start_barrier, self.stop = target, name, start, stop
         self.sample = Sample()
         self.ready_error: str | None = None
+        self.token: str | None = None  # htmx: the next vote's token, from the last fragment
 
     def _enter(self) -> None:
         if self.target == "bare":
             return
+        self.token = None
         landing = self.client.get(f"/s/{SLUG}/")
         csrf = _CSRF.search(landing.text).group(1)
         entered = self.client.post(
@@ -259,6 +264,8 @@ class Rater(threading.Thread):
             raise RuntimeError(f"entering failed: {entered.status_code} {entered.text[:300]}")
 
     def _one(self) -> None:
+        if self.target == "htmx":
+            return self._one_htmx()
         s = self.sample
         page_url, post_url = (f"/s/{SLUG}/task/", f"/s/{SLUG}/task/") if self.target == "ours" else (
             "/bare/page/", "/bare/insert/")  # fmt: skip
@@ -284,6 +291,31 @@ class Rater(threading.Thread):
         response = self.client.post(post_url, data=data, headers=headers)
         s.submit_ms.append((time.perf_counter() - t0) * 1000)
         if response.status_code != expected:
+            s.error(f"submit {response.status_code}")
+            return
+        s.submits += 1
+
+    def _one_htmx(self) -> None:
+        """One vote, one request: the answer is the next item's fragment (the first item comes
+        from a page, timed as a page)."""
+        s = self.sample
+        if self.token is None:
+            t0 = time.perf_counter()
+            page = self.client.get(f"/s/{SLUG}/task/")
+            s.page_ms.append((time.perf_counter() - t0) * 1000)
+            match = _TOKEN.search(page.text) if page.status_code == 200 else None
+            if match is None:
+                s.error(f"page {page.status_code}")
+                return
+            self.token = match.group(1)
+        data = {"token": self.token, "choice": "first", "client_ms": "4000"}
+        headers = {"X-CSRFToken": self.client.cookies["csrftoken"], "HX-Request": "true"}
+        t0 = time.perf_counter()
+        response = self.client.post(f"/s/{SLUG}/task/", data=data, headers=headers)
+        s.submit_ms.append((time.perf_counter() - t0) * 1000)
+        match = _TOKEN.search(response.text) if response.status_code == 200 else None
+        self.token = match.group(1) if match else None
+        if match is None:
             s.error(f"submit {response.status_code}")
             return
         s.submits += 1
@@ -346,6 +378,7 @@ def run_level(url: str, target: str, raters: int, seconds: float, tag: str, serv
         "errors": errors,
         "client_cpu_pct": 100 * client_cpu / elapsed,
         "server_cpu_pct": 100 * server_cpu / elapsed,
+        "server_cpu_ms_per_vote": 1000 * server_cpu / submits if submits else float("nan"),
         "load": [round(x, 2) for x in (*load_before, *os.getloadavg()[:1])],
     }
 
@@ -504,6 +537,9 @@ def _stop_server(server: subprocess.Popen) -> None:
         server.wait()
 
 
+TARGETS = ("ours", "htmx", "bare")
+
+
 def bench_database(kind: str, args: argparse.Namespace) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         db = Database(kind, Path(tmp))
@@ -527,10 +563,10 @@ def bench_database(kind: str, args: argparse.Namespace) -> dict:
             results = []
             try:
                 # Warm up both paths (imports, template loading, connections) untimed.
-                warm = [run_level(url, target, 2, 2, f"warm-{kind}", server.pid) for target in ("ours", "bare")]
+                warm = [run_level(url, target, 2, 2, f"warm-{kind}", server.pid) for target in TARGETS]
                 for raters in args.levels:
                     for r in range(args.repeat):
-                        for target in ("ours", "bare") if r % 2 == 0 else ("bare", "ours"):
+                        for target in TARGETS if r % 2 == 0 else TARGETS[::-1]:
                             row = run_level(
                                 url, target, raters, args.seconds, f"{kind}-{raters}-{r}", server.pid, args.think
                             )
@@ -551,7 +587,8 @@ def _line(row: dict) -> str:
         f"  {row['database']:8} {row['target']:4} raters={row['raters']:3} r{row['repeat']} "
         f"{row['votes_per_s']:7.1f} votes/s  page p50/95/99 {p['p50']:6.1f} {p['p95']:6.1f} {p['p99']:6.1f}  "
         f"submit {s['p50']:6.1f} {s['p95']:6.1f} {s['p99']:6.1f} ms  errors={sum(row['errors'].values())} "
-        f"client {row['client_cpu_pct']:.0f}% server {row['server_cpu_pct']:.0f}% load {row['load'][0]}"
+        f"client {row['client_cpu_pct']:.0f}% server {row['server_cpu_pct']:.0f}% "
+        f"({row['server_cpu_ms_per_vote']:.1f} ms/vote) load {row['load'][0]}"
     )
 
 
@@ -565,14 +602,16 @@ def summarise(report: list[dict]) -> str:
         out.append(f"\n### {db['database']}{paced}\n")
         out.append(
             "| raters | target | votes/s best | votes/s median | page p50 / p95 / p99 ms | submit p50 / p95 / p99 ms "
-            "| errors | client CPU % | server CPU % | load (1 min) |"
+            "| errors | client CPU % | server CPU % | server CPU ms / vote | load (1 min) |"
         )
-        out.append("|---|---|---|---|---|---|---|---|---|---|")
+        out.append("|---|---|---|---|---|---|---|---|---|---|---|")
         ratios = []
         for raters in sorted({r["raters"] for r in rows}):
             med = {}
-            for target in ("ours", "bare"):
+            for target in TARGETS:
                 sel = [r for r in rows if r["raters"] == raters and r["target"] == target]
+                if not sel:
+                    continue
                 vps = [r["votes_per_s"] for r in sel]
                 med[target] = statistics.median(vps)
 
@@ -586,13 +625,22 @@ def summarise(report: list[dict]) -> str:
                     f"{lat('submit_ms')} | {sum(sum(r['errors'].values()) for r in sel)} | "
                     f"{statistics.median(r['client_cpu_pct'] for r in sel):.0f} | "
                     f"{statistics.median(r['server_cpu_pct'] for r in sel):.0f} | "
+                    f"{statistics.median(r.get('server_cpu_ms_per_vote', float('nan')) for r in sel):.1f} | "
                     f"{min(r['load'][0] for r in sel):.2f}–{max(r['load'][0] for r in sel):.2f} |"
                 )
-            ratios.append((raters, med["ours"] / med["bare"] if med["bare"] else float("nan")))
-        out.append("\n| raters | ours / bare (median votes/s) |\n|---|---|")
-        out += [f"| {raters} | {ratio:.2f} |" for raters, ratio in ratios]
+            ratios.append(
+                (
+                    raters,
+                    *(
+                        med.get(t, float("nan")) / med["bare"] if med.get("bare") else float("nan")
+                        for t in ("ours", "htmx")
+                    ),
+                )
+            )
+        out.append("\n| raters | form flow / bare (median votes/s) | htmx / bare |\n|---|---|---|")
+        out += [f"| {raters} | {form:.2f} | {htmx:.2f} |" for raters, form, htmx in ratios]
         everything = rows + db["warm_up"]
-        ours = sum(r["submits"] for r in everything if r["target"] == "ours")
+        ours = sum(r["submits"] for r in everything if r["target"] in ("ours", "htmx"))
         bare = sum(r["submits"] for r in everything if r["target"] == "bare")
         st = db["stored"]
         out.append(

@@ -42,7 +42,6 @@ def run(args: argparse.Namespace, cycle) -> None:
             timings["submit"].append(submit)
 
     loop(5, defaultdict(list))  # warm up
-    _explain_candidates(connection)
     timings: dict = defaultdict(list)
     by_sql: dict = defaultdict(lambda: [0, 0.0])
 
@@ -78,37 +77,6 @@ def run(args: argparse.Namespace, cycle) -> None:
     print(profiler.output_text(unicode=False, color=False, show_all=False))
     if args.html:
         Path(args.html).write_text(profiler.output_html())
-
-
-def _explain_candidates(connection) -> None:
-    """The plan and time of the two candidate queries of the next hand-out: the quick one (an
-    index walk by fill) and the exact scan used only when the quick one gives nothing."""
-    from django.test.utils import CaptureQueriesContext
-    from django.utils import timezone
-
-    from annotations import assignment
-    from annotations.models import Rater
-
-    rater = Rater.objects.select_related("study").get(participant_id="P1")
-    now = timezone.now()
-    queries = {
-        "quick": lambda: assignment._quick_candidates(rater, rater.study, gold=False),
-        "exact": lambda: assignment._exact_candidates(rater, rater.study, gold=False, now=now),
-    }
-    for name, query in queries.items():
-        with CaptureQueriesContext(connection) as captured:
-            started = time.perf_counter()
-            query()
-            ms = (time.perf_counter() - started) * 1000
-        print(f"{name} candidate query: {ms:.1f} ms ({connection.vendor})")
-        explain = "EXPLAIN (ANALYZE, COSTS OFF) " if connection.vendor == "postgresql" else "EXPLAIN QUERY PLAN "
-        with connection.cursor() as cursor:
-            # Our own query as Django sent it (parameters bound by the driver).
-            cursor.execute(explain + captured.captured_queries[-1]["sql"])  # noqa: S608
-            print("\n".join("  " + " ".join(str(c) for c in row) for row in cursor.fetchall()))
-    started = time.perf_counter()
-    eligible = assignment._eligible_items(rater, rater.study, gold=False).count()
-    print(f"counting the {eligible:,} eligible items alone: {(time.perf_counter() - started) * 1000:.1f} ms")
 
 
 if __name__ == "__main__":

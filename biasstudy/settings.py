@@ -91,22 +91,15 @@ DATABASES = {
     )
 }
 # PostgreSQL: parameters bound on the server, so that psycopg prepares a statement the fifth
-# time a connection runs it and PostgreSQL stops planning it again: planning the rater's hand-out
-# statements cost more than running them (docs/BENCHMARKS.md, section 1.5). Turn it off behind a
-# pooler in transaction mode that cannot keep prepared statements (docs/DEPLOY.md).
-if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-    # Our backend is Django's with the health check asking the socket before it sends
-    # `SELECT 1` (biasstudy/dbbackends/postgresql/base.py).
-    DATABASES["default"]["ENGINE"] = "biasstudy.dbbackends.postgresql"
-    if env_bool("DATABASE_PREPARED_STATEMENTS", True):
-        DATABASES["default"].setdefault("OPTIONS", {}).update(server_side_binding=True, prepare_threshold=5)
+# time a connection runs it and PostgreSQL stops planning it again. Turn it off behind a pooler
+# in transaction mode that cannot keep prepared statements (docs/DEPLOY.md).
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_bool("DATABASE_PREPARED_STATEMENTS", True):
+    DATABASES["default"].setdefault("OPTIONS", {}).update(server_side_binding=True, prepare_threshold=5)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Many raters vote at once: WAL lets readers go on while one writer commits, IMMEDIATE
-    # takes the write lock at BEGIN so two transactions never deadlock upgrading a read lock,
-    # and the timeout makes a writer wait for the lock instead of failing at once.
-    # Our backend is Django's with writers queued on a file lock instead of SQLite's sleeping
-    # busy handler (biasstudy/dbbackends/sqlite/base.py).
-    DATABASES["default"]["ENGINE"] = "biasstudy.dbbackends.sqlite"
+    # takes the write lock at BEGIN so two transactions never deadlock upgrading a read lock
+    # (the rater path's claims rely on it: one writer at a time), and the timeout makes a
+    # writer wait for the lock instead of failing at once.
     DATABASES["default"]["OPTIONS"] = {
         "transaction_mode": "IMMEDIATE",
         "timeout": env_int("DATABASE_SQLITE_TIMEOUT", 30),

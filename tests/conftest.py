@@ -8,15 +8,6 @@ from django.test import Client
 from tests.factories import make_question, make_rater, make_staff, make_study
 
 
-@pytest.fixture(autouse=True)
-def _sweep_forgotten():
-    """Each test starts as a fresh process would: the next hand-out looks for expired leases
-    (annotations.assignment sweeps at most once a second per study; ids repeat across tests)."""
-    from annotations import assignment
-
-    assignment._last_sweep.clear()
-
-
 @pytest.fixture
 def study(db):
     return make_study()
@@ -82,11 +73,15 @@ def user_client(db) -> Client:
 
 @pytest.fixture
 def rater_session_client(rater) -> Client:
-    """What a rater's browser has: a session from the rater pages, no Django user."""
+    """What a rater's browser has: the signed rater cookie the rater pages set when they enter
+    (through the landing page, as a real rater does), no Django user."""
+    from django.urls import reverse
+
     client = Client()
-    session = client.session
-    session["rater_id"] = rater.pk
-    session.save()
+    landing = reverse("annotations:landing", args=[rater.study.slug])
+    response = client.post(landing, {"participant_id": rater.participant_id, "consent": "on"})
+    assert response.status_code == 302, response.content
+    assert f"rater-{rater.study.slug}" in client.cookies, "the landing page did not sign the rater in"
     return client
 
 

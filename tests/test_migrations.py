@@ -5,7 +5,7 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from annotations import assignment
-from annotations.models import Lease
+from annotations.models import ComparisonItem, Lease, Slot
 from tests.factories import make_question, make_rater, make_study, make_variant
 
 
@@ -34,3 +34,27 @@ def test_leases_handed_out_before_0008_get_their_items_question():
     assert len(leases) == 4
     assert all(lease.question_id == lease.item.question_id for lease in leases)
     assert len({lease.question_id for lease in leases}) >= 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_items_from_before_0011_get_their_slots_closed_by_their_counted_votes_and_held_by_pending_leases():
+    study = make_study(votes_per_item=4)
+    for _ in range(2):
+        make_question(study)
+    voter, holder = make_rater(study), make_rater(study)
+    lease = assignment.lease_next(rater=voter)
+    assignment.vote_record(rater=voter, token=lease.token, choice_shown="tie", client_ms=9000)
+    pending = assignment.lease_next(rater=holder)
+    _migrate_to("0010_vote_labels_swapped")
+    try:
+        _migrate_to("0011_slot_queue")
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())
+    for item in ComparisonItem.objects.filter(study=study):
+        orders = sorted(item.slots.values_list("shown_first", flat=True))
+        assert orders == ["a1", "a1", "a2", "a2"], item
+    closed = Slot.objects.get(vote__isnull=False)
+    assert (closed.item_id, closed.shown_first) == (lease.item_id, lease.shown_first)
+    held = Slot.objects.get(lease__isnull=False, vote__isnull=True)
+    assert (held.lease_id, held.shown_first) == (pending.pk, pending.shown_first)

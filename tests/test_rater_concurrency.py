@@ -47,20 +47,19 @@ def check() -> None:
     """Run in a subprocess after the raid: print what the test asserts on, as JSON."""
     from django.db.models import Count
 
-    from annotations.models import ComparisonItem, Lease, Vote
+    from annotations.models import ComparisonItem, Lease, Slot, Vote
 
     votes = Vote.objects.filter(item__study__slug=SLUG)
     items = []
     for item in ComparisonItem.objects.filter(study__slug=SLUG):
         counted = [v for v in votes.filter(item=item) if v.meta["assignment"]["counted"]]
+        closed = Slot.objects.filter(item=item, vote__isnull=False)
         items.append(
             {
-                "counters": [item.human_a1_first, item.human_a2_first],
-                # The hand-out's hint must equal counted votes + leases still holding a slot.
-                "fill": item.fill,
-                "fill_recount": item.human_a1_first
-                + item.human_a2_first
-                + Lease.objects.filter(item=item, holds_slot=True).count(),
+                # Every counted vote closes one slot of its order, and only counted votes do.
+                "closed": [closed.filter(shown_first="a1").count(), closed.filter(shown_first="a2").count()],
+                "closed_by_counted": all(slot.vote.meta["assignment"]["counted"] for slot in closed),
+                "slots": Slot.objects.filter(item=item).count(),
                 "counted": [sum(v.shown_first == "a1" for v in counted), sum(v.shown_first == "a2" for v in counted)],
             }
         )
@@ -98,6 +97,8 @@ def _rater_session(url: str, n: int, *, htmx: bool, not_familiar_first: bool, do
     not_familiar = 0
     with httpx.Client(base_url=url, timeout=30) as client:
         landing = client.get(f"/s/{SLUG}/")
+        if "This study is full" in landing.text:
+            return {"rater": n, "seen": seen, "not_familiar": not_familiar, "full": True}
         csrf = _CSRF.search(landing.text).group(1)
         entered = client.post(
             f"/s/{SLUG}/", data={"participant_id": f"R{n:02d}", "consent": "on", "csrfmiddlewaretoken": csrf}
@@ -129,7 +130,7 @@ def _rater_session(url: str, n: int, *, htmx: bool, not_familiar_first: bool, do
                 response = client.post(f"/s/{SLUG}/task/", data=vote, headers=headers)
             assert response.status_code in (200, 302), response.text[:500]
             page = response if htmx else client.get(f"/s/{SLUG}/task/", headers=headers)
-    return {"rater": n, "seen": seen, "not_familiar": not_familiar}
+    return {"rater": n, "seen": seen, "not_familiar": not_familiar, "full": False}
 
 
 @pytest.mark.parametrize("live_database", ["sqlite", "postgres"], indirect=True)
@@ -150,13 +151,15 @@ def test_twenty_raters_at_once_keep_quotas_balance_and_uniqueness(live_server_pr
     during = json.loads(run_django("from tests.test_rater_concurrency import check; check()", env))
     for item in during["items"]:
         assert sum(item["counted"]) <= QUOTA and abs(item["counted"][0] - item["counted"][1]) <= 1, item
-        assert item["fill"] == item["fill_recount"], item
+        assert item["closed"] == item["counted"] and item["closed_by_counted"], item
     # Slots freed by not-familiar votes after the others had left are taken by latecomers, one at a time.
     for n in range(RATERS, RATERS + 10):
         late = _rater_session(url, n, htmx=True, not_familiar_first=False, double_submit=False)
         sessions.append(late)
         if not late["seen"]:
             break
+    # Once every slot has its vote, whoever comes next is told the study is full.
+    assert sessions[-1]["full"], sessions[-1]
     summary = json.loads(run_django("from tests.test_rater_concurrency import check; check()", env))
 
     for session in sessions:
@@ -168,8 +171,8 @@ def test_twenty_raters_at_once_keep_quotas_balance_and_uniqueness(live_server_pr
     assert len(summary["items"]) == 2 * QUESTIONS
     for item in summary["items"]:
         assert item["counted"] == [QUOTA // 2, QUOTA // 2], item
-        assert item["counters"] == item["counted"], item
-        assert item["fill"] == item["fill_recount"] == QUOTA, item
+        assert item["closed"] == item["counted"] and item["closed_by_counted"], item
+        assert item["slots"] == QUOTA, item
     assert summary["votes"] == QUOTA * 2 * QUESTIONS + summary["not_familiar"]
     assert max(summary["votes_by_rater"]) <= TARGET
     assert sum(len(s["seen"]) for s in sessions) == summary["votes"]

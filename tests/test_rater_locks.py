@@ -1,7 +1,7 @@
-"""The order in which a vote takes its row locks on PostgreSQL: the rater's row, then the lease
-(one statement, `FOR UPDATE OF r, l`), as every other transaction of the rater takes them. Taken
-the other way round, a vote and the same rater's page in another tab would wait for each other
-until PostgreSQL broke the deadlock by failing one of them."""
+"""Row locks on PostgreSQL. A vote locks the rater's row before it touches the lease, as every
+other transaction of the rater does: taken the other way round, a vote and the same rater's page
+in another tab would wait for each other until PostgreSQL broke the deadlock by failing one of
+them. A claim skips slots another transaction holds (SKIP LOCKED): it never waits."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from django.db import connection, transaction
 
 from annotations import assignment
-from annotations.models import ComparisonItem, Lease, Rater, Vote
+from annotations.models import ComparisonItem, Lease, Rater, Slot, Vote
 from tests.factories import make_question, make_rater, make_study
 
 pytestmark = [
@@ -81,9 +81,9 @@ def test_a_vote_waits_for_the_rater_row_before_it_locks_the_lease():
 
 @pytest.mark.parametrize("free", [0, 1])
 def test_a_vote_whose_next_items_are_held_elsewhere_is_stored_and_hands_out_a_free_one(free):
-    """The vote's statement claims the first candidate for the next lease (SKIP LOCKED): when
-    another transaction holds it, the vote is stored all the same, and the other candidates
-    are tried; with none free, the rater's next page hands one out."""
+    """The vote claims the next free slot (SKIP LOCKED): slots another transaction holds are
+    passed over and the vote is stored all the same; with none free, the rater's next page
+    hands one out."""
     study = make_study(votes_per_item=2)
     for _ in range(4):
         make_question(study)
@@ -95,16 +95,15 @@ def test_a_vote_whose_next_items_are_held_elsewhere_is_stored_and_hands_out_a_fr
 
     def other_transaction() -> None:
         with transaction.atomic():
-            list(ComparisonItem.objects.select_for_update(of=("self",)).filter(pk__in=held).values_list("pk"))
+            list(Slot.objects.select_for_update(of=("self",)).filter(item__in=held).values_list("pk"))
             holding.set()
             assert release.wait(20)
 
     thread, failures = _in_a_thread(other_transaction, started=holding)
     assert holding.wait(10)
     try:
-        ref = assignment.RaterRef(rater.pk, study.pk, study.slug)
         outcome = assignment.vote_record(
-            rater=ref, token=lease.token, choice_shown="first", client_ms=5000, hand_out_next=True
+            rater=rater, token=lease.token, choice_shown="first", client_ms=5000, hand_out_next=True
         )
         pending = list(Lease.objects.pending().filter(rater=rater).values_list("item_id", flat=True))
     finally:
