@@ -126,10 +126,10 @@ def seed(questions: int, votes_per_item: int, *, analyze_empty: bool = False) ->
         # seed filled, and leaves alone those nobody wrote to (leases, votes), which a fresh
         # deployment has never analysed. PostgreSQL assumes a never analysed table may be
         # big; one analysed while empty it plans as empty, and the plans a connection
-        # prepares then stay until the next ANALYZE (docs/BENCHMARKS.md, section 1.7).
+        # prepares then stay until the next ANALYZE (docs/BENCHMARKS.md's history: section 1.7 of 2026-11-22).
         # It also vacuums them (inserts alone trigger autovacuum since PostgreSQL 13), and
         # the seed's writes are flushed by a checkpoint: otherwise both land in the middle of
-        # the first level measured, which is ours (docs/BENCHMARKS.md, section 1.9).
+        # the first level measured, which is ours (its section 1.9).
         with connection.cursor() as cursor:
             if analyze_empty:
                 cursor.execute("ANALYZE")
@@ -414,7 +414,7 @@ class WsgiClient:
     which leaves six weakref finalizers behind per page + vote (its `template_rendered`
     receiver) that the garbage collector then walks, and which posts forms as multipart: both
     made the in-process figures of earlier sessions grow with the number of requests
-    (docs/BENCHMARKS.md, section 1.8)."""
+    (docs/BENCHMARKS.md's history: section 1.8 of 2026-11-22)."""
 
     def __init__(self) -> None:
         from django.core.wsgi import get_wsgi_application

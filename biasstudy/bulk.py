@@ -4,7 +4,7 @@
 the same per-field conversion (`pre_save` and `get_db_prep_save`, so defaults, JSON and time
 zones come out identical), but as one `executemany` of a prepared INSERT instead of compiling
 every value through the SQL compiler: about a third of the CPU for a judge run's votes and cache
-entries (docs/BENCHMARKS.md, section 4). Rows that would break a unique constraint are skipped,
+entries (docs/BENCHMARKS.md, judge-run overhead). Rows that would break a unique constraint are skipped,
 as with bulk_create; no primary keys are set on the objects.
 """
 
