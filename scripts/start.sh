@@ -25,5 +25,6 @@ log "Starting the task worker"
 worker=$!
 trap 'kill $worker 2>/dev/null || true' EXIT INT TERM
 
-log "Serving http://127.0.0.1:8000  (admin: http://127.0.0.1:8000/admin/, raters: http://127.0.0.1:8000/s/demo/)"
-"$PY" manage.py runserver "${BIASSTUDY_ADDR:-127.0.0.1:8000}"
+addr="${BIASSTUDY_ADDR:-127.0.0.1:8000}"
+log "Serving http://$addr  (admin: http://$addr/admin/, raters: http://$addr/s/demo/)"
+"$PY" manage.py runserver "$addr"
