@@ -179,9 +179,15 @@ class RenderedText(models.Model):
 
     @property
     def html(self) -> SafeString:
-        if self.text_html_key == rendering.render_key(self.text):
-            return mark_safe(self.text_html)  # noqa: S308 - what render_markdown returned for this text
-        return rendering.render_markdown(self.text)
+        return stored_html(self.text, self.text_html, self.text_html_key)
+
+
+def stored_html(text: str, html: str, key: str) -> SafeString:
+    """`html`, stored as the render of `text` under `key`, if that is still what rendering
+    `text` gives (same text, same rendering code); else `text` rendered afresh."""
+    if key == rendering.render_key(text):
+        return mark_safe(html)  # noqa: S308 - what render_markdown returned for this text
+    return rendering.render_markdown(text)
 
 
 class Question(RenderedText):

@@ -22,7 +22,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect, HttpResponseClientRefresh, reswap, retarget
 
-from annotations import assignment, ratelimit
+from annotations import assignment, ratelimit, statements
 from annotations.forms import EnterForm, PlatformForm, VoteForm
 from annotations.models import Lease, Rater, Study
 
@@ -114,9 +114,8 @@ def _cookie_rater(request: HttpRequest, slug: str) -> Rater | None:
     )
     if value is None or not value.isdigit():
         return None
-    try:
-        rater = Rater.objects.select_related("study").get(pk=int(value), study__slug=slug)
-    except Rater.DoesNotExist:
+    rater = statements.rater_in_study(int(value), slug)
+    if rater is None:
         return None
     if rater.study.status == Study.Status.DRAFT and not _is_staff(request):
         raise Http404("No such study.")
@@ -218,16 +217,16 @@ def _task_response(
     study = rater.study
     if lease is None:
         return _redirect(request, reverse("annotations:done", args=[study.slug]))
-    context = {"study": study, "rater": rater, "form": form, "done": rater.votes_done, **_sides(lease)}
+    context = {
+        "study": study,
+        "rater": rater,
+        "form": form,
+        "done": rater.votes_done,
+        "token": lease.token,
+        **lease.page,
+    }
     template = "annotations/task.html#task" if request.htmx else "annotations/task.html"
     return render(request, template, context, status=status)
-
-
-def _sides(lease: Lease) -> dict:
-    """What the page shows: answers in the lease's order, never which one is which."""
-    item = lease.item
-    left, right = (item.answer_a1, item.answer_a2) if lease.shown_first == "a1" else (item.answer_a2, item.answer_a1)
-    return {"token": lease.token, "question": item.question, "left": left, "right": right}
 
 
 @require_GET
