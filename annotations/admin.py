@@ -4,14 +4,21 @@ and never deletable (exclusions are analysis-time filters)."""
 import json
 
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
-from django.urls import reverse
+from django.shortcuts import render
+from django.urls import path, reverse
+from django.utils.decorators import method_decorator
 from django.utils.html import format_html
 from django.utils.text import Truncator
+from django.views.decorators.http import require_http_methods
 
+from annotations import uploads
+from annotations.forms import StudyUploadForm
 from annotations.models import Answer, ComparisonItem, Judge, Lease, Question, Rater, Study, Vote
-from annotations.study_io import study_export
+from annotations.study_io import StudyFileError, study_export
+from annotations.tasks import study_upload_import_queue
 
 
 def _short(text: str, length: int = 80) -> str:
@@ -48,6 +55,101 @@ class StudyAdmin(admin.ModelAdmin):
     )
 
     readonly_fields = ("most_items_per_rater",)
+    change_list_template = "admin/annotations/study/change_list.html"
+
+    # --- upload: file -> report and preview -> import ------------------------------------------
+
+    def get_urls(self):
+        view = self.admin_site.admin_view
+        return [
+            path("upload/", view(self.upload_view), name="annotations_study_upload"),
+            path("upload/<str:token>/", view(self.upload_preview_view), name="annotations_study_upload_preview"),
+            path(
+                "upload/<str:token>/progress/", view(self.upload_progress_view), name="annotations_study_upload_progress"
+            ),
+            *super().get_urls(),
+        ]
+
+    def _upload_context(self, request: HttpRequest, **extra) -> dict:
+        context = {**self.admin_site.each_context(request), "opts": self.model._meta, "title": "Upload a study file"}
+        return {**context, **extra}
+
+    def _check_add(self, request: HttpRequest) -> None:
+        if not self.has_add_permission(request):
+            raise PermissionDenied
+
+    @method_decorator(require_http_methods(["GET", "POST"]))
+    def upload_view(self, request: HttpRequest) -> HttpResponse:
+        """Step 1: the file (kept on the server under a random name) and the optional overrides."""
+        self._check_add(request)
+        form = StudyUploadForm(request.POST or None, request.FILES or None)
+        if request.method == "POST" and form.is_valid():
+            data = form.cleaned_data
+            try:
+                upload = uploads.study_upload_store(
+                    name=data["file"].name,
+                    chunks=data["file"].chunks(),
+                    slug=data["slug"],
+                    title=data["title"],
+                    status=data["status"],
+                )
+            except uploads.UploadError as exc:
+                form.add_error("file", str(exc))
+            else:
+                return HttpResponseRedirect(reverse("admin:annotations_study_upload_preview", args=[upload.token]))
+        return render(request, "admin/annotations/study/upload.html", self._upload_context(request, form=form))
+
+    @method_decorator(require_http_methods(["GET", "POST"]))
+    def upload_preview_view(self, request: HttpRequest, token: str) -> HttpResponse:
+        """Step 2: the validation report and the preview; POST imports (step 3). Nothing is written
+        before that POST, and the import is the command's own."""
+        self._check_add(request)
+        try:
+            upload = uploads.study_upload_get(token=token)
+        except uploads.UploadError as exc:
+            messages.error(request, str(exc))
+            return HttpResponseRedirect(reverse("admin:annotations_study_upload"))
+        try:
+            document = uploads.study_upload_read(upload=upload)
+        except StudyFileError as exc:
+            return self._upload_report(request, upload, exc)
+        if request.method == "POST":
+            if uploads.needs_worker(document):
+                study_upload_import_queue(upload=upload)
+                return HttpResponseRedirect(reverse("admin:annotations_study_upload_progress", args=[token]))
+            try:
+                study = uploads.study_upload_import(upload=upload)
+            except StudyFileError as exc:
+                return self._upload_report(request, upload, exc)
+            messages.success(request, f"Imported {study.title}: {len(document['questions'])} questions.")
+            return HttpResponseRedirect(reverse("admin:annotations_study_change", args=[study.pk]))
+        preview = uploads.study_preview(document)
+        return render(
+            request,
+            "admin/annotations/study/upload_preview.html",
+            self._upload_context(request, upload=upload, preview=preview, in_worker=uploads.needs_worker(document)),
+        )
+
+    def _upload_report(self, request: HttpRequest, upload: uploads.Upload, problem: StudyFileError) -> HttpResponse:
+        context = self._upload_context(request, upload=upload, problem=problem)
+        return render(request, "admin/annotations/study/upload_preview.html", context)
+
+    @method_decorator(require_http_methods(["GET"]))
+    def upload_progress_view(self, request: HttpRequest, token: str) -> HttpResponse:
+        """Step 3 for a large study: the task worker's progress, polled by htmx."""
+        self._check_add(request)
+        try:
+            upload = uploads.study_upload_get(token=token)
+        except uploads.UploadError as exc:
+            messages.error(request, str(exc))
+            return HttpResponseRedirect(reverse("admin:annotations_study_upload"))
+        progress = uploads.study_upload_progress(upload=upload)
+        template = "admin/annotations/study/upload_progress.html"
+        return render(
+            request,
+            f"{template}#progress" if request.htmx else template,
+            self._upload_context(request, upload=upload, progress=progress),
+        )
 
     @admin.display(description="most items one rater can get")
     def most_items_per_rater(self, obj: Study) -> int | str:
