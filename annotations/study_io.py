@@ -226,7 +226,7 @@ def _validate_question(question: Any, field: str, kinds: dict, seen: set, fail: 
         fail(f"a question needs exactly two original answers, found {len(originals)}", f"{field}.answers", qid)
     items = question.get("items")
     if items is None:
-        items = derive_items(question)
+        items = _derive_items(question)
     if not isinstance(items, list):
         fail("must be a list", f"{field}.items", qid)
     groups: set = set()
@@ -249,7 +249,7 @@ def _validate_question(question: Any, field: str, kinds: dict, seen: set, fail: 
         fail("every question needs one control item (kind null)", f"{field}.items", qid)
 
 
-def derive_items(question: dict) -> list[dict]:
+def _derive_items(question: dict) -> list[dict]:
     """Control item of the two originals, plus one item per approved variant against the other
     original (the one the variant was not derived from)."""
     answers = question["answers"]
@@ -559,7 +559,7 @@ def study_document_write(document: dict, *, progress: Callable[[int, int], None]
                 )
             pending = [a for a in pending if a["id"] not in answers]
         items = record.get("items")
-        for item in items if items is not None else derive_items(record):
+        for item in items if items is not None else _derive_items(record):
             ComparisonItem.objects.create(
                 study=study,
                 question=question,

@@ -14,10 +14,12 @@ for a large study, in the task worker, which reports its progress in the upload'
 from __future__ import annotations
 
 import json
+import lzma
 import shutil
 import time
 import uuid
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO
@@ -27,7 +29,8 @@ from django.core import signing
 
 from annotations import lengths
 from annotations.models import Study
-from annotations.study_io import CHEN_CONTROL_FILE, StudyFileError, derive_items, study_file_read, study_import
+from annotations.study_io import CHEN_CONTROL_FILE, StudyFileError, study_file_read, study_import
+from annotations.study_io import _derive_items as derive_items  # the import's rule, for the preview
 
 SALT = "annotations.study-upload"
 JSON_NAME = "study.json"
@@ -235,13 +238,17 @@ def study_preview(document: dict) -> Preview:
 # --------------------------------------------------------------------------- files
 
 
+def _limit() -> int:
+    return settings.API_IMPORT_MAX_MB * _CHUNK
+
+
 def _write_limited(path: Path, chunks) -> None:
-    limit, written = settings.STUDY_UPLOAD_MAX_BYTES, 0
+    limit, written = _limit(), 0
     with path.open("wb") as out:
         for chunk in chunks:
             written += len(chunk)
             if written > limit:
-                raise UploadError(f"the file is larger than the limit of {limit // (1024 * 1024)} MB")
+                raise UploadError(f"the file is larger than the limit of {settings.API_IMPORT_MAX_MB} MB")
             out.write(chunk)
 
 
@@ -256,13 +263,21 @@ def _unpack_chen(archive: Path, target: Path) -> None:
             home = PurePosixPath(controls[0].filename).parent
             wanted = [m for m in members if PurePosixPath(m.filename).parent == home and m.filename.endswith(".json")]
             target.mkdir()
-            budget = settings.STUDY_UPLOAD_MAX_BYTES
+            budget = _limit()
             for member in wanted:
                 # The base name only: "../x.json" or "/etc/x.json" cannot leave the folder.
                 with zipped.open(member) as source, (target / PurePosixPath(member.filename).name).open("wb") as out:
                     budget = _copy_limited(source, out, budget)
-    except zipfile.BadZipFile as exc:
-        raise UploadError(f"not a readable zip file ({exc})") from None
+    except _BROKEN_ZIP as exc:
+        if isinstance(exc, OSError) and exc.errno is not None:
+            raise  # the server's own disk, not the archive
+        raise UploadError(f"not a readable zip file ({exc or type(exc).__name__})") from None
+
+
+# What zipfile raises on a broken archive: a corrupt directory or member, a bad CRC or a lying
+# size (BadZipFile), an encrypted member (RuntimeError), an unknown compression method
+# (NotImplementedError), a corrupt stream (zlib.error, lzma.LZMAError, OSError) or a cut one (EOFError).
+_BROKEN_ZIP = (zipfile.BadZipFile, RuntimeError, NotImplementedError, zlib.error, lzma.LZMAError, OSError, EOFError)
 
 
 def _copy_limited(source: IO[bytes], out: IO[bytes], budget: int) -> int:
@@ -270,9 +285,7 @@ def _copy_limited(source: IO[bytes], out: IO[bytes], budget: int) -> int:
     while chunk := source.read(_CHUNK):
         budget -= len(chunk)
         if budget < 0:
-            raise UploadError(
-                f"the unpacked files are larger than the limit of {settings.STUDY_UPLOAD_MAX_BYTES // (1024 * 1024)} MB"
-            )
+            raise UploadError(f"the unpacked files are larger than the limit of {settings.API_IMPORT_MAX_MB} MB")
         out.write(chunk)
     return budget
 

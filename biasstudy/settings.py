@@ -143,10 +143,10 @@ JUDGE_RUN_STALE_SECONDS = env_int("JUDGE_RUN_STALE_SECONDS", 60)
 
 # Study files uploaded in the admin wait here between the preview and the import (named by a
 # random id inside a signed token; removed once imported). The task worker reads them, so it
-# must see the same folder as the web server. Larger uploads are refused; studies with more
-# questions than STUDY_UPLOAD_BACKGROUND_QUESTIONS are written by the task worker, with progress.
+# must see the same folder as the web server. The size limit is the API's (API_IMPORT_MAX_MB);
+# studies with more questions than STUDY_UPLOAD_BACKGROUND_QUESTIONS are written by the task
+# worker, with progress.
 STUDY_UPLOAD_DIR = Path(env_str("STUDY_UPLOAD_DIR", str(BASE_DIR / "var" / "uploads")))
-STUDY_UPLOAD_MAX_BYTES = env_int("STUDY_UPLOAD_MAX_BYTES", 200 * 1024 * 1024)
 STUDY_UPLOAD_MAX_AGE_SECONDS = env_int("STUDY_UPLOAD_MAX_AGE_SECONDS", 24 * 3600)
 STUDY_UPLOAD_BACKGROUND_QUESTIONS = env_int("STUDY_UPLOAD_BACKGROUND_QUESTIONS", 500)
 

@@ -122,7 +122,7 @@ def test_an_upload_is_kept_under_a_random_name_and_removed_after_the_import(staf
 
 
 def test_a_file_over_the_size_limit_is_refused_and_not_kept(staff_client, settings, upload_dir):
-    settings.STUDY_UPLOAD_MAX_BYTES = 100
+    settings.API_IMPORT_MAX_MB = 0
     response = post_file(staff_client, "mini.json", json.dumps(minimal_document()).encode())
     assert response.status_code == 200
     assert "larger than the limit" in response.content.decode()
@@ -147,11 +147,11 @@ def test_a_zip_without_raw_json_is_refused(staff_client):
 
 
 def test_a_zip_bomb_is_stopped_at_the_limit(staff_client, settings, upload_dir):
-    settings.STUDY_UPLOAD_MAX_BYTES = 50_000
+    settings.API_IMPORT_MAX_MB = 1
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as zipped:
         zipped.writestr("raw.json", b" " * 10_000_000)
-    assert len(buffer.getvalue()) < 50_000
+    assert len(buffer.getvalue()) < 1_000_000
     response = post_file(staff_client, "chen.zip", buffer.getvalue())
     assert "unpacked files are larger" in response.content.decode()
     assert list(upload_dir.iterdir()) == []
@@ -213,3 +213,9 @@ def test_a_failed_background_import_says_why_on_the_progress_page(staff_client, 
     page = staff_client.get(reverse("admin:annotations_study_upload_progress", args=[upload.token]))
     assert page.context["progress"]["state"] == "failed"
     assert "exists already" in page.content.decode()
+
+
+def test_a_file_named_zip_that_is_not_one_is_refused_and_not_kept(staff_client, upload_dir):
+    response = post_file(staff_client, "chen.zip", b"PK\x03\x04 not really a zip")
+    assert "not a readable zip file" in response.content.decode()
+    assert list(upload_dir.iterdir()) == []
