@@ -122,13 +122,16 @@ def study_upload_get(*, token: str) -> Upload:
 
 def study_upload_read(*, upload: Upload) -> dict:
     """The validated document (raises StudyFileError naming file, line and field). Writes nothing."""
-    return study_file_read(
-        path=upload.path,
-        fmt=upload.fmt,
-        slug=upload.slug or None,
-        title=upload.title or None,
-        status=upload.status or None,
-    )
+    try:
+        return study_file_read(
+            path=upload.path,
+            fmt=upload.fmt,
+            slug=upload.slug or None,
+            title=upload.title or None,
+            status=upload.status or None,
+        )
+    except StudyFileError as exc:
+        raise _as_uploaded(exc, upload) from None
 
 
 def study_upload_import(*, upload: Upload) -> Study:
@@ -145,8 +148,9 @@ def study_upload_import(*, upload: Upload) -> Study:
             progress=lambda done, total: _progress(upload, state="running", done=done, total=total),
         )
     except StudyFileError as exc:
-        _progress(upload, state="failed", error=f"import failed, nothing was written: {exc}")
-        raise
+        shown = _as_uploaded(exc, upload)
+        _progress(upload, state="failed", error=f"import failed, nothing was written: {shown}")
+        raise shown from None
     except Exception as exc:
         _progress(upload, state="failed", error=f"import failed, nothing was written: {type(exc).__name__}: {exc}")
         raise
@@ -288,6 +292,16 @@ def _copy_limited(source: IO[bytes], out: IO[bytes], budget: int) -> int:
             raise UploadError(f"the unpacked files are larger than the limit of {settings.API_IMPORT_MAX_MB} MB")
         out.write(chunk)
     return budget
+
+
+def _as_uploaded(exc: StudyFileError, upload: Upload) -> StudyFileError:
+    """The problem with the file named as the researcher knows it, not by its place on the server."""
+    try:
+        inside = Path(exc.path).relative_to(upload.path).as_posix()
+    except ValueError:
+        inside = "."
+    shown = upload.name if inside == "." else f"{upload.name}: {inside}"
+    return StudyFileError(shown, exc.message, line=exc.line, field=exc.field)
 
 
 def _discard(path: Path) -> None:

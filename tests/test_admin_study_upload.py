@@ -88,7 +88,7 @@ def test_a_bad_file_gets_a_report_naming_file_line_and_field_and_nothing_is_writ
     response = post_file(staff_client, "mini.json", text.encode())
     report = staff_client.get(response["Location"])
     problem = report.context["problem"]
-    assert problem.field == "questions[0].bloom"
+    assert (problem.path, problem.field) == ("mini.json", "questions[0].bloom")
     assert problem.line == text[: text.index('"q1"')].count("\n") + 1
     html = report.content.decode()
     assert "cannot be imported" in html and "questions[0].bloom" in html and "memorising" in html
@@ -219,3 +219,18 @@ def test_a_file_named_zip_that_is_not_one_is_refused_and_not_kept(staff_client, 
     response = post_file(staff_client, "chen.zip", b"PK\x03\x04 not really a zip")
     assert "not a readable zip file" in response.content.decode()
     assert list(upload_dir.iterdir()) == []
+
+
+@needs_chen
+def test_a_problem_in_a_zipped_file_names_the_file_inside_the_zip_not_the_server_path(staff_client, tmp_path):
+    folder = tmp_path / "chen"
+    folder.mkdir()
+    for path in CHEN.glob("*.json"):
+        (folder / path.name).write_bytes(path.read_bytes())
+    lines = (folder / "gender.json").read_text(encoding="utf-8").splitlines()
+    lines[1] = lines[1].replace('"question_id": "', '"question_id": "nowhere-', 1)
+    (folder / "gender.json").write_text("\n".join(lines), encoding="utf-8")
+    response = post_file(staff_client, "chen.zip", chen_zip(folder))
+    problem = staff_client.get(response["Location"]).context["problem"]
+    assert (problem.path, problem.line, problem.field) == ("chen.zip: gender.json", 2, "question_id")
+    assert str(tmp_path) not in str(problem)
