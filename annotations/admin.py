@@ -15,8 +15,9 @@ from django.utils.text import Truncator
 from django.views.decorators.http import require_http_methods
 
 from annotations import uploads
-from annotations.forms import StudyUploadForm
+from annotations.admin_forms import AnswerForm, QuestionCreateForm, StudyUploadForm, limit_answer_choices
 from annotations.models import Answer, ComparisonItem, Judge, Lease, Question, Rater, Study, Vote
+from annotations.services import question_answers_create
 from annotations.study_io import StudyFileError, study_export
 from annotations.tasks import study_upload_import_queue
 
@@ -217,14 +218,44 @@ class AnswerInline(admin.StackedInline):
     def lengths(self, obj: Answer) -> str:
         return f"{obj.len_words} words, {obj.len_chars} chars, {obj.len_bpe if obj.len_bpe is not None else '–'} BPE"
 
+    def get_formset(self, request: HttpRequest, obj=None, **kwargs):
+        formset = super().get_formset(request, obj, **kwargs)
+        limit_answer_choices(formset.form, obj)
+        return formset
+
 
 @admin.register(Question)
 class QuestionAdmin(admin.ModelAdmin):
+    """A new question is added with its two answers in one form, and gets its control item;
+    afterwards its answers (and hand-made variants) are edited below it."""
+
     list_display = ("external_id", "short_text", "bloom_level", "study", "is_gold")
     list_filter = ("study", "bloom_level", "is_gold")
     search_fields = ("external_id", "text")
     inlines = [AnswerInline]
     list_select_related = ("study",)
+
+    def get_form(self, request: HttpRequest, obj=None, change: bool = False, **kwargs):
+        if obj is None:
+            kwargs["form"] = QuestionCreateForm
+            kwargs["fields"] = None  # the form's own Meta.fields, plus its two answers
+        return super().get_form(request, obj, change=change, **kwargs)
+
+    def get_fieldsets(self, request: HttpRequest, obj=None):
+        if obj is None:
+            return [
+                (None, {"fields": ["study", "external_id", "bloom_level", "text", "is_gold"]}),
+                ("The two answers compared", {"fields": ["answer_a1", "answer_a2"]}),
+            ]
+        return super().get_fieldsets(request, obj)
+
+    def get_inlines(self, request: HttpRequest, obj=None):
+        return self.inlines if obj is not None else []
+
+    def save_model(self, request: HttpRequest, obj: Question, form, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        if not change:
+            question_answers_create(question=obj, a1=form.cleaned_data["answer_a1"], a2=form.cleaned_data["answer_a2"])
 
     @admin.display(description="question")
     def short_text(self, obj: Question) -> str:
@@ -233,12 +264,19 @@ class QuestionAdmin(admin.ModelAdmin):
 
 @admin.register(Answer)
 class AnswerAdmin(admin.ModelAdmin):
+    form = AnswerForm
     list_display = ("external_id", "question", "kind", "derived_from", "review_status", "len_words", "len_chars", "len_bpe")
     list_filter = ("question__study", "kind", "review_status")
     search_fields = ("external_id", "text", "question__external_id")
     readonly_fields = ("len_words", "len_chars", "len_bpe", "created_at")
-    raw_id_fields = ("question", "derived_from")
+    raw_id_fields = ("question",)
     list_select_related = ("question", "kind", "derived_from")
+
+    def get_form(self, request: HttpRequest, obj=None, change: bool = False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        # On the add page the question is not known yet: variants are added from their question's page.
+        limit_answer_choices(form, obj.question if obj is not None else None)
+        return form
 
 
 @admin.register(ComparisonItem)

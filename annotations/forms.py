@@ -5,7 +5,7 @@ from __future__ import annotations
 from django import forms
 from django.core.validators import RegexValidator
 
-from annotations.models import ChoiceShown, Rater, Study
+from annotations.models import ChoiceShown, Rater
 
 # Printable ids without spaces: what Prolific, MTurk and hand-typed codes look like.
 _participant_id = RegexValidator(r"^[A-Za-z0-9_.@:+-]{1,128}$", "Use letters, digits and _ . @ : + - only, no spaces.")
@@ -63,19 +63,3 @@ class VoteForm(forms.Form):
     choice = forms.ChoiceField(choices=ChoiceShown.choices)
     not_familiar = forms.BooleanField(required=False, label="I am not familiar with this topic")
     client_ms = forms.IntegerField(required=False, min_value=0, max_value=_MAX_CLIENT_MS, widget=forms.HiddenInput)
-
-
-class StudyUploadForm(forms.Form):
-    """A study file for the admin's upload page, with the command's optional overrides."""
-
-    file = forms.FileField(
-        label="Study file",
-        help_text="Our JSON format (biasstudy, as export_study writes it), or the chen2024 folder as a .zip "
-        "(raw.json and one file per perturbation kind).",
-        widget=forms.ClearableFileInput(attrs={"accept": ".json,.zip,application/json,application/zip"}),
-    )
-    slug = forms.SlugField(required=False, max_length=80, help_text="Slug of the new study, instead of the file's.")
-    title = forms.CharField(required=False, max_length=200, help_text="Title of the new study, instead of the file's.")
-    status = forms.ChoiceField(
-        required=False, choices=[("", "as in the file"), *Study.Status.choices], help_text="Instead of the file's."
-    )
