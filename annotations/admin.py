@@ -34,7 +34,7 @@ class StudyAdmin(admin.ModelAdmin):
     prepopulated_fields = {"slug": ("title",)}
     actions = ["export_json", "export_votes_csv"]  # the perturbations app adds its own
     fieldsets = (
-        (None, {"fields": ("title", "slug", "status")}),
+        (None, {"fields": ("title", "slug", "status", "questions_link")}),
         (
             "What raters read",
             {"fields": ("instructions", "consent", "completion_code", "per_rater_codes", "prolific_completion_url")},
@@ -55,7 +55,17 @@ class StudyAdmin(admin.ModelAdmin):
         ),
     )
 
-    readonly_fields = ("most_items_per_rater",)
+    readonly_fields = ("most_items_per_rater", "questions_link")
+
+    @admin.display(description="questions")
+    def questions_link(self, obj: Study) -> str:
+        """Step two of a study made in the admin: its questions, each with its two answers."""
+        if not obj.pk:
+            return "Save the study, then add its questions (each with its two answers) here."
+        add = f"{reverse('admin:annotations_question_add')}?study={obj.pk}"
+        listed = f"{reverse('admin:annotations_question_changelist')}?study__id__exact={obj.pk}"
+        count = obj.questions.filter(is_gold=False).count()
+        return format_html('<a href="{}">Add a question</a> · <a href="{}">its {} question(s)</a>', add, listed, count)
     change_list_template = "admin/annotations/study/change_list.html"
 
     # --- upload: file -> report and preview -> import ------------------------------------------
@@ -256,6 +266,13 @@ class QuestionAdmin(admin.ModelAdmin):
         super().save_model(request, obj, form, change)
         if not change:
             question_answers_create(question=obj, a1=form.cleaned_data["answer_a1"], a2=form.cleaned_data["answer_a2"])
+
+    def response_add(self, request: HttpRequest, obj: Question, post_url_continue=None) -> HttpResponse:
+        response = super().response_add(request, obj, post_url_continue)
+        if "_addanother" in request.POST:
+            # The next question is most likely for the same study.
+            return HttpResponseRedirect(f"{reverse('admin:annotations_question_add')}?study={obj.study_id}")
+        return response
 
     @admin.display(description="question")
     def short_text(self, obj: Question) -> str:

@@ -105,3 +105,15 @@ def test_label_schemes_are_boxes_to_tick_not_json(staff_client):
     html = page.content.decode()
     assert 'type="checkbox" name="label_schemes" value="answer12"' in html
     assert 'type="checkbox" name="label_schemes" value="ab"' in html
+
+
+def test_the_study_page_links_to_adding_its_questions_and_another_keeps_the_study(staff_client):
+    study = make_study()
+    page = staff_client.get(reverse("admin:annotations_study_change", args=[study.pk])).content.decode()
+    add = f"{reverse('admin:annotations_question_add')}?study={study.pk}"
+    assert f'href="{add}"' in page
+    assert staff_client.get(add).context["adminform"].form.initial["study"] == str(study.pk)
+    response = staff_client.post(
+        reverse("admin:annotations_question_add"), {**question_data(study), "_addanother": "1"}
+    )
+    assert response["Location"] == add
