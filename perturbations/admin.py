@@ -18,7 +18,7 @@ from django.views.decorators.http import require_http_methods
 from annotations.admin import StudyAdmin
 from annotations.models import Answer, PerturbationKind, Study
 from judges.services import llm_judge_demo_create
-from perturbations.forms import EditForm, GenerateForm, ReviewFilterForm, ReviewForm
+from perturbations.forms import EditForm, GenerateForm, KindForm, ReviewFilterForm, ReviewForm
 from perturbations.models import AnswerRevision, GenerationReport, PerturbationStudy, Variant
 from perturbations.services import (
     PerturbationError,
@@ -35,6 +35,7 @@ REVIEW_PAGE_SIZE = 20
 
 @admin.register(PerturbationKind)
 class PerturbationKindAdmin(admin.ModelAdmin):
+    form = KindForm
     list_display = ("slug", "name", "semantics", "steps", "builtin", "study")
     list_filter = ("semantics", "builtin")
     search_fields = ("slug", "name")

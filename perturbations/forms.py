@@ -91,6 +91,35 @@ class GenerateForm(forms.Form):
         return data
 
 
+class KindForm(forms.ModelForm):
+    """A perturbation kind in the admin: a compound's steps are typed as slugs, not as JSON."""
+
+    class Meta:
+        model = PerturbationKind
+        fields = ["slug", "name", "semantics", "steps", "study", "description", "model_prompt"]
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # Only when editable: a built-in kind's steps are read-only (its identity is code).
+        if "steps" in self.fields:
+            self.initial["steps"] = ", ".join(self.instance.steps or [])
+            self.fields["steps"] = forms.CharField(
+                required=False,
+                help_text="For a compound kind: the slugs of its steps in the order they are applied, separated by "
+                "commas (e.g. reference, rich_content). Empty for a kind made in one step.",
+            )
+
+    def clean_steps(self) -> list[str]:
+        slugs = [part.strip() for part in self.cleaned_data.get("steps", "").split(",") if part.strip()]
+        known = set(PerturbationKind.objects.values_list("slug", flat=True))
+        unknown = [slug for slug in slugs if slug not in known]
+        if unknown:
+            raise forms.ValidationError(f"unknown kind(s): {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+        if self.cleaned_data.get("slug") in slugs:
+            raise forms.ValidationError("a kind cannot be one of its own steps")
+        return slugs
+
+
 class ReviewFilterForm(forms.Form):
     status = forms.ChoiceField(choices=[("", "any status"), *Answer.Review.choices], required=False)
     kind = forms.ModelChoiceField(

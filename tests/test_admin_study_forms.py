@@ -117,3 +117,39 @@ def test_the_study_page_links_to_adding_its_questions_and_another_keeps_the_stud
         reverse("admin:annotations_question_add"), {**question_data(study), "_addanother": "1"}
     )
     assert response["Location"] == add
+
+
+def kind_data(**kw):
+    data = {
+        "slug": "ref-then-rich", "name": "References, then rich content", "semantics": "non_semantic",
+        "steps": "reference, rich_content", "study": "", "description": "", "model_prompt": "Rewrite {answer}.",
+    }  # fmt: skip
+    data.update(kw)
+    return data
+
+
+def test_a_compound_kinds_steps_and_prompt_are_typed_in_fields_not_json(staff_client):
+    response = staff_client.post(reverse("admin:annotations_perturbationkind_add"), kind_data())
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    kind = PerturbationKind.objects.get(slug="ref-then-rich")
+    assert (kind.steps, kind.model_prompt) == (["reference", "rich_content"], "Rewrite {answer}.")
+    page = staff_client.get(reverse("admin:annotations_perturbationkind_change", args=[kind.pk])).content.decode()
+    assert 'value="reference, rich_content"' in page
+
+
+def test_a_step_that_is_no_kind_is_refused_by_name(staff_client):
+    response = staff_client.post(
+        reverse("admin:annotations_perturbationkind_add"), kind_data(steps="reference, sarcasm")
+    )
+    assert "unknown kind(s): sarcasm" in response.context["adminform"].form.errors["steps"][0]
+    assert not PerturbationKind.objects.filter(slug="ref-then-rich").exists()
+
+
+def test_saving_a_built_in_kinds_prompt_keeps_its_steps(staff_client):
+    kind = PerturbationKind.objects.get(slug="reference_rich_content")
+    steps = list(kind.steps)
+    data = {"name": kind.name, "description": kind.description, "model_prompt": "New wording {answer}."}
+    response = staff_client.post(reverse("admin:annotations_perturbationkind_change", args=[kind.pk]), data)
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    kind.refresh_from_db()
+    assert (kind.steps, kind.model_prompt) == (steps, "New wording {answer}.")
