@@ -120,6 +120,9 @@ class StudyAdmin(admin.ModelAdmin):
         except uploads.UploadError as exc:
             messages.error(request, str(exc))
             return HttpResponseRedirect(reverse("admin:annotations_study_upload"))
+        if uploads.study_upload_progress(upload=upload)["state"] != "new":
+            # Confirmed already (a second click, or back to this page): follow that import.
+            return HttpResponseRedirect(reverse("admin:annotations_study_upload_progress", args=[token]))
         try:
             document = uploads.study_upload_read(upload=upload)
         except StudyFileError as exc:

@@ -169,7 +169,7 @@ def study_upload_progress(*, upload: Upload) -> dict:
     try:
         data = json.loads((upload.folder / PROGRESS_NAME).read_text(encoding="utf-8"))
     except (FileNotFoundError, json.JSONDecodeError):
-        data = {"state": "queued"}
+        data = {"state": "new"}  # not confirmed yet
     done, total = data.get("done", 0), data.get("total", 0)
     data["percent"] = round(100 * done / total, 1) if total else (100.0 if data["state"] == "done" else 0.0)
     return data

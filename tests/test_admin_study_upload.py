@@ -234,3 +234,14 @@ def test_a_problem_in_a_zipped_file_names_the_file_inside_the_zip_not_the_server
     problem = staff_client.get(response["Location"]).context["problem"]
     assert (problem.path, problem.line, problem.field) == ("chen.zip: gender.json", 2, "question_id")
     assert str(tmp_path) not in str(problem)
+
+
+def test_confirming_twice_imports_once_and_then_shows_the_study(staff_client):
+    response = post_file(staff_client, "mini.json", json.dumps(minimal_document()).encode())
+    staff_client.post(response["Location"])
+    again = staff_client.post(response["Location"])
+    token = response["Location"].rstrip("/").rsplit("/", 1)[1]
+    assert again["Location"] == reverse("admin:annotations_study_upload_progress", args=[token])
+    page = staff_client.get(again["Location"]).content.decode()
+    study = Study.objects.get()
+    assert reverse("admin:annotations_study_change", args=[study.pk]) in page
