@@ -16,6 +16,7 @@ from django.urls import path, reverse
 from django.views.decorators.http import require_POST
 
 from annotations.models import Judge, Study
+from judges import prompts
 from judges.models import CachedResponse, JudgeRun, LLMJudge
 from judges.services import (
     JudgeRunError,
@@ -35,6 +36,13 @@ CONFIG_FIELDS = [
 
 class LLMJudgeForm(forms.ModelForm):
     name = forms.CharField(max_length=120, help_text="How the judge appears in tables and exports.")
+    # Boxes to tick, not a JSON list to type: the schemes are a fixed set (judges.prompts).
+    label_schemes = forms.MultipleChoiceField(
+        choices=[(slug, f"{slug}: {s.first} / {s.second} / {s.tie}") for slug, s in prompts.LABEL_SCHEMES.items()],
+        widget=forms.CheckboxSelectMultiple,
+        initial=["answer12"],
+        help_text="How the two answers and a tie are named; tick several to permute them and probe label bias.",
+    )
     base_url = forms.URLField(
         max_length=300, required=False, assume_scheme="http", help_text=LLMJudge._meta.get_field("base_url").help_text
     )

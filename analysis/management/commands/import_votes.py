@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 
 from analysis import importers, services
 from analysis.management.commands._common import study_by_slug
@@ -18,10 +19,13 @@ class Command(BaseCommand):
         parser.add_argument("path", help="vote file (or the MT-bench dataset folder)")
         parser.add_argument("--format", required=True, choices=["mtbench", "csv"])
         parser.add_argument("--study", required=True, help="study slug")
+        parser.add_argument("--create", action="store_true", help="create the study if there is none by that slug")
+        parser.add_argument("--title", help="title of the study --create makes (default: its slug)")
         parser.add_argument("--limit", type=int, help="import only the first N votes (MT-bench)")
 
+    @transaction.atomic  # a study made by --create goes away again when its votes cannot be imported
     def handle(self, *args, **options) -> None:
-        study = study_by_slug(options["study"])
+        study = study_by_slug(options["study"], create=options["create"], title=options["title"])
         path = Path(options["path"])
         if not path.exists():
             raise CommandError(f"{path}: no such file or folder")
