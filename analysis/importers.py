@@ -52,6 +52,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from django.utils.module_loading import import_string
+
 from annotations.models import BloomLevel
 
 MTBENCH_BLOOM = {
@@ -79,6 +81,7 @@ class AnswerRecord:
     external_id: str
     text: str
     derived_from: str | None = None  # external id of the original, for variants
+    system: str = ""  # the system (model) that wrote it, when the source says
 
 
 @dataclass
@@ -96,12 +99,13 @@ class VoteRecord:
     question: str
     group: str
     judge: str
-    winner: str  # a1 / a2 / tie
+    winner: str | None  # a1 / a2 / tie; None: the source has a vote whose verdict could not be read
     rater: str = ""
     shown_first: str | None = None  # None: unknown
     not_familiar: bool = False
     response_ms: int | None = None
     meta: dict = field(default_factory=dict)
+    round: int = 0  # the same judge asked the same thing again: 1, 2, ...
 
 
 @dataclass
@@ -109,6 +113,19 @@ class Parsed:
     source: str
     questions: dict[str, QuestionRecord]
     votes: list[VoteRecord]
+    people: set[str] = field(default_factory=set)  # judges whose votes come from people without rater ids
+
+
+# ``import_votes --format NAME``: each parser takes (path, known_groups=..., limit=...) → Parsed.
+FORMATS = {
+    "csv": "analysis.importers.parse_csv",
+    "mtbench": "analysis.importers.parse_mtbench",
+    "prd": "analysis.import_prd.parse_prd",
+}
+
+
+def parse(fmt: str, path: Path, *, known_groups: set[str], limit: int | None = None) -> Parsed:
+    return import_string(FORMATS[fmt])(path, known_groups=known_groups, limit=limit)
 
 
 def _add_question(questions: dict, rec: QuestionRecord, path, line) -> QuestionRecord:
@@ -141,7 +158,7 @@ def _add_item(question: QuestionRecord, group: str, pair: tuple[str, str], path,
 REQUIRED = ("question_id", "question", "answer_a1", "answer_a2", "judge", "winner")
 
 
-def parse_csv(path: Path, *, known_groups: set[str]) -> Parsed:
+def parse_csv(path: Path, *, known_groups: set[str], limit: int | None = None) -> Parsed:
     questions: dict[str, QuestionRecord] = {}
     votes: list[VoteRecord] = []
     try:
@@ -155,6 +172,8 @@ def parse_csv(path: Path, *, known_groups: set[str]) -> Parsed:
             raise ImportProblem(path, 1, missing[0], f"missing column(s): {', '.join(missing)}")
         try:
             for row in reader:
+                if limit is not None and len(votes) >= limit:
+                    break
                 votes.append(_csv_row(row, reader.line_num, path, questions, known_groups))
         except UnicodeDecodeError as exc:
             raise ImportProblem(path, reader.line_num + 1, None, "not UTF-8 text") from exc
@@ -228,8 +247,9 @@ def _csv_row(row: dict, line: int, path, questions: dict, known_groups: set[str]
 # --- MT-bench ---------------------------------------------------------------------------------
 
 
-def parse_mtbench(path: Path, *, limit: int | None = None) -> Parsed:
-    """``path``: the dataset folder (both vote files) or one of its vote files."""
+def parse_mtbench(path: Path, *, limit: int | None = None, known_groups: set[str] = frozenset()) -> Parsed:
+    """``path``: the dataset folder (both vote files) or one of its vote files. MT-bench has no
+    perturbation groups, so ``known_groups`` is not used."""
     folder = path if path.is_dir() else path.parent
     files = [folder / name for name in MTBENCH_FILES] if path.is_dir() else [path]
     if not path.is_dir() and path.name not in MTBENCH_FILES:
@@ -301,7 +321,11 @@ def _mtbench_row(row, line, path, judge_name, by_id, answers, questions) -> Vote
     question = _add_question(questions, QuestionRecord(external, text, bloom), path, line)
     for model in (first, second):
         _add_answer(
-            question, AnswerRecord(f"{external}-{model}", answers[(qid, model)]["turns"][turn - 1]), path, line, "turn"
+            question,
+            AnswerRecord(f"{external}-{model}", answers[(qid, model)]["turns"][turn - 1], system=model),
+            path,
+            line,
+            "turn",
         )
     _add_item(question, "control", (f"{external}-{first}", f"{external}-{second}"), path, line)
     choice = "tie" if meaning is None else ("a1" if meaning == first else "a2")
