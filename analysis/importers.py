@@ -41,8 +41,9 @@ and GPT-4 votes on the same pair meet on the same item. Human votes go to the im
 - MT-bench categories become Bloom levels by this mapping (ours; MT-bench has no Bloom levels):
   writing, roleplay → creating; reasoning → analyzing; math, coding → applying;
   extraction → understanding; stem → remembering; humanities → evaluating (``MTBENCH_BLOOM``).
-- One expert voted twice on the same pair and turn; the database keeps one vote per rater and
-  item, so the repeat is kept without the rater link (its rater id stays in ``meta``).
+- One author (author_0, question 128, turn 1) voted twice on the same pair; the database keeps
+  one vote per rater and item, so the repeat is kept without the rater link (its rater id stays
+  in ``meta``).
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.urls import reverse
 
 from analysis import services
 from annotations.models import Answer, Judge, Question, Vote
@@ -155,3 +156,22 @@ def test_a_folder_that_is_not_prd_is_refused(db, tmp_path):
     make_study(slug="prd-x")
     with pytest.raises(CommandError, match="expected the PRD dataset folder"):
         call_command("import_votes", str(tmp_path), "--format", "prd", "--study", "prd-x")
+
+
+def test_self_preference_and_vote_pair_agreement_reach_the_dashboard_and_the_api(db, prd_subset, staff_client):
+    study = make_study(slug="prd-d")
+    call_command("import_votes", str(prd_subset), "--format", "prd", "--study", "prd-d", verbosity=0)
+    result = services.study_analyze(study=study)
+    gpt4 = result["self_preference"]["prd-gpt4"]
+    # prd-gpt4 judged gpt4 vs vicuna-13b (80 items, both orders), which the people judged too.
+    assert gpt4["family"] == "gpt-4"
+    assert gpt4["n_items"] == 80
+    assert gpt4["own"]["n"] == 2 * 80
+    assert gpt4["others"]["n"] == len(rows(FILES[8])) + len(rows(FILES[9]))
+    assert result["self_preference"]["prd-human"]["n_items"] == 0
+    assert result["agreement"]["vote_pairs"]["vs_humans"]["prd-gpt4"]["with_ties"]["n"] > 0
+    page = staff_client.get(reverse("analysis:study", args=["prd-d"])).content.decode()
+    assert 'id="self-preference"' in page
+    assert 'id="vote-pairs"' in page
+    api = staff_client.get(reverse("api:study-metrics", args=["prd-d"])).json()
+    assert api["self_preference"]["prd-gpt4"] == json.loads(json.dumps(gpt4))
