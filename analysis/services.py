@@ -304,8 +304,10 @@ def votes_import(*, study: Study, parsed: importers.Parsed) -> dict[str, int]:
                         answer.kind = kinds[_group_of(rec, a.external_id)]
                     # bulk_create skips save(), which caches the lengths; a text seen before (PRD
                     # repeats each system's answer on every pair) is measured once.
-                    same = measured.setdefault(a.text, answer)
-                    if same is answer:
+                    if a.lengths is not None:  # no text, its lengths given instead
+                        answer.len_words, answer.len_chars = a.lengths.get("words", 0), a.lengths.get("chars", 0)
+                        answer.len_bpe = a.lengths.get("bpe")
+                    elif (same := measured.setdefault(a.text, answer)) is answer:
                         answer.refresh_lengths()
                     else:
                         answer.len_words, answer.len_chars, answer.len_bpe = (
@@ -403,6 +405,8 @@ def votes_import(*, study: Study, parsed: importers.Parsed) -> dict[str, int]:
                     judge=judges[v.judge],
                     rater=rater,
                     round=v.round,
+                    label_scheme=v.label_scheme,
+                    option_probs=v.option_probs,
                     shown_first=shown_first,
                     choice_shown=choice_shown,
                     choice=choice_shown and choice_from_shown(shown_first, choice_shown),
