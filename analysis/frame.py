@@ -29,6 +29,8 @@ Optional (``OPTIONAL_COLUMNS``, filled with the default when a loader has no suc
 
 - ``run_complete`` (bool): the vote's run has every vote it planned on this item (True for
   votes without a run). The "latest" run filter prefers complete runs.
+- ``a1_system`` / ``a2_system`` (str, "" unknown): the system that wrote each answer
+  (``Answer.system``), for self-preference (``analysis.selfpref``).
 """
 
 from __future__ import annotations
@@ -73,7 +75,7 @@ COLUMNS = [
     "labels_swapped",
 ] + [f"len_{side}_{m}" for m in MEASURES for side in ("a1", "a2")]
 
-OPTIONAL_COLUMNS = {"run_complete": True}
+OPTIONAL_COLUMNS = {"run_complete": True, "a1_system": "", "a2_system": ""}
 
 _CATEGORICAL = (
     "bloom",

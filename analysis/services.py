@@ -274,6 +274,7 @@ def votes_import(*, study: Study, parsed: importers.Parsed) -> dict[str, int]:
         }
 
         answers = {(a.question_id, a.external_id): a for a in Answer.objects.filter(question__in=questions.values())}
+        measured: dict[str, Answer] = {}
         for originals_pass in (True, False):
             batch = []
             for ext, rec in parsed.questions.items():
@@ -295,12 +296,25 @@ def votes_import(*, study: Study, parsed: importers.Parsed) -> dict[str, int]:
                         question=q,
                         external_id=a.external_id,
                         text=a.text,
+                        system=a.system,
                         provenance={"method": "import", "source": parsed.source},
                     )
                     if a.derived_from:
                         answer.derived_from = answers[(q.id, a.derived_from)]
                         answer.kind = kinds[_group_of(rec, a.external_id)]
-                    answer.refresh_lengths()  # bulk_create skips save(), which caches them
+                    # bulk_create skips save(), which caches the lengths; a text seen before (PRD
+                    # repeats each system's answer on every pair) is measured once.
+                    if a.lengths is not None:  # no text, its lengths given instead
+                        answer.len_words, answer.len_chars = a.lengths.get("words", 0), a.lengths.get("chars", 0)
+                        answer.len_bpe = a.lengths.get("bpe")
+                    elif (same := measured.setdefault(a.text, answer)) is answer:
+                        answer.refresh_lengths()
+                    else:
+                        answer.len_words, answer.len_chars, answer.len_bpe = (
+                            same.len_words,
+                            same.len_chars,
+                            same.len_bpe,
+                        )
                     batch.append(answer)
             Answer.objects.bulk_create(batch, batch_size=1000)
             counts["answers"] += len(batch)
@@ -341,7 +355,12 @@ def votes_import(*, study: Study, parsed: importers.Parsed) -> dict[str, int]:
         judges = {}
         for name in judge_names:
             judge, created = Judge.objects.get_or_create(
-                study=study, name=name, defaults={"kind": Judge.Kind.IMPORTED, "params": {"source": parsed.source}}
+                study=study,
+                name=name,
+                defaults={
+                    "kind": Judge.Kind.IMPORTED,
+                    "params": {"source": parsed.source, **({"people": True} if name in parsed.people else {})},
+                },
             )
             judges[name] = judge
             counts["judges"] += int(created)
@@ -367,6 +386,8 @@ def votes_import(*, study: Study, parsed: importers.Parsed) -> dict[str, int]:
             item = items[(questions[v.question].id, v.group)]
             shown_first = v.shown_first or "a1"
             choice_shown = "tie" if v.winner == "tie" else ("first" if v.winner == shown_first else "second")
+            if v.winner is None:  # the source could not read a verdict: kept, with no choice
+                choice_shown = None
             meta = dict(v.meta)
             if v.shown_first is None:
                 meta["order_known"] = False
@@ -383,9 +404,13 @@ def votes_import(*, study: Study, parsed: importers.Parsed) -> dict[str, int]:
                     item=item,
                     judge=judges[v.judge],
                     rater=rater,
+                    round=v.round,
+                    label_scheme=v.label_scheme,
+                    option_probs=v.option_probs,
                     shown_first=shown_first,
                     choice_shown=choice_shown,
-                    choice=choice_from_shown(shown_first, choice_shown),
+                    choice=choice_shown and choice_from_shown(shown_first, choice_shown),
+                    parse_status=Vote.Parse.OK if choice_shown else Vote.Parse.INVALID,
                     not_familiar=v.not_familiar,
                     client_ms=v.response_ms,
                     meta=meta,

@@ -284,6 +284,9 @@ class Answer(RenderedText):
     # How the text came to be: {"method": "hand"|"rule"|"model"|"import", ...} with generator,
     # model, prompt, seed, created_at and, for compounds, one entry per step under "steps".
     provenance = models.JSONField(default=dict, blank=True)
+    # The system (model) that wrote an original answer, when known (e.g. "gpt4" in imported
+    # PRD data); self-preference compares it with a judge's family. Blank: unknown.
+    system = models.CharField(max_length=120, blank=True, default="")
     review_status = models.CharField(max_length=10, choices=Review.choices, default=Review.APPROVED)
     # For factual-error variants: [{"original": str, "error": str, "explanation": str}, ...].
     inserted_errors = models.JSONField(default=list, blank=True)
