@@ -21,11 +21,14 @@ MTURK_SUBMIT_HOSTS = frozenset({"www.mturk.com", "workersandbox.mturk.com"})
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
+_WHITESPACE_NAMES = {" ": "space", "\t": "tab", "\n": "line break", "\r": "line break"}
+
+
 def _char_name(char: str) -> str:
     """A character as a rater can recognise it in a message: visible ones quoted, invisible
     ones (spaces, tabs, zero-width marks) by name."""
-    if char == " ":
-        return "space"
+    if char in _WHITESPACE_NAMES:
+        return _WHITESPACE_NAMES[char]
     if unicodedata.category(char)[0] in "CZ":
         return unicodedata.name(char, f"U+{ord(char):04X}").lower()
     return f"“{char}”"
@@ -45,6 +48,8 @@ def validate_participant_id(value: str) -> None:
 
 
 def validate_turk_submit_to(value: str) -> None:
+    if len(value) > 200:
+        raise ValidationError("turkSubmitTo is too long.", code="too_long")
     parts = urlsplit(value)
     official = parts.scheme == "https" and parts.hostname in MTURK_SUBMIT_HOSTS and parts.port is None
     loopback = parts.scheme in ("http", "https") and parts.hostname in LOOPBACK_HOSTS
@@ -61,7 +66,7 @@ class PlatformForm(forms.Form):
     workerId = forms.CharField(required=False, max_length=128, validators=[validate_participant_id])
     assignmentId = forms.CharField(required=False, max_length=128)
     hitId = forms.CharField(required=False, max_length=128)
-    turkSubmitTo = forms.CharField(required=False, max_length=200, validators=[validate_turk_submit_to])
+    turkSubmitTo = forms.CharField(required=False)
 
     MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"
 
@@ -76,9 +81,19 @@ class PlatformForm(forms.Form):
         if data["workerId"] and not self.is_mturk_preview():
             meta = {"assignmentId": data["assignmentId"], "hitId": data["hitId"]}
             if data["turkSubmitTo"]:
-                meta["turkSubmitTo"] = data["turkSubmitTo"].rstrip("/")
+                meta["turkSubmitTo"] = data["turkSubmitTo"]
             return Rater.Source.MTURK, data["workerId"], meta
         return None
+
+    def clean_turkSubmitTo(self) -> str:
+        """An endpoint we would not post to is dropped, not an error: the worker still gets in
+        (and their completion code to paste)."""
+        value = self.cleaned_data["turkSubmitTo"]
+        try:
+            validate_turk_submit_to(value)
+        except ValidationError:
+            return ""
+        return value.rstrip("/")
 
     def is_mturk_preview(self) -> bool:
         return self.data.get("assignmentId") == self.MTURK_PREVIEW
