@@ -112,8 +112,13 @@ class EnterForm(forms.Form):
         validators=[validate_participant_id],
         help_text="Use the same id to come back later and continue where you stopped.",
         widget=forms.TextInput(attrs={"autocomplete": "off"}),
+        error_messages={"required": "Please type your participant id."},
     )
-    consent = forms.BooleanField(label="I have read the information above and agree to take part.", required=True)
+    consent = forms.BooleanField(
+        label="I have read the information above and agree to take part.",
+        required=True,
+        error_messages={"required": "Please tick this box to take part."},
+    )
 
     def clean_participant_id(self) -> str:
         return self.cleaned_data["participant_id"].strip()

@@ -35,6 +35,12 @@ def test_an_id_with_characters_we_do_not_accept_is_told_which(anon_client, typed
     assert not Rater.objects.exists()
 
 
+def test_an_empty_form_says_what_to_do_for_each_field(anon_client):
+    study = make_study()
+    html = anon_client.post(urls(study)["landing"], {"participant_id": ""}).content.decode()
+    assert "Please type your participant id." in html and "Please tick this box to take part." in html
+
+
 def test_spaces_around_an_id_are_dropped_not_refused(anon_client):
     study = make_study()
     make_question(study)
