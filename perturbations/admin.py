@@ -164,7 +164,7 @@ class PerturbationStudyAdmin(admin.ModelAdmin):
                     )
                     messages.info(
                         request,
-                        f"{study.slug}: queued model-based {data['kind'].slug} variants by {data['generator']}; "
+                        f"{study.title}: queued model-based {data['kind'].slug} variants by {data['generator']}; "
                         "they appear here as pending when done.",
                     )
                 studies_done = []
@@ -181,15 +181,15 @@ class PerturbationStudyAdmin(admin.ModelAdmin):
                         user=request.user,
                     )
                 except PerturbationError as exc:
-                    messages.error(request, f"{study.slug}: {exc}")
+                    messages.error(request, f"{study.title}: {exc}")
                     continue
                 messages.success(
                     request,
-                    f"{study.slug}: created {len(result.created)} pending variant(s) of {data['kind'].slug}, "
+                    f"{study.title}: created {len(result.created)} pending variant(s) of {data['kind'].slug}, "
                     f"{len(result.flagged)} with warnings; skipped {len(result.skipped)} existing.",
                 )
                 for question, why in result.failed:
-                    messages.error(request, f"{study.slug} / {question}: {why}")
+                    messages.error(request, f"{study.title} / {question}: {why}")
             if len(studies) == 1:
                 return HttpResponseRedirect(reverse("admin:perturbations_review", args=[studies[0].pk]))
             return HttpResponseRedirect(reverse("admin:perturbations_perturbationstudy_changelist"))
