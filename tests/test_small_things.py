@@ -2,6 +2,8 @@
 dashboard link to the API docs, "Start a run" preselects where it came from, a finished run
 offers no "Resume", messages name a study by its title."""
 
+import re
+
 import pytest
 from django.contrib.staticfiles import finders
 from django.urls import reverse
@@ -106,3 +108,13 @@ def test_a_perturbation_message_names_the_study_by_its_title(staff_client):
     html = response.content.decode()
     assert "Boiling water: created 1 pending variant(s)" in html
     assert "boil:" not in html and "Boil:" not in html
+
+
+def test_the_dashboard_s_help_texts_have_the_ids_its_fields_point_to(staff_client):
+    study = make_study()
+    html = staff_client.get(reverse("analysis:study", args=[study.slug])).content.decode()
+    pointed = set(re.findall(r'aria-describedby="([^"]+)"', html))
+    assert pointed, "the filter fields with help texts point to them"
+    for ids in pointed:
+        for id_ in ids.split():
+            assert f'id="{id_}"' in html, f"{id_} is pointed to but does not exist"
