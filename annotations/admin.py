@@ -47,7 +47,7 @@ class StudyAdmin(admin.ModelAdmin):
                     ("target_per_rater", "most_items_per_rater"),
                     "one_variant_per_question",
                     "lease_seconds",
-                    ("min_response_ms", "ms_per_word"),
+                    ("min_response_ms", "ms_per_word", "fast_notice"),
                     ("gold_every", "gold_min_accuracy"),
                     "max_length_ratio",
                 )

@@ -47,6 +47,11 @@ class Study(models.Model):
     ms_per_word = models.PositiveIntegerField(
         default=0, help_text="Added to the threshold per word of the two answers shown."
     )
+    fast_notice = models.BooleanField(
+        default=False,
+        help_text="Tell a rater, gently, when a vote came faster than the minimum response time "
+        "(the vote is stored all the same, and not counted).",
+    )
     target_per_rater = models.PositiveIntegerField(default=45)
     one_variant_per_question = models.BooleanField(
         default=True, help_text="A rater never sees two items of the same question."

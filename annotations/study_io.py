@@ -34,6 +34,7 @@ STUDY_FIELDS: dict[str, type | tuple[type, ...]] = {
     "target_per_rater": int,
     "min_response_ms": int,
     "ms_per_word": int,
+    "fast_notice": bool,
     "lease_seconds": int,
     "one_variant_per_question": bool,
     "completion_code": str,

@@ -9,7 +9,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -130,6 +130,16 @@ class StartRunForm(forms.Form):
     )
 
 
+def _start_initial(request: HttpRequest) -> dict:
+    """The study and judge "Start a run" came from: named in the link (?study=, ?judge=) or, from
+    the runs list filtered by them, in the admin's `_changelist_filters`."""
+    filters = QueryDict(request.GET.get("_changelist_filters", ""))
+    return {
+        "study": request.GET.get("study") or filters.get("study__id__exact"),
+        "judge": request.GET.get("judge") or filters.get("judge__id__exact"),
+    }
+
+
 class ResumeForm(forms.Form):
     retry_failed = forms.BooleanField(required=False)
 
@@ -155,7 +165,7 @@ class JudgeRunAdmin(admin.ModelAdmin):
         """Start a run: pick a study and an LLM judge. The run itself goes to the task worker."""
         if not self.has_add_permission(request):
             raise PermissionDenied
-        form = StartRunForm(request.POST or None, initial=request.GET.dict())
+        form = StartRunForm(request.POST or None, initial=_start_initial(request))
         if request.method == "POST" and form.is_valid():
             try:
                 run = judge_run_start(
