@@ -206,7 +206,9 @@ def lc(result: dict) -> tuple[Figure, Rows]:
     found = tables.lc_rows(result)
     rows: Rows = [["judge", "group", "raw", "raw_lo", "raw_hi", "lc", "lc_lo", "lc_hi", "n"]]
     for r in found:
-        rows.append([r["judge"], r["group"], r["raw"], r["raw_lo"], r["raw_hi"], r["lc"], r["lc_lo"], r["lc_hi"], r["n"]])
+        rows.append(
+            [r["judge"], r["group"], r["raw"], r["raw_lo"], r["raw_hi"], r["lc"], r["lc_lo"], r["lc_hi"], r["n"]]
+        )
     title = "Win rate of A2 / A2p over A1: raw and length-controlled (LC), 95% intervals"
     drawn = [r for r in found if r["raw"] is not None or r["lc"] is not None]
     if not drawn:

@@ -55,7 +55,8 @@ def test_staff_see_every_table_of_the_paper(dash_study, staff_client):
     assert '<td class="name">A / B</td>' in body  # the simulated judge's labels, counterbalanced
     assert 'title="these votes were not given under labels' in body and "not identifiable" in body  # the people
     assert "Human-NF" in body and "random judge" in body
-    assert "<svg" in body and 'stroke-dasharray="6 4"' in body
+    for name in ("forest", "position", "verbosity", "lc", "bloom", "agreement"):
+        assert f'<img src="/dashboard/dash-s/plot/{name}.svg"' in body, name
     assert "sim &lt;b&gt;bold&lt;/b&gt;" in body and "sim <b>bold</b>" not in body
     assert 'hx-trigger="every 10s"' in body
 
