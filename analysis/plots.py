@@ -288,7 +288,7 @@ def agreement(result: dict) -> tuple[Figure, Rows]:
         i, k = index[p["a"]], index[p["b"]]
         grid[i][k] = grid[k][i] = _none(p["rho"])
         ns[(i, k)] = ns[(k, i)] = p["n"]
-    size = max(4.0, 1.1 * len(names) + 2.5)
+    size = max(3.5, 0.8 * len(names) + 2.2)
     fig = Figure(figsize=(size + 1.5, size), layout="constrained")
     ax = fig.subplots()
     image = ax.imshow(grid, cmap="RdBu", vmin=-1, vmax=1)

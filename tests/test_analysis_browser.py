@@ -98,6 +98,7 @@ def test_staff_see_the_dashboard_and_filter_it_in_place(demo_study, live_server)
         if os.environ.get("DASHBOARD_SCREENSHOT"):
             page.goto(f"{live_server.url}/dashboard/demo/")
             page.set_viewport_size({"width": 1400, "height": 1900})
+            assert_figures_drawn(page)
             page.screenshot(path=os.environ["DASHBOARD_SCREENSHOT"])
 
 
