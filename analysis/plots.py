@@ -297,9 +297,11 @@ def agreement(result: dict) -> tuple[Figure, Rows]:
             v = grid[i][k]
             text = "" if i == k else ("n/a" if math.isnan(v) else f"{v:.2f}\nn={ns[(i, k)]}")
             ax.text(k, i, text, ha="center", va="center", fontsize=8)
-    ax.set_xticks(range(len(names)), names, rotation=30, ha="right")
-    ax.set_yticks(range(len(names)), names)
-    fig.colorbar(image, ax=ax, label="Spearman's ρ (1: same ranking of items)")
+    # Names once, in full, down the side; the columns carry their numbers (long names slanted
+    # under the columns would run off the canvas).
+    ax.set_xticks(range(len(names)), [str(i + 1) for i in range(len(names))])
+    ax.set_yticks(range(len(names)), [f"{i + 1}. {n}" for i, n in enumerate(names)])
+    fig.colorbar(image, ax=ax, shrink=0.7, label="Spearman's ρ (1: same ranking of items)")
     fig.suptitle(title, fontsize=11)
     return fig, rows
 
