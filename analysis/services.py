@@ -173,25 +173,41 @@ def raters_simulate(
     return len(sim)
 
 
+RATER_STATUSES = ("finished", "partial", "failed attention checks")
+GOLD_FLAG = "attention checks"  # how annotations.assignment begins the flag reason it writes
+
+
+def rater_status(rater: Rater) -> str:
+    """finished (shown their completion code), failed attention checks (flagged for them), or
+    partial (left, or still working, before the end)."""
+    if rater.flagged and rater.flag_reason.startswith(GOLD_FLAG):
+        return "failed attention checks"
+    return "finished" if rater.finished_at else "partial"
+
+
 def raters_monitor(*, study: Study) -> list[dict]:
-    """Per rater: votes, median response time, share of left choices, tie rate, not-familiar
-    rate, attention-check accuracy and flags, so careless raters can be replaced in time."""
+    """Per rater: votes (counted, too fast, not familiar), median response time, share of left
+    choices, tie rate, attention-check accuracy, flags, completion status and total time (entry
+    to completion code, or to the last vote for those who have not finished), so careless raters
+    can be replaced in time and everyone paid right."""
+    columns = ["rater_id", "client_ms", "choice_shown", "not_familiar", "meta"]
     votes = pd.DataFrame(
-        list(
-            Vote.objects.filter(item__study=study, rater__isnull=False).values_list(
-                "rater_id", "client_ms", "choice_shown", "not_familiar", "received_at"
-            )
-        ),
-        columns=["rater_id", "client_ms", "choice_shown", "not_familiar", "received_at"],
+        list(Vote.objects.filter(item__study=study, rater__isnull=False).values_list(*columns)), columns=columns
     )
     stats_by_rater = {}
     if len(votes):
         votes["client_ms"] = votes["client_ms"].astype(float)
+        assignment = votes["meta"].map(lambda m: (m or {}).get("assignment", {}))
+        votes["too_fast"] = assignment.map(lambda a: bool(a.get("too_fast", False)))
+        votes["counted"] = assignment.map(lambda a: bool(a.get("counted", False)))
         grouped = votes.groupby("rater_id")
         decided = votes[votes["choice_shown"].notna()]
         stats_by_rater = {
             rid: {
                 "votes": int(len(g)),
+                "counted": int(g["counted"].sum()),
+                "too_fast": int(g["too_fast"].sum()),
+                "not_familiar_votes": int(g["not_familiar"].sum()),
                 "median_ms": None if g["client_ms"].isna().all() else float(g["client_ms"].median()),
                 "not_familiar": float(g["not_familiar"].mean()),
             }
@@ -204,16 +220,22 @@ def raters_monitor(*, study: Study) -> list[dict]:
     rows = []
     for rater in Rater.objects.filter(study=study).order_by("participant_id"):
         s = stats_by_rater.get(rater.id, {})
+        end = rater.finished_at or rater.last_seen_at
         rows.append(
             {
                 "rater": rater,
                 "votes": s.get("votes", 0),
+                "counted": s.get("counted", 0),
+                "too_fast": s.get("too_fast", 0),
+                "not_familiar_votes": s.get("not_familiar_votes", 0),
                 "median_ms": s.get("median_ms"),
                 "left": s.get("left"),
                 "tie": s.get("tie"),
                 "not_familiar": s.get("not_familiar"),
                 "gold": rater.gold_correct / rater.gold_seen if rater.gold_seen else None,
                 "below_gold": bool(rater.gold_seen) and rater.gold_correct / rater.gold_seen < study.gold_min_accuracy,
+                "status": rater_status(rater),
+                "total_seconds": round((end - rater.created_at).total_seconds()) if end else None,
             }
         )
     return rows
