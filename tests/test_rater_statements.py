@@ -19,6 +19,11 @@ _STUDY_FIELDS = [field.attname for field in Study._meta.concrete_fields if field
 _LEASE_FIELDS = [field.attname for field in Lease._meta.concrete_fields]
 
 
+def test_the_rater_read_has_every_column_of_the_study_but_its_creation_time():
+    """A field added to Study must be added to the statement too (else it reads as its default)."""
+    assert set(statements._STUDY_COLUMNS) == set(_STUDY_FIELDS) - {"id"}
+
+
 def _rater_values(rater):
     if rater is None:
         return None
@@ -30,8 +35,13 @@ def _rater_values(rater):
 
 
 def test_the_rater_read_matches_the_orm_for_every_field_in_and_out_of_the_study():
+    # Every field away from its default, so that a column read wrongly (or left out) shows.
     study = make_study(
-        one_variant_per_question=False, per_rater_codes=True, gold_min_accuracy=0.625, completion_code="C0DE"
+        one_variant_per_question=False,
+        per_rater_codes=True,
+        fast_notice=True,
+        gold_min_accuracy=0.625,
+        completion_code="C0DE",
     )
     other = make_study()
     rater = make_rater(study, source=Rater.Source.PROLIFIC, source_meta={"STUDY_ID": "x"}, flagged=True)
