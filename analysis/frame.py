@@ -29,6 +29,10 @@ Optional (``OPTIONAL_COLUMNS``, filled with the default when a loader has no suc
 
 - ``run_complete`` (bool): the vote's run has every vote it planned on this item (True for
   votes without a run). The "latest" run filter prefers complete runs.
+- ``parse_status`` (ok/invalid/failed): "invalid" votes asked for a verdict and got one that
+  could not be read (they count as not correct against a gold label, analysis.consistency).
+- ``gold_label`` ("a1"/"a2", "" unknown): the answer known to be better.
+- ``subset`` (str, "" for none): the part of an imported data set the question comes from.
 """
 
 from __future__ import annotations
@@ -73,7 +77,7 @@ COLUMNS = [
     "labels_swapped",
 ] + [f"len_{side}_{m}" for m in MEASURES for side in ("a1", "a2")]
 
-OPTIONAL_COLUMNS = {"run_complete": True}
+OPTIONAL_COLUMNS = {"run_complete": True, "parse_status": "ok", "gold_label": "", "subset": ""}
 
 _CATEGORICAL = (
     "bloom",
@@ -148,11 +152,15 @@ class Filters:
         return out
 
 
-def apply_filters(frame: pd.DataFrame, filters: Filters) -> tuple[pd.DataFrame, dict[str, int], pd.DataFrame]:
+def apply_filters(
+    frame: pd.DataFrame, filters: Filters, *, drop_no_choice: bool = True
+) -> tuple[pd.DataFrame, dict[str, int], pd.DataFrame]:
     """Return (counted votes, votes excluded by each filter, not-familiar votes that passed the
     other filters). Filters apply in the order of the returned dict, so each count is what that
     filter removed from what the earlier ones left; together they add up to every vote not
     counted. Nothing is dropped silently: unparsed votes and attention checks have their own rows.
+    ``drop_no_choice=False`` keeps the votes without a choice (accuracy against a gold label
+    counts an unreadable verdict as not correct).
     """
     excluded: dict[str, int] = {}
     keep = np.ones(len(frame), dtype=bool)
@@ -178,7 +186,7 @@ def apply_filters(frame: pd.DataFrame, filters: Filters) -> tuple[pd.DataFrame, 
         drop("not_familiar", nf_mask)
     else:
         excluded["not_familiar"] = 0
-    drop("no_choice", frame["choice"].isna().to_numpy())
+    drop("no_choice", frame["choice"].isna().to_numpy() & drop_no_choice)
     return frame[keep], excluded, not_familiar
 
 

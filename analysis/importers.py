@@ -23,6 +23,10 @@ shown_first        no        a1 or a2; empty: the order is unknown and the vote 
                              of the positional table
 not_familiar       no        1/0, true/false, yes/no
 response_ms        no        time to decide, in ms
+gold_label         no        a1 or a2: the answer known to be better (the same on every
+                             row of an item); empty: unknown. Gives accuracy against it
+subset             no        the part of your data the question belongs to (the same on
+                             every row of a question); figures are also cut by it
 =================  ========  ===========================================================
 
 MT-bench human judgments (Zheng et al. 2023; ``../shared/datasets/mtbench_human_judgments``):
@@ -89,6 +93,9 @@ class QuestionRecord:
     answers: dict[str, AnswerRecord] = field(default_factory=dict)
     # group → (A1 external id, A2 external id)
     items: dict[str, tuple[str, str]] = field(default_factory=dict)
+    subset: str = ""
+    # group → "a1"/"a2": the item's gold label, where known
+    gold: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -96,7 +103,7 @@ class VoteRecord:
     question: str
     group: str
     judge: str
-    winner: str  # a1 / a2 / tie
+    winner: str  # a1 / a2 / tie; "" = the judge answered but its verdict could not be read
     rater: str = ""
     shown_first: str | None = None  # None: unknown
     not_familiar: bool = False
@@ -119,6 +126,8 @@ def _add_question(questions: dict, rec: QuestionRecord, path, line) -> QuestionR
         raise ImportProblem(
             path, line, "bloom", f"question {rec.external_id!r} has a different Bloom level than before"
         )
+    if known.subset != rec.subset:
+        raise ImportProblem(path, line, "subset", f"question {rec.external_id!r} has a different subset than before")
     return known
 
 
@@ -128,11 +137,15 @@ def _add_answer(question: QuestionRecord, answer: AnswerRecord, path, line, fiel
         raise ImportProblem(path, line, field_name, f"answer {answer.external_id!r} differs from an earlier row")
 
 
-def _add_item(question: QuestionRecord, group: str, pair: tuple[str, str], path, line) -> None:
+def _add_item(question: QuestionRecord, group: str, pair: tuple[str, str], path, line, gold: str = "") -> None:
     known = question.items.setdefault(group, pair)
     if known != pair:
         raise ImportProblem(
             path, line, "group", f"question {question.external_id!r} already has a {group} item with other answers"
+        )
+    if question.gold.setdefault(group, gold) != gold:
+        raise ImportProblem(
+            path, line, "gold_label", f"question {question.external_id!r}: its {group} item has another gold label"
         )
 
 
@@ -199,7 +212,10 @@ def _csv_row(row: dict, line: int, path, questions: dict, known_groups: set[str]
     ms = get("response_ms")
     if ms and not ms.isdigit():
         raise ImportProblem(path, line, "response_ms", f"{ms!r} is not a whole number of milliseconds")
-    question = _add_question(questions, QuestionRecord(qid, row["question"], bloom), path, line)
+    gold = get("gold_label").lower()
+    if gold not in ("", "a1", "a2"):
+        raise ImportProblem(path, line, "gold_label", f"{gold!r} is not a1 or a2")
+    question = _add_question(questions, QuestionRecord(qid, row["question"], bloom, subset=get("subset")), path, line)
     a1_id = get("answer_a1_id") or f"{qid}-a1"
     a2_id = get("answer_a2_id") or (f"{qid}-a2" if group == "control" else f"{qid}-{group}")
     original = None
@@ -211,7 +227,7 @@ def _csv_row(row: dict, line: int, path, questions: dict, known_groups: set[str]
         raise ImportProblem(path, line, "answer_a2_id", "A1 and A2 must be different answers")
     _add_answer(question, AnswerRecord(a1_id, row["answer_a1"]), path, line, "answer_a1")
     _add_answer(question, AnswerRecord(a2_id, row["answer_a2"], original), path, line, "answer_a2")
-    _add_item(question, group, (a1_id, a2_id), path, line)
+    _add_item(question, group, (a1_id, a2_id), path, line, gold)
     return VoteRecord(
         question=qid,
         group=group,
@@ -322,3 +338,19 @@ def _mtbench_row(row, line, path, judge_name, by_id, answers, questions) -> Vote
             "judge": row.get("judge", ""),
         },
     )
+
+
+# --- every format by name (``import_votes --format``); a format in its own module is imported when used
+
+
+def _llmbar(path: Path, *, known_groups: set[str], limit: int | None = None) -> Parsed:
+    from analysis.import_llmbar import parse_llmbar
+
+    return parse_llmbar(path, limit=limit)
+
+
+FORMATS = {
+    "csv": lambda path, *, known_groups, limit=None: parse_csv(path, known_groups=known_groups),
+    "mtbench": lambda path, *, known_groups, limit=None: parse_mtbench(path, limit=limit),
+    "llmbar": _llmbar,
+}

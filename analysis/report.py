@@ -361,9 +361,6 @@ def _agreement(
     judge_code, names = pd.factorize(prefs["judge"].astype(str))
     mean_score = np.full((item_code.max() + 1, len(names)), np.nan)
     mean_score[item_code, judge_code] = (prefs["score"] / prefs["n"]).to_numpy()
-    for i, a in enumerate(names):
-        for j in range(i + 1, len(names)):
-            both = ~np.isnan(mean_score[:, i]) & ~np.isnan(mean_score[:, j])
-            rho = stats.spearman(mean_score[both, i], mean_score[both, j])
-            out["spearman"].append({"a": a, "b": names[j], "rho": rho, "n": int(both.sum())})
+    for i, j, rho, n in stats.spearman_pairs(mean_score):
+        out["spearman"].append({"a": names[i], "b": names[j], "rho": rho, "n": n})
     return out

@@ -1,4 +1,4 @@
-"""python manage.py import_votes PATH --format mtbench|csv --study S (formats: analysis.importers)."""
+"""python manage.py import_votes PATH --format csv|mtbench|llmbar --study S (formats: analysis.importers.FORMATS)."""
 
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ from analysis.management.commands._common import study_by_slug
 
 
 class Command(BaseCommand):
-    help = "Import pairwise votes collected elsewhere (MT-bench human judgments or a generic CSV) into a study."
+    help = "Import pairwise votes collected elsewhere (a generic CSV, MT-bench human judgments, LLMBar) into a study."
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("path", help="vote file (or the MT-bench dataset folder)")
-        parser.add_argument("--format", required=True, choices=["mtbench", "csv"])
+        parser.add_argument("--format", required=True, choices=sorted(importers.FORMATS))
         parser.add_argument("--study", required=True, help="study slug")
-        parser.add_argument("--limit", type=int, help="import only the first N votes (MT-bench)")
+        parser.add_argument("--limit", type=int, help="import only the first N votes (MT-bench) or vote rows (LLMBar)")
 
     def handle(self, *args, **options) -> None:
         study = study_by_slug(options["study"])
@@ -27,10 +27,8 @@ class Command(BaseCommand):
             raise CommandError(f"{path}: no such file or folder")
         started = time.perf_counter()
         try:
-            if options["format"] == "mtbench":
-                parsed = importers.parse_mtbench(path, limit=options["limit"])
-            else:
-                parsed = importers.parse_csv(path, known_groups=services.kind_slugs(study=study))
+            parse = importers.FORMATS[options["format"]]
+            parsed = parse(path, known_groups=services.kind_slugs(study=study), limit=options["limit"])
             counts = services.votes_import(study=study, parsed=parsed)
         except importers.ImportProblem as exc:
             raise CommandError(str(exc)) from exc

@@ -1,0 +1,78 @@
+"""Benchmark of the LLMBar import and its analysis: all 44,456 vote rows within 30 s, the
+analysis of the imported study within 3 s.
+
+    python bench/bench_import_llmbar.py                  # a throwaway SQLite database
+    DATABASE_URL=postgres://... python bench/bench_import_llmbar.py   # a test database there
+
+Times ``manage.py import_votes PATH --format llmbar`` (parse + write, one transaction) and then
+``services.study_analyze`` on the study (loading the frame from the database, then the report
+with 1,000 bootstrap resamples), each once on a fresh database (the import) and ``--repeat``
+times (the analysis; the median is printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+DATASET = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets" / "llmbar"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--path", type=Path, default=Path(os.environ.get("LLMBAR_DIR", DATASET)))
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    url = os.environ.get("DATABASE_URL")
+    tmp = None
+    if not url:
+        tmp = tempfile.TemporaryDirectory()
+        url = f"sqlite:///{tmp.name}/bench.sqlite3"
+    else:
+        url = url.rsplit("/", 1)[0] + "/bench_llmbar"
+        _recreate(url)
+    from bench.django_env import setup_django
+
+    setup_django(url)
+    from django.core.management import call_command
+
+    from analysis import services
+    from annotations.models import Study, Vote
+
+    study = Study.objects.create(title="LLMBar", slug="llmbar")
+    started = time.perf_counter()
+    call_command("import_votes", str(args.path), "--format", "llmbar", "--study", "llmbar", verbosity=0)
+    import_s = time.perf_counter() - started
+    n_votes = Vote.objects.filter(item__study=study).count()
+    print(f"import: {import_s:.1f} s for {n_votes} votes ({url.split(':')[0]})")
+    times = []
+    for _ in range(args.repeat):
+        started = time.perf_counter()
+        result = services.study_analyze(study=study)
+        times.append(time.perf_counter() - started)
+    print(
+        f"analysis: median {statistics.median(times):.2f} s over {args.repeat} runs "
+        f"(min {min(times):.2f}, max {max(times):.2f}); {len(result['judges'])} judges"
+    )
+    if tmp is not None:
+        tmp.cleanup()
+
+
+def _recreate(url: str) -> None:
+    import psycopg
+
+    base, name = url.rsplit("/", 1)
+    with psycopg.connect(base + "/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+
+if __name__ == "__main__":
+    main()
