@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from analysis import labels, lc, metrics, stats
+from analysis import consistency, labels, lc, metrics, stats
 from analysis.frame import CONTROL, Filters, apply_filters
 
 
@@ -98,6 +98,7 @@ def _analyze(frame, *, study, filters, options, votes_per_item, groups, semantic
         f"len_a2_{options.measure}",
     ]
     counted_by_judge = dict(iter(counted[needed].groupby("judge", observed=True)))
+    asked_by_judge = _asked_by_judge(frame, filters, counted)
     prefs_by_judge = dict(iter(prefs.groupby("judge", observed=True))) if prefs is not None else {}
 
     judges = []
@@ -116,6 +117,7 @@ def _analyze(frame, *, study, filters, options, votes_per_item, groups, semantic
                 semantics,
                 options,
                 total=int(total_by_judge.get(name, 0)),
+                asked=asked_by_judge.get(name, counted.iloc[0:0]),
             )
         )
     _add_ranks(judges, groups, semantics)
@@ -170,6 +172,12 @@ def conventions(filters: Filters, options: Options) -> dict:
         "interval_fallback": "Wilson on the number of questions when the rate is 0 or 1 or all resamples agree",
         "position_test": metrics.POSITION_TEST,
         "p_adjust": P_ADJUST,
+        "position_consistency": (
+            "order-swapped pairs (each vote shown A1 first with each shown A2 first on the item) of votes "
+            "without a rater; an unread verdict does not survive the swap"
+        ),
+        "gold_accuracy": "votes on items with a gold label; an unread verdict is not correct",
+        "repetition_stability": "mean share of the most frequent verdict over requests asked more than once",
     }
 
 
@@ -185,7 +193,35 @@ def _adjust_position_tests(judges: list[dict], human_nf: dict) -> dict:
     return {"method": metrics.POSITION_TEST, "adjust": P_ADJUST, "m": sum(p is not None for p in adjusted)}
 
 
-def _judge_report(name, kind, votes, prefs, question_index, counts, groups, semantics, options, *, total) -> dict:
+# What the consistency and gold-label measures read (analysis.consistency).
+ASKED_COLUMNS = [
+    "judge",
+    "item_id",
+    "question_id",
+    "rater",
+    "shown_first",
+    "order_known",
+    "choice",
+    "label_scheme",
+    "labels_swapped",
+    "gold_label",
+    "subset",
+]
+
+
+def _asked_by_judge(frame: pd.DataFrame, filters: Filters, counted: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Per judge, its counted votes plus those whose verdict could not be read (the gold-label
+    and consistency measures count such a verdict as wrong, and as not surviving the swap)."""
+    asked = counted
+    if (frame["parse_status"].astype(str) == "invalid").any():
+        kept, _, _ = apply_filters(frame, filters, drop_no_choice=False)
+        asked = kept[kept["choice"].notna().to_numpy() | (kept["parse_status"].astype(str) == "invalid").to_numpy()]
+    return dict(iter(asked[ASKED_COLUMNS].groupby("judge", observed=True)))
+
+
+def _judge_report(
+    name, kind, votes, prefs, question_index, counts, groups, semantics, options, *, total, asked
+) -> dict:
     asr, acc, by_bloom = {g: metrics.rate(0, 0, (None, None)) for g in groups}, {}, {}
     for g in groups:
         if semantics[g] == "degrading":
@@ -218,6 +254,9 @@ def _judge_report(name, kind, votes, prefs, question_index, counts, groups, sema
         "label_and_position": labels.label_and_position(votes, options.scheme_labels),
         "option_probs": metrics.option_probs(votes),
         "by_bloom": by_bloom,
+        "position_consistency": consistency.position_consistency(asked),
+        "repetition_stability": consistency.repetition_stability(asked),
+        "gold_accuracy": consistency.gold_accuracy(asked, rater=metrics.rater_codes(asked)),
         # Which LLM runs these votes come from (filters.runs says how they were chosen).
         "runs": sorted(int(r) for r in np.unique(votes["run_id"].to_numpy(dtype=float)) if not np.isnan(r)),
     }
