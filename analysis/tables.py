@@ -94,3 +94,27 @@ def verbosity_svg(result: dict) -> str:
         x_label=f"|Δ length| ({result['measure']}, bins of {width or 10}; last bin open)",
         y_label="share of votes for the longer answer",
     )
+
+
+def consistency_rows(result: dict) -> tuple[list[dict], list[dict]]:
+    """Judges with order-swapped pairs or gold labels, overall and by subset: (rows, subset
+    rows), each {judge, subset, consistency, primacy, recency, first_share, fairness,
+    both_unread, gold (the gold_accuracy part)}. Judges the data says nothing about are left out."""
+    rows, subset_rows = [], []
+    for judge in result["judges"]:
+        pc, gold = judge["position_consistency"], judge["gold_accuracy"]
+        if not pc["consistency"]["n"] and not gold["a1_first"]["n"] and not gold["a2_first"]["n"]:
+            continue
+        rows.append(
+            {"judge": judge["judge"], "subset": "", **pc, "gold": gold, "stability": judge["repetition_stability"]}
+        )
+        for subset in sorted(set(pc["by_subset"]) | set(gold["by_subset"])):
+            subset_rows.append(
+                {
+                    "judge": judge["judge"],
+                    "subset": subset,
+                    **pc["by_subset"].get(subset, {}),
+                    "gold": gold["by_subset"].get(subset, {}),
+                }
+            )
+    return rows, subset_rows

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.urls import reverse
 
 from analysis import services
 from annotations.models import ComparisonItem, Judge, Question, Vote
@@ -175,3 +176,26 @@ def test_a_bad_or_contradictory_gold_label_is_refused(db, tmp_path, rows, messag
     with pytest.raises(CommandError, match=message):
         call_command("import_votes", str(path), "--format", "csv", "--study", "gen")
     assert Vote.objects.count() == 0
+
+
+def test_the_dashboard_and_the_api_show_consistency_and_gold_accuracy(db, tmp_path, staff_client, token_client):
+    make_study(slug="llmbar")
+    call_command("import_votes", str(write_llmbar(tmp_path)), "--format", "llmbar", "--study", "llmbar", verbosity=0)
+    page = staff_client.get(reverse("analysis:study", args=["llmbar"]))
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "Position consistency and accuracy against gold labels" in html
+    assert "Processed/LLMEval^2" in html  # the by-subset rows
+    body = token_client.get(reverse("api:study-metrics", args=["llmbar"]), {"bootstrap": 20}).json()
+    vanilla = {j["judge"]: j for j in body["judges"]}["GPT-4 / Vanilla"]
+    assert vanilla["gold_accuracy"]["a2_first"]["value"] == 1
+    assert vanilla["position_consistency"]["by_subset"]["LLMBar/Natural"]["consistency"]["n"] == 2
+
+
+def test_a_study_without_gold_labels_or_swapped_pairs_shows_no_such_table(db, tmp_path, staff_client):
+    make_study(slug="gen")
+    path = write_csv(tmp_path / "votes.csv", GOOD_ROWS)
+    call_command("import_votes", str(path), "--format", "csv", "--study", "gen", verbosity=0)
+    page = staff_client.get(reverse("analysis:study", args=["gen"]))
+    assert page.status_code == 200
+    assert "Position consistency and accuracy against gold labels" not in page.content.decode()
