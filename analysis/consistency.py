@@ -42,8 +42,16 @@ def _verdicts(votes: pd.DataFrame) -> np.ndarray:
 
 def _subset_masks(subsets: np.ndarray) -> list[tuple[str | None, np.ndarray]]:
     """(None, all) then one mask per named subset, in name order."""
-    names = sorted({str(s) for s in subsets if str(s)})
-    return [(None, np.ones(len(subsets), dtype=bool))] + [(n, subsets.astype(str) == n) for n in names]
+    codes, names = pd.factorize(np.asarray(subsets, dtype=object))
+    out: list[tuple[str | None, np.ndarray]] = [(None, np.ones(len(subsets), dtype=bool))]
+    for k in np.argsort(np.asarray(names, dtype=str), kind="stable"):
+        if str(names[k]):
+            out.append((str(names[k]), codes == k))
+    return out
+
+
+def _no_rater(votes: pd.DataFrame) -> np.ndarray:
+    return (votes["rater"].to_numpy(dtype=object) == "") & votes["order_known"].to_numpy(bool)
 
 
 def swapped_pairs(votes: pd.DataFrame) -> pd.DataFrame:
@@ -51,47 +59,47 @@ def swapped_pairs(votes: pd.DataFrame) -> pd.DataFrame:
     question and subset, the number of order-swapped pairs and how many of them are
     consistent (the same verdict), both unread, primacy (the answer shown first both times),
     recency (the answer shown second both times), and correct in both orders (gold known)."""
-    mask = votes["order_known"].to_numpy(bool) & (votes["rater"].astype(str) == "").to_numpy()
-    v = votes[mask]
+    v = votes[_no_rater(votes)]
     columns = ["item_id", "question_id", "subset", "pairs", "consistent", "both_unread", "primacy", "recency"]
     if not len(v):
         return pd.DataFrame({c: pd.Series(dtype=float) for c in [*columns, "both_correct", "gold_pairs"]})
-    item_code, item_ids = pd.factorize(v["item_id"])
-    order = (v["shown_first"].astype(str) == "a2").to_numpy().astype(np.int64)
+    item_code, item_ids = pd.factorize(v["item_id"].to_numpy())
+    order = (v["shown_first"].to_numpy(dtype=object) == "a2").astype(np.int64)
     verdict = _verdicts(v)
     # counts[item, order, verdict]
     counts = np.bincount(item_code * 8 + order * 4 + verdict, minlength=len(item_ids) * 8).reshape(-1, 2, 4)
     first, second = counts[:, 0, :].astype(float), counts[:, 1, :].astype(float)
     pairs = first.sum(axis=1) * second.sum(axis=1)
-    keep = pairs > 0
-    out = pd.DataFrame(
-        {
-            "item_id": np.asarray(item_ids)[keep],
-            "pairs": pairs[keep],
-            "consistent": (first[:, :3] * second[:, :3]).sum(axis=1)[keep],
-            "both_unread": (first[:, UNREAD] * second[:, UNREAD])[keep],
-            # Shown A1 first the judge took A1, shown A2 first it took A2: the first both times.
-            "primacy": (first[:, 0] * second[:, 1])[keep],
-            "recency": (first[:, 1] * second[:, 0])[keep],
-        }
-    )
-    first_votes = v.drop_duplicates("item_id").set_index("item_id")
-    out["question_id"] = first_votes["question_id"].reindex(out["item_id"]).to_numpy()
-    out["subset"] = first_votes["subset"].astype(str).reindex(out["item_id"]).to_numpy()
-    gold = first_votes["gold_label"].astype(str).reindex(out["item_id"]).to_numpy()
+    keep = np.flatnonzero(pairs > 0)
+    first, second = first[keep], second[keep]
+    # The item's own columns, read from its first vote.
+    _, first_vote = np.unique(item_code, return_index=True)
+    first_vote = first_vote[keep]
+    gold = v["gold_label"].to_numpy(dtype=object)[first_vote]
     has_gold = gold != ""
     gold_code = np.where(gold == "a2", 1, 0)
-    rows = np.flatnonzero(keep)
-    correct_first = first[rows, gold_code]
-    correct_second = second[rows, gold_code]
-    out["both_correct"] = np.where(has_gold, correct_first * correct_second, 0.0)
-    out["gold_pairs"] = np.where(has_gold, out["pairs"].to_numpy(), 0.0)
-    return out
+    rows = np.arange(len(keep))
+    return pd.DataFrame(
+        {
+            "item_id": np.asarray(item_ids)[keep],
+            "question_id": v["question_id"].to_numpy()[first_vote],
+            "subset": v["subset"].to_numpy(dtype=object)[first_vote],
+            "pairs": pairs[keep],
+            "consistent": (first[:, :3] * second[:, :3]).sum(axis=1),
+            "both_unread": first[:, UNREAD] * second[:, UNREAD],
+            # Shown A1 first the judge took A1, shown A2 first it took A2: the first both times.
+            "primacy": first[:, 0] * second[:, 1],
+            "recency": first[:, 1] * second[:, 0],
+            "both_correct": np.where(has_gold, first[rows, gold_code] * second[rows, gold_code], 0.0),
+            "gold_pairs": np.where(has_gold, pairs[keep], 0.0),
+        }
+    )
 
 
-def position_consistency(votes: pd.DataFrame) -> dict:
-    """Position consistency, preference fairness and their cut by subset (see the module)."""
-    pairs = swapped_pairs(votes)
+def position_consistency(votes: pd.DataFrame, *, pairs: pd.DataFrame | None = None) -> dict:
+    """Position consistency, preference fairness and their cut by subset (see the module).
+    ``pairs``: ``swapped_pairs(votes)`` when the caller has it already."""
+    pairs = swapped_pairs(votes) if pairs is None else pairs
     parts = _subset_masks(pairs["subset"].to_numpy()) if len(pairs) else [(None, np.zeros(0, bool))]
     base = pairs["pairs"].to_numpy(float)
     positional = (pairs["primacy"] + pairs["recency"]).to_numpy(float)
@@ -135,13 +143,10 @@ def repetition_stability(votes: pd.DataFrame) -> dict:
     display order, label scheme and label order, by a judge without raters), the mean share of
     the repeats that give the request's most frequent verdict (1 = always the same). Only read
     verdicts count."""
-    mask = (
-        votes["order_known"].to_numpy(bool)
-        & (votes["rater"].astype(str) == "").to_numpy()
-        & votes["choice"].notna().to_numpy()
-    )
-    v = votes[mask]
-    if not len(v):
+    v = votes[_no_rater(votes) & votes["choice"].notna().to_numpy()]
+    # Most data asks each item once per order: no repeats, nothing more to look at.
+    item_order = v["item_id"].to_numpy(dtype=np.int64) * 2 + (v["shown_first"].to_numpy(dtype=object) == "a2")
+    if len(np.unique(item_order)) == len(v):
         return dict(EMPTY_RATE)
     request = stats.cluster_codes(
         v["item_id"].to_numpy(),
@@ -160,15 +165,15 @@ def repetition_stability(votes: pd.DataFrame) -> dict:
     return _rates(share[:, None], np.ones((len(share), 1)), stats.Clusters(question[repeated]))[0]
 
 
-def gold_accuracy(votes: pd.DataFrame, *, rater: np.ndarray | None = None) -> dict:
+def gold_accuracy(votes: pd.DataFrame, *, rater: np.ndarray | None = None, pairs: pd.DataFrame | None = None) -> dict:
     """Accuracy against the items' gold labels: in each order (votes shown A1 first, shown A2
     first; a verdict that could not be read is not correct), their average, and correct in both
     orders (order-swapped pairs, as ``swapped_pairs``), overall and by subset. ``rater``: per
     vote, a rater code (−1 none) for the two-way clustering of people's votes."""
-    has_gold = (votes["gold_label"].astype(str) != "").to_numpy() & votes["order_known"].to_numpy(bool)
+    has_gold = (votes["gold_label"].to_numpy(dtype=object) != "") & votes["order_known"].to_numpy(bool)
     v = votes[has_gold]
-    correct = (v["choice"].astype(str).to_numpy() == v["gold_label"].astype(str).to_numpy()).astype(float)
-    shown = v["shown_first"].astype(str).to_numpy()
+    correct = (v["choice"].to_numpy(dtype=object) == v["gold_label"].to_numpy(dtype=object)).astype(float)
+    shown = v["shown_first"].to_numpy(dtype=object)
     parts = _subset_masks(v["subset"].to_numpy()) if len(v) else [(None, np.zeros(0, bool))]
     bases, values = [], []
     for _, mask in parts:
@@ -185,7 +190,7 @@ def gold_accuracy(votes: pd.DataFrame, *, rater: np.ndarray | None = None) -> di
         values.append(correct)
     clusters = stats.Clusters(v["question_id"].to_numpy(), None if rater is None else rater[has_gold])
     rates = _rates(np.stack(values, axis=1), np.stack(bases, axis=1), clusters)
-    pairs = swapped_pairs(votes)
+    pairs = swapped_pairs(votes) if pairs is None else pairs
     pair_parts = _subset_masks(pairs["subset"].to_numpy()) if len(pairs) else [(None, np.zeros(0, bool))]
     gold_pairs = pairs["gold_pairs"].to_numpy(float)
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -241,6 +241,7 @@ def _judge_report(
                 by_bloom[bloom] = {"asr": b_asr, "accuracy": b_acc, "position": bloom_positions.get(bloom, empty)}
         lc_part = _length_controlled(prefs, options)
     verbosity_votes = votes[votes["group"].isin(options.verbosity_groups).to_numpy()]
+    pairs = consistency.swapped_pairs(asked)
     return {
         "judge": name,
         "kind": kind,
@@ -254,9 +255,9 @@ def _judge_report(
         "label_and_position": labels.label_and_position(votes, options.scheme_labels),
         "option_probs": metrics.option_probs(votes),
         "by_bloom": by_bloom,
-        "position_consistency": consistency.position_consistency(asked),
+        "position_consistency": consistency.position_consistency(asked, pairs=pairs),
         "repetition_stability": consistency.repetition_stability(asked),
-        "gold_accuracy": consistency.gold_accuracy(asked, rater=metrics.rater_codes(asked)),
+        "gold_accuracy": consistency.gold_accuracy(asked, rater=metrics.rater_codes(asked), pairs=pairs),
         # Which LLM runs these votes come from (filters.runs says how they were chosen).
         "runs": sorted(int(r) for r in np.unique(votes["run_id"].to_numpy(dtype=float)) if not np.isnan(r)),
     }
