@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from analysis import services
-from annotations.models import ComparisonItem, Judge, Question, Vote
+from annotations.models import ComparisonItem, Judge, Question, Study, Vote
 from tests.factories import make_study
 from tests.test_analysis_import import GOOD_ROWS, write_csv
 
@@ -199,3 +199,24 @@ def test_a_study_without_gold_labels_or_swapped_pairs_shows_no_such_table(db, tm
     page = staff_client.get(reverse("analysis:study", args=["gen"]))
     assert page.status_code == 200
     assert "Position consistency and accuracy against gold labels" not in page.content.decode()
+
+
+def test_a_study_file_keeps_the_gold_labels_and_subsets(db, tmp_path):
+    from annotations.study_io import StudyFileError, study_export, study_import
+
+    make_study(slug="llmbar")
+    call_command("import_votes", str(write_llmbar(tmp_path)), "--format", "llmbar", "--study", "llmbar", verbosity=0)
+    document = study_export(study=Study.objects.get(slug="llmbar"))
+    path = tmp_path / "study.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    copy = study_import(path=path, fmt="biasstudy", slug="llmbar-copy")
+    got = {(i.question.external_id, i.question.subset, i.gold_label) for i in copy.items.select_related("question")}
+    assert got == {
+        ("LLMBar/Natural#0", "LLMBar/Natural", "a1"),
+        ("LLMBar/Natural#1", "LLMBar/Natural", "a2"),
+        ("Processed/LLMEval^2#0", "Processed/LLMEval^2", "a1"),
+    }
+    document["questions"][0]["items"][0]["gold_label"] = "left"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    with pytest.raises(StudyFileError, match="gold_label: must be a1, a2 or empty"):
+        study_import(path=path, fmt="biasstudy", slug="llmbar-bad")
