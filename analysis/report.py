@@ -228,7 +228,8 @@ def _judge_report(
             acc[g] = metrics.rate(0, 0, (None, None))
     lc_part: dict = {key: {} for key in LC_KEYS}
     overall_position, bloom_positions = metrics.positions(votes, by="bloom" if options.by_bloom else None)
-    if prefs is not None and len(prefs):
+    # Without perturbation groups there is no ASR or accuracy (nor their Bloom parts) to compute.
+    if prefs is not None and len(prefs) and groups:
         indicators = metrics.asr_indicators(metrics.oriented_pairs(prefs))
         got_asr, got_acc, parts = metrics.asr_and_accuracy(
             indicators, question_index, counts, groups, semantics, by="bloom" if options.by_bloom else None
@@ -239,6 +240,7 @@ def _judge_report(
             empty = metrics.positions(votes.iloc[0:0])[0]
             for bloom, (b_asr, b_acc) in parts.items():
                 by_bloom[bloom] = {"asr": b_asr, "accuracy": b_acc, "position": bloom_positions.get(bloom, empty)}
+    if prefs is not None and len(prefs):
         lc_part = _length_controlled(prefs, options)
     verbosity_votes = votes[votes["group"].isin(options.verbosity_groups).to_numpy()]
     pairs = consistency.swapped_pairs(asked)
