@@ -20,17 +20,7 @@ def _short(text: str, length: int = 80) -> str:
 
 @admin.register(Study)
 class StudyAdmin(admin.ModelAdmin):
-    list_display = (
-        "title",
-        "slug",
-        "status",
-        "question_count",
-        "item_count",
-        "rater_count",
-        "vote_count",
-        "results",
-        "created_at",
-    )
+    list_display = ("title", "slug", "status", "question_count", "item_count", "rater_count", "vote_count", "results", "created_at")
     list_filter = ("status",)
     search_fields = ("title", "slug")
     prepopulated_fields = {"slug": ("title",)}
@@ -117,16 +107,7 @@ class AnswerInline(admin.StackedInline):
     model = Answer
     fk_name = "question"
     extra = 0
-    fields = (
-        "external_id",
-        "text",
-        "derived_from",
-        "kind",
-        "review_status",
-        "inserted_errors",
-        "provenance",
-        "lengths",
-    )
+    fields = ("external_id", "text", "derived_from", "kind", "review_status", "inserted_errors", "provenance", "lengths")
     readonly_fields = ("lengths",)
     show_change_link = True
 
@@ -150,16 +131,7 @@ class QuestionAdmin(admin.ModelAdmin):
 
 @admin.register(Answer)
 class AnswerAdmin(admin.ModelAdmin):
-    list_display = (
-        "external_id",
-        "question",
-        "kind",
-        "derived_from",
-        "review_status",
-        "len_words",
-        "len_chars",
-        "len_bpe",
-    )
+    list_display = ("external_id", "question", "kind", "derived_from", "review_status", "len_words", "len_chars", "len_bpe")
     list_filter = ("question__study", "kind", "review_status")
     search_fields = ("external_id", "text", "question__external_id")
     readonly_fields = ("len_words", "len_chars", "len_bpe", "created_at")
@@ -196,30 +168,10 @@ class JudgeAdmin(admin.ModelAdmin):
 
 @admin.register(Rater)
 class RaterAdmin(admin.ModelAdmin):
-    list_display = (
-        "participant_id",
-        "study",
-        "source",
-        "target",
-        "vote_count",
-        "gold",
-        "flagged",
-        "flag_reason",
-        "finished_at",
-        "completion_code",
-        "last_seen_at",
-    )
+    list_display = ("participant_id", "study", "source", "target", "vote_count", "gold", "flagged", "flag_reason", "finished_at", "completion_code", "last_seen_at")
     list_filter = ("study", "source", "flagged", ("finished_at", admin.EmptyFieldListFilter))
     search_fields = ("participant_id", "completion_code")
-    readonly_fields = (
-        "created_at",
-        "last_seen_at",
-        "consent_at",
-        "gold_seen",
-        "gold_correct",
-        "finished_at",
-        "completion_code",
-    )
+    readonly_fields = ("created_at", "last_seen_at", "consent_at", "gold_seen", "gold_correct", "finished_at", "completion_code")
     list_select_related = ("study",)
     actions = ["flag", "unflag"]
 
@@ -262,17 +214,7 @@ class VoteAdmin(admin.ModelAdmin):
         "assignment",
         "received_at",
     )
-    list_filter = (
-        "item__study",
-        "judge__kind",
-        "judge",
-        "run",
-        "choice",
-        "shown_first",
-        "not_familiar",
-        "parse_status",
-        "item__kind",
-    )
+    list_filter = ("item__study", "judge__kind", "judge", "run", "choice", "shown_first", "not_familiar", "parse_status", "item__kind")
     search_fields = ("rater__participant_id", "item__question__external_id", "raw_output")
     date_hierarchy = "received_at"
     list_select_related = ("item__question", "item__kind", "judge", "rater")
@@ -299,22 +241,12 @@ class VoteAdmin(admin.ModelAdmin):
         return ", ".join(key.replace("_", " ") for key, value in info.items() if value is True) or "not counted"
 
 
+
 @admin.register(Lease)
 class LeaseAdmin(admin.ModelAdmin):
     """Items handed to raters: who holds what, in which order, until when."""
 
-    list_display = (
-        "id",
-        "study",
-        "rater",
-        "item",
-        "shown_first",
-        "is_gold",
-        "created_at",
-        "expires_at",
-        "voted_at",
-        "released_at",
-    )
+    list_display = ("id", "study", "rater", "item", "shown_first", "is_gold", "created_at", "expires_at", "voted_at", "released_at")
     list_filter = ("study", "is_gold", "shown_first")
     search_fields = ("rater__participant_id", "item__question__external_id")
     list_select_related = ("study", "rater", "item__question", "item__kind")

@@ -97,7 +97,7 @@ def study_document_validate(document: dict, *, path: str | Path, locator: _Locat
         # instead of failing in the middle of the write.
         fail("contains a NUL character (\\u0000), which cannot be stored", nul or "(a key)")
     if document.get("format") != FORMAT_NAME:
-        fail(f'expected "format": "{FORMAT_NAME}"', "format")
+        fail(f"expected \"format\": \"{FORMAT_NAME}\"", "format")
     if document.get("version") != FORMAT_VERSION:
         fail(f"unsupported version {document.get('version')!r} (this program reads {FORMAT_VERSION})", "version")
     study = document.get("study")
@@ -219,15 +219,11 @@ def _validate_question(question: Any, field: str, kinds: dict, seen: set, fail: 
         if parent is None or kind is None:
             fail("a variant needs both derived_from and kind", afield, answer["id"])
         if parent not in by_id:
-            fail(
-                f"the original {parent!r} is not an answer of question {qid!r}", f"{afield}.derived_from", answer["id"]
-            )
+            fail(f"the original {parent!r} is not an answer of question {qid!r}", f"{afield}.derived_from", answer["id"])
         if parent == answer["id"]:
             fail("an answer cannot be derived from itself", f"{afield}.derived_from", answer["id"])
         if kind not in kinds:
-            fail(
-                f"unknown perturbation kind {kind!r} (declare it in perturbation_kinds)", f"{afield}.kind", answer["id"]
-            )
+            fail(f"unknown perturbation kind {kind!r} (declare it in perturbation_kinds)", f"{afield}.kind", answer["id"])
     originals = [a["id"] for a in answers if a.get("derived_from") is None]
     if len(originals) != 2:
         fail(f"a question needs exactly two original answers, found {len(originals)}", f"{field}.answers", qid)
@@ -312,9 +308,7 @@ def _check_bloom(value: Any, field: str, fail: Callable, near: str | None) -> No
 
 def _type_name(expected: type | tuple[type, ...]) -> str:
     types = expected if isinstance(expected, tuple) else (expected,)
-    return " or ".join(
-        {"str": "text", "int": "a whole number", "float": "a number", "bool": "true/false"}[t.__name__] for t in types
-    )
+    return " or ".join({"str": "text", "int": "a whole number", "float": "a number", "bool": "true/false"}[t.__name__] for t in types)
 
 
 # --------------------------------------------------------------------------- chen2024 format
@@ -364,9 +358,7 @@ def read_chen2024(path: Path) -> tuple[dict, None]:
                 raise StudyFileError(control, "missing answer or answer_id", line=line_no, field=f"answers.{slot}")
             aid = answer["answer_id"]
             if aid in answers_by_id:
-                raise StudyFileError(
-                    control, f"duplicate answer id {aid!r}", line=line_no, field=f"answers.{slot}.answer_id"
-                )
+                raise StudyFileError(control, f"duplicate answer id {aid!r}", line=line_no, field=f"answers.{slot}.answer_id")
             record = {"id": aid, "text": answer["answer"], "provenance": _chen_provenance(row, None)}
             answers_by_id[aid] = (qid, record)
             answers.append(record)
@@ -416,9 +408,7 @@ def _read_chen_perturbation(
     seen.add(qid)
     perturbed = [(slot, a) for slot, a in row["answers"].items() if isinstance(a, dict) and a.get("perturb")]
     if len(perturbed) != 1:
-        raise StudyFileError(
-            file, f"expected exactly one perturbed answer, found {len(perturbed)}", line=line_no, field="answers"
-        )
+        raise StudyFileError(file, f"expected exactly one perturbed answer, found {len(perturbed)}", line=line_no, field="answers")
     slot, answer = perturbed[0]
     aid = answer.get("answer_id") or ""
     if not isinstance(aid, str):
@@ -453,12 +443,7 @@ def _read_chen_perturbation(
 
 def _chen_provenance(row: dict, answer: dict | None) -> dict:
     if answer is None:
-        return {
-            "method": "import",
-            "source": "chen2024",
-            "model": row.get("model_id"),
-            "temperature": row.get("temperature"),
-        }
+        return {"method": "import", "source": "chen2024", "model": row.get("model_id"), "temperature": row.get("temperature")}
     return {
         "method": "import",
         "source": "chen2024",
@@ -519,11 +504,7 @@ def study_import(
         document["study"].update(overrides)
     study_document_validate(document, path=path, locator=locator)
     if Study.objects.filter(slug=document["study"]["slug"]).exists():
-        raise StudyFileError(
-            path,
-            f"a study with slug {document['study']['slug']!r} exists already (choose another with --slug)",
-            field="study.slug",
-        )
+        raise StudyFileError(path, f"a study with slug {document['study']['slug']!r} exists already (choose another with --slug)", field="study.slug")
     return study_document_write(document)
 
 
@@ -601,9 +582,7 @@ def study_export(*, study: Study) -> dict:
     for answer in Answer.objects.filter(question__study=study).select_related("derived_from", "kind").order_by("id"):
         answers_by_question.setdefault(answer.question_id, []).append(answer)
     items_by_question: dict[int, list[ComparisonItem]] = {}
-    for item in (
-        ComparisonItem.objects.filter(study=study).select_related("kind", "answer_a1", "answer_a2").order_by("id")
-    ):
+    for item in ComparisonItem.objects.filter(study=study).select_related("kind", "answer_a1", "answer_a2").order_by("id"):
         items_by_question.setdefault(item.question_id, []).append(item)
     for question in study.questions.order_by("id"):
         answers = answers_by_question.get(question.id, [])

@@ -84,7 +84,5 @@ def env_rate(name: str, default: str) -> tuple[int, int]:
     value = os.environ.get(name, default).strip()
     match = _RATE.fullmatch(value)
     if not match:
-        raise EnvError(
-            f"environment variable {name}={value!r} is not a rate like 30/minute (second, minute, hour, day)"
-        )
+        raise EnvError(f"environment variable {name}={value!r} is not a rate like 30/minute (second, minute, hour, day)")
     return int(match.group(1)), _PERIOD_SECONDS[match.group(2)]

@@ -205,12 +205,7 @@ CONTENT_SECURITY_POLICY = {
         "font-src": ["'self'"],
         "connect-src": ["'self'"],
         "frame-ancestors": ["'none'"],
-        "form-action": [
-            "'self'",
-            "https://app.prolific.com",
-            "https://www.mturk.com",
-            "https://workersandbox.mturk.com",
-        ],
+        "form-action": ["'self'", "https://app.prolific.com", "https://www.mturk.com", "https://workersandbox.mturk.com"],
         "base-uri": ["'self'"],
         "object-src": ["'none'"],
     }

@@ -101,9 +101,7 @@ def test_a_token_of_a_deactivated_user_is_refused(voted_study, api_token, token_
     assert token_client.get(reverse("api:studies")).status_code == 401
 
 
-@pytest.mark.parametrize(
-    ("persona", "status"), [("anon_client", 302), ("rater_session_client", 302), ("user_client", 302)]
-)
+@pytest.mark.parametrize(("persona", "status"), [("anon_client", 302), ("rater_session_client", 302), ("user_client", 302)])
 def test_the_docs_page_sends_everyone_but_staff_to_the_login(db, rater, persona, status, request):
     response = request.getfixturevalue(persona).get(reverse("api:docs"))
     assert response.status_code == status

@@ -171,9 +171,7 @@ def zipped(files: dict[str, str], name: str = "chen.zip") -> io.BytesIO:
 @pytest.mark.parametrize("folder", ["", "humans_llms_judgement_bias/"])
 def test_a_chen2024_zip_is_imported_from_its_root_or_its_folder(token_client, folder):
     raw, reference = chen_rows()
-    upload = zipped(
-        {f"{folder}raw.json": jsonl(raw), f"{folder}reference.json": jsonl(reference), f"{folder}README.md": "x"}
-    )
+    upload = zipped({f"{folder}raw.json": jsonl(raw), f"{folder}reference.json": jsonl(reference), f"{folder}README.md": "x"})
     response = token_client.post(URL, {"file": upload, "format": "chen2024"}, format="multipart")
     assert response.status_code == 201, response.content
     study = Study.objects.get(slug="chen2024")

@@ -161,15 +161,9 @@ def test_what_the_review_refuses_is_a_400_and_changes_nothing(plants, token_clie
     assert response.status_code == 400 and "already has 1 vote" in response.json()["detail"]
     assert ComparisonItem.objects.filter(answer_a2=variant).exists()
     original = question.answers.originals().first()
-    response = token_client.post(
-        reverse("api:answer-review", args=[original.pk]), {"decision": "approve"}, format="json"
-    )
+    response = token_client.post(reverse("api:answer-review", args=[original.pk]), {"decision": "approve"}, format="json")
     assert response.status_code == 400 and "original answer" in response.json()["detail"]
-    for body, field in [
-        ({}, "decision"),
-        ({"decision": "maybe"}, "decision"),
-        ({"decision": "approve", "note": "x" * 2001}, "note"),
-    ]:
+    for body, field in [({}, "decision"), ({"decision": "maybe"}, "decision"), ({"decision": "approve", "note": "x" * 2001}, "note")]:
         response = token_client.post(reverse("api:answer-review", args=[variant.pk]), body, format="json")
         assert response.status_code == 400 and field in response.json()
     assert not AnswerRevision.objects.exists()

@@ -17,9 +17,7 @@ PRODUCTION = {
 
 
 def test_the_deploy_check_is_clean_under_production_settings(tmp_path):
-    env = live_env(
-        f"sqlite:///{tmp_path / 'deploy.sqlite3'}", DJANGO_SECRET_KEY=secrets.token_urlsafe(64), **PRODUCTION
-    )
+    env = live_env(f"sqlite:///{tmp_path / 'deploy.sqlite3'}", DJANGO_SECRET_KEY=secrets.token_urlsafe(64), **PRODUCTION)
     env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)  # set by the browser tests for their own process only
     done = manage("check", "--deploy", "--fail-level", "DEBUG", env=env)
     assert done.returncode == 0, done.stdout + done.stderr
