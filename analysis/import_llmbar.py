@@ -64,8 +64,8 @@ def _load_subset(folder: Path, subset: str) -> list[dict]:
     return data
 
 
-def parse_llmbar(path: Path, *, limit: int | None = None) -> Parsed:
-    """``limit``: read only the first N vote rows."""
+def parse_llmbar(path: Path, *, limit: int | None = None, known_groups: set[str] | None = None) -> Parsed:
+    """``limit``: read only the first N vote rows (``known_groups`` is not needed: no perturbations)."""
     folder = path if path.is_dir() else path.parent
     vote_file = folder / VOTES_FILE
     questions: dict[str, QuestionRecord] = {}

@@ -52,6 +52,7 @@ and GPT-4 votes on the same pair meet on the same item. Human votes go to the im
 from __future__ import annotations
 
 import csv
+import importlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -340,17 +341,25 @@ def _mtbench_row(row, line, path, judge_name, by_id, answers, questions) -> Vote
     )
 
 
-# --- every format by name (``import_votes --format``); a format in its own module is imported when used
-
-
-def _llmbar(path: Path, *, known_groups: set[str], limit: int | None = None) -> Parsed:
-    from analysis.import_llmbar import parse_llmbar
-
-    return parse_llmbar(path, limit=limit)
-
-
+# --- every format by name (``import_votes --format``) ------------------------------------------
+# "module:function", called with (path, known_groups=..., limit=...). A format in its own module
+# is named here, not imported: that module builds on the records above.
 FORMATS = {
-    "csv": lambda path, *, known_groups, limit=None: parse_csv(path, known_groups=known_groups),
-    "mtbench": lambda path, *, known_groups, limit=None: parse_mtbench(path, limit=limit),
-    "llmbar": _llmbar,
+    "csv": "analysis.importers:_read_csv",
+    "mtbench": "analysis.importers:_read_mtbench",
+    "llmbar": "analysis.import_llmbar:parse_llmbar",
 }
+
+
+def parse(fmt: str, path: Path, *, known_groups: set[str], limit: int | None = None) -> Parsed:
+    """Parse a vote file in the format named ``fmt`` (one of ``FORMATS``)."""
+    module, name = FORMATS[fmt].split(":")
+    return getattr(importlib.import_module(module), name)(path, known_groups=known_groups, limit=limit)
+
+
+def _read_csv(path: Path, *, known_groups: set[str], limit: int | None = None) -> Parsed:
+    return parse_csv(path, known_groups=known_groups)
+
+
+def _read_mtbench(path: Path, *, known_groups: set[str], limit: int | None = None) -> Parsed:
+    return parse_mtbench(path, limit=limit)

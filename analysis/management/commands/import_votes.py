@@ -27,8 +27,9 @@ class Command(BaseCommand):
             raise CommandError(f"{path}: no such file or folder")
         started = time.perf_counter()
         try:
-            parse = importers.FORMATS[options["format"]]
-            parsed = parse(path, known_groups=services.kind_slugs(study=study), limit=options["limit"])
+            parsed = importers.parse(
+                options["format"], path, known_groups=services.kind_slugs(study=study), limit=options["limit"]
+            )
             counts = services.votes_import(study=study, parsed=parsed)
         except importers.ImportProblem as exc:
             raise CommandError(str(exc)) from exc
