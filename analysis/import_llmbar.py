@@ -33,7 +33,7 @@ VOTES_FILE = "evaluator_votes.csv.gz"
 COLUMNS = ("subset", "evaluator", "strategy", "instance", "label", "stage", "final")
 TWO_STAGE = {"Swap", "Swap_CoT"}
 FIRST_STAGE = " (first stage)"
-WINNER = {"1": "a1", "2": "a2", "": ""}
+WINNER = {"1": "a1", "2": "a2", "": None}  # None: the output could not be read
 
 
 def judge_name(evaluator: str, strategy: str, *, first_stage: bool = False) -> str:
@@ -101,9 +101,9 @@ def _read_votes(reader: csv.DictReader, vote_file: Path, folder: Path, limit, qu
         if row["strategy"] in TWO_STAGE and row["stage"] == "0":
             judges.append(judge_name(row["evaluator"], row["strategy"], first_stage=True))
         for shown_first, column in (("a1", "winner_swap_false"), ("a2", "winner_swap_true")):
-            winner = WINNER.get(row[column].strip())
-            if winner is None:
+            if row[column].strip() not in WINNER:
                 raise ImportProblem(vote_file, line, column, f"{row[column]!r} is not 1, 2 or empty")
+            winner = WINNER[row[column].strip()]
             for judge in judges:
                 meta = {"line": line, "stage": int(row["stage"] == "1")}
                 votes.append(VoteRecord(question, "control", judge, winner, shown_first=shown_first, meta=meta))

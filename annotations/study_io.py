@@ -34,6 +34,7 @@ STUDY_FIELDS: dict[str, type | tuple[type, ...]] = {
     "target_per_rater": int,
     "min_response_ms": int,
     "ms_per_word": int,
+    "fast_notice": bool,
     "lease_seconds": int,
     "one_variant_per_question": bool,
     "completion_code": str,
@@ -492,10 +493,11 @@ READERS: dict[str, Callable[[Path], tuple[dict, _Locator | None]]] = {
 # --------------------------------------------------------------------------- writing
 
 
-def study_import(
+def study_file_read(
     *, path: str | Path, fmt: str, slug: str | None = None, title: str | None = None, status: str | None = None
-) -> Study:
-    """Read, validate and write a study file. Nothing is written unless all of it is valid."""
+) -> dict:
+    """Read and validate a study file, with the command's overrides; write nothing. The admin's
+    upload shows this document as its preview before the same file is imported."""
     if fmt not in READERS:
         raise StudyFileError(path, f"unknown format {fmt!r} (one of {', '.join(READERS)})")
     document, locator = READERS[fmt](Path(path))
@@ -505,12 +507,27 @@ def study_import(
     study_document_validate(document, path=path, locator=locator)
     if Study.objects.filter(slug=document["study"]["slug"]).exists():
         raise StudyFileError(path, f"a study with slug {document['study']['slug']!r} exists already (choose another with --slug)", field="study.slug")
-    return study_document_write(document)
+    return document
+
+
+def study_import(
+    *,
+    path: str | Path,
+    fmt: str,
+    slug: str | None = None,
+    title: str | None = None,
+    status: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Study:
+    """Read, validate and write a study file. Nothing is written unless all of it is valid."""
+    document = study_file_read(path=path, fmt=fmt, slug=slug, title=title, status=status)
+    return study_document_write(document, progress=progress)
 
 
 @transaction.atomic
-def study_document_write(document: dict) -> Study:
-    """Write a validated document. Runs in one transaction: all or nothing."""
+def study_document_write(document: dict, *, progress: Callable[[int, int], None] | None = None) -> Study:
+    """Write a validated document. Runs in one transaction: all or nothing. `progress(done, total)`
+    is called after each question (the upload's task shows it to the admin)."""
     study = Study.objects.create(**document["study"])
     for kind in document.get("perturbation_kinds", []):
         PerturbationKind.objects.get_or_create(
@@ -524,7 +541,8 @@ def study_document_write(document: dict) -> Study:
             },
         )
     kinds = {kind.slug: kind for kind in PerturbationKind.objects.all()}
-    for record in document["questions"]:
+    total = len(document["questions"])
+    for done, record in enumerate(document["questions"], start=1):
         question = Question.objects.create(
             study=study,
             external_id=record["id"],
@@ -560,6 +578,8 @@ def study_document_write(document: dict) -> Study:
                 answer_a2=answers[item["a2"]],
                 gold_label=item.get("gold_label", ""),
             )
+        if progress is not None:
+            progress(done, total)
     for gold in document.get("gold_items", []):
         question = Question.objects.create(
             study=study, external_id=gold["id"], text=gold["text"], bloom_level=gold["bloom"], is_gold=True

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotations', '0011_slot_queue'),
+        ('annotations', '0013_study_fast_notice'),
     ]
 
     operations = [
