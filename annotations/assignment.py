@@ -20,12 +20,15 @@ order, so that the orders are equal again once that one is filled.
 
 from __future__ import annotations
 
+import fcntl
 import random
 import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
@@ -63,7 +66,7 @@ def rater_enter(
     if not participant_id:
         raise ValueError("rater_enter: participant_id is empty")
     now = timezone.now()
-    with transaction.atomic():
+    with _write_transaction():
         judge_human_pool(study=study)
         rater, created = Rater.objects.get_or_create(
             study=study,
@@ -94,7 +97,7 @@ def lease_next(*, rater: Rater, now: datetime | None = None) -> Lease | None:
         return lease
     # As little Python as can be under SQLite's write lock (the whole database's): what the
     # page shows is read after it.
-    with transaction.atomic():
+    with _write_transaction():
         _lock(rater)
         lease = _only(Lease.objects.pending().filter(rater=rater))  # again: another tab may have taken one
         if lease is not None and not (lease.expires_at > now or _lease_renew(lease, study=rater.study, now=now)):
@@ -126,7 +129,7 @@ def vote_record(
     rater's fields are refreshed from their locked row.
     """
     now = now or timezone.now()
-    with transaction.atomic():
+    with _write_transaction():
         _lock(rater)
         study = rater.study
         lease = statements.pending_lease(rater.pk)  # the usual case: the vote is on the current item
@@ -203,6 +206,26 @@ def rater_finish(*, rater: Rater) -> str:
         )
         rater.refresh_from_db(fields=["finished_at", "completion_code"])
     return rater.completion_code
+
+
+@contextmanager
+def _write_transaction() -> Iterator[None]:
+    """A transaction of the rater path. On SQLite (one writer at a time for the whole database)
+    raters' writers first queue for a lock file beside the database: the kernel hands it to the
+    next waiter the moment it is free, where SQLite's busy handler would have slept between
+    tries (at 32 raters that sleeping, not work, set the pace). Other writers (judge runs,
+    imports) still meet the raters at SQLite's own lock."""
+    path = str(connection.settings_dict["NAME"])
+    in_memory = ":memory:" in path or "mode=memory" in path
+    queue = connection.vendor == "sqlite" and transaction.get_autocommit() and not in_memory
+    if not queue:
+        with transaction.atomic():
+            yield
+        return
+    with open(f"{path}.writers", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed, whatever happens
+        with transaction.atomic():
+            yield
 
 
 def _only(queryset: QuerySet) -> object | None:
