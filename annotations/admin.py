@@ -4,7 +4,7 @@ and never deletable (exclusions are analysis-time filters)."""
 import json
 
 from django.contrib import admin, messages
-from django.db.models import Count, Q
+from django.db.models import Count, F, Func, IntegerField, OuterRef, Q, Subquery
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html
@@ -16,6 +16,14 @@ from annotations.study_io import study_export
 
 def _short(text: str, length: int = 80) -> str:
     return Truncator(text).chars(length)
+
+
+def _count(queryset) -> Subquery:
+    """The number of rows of `queryset` (filtered on an OuterRef) as a subquery: each counts on
+    its own index. Counting several reverse relations with Count(..., distinct=True) joins them
+    all, questions x items x raters rows per study (32 s for 500 raters on PostgreSQL)."""
+    counted = queryset.order_by().annotate(n=Func(F("pk"), function="COUNT")).values("n")
+    return Subquery(counted, output_field=IntegerField())
 
 
 @admin.register(Study)
@@ -59,9 +67,10 @@ class StudyAdmin(admin.ModelAdmin):
             super()
             .get_queryset(request)
             .annotate(
-                n_questions=Count("questions", filter=Q(questions__is_gold=False), distinct=True),
-                n_items=Count("items", distinct=True),
-                n_raters=Count("raters", distinct=True),
+                n_questions=_count(Question.objects.filter(study=OuterRef("pk"), is_gold=False)),
+                n_items=_count(ComparisonItem.objects.filter(study=OuterRef("pk"))),
+                n_raters=_count(Rater.objects.filter(study=OuterRef("pk"))),
+                n_votes=_count(Vote.objects.filter(item__study=OuterRef("pk"))),
             )
         )
 
@@ -77,9 +86,9 @@ class StudyAdmin(admin.ModelAdmin):
     def rater_count(self, obj: Study) -> int:
         return obj.n_raters
 
-    @admin.display(description="votes")
+    @admin.display(description="votes", ordering="n_votes")
     def vote_count(self, obj: Study) -> int:
-        return Vote.objects.filter(item__study=obj).count()
+        return obj.n_votes
 
     @admin.display(description="results")
     def results(self, obj: Study) -> str:

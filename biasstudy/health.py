@@ -62,7 +62,11 @@ def _check_judge_runs() -> dict:
         )[:20]
     )
     if stalled:
-        return {"ok": False, "stalled_runs": stalled, "error": "judge runs stopped making progress: is a worker running?"}
+        return {
+            "ok": False,
+            "stalled_runs": stalled,
+            "error": "judge runs stopped making progress: is a worker running?",
+        }
     return {"ok": True}
 
 

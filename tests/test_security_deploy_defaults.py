@@ -12,7 +12,9 @@ from tests.live import live_env, manage
 PRODUCTION = {"DJANGO_SETTINGS_MODULE": "biasstudy.settings", "DJANGO_DEBUG": "0"}
 
 
-@pytest.mark.parametrize("key", ["", "   ", "short-but-not-empty", "a" * 64], ids=["empty", "blank", "short", "one-char"])
+@pytest.mark.parametrize(
+    "key", ["", "   ", "short-but-not-empty", "a" * 64], ids=["empty", "blank", "short", "one-char"]
+)
 def test_production_settings_refuse_an_empty_blank_or_weak_secret_key(tmp_path, key):
     env = live_env(f"sqlite:///{tmp_path / 'key.sqlite3'}", DJANGO_SECRET_KEY=key, **PRODUCTION)
     done = manage("check", env=env)
