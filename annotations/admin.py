@@ -4,7 +4,7 @@ and never deletable (exclusions are analysis-time filters)."""
 import json
 
 from django.contrib import admin, messages
-from django.db.models import Count, F, Func, IntegerField, OuterRef, Q, Subquery
+from django.db.models import Count, F, Func, IntegerField, OuterRef, Subquery
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html
