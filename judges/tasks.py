@@ -1,9 +1,10 @@
-"""Background tasks: thin wrappers around services, run by the task worker (manage.py db_worker)."""
+"""Background tasks: thin wrappers around services, run by the task worker (worker_command())."""
 
 from __future__ import annotations
 
 import logging
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from django_tasks import DEFAULT_TASK_BACKEND_ALIAS, task, task_backends
@@ -12,6 +13,14 @@ from judges import runner
 from judges.models import JudgeRun, stale_after
 
 log = logging.getLogger(__name__)
+
+
+def worker_command() -> str:
+    """The command that runs the workers of the configured queue (docs/DEPLOY.md)."""
+    if settings.TASKS["default"]["BACKEND"] == "django_tasks_rq.RQBackend":
+        # The scheduler runs the deferred watchdogs (watch_run) when their time comes.
+        return "manage.py rqworker default --job-class django_tasks_rq.Job --with-scheduler"
+    return "manage.py db_worker --queue-name '*'"
 
 
 @task()
