@@ -97,7 +97,9 @@ def cache_from_url(url: str) -> dict:
     own memory (right for a single process only)."""
     scheme = url.partition("://")[0]
     if not url:
-        return {"BACKEND": "biasstudy.cache.AtomicDatabaseCache", "LOCATION": CACHE_TABLE}
+        # Django culls a third of the entries once there are MAX_ENTRIES (300 by default), live
+        # counters included: room for ten thousand raters counting in the same minute.
+        return {"BACKEND": "biasstudy.cache.AtomicDatabaseCache", "LOCATION": CACHE_TABLE, "OPTIONS": {"MAX_ENTRIES": 10_000}}
     if scheme in ("redis", "rediss"):
         return {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url}
     if url == "locmem://":
