@@ -4,7 +4,7 @@ and never deletable (exclusions are analysis-time filters)."""
 import json
 
 from django.contrib import admin, messages
-from django.db.models import Count, F, Func, IntegerField, OuterRef, Subquery
+from django.db.models import F, Func, IntegerField, OuterRef, Subquery
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html
@@ -118,6 +118,8 @@ class AnswerInline(admin.StackedInline):
     extra = 0
     fields = ("external_id", "text", "derived_from", "kind", "review_status", "inserted_errors", "provenance", "lengths")
     readonly_fields = ("lengths",)
+    # A select of every answer in the database per inline form: 11 s for a chen2024 question.
+    raw_id_fields = ("derived_from",)
     show_change_link = True
 
     @admin.display(description="lengths")
@@ -150,6 +152,8 @@ class AnswerAdmin(admin.ModelAdmin):
 
 @admin.register(ComparisonItem)
 class ComparisonItemAdmin(admin.ModelAdmin):
+    # Votes counted per row shown (a subquery on the vote's item index), not grouped over every
+    # item's votes before the page is cut: 2.5 s with 100k votes on PostgreSQL.
     list_display = ("__str__", "study", "group_name", "answer_a1", "answer_a2", "vote_count")
     list_filter = ("study", "kind", "question__is_gold", "question__bloom_level")
     search_fields = ("question__external_id", "question__text")
@@ -157,7 +161,7 @@ class ComparisonItemAdmin(admin.ModelAdmin):
     list_select_related = ("study", "question", "kind", "answer_a1", "answer_a2")
 
     def get_queryset(self, request: HttpRequest):
-        return super().get_queryset(request).annotate(n_votes=Count("votes"))
+        return super().get_queryset(request).annotate(n_votes=_count(Vote.objects.filter(item=OuterRef("pk"))))
 
     @admin.display(description="group", ordering="kind")
     def group_name(self, obj: ComparisonItem) -> str:
@@ -185,7 +189,8 @@ class RaterAdmin(admin.ModelAdmin):
     actions = ["flag", "unflag"]
 
     def get_queryset(self, request: HttpRequest):
-        return super().get_queryset(request).annotate(n_votes=Count("votes"))
+        # Per row shown, as for items (1.3 s grouped over 100k votes).
+        return super().get_queryset(request).annotate(n_votes=_count(Vote.objects.filter(rater=OuterRef("pk"))))
 
     @admin.display(description="votes", ordering="n_votes")
     def vote_count(self, obj: Rater) -> int:
