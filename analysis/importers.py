@@ -23,6 +23,15 @@ shown_first        no        a1 or a2; empty: the order is unknown and the vote 
                              of the positional table
 not_familiar       no        1/0, true/false, yes/no
 response_ms        no        time to decide, in ms
+judge_kind         no        ``human`` (people voted; counted as human votes even without
+                             rater ids) or ``llm``; the same on every row of a judge
+label_scheme       no        how the judge's prompt named the answers (e.g. ``ab``), ≤ 32
+                             characters; shown by the label-bias table
+prob_first         no        the judge's probability for the answer shown first, and
+prob_second                  for the second and for a tie (numbers in [0, 1]; all
+prob_tie                     three or none; ``shown_first`` says which answer was first)
+len_a1_words ...   no        ``len_<a1|a2>_<words|chars|bpe>``: an answer's length when
+                             its text is not given (a given text is measured instead)
 =================  ========  ===========================================================
 
 MT-bench human judgments (Zheng et al. 2023; ``../shared/datasets/mtbench_human_judgments``):
@@ -41,8 +50,9 @@ and GPT-4 votes on the same pair meet on the same item. Human votes go to the im
 - MT-bench categories become Bloom levels by this mapping (ours; MT-bench has no Bloom levels):
   writing, roleplay → creating; reasoning → analyzing; math, coding → applying;
   extraction → understanding; stem → remembering; humanities → evaluating (``MTBENCH_BLOOM``).
-- One expert voted twice on the same pair and turn; the database keeps one vote per rater and
-  item, so the repeat is kept without the rater link (its rater id stays in ``meta``).
+- One author (author_0, question 128, turn 1) voted twice on the same pair; the database keeps
+  one vote per rater and item, so the repeat is kept without the rater link (its rater id stays
+  in ``meta``).
 """
 
 from __future__ import annotations
@@ -51,6 +61,8 @@ import csv
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from django.utils.module_loading import import_string
 
 from annotations.models import BloomLevel
 
@@ -79,6 +91,8 @@ class AnswerRecord:
     external_id: str
     text: str
     derived_from: str | None = None  # external id of the original, for variants
+    system: str = ""  # the system (model) that wrote it, when the source says
+    lengths: dict[str, int] | None = None  # given lengths (words/chars/bpe) of an answer without text
 
 
 @dataclass
@@ -96,12 +110,15 @@ class VoteRecord:
     question: str
     group: str
     judge: str
-    winner: str  # a1 / a2 / tie
+    winner: str | None  # a1 / a2 / tie; None: the source has a vote whose verdict could not be read
     rater: str = ""
     shown_first: str | None = None  # None: unknown
     not_familiar: bool = False
     response_ms: int | None = None
     meta: dict = field(default_factory=dict)
+    round: int = 0  # the same judge asked the same thing again: 1, 2, ...
+    label_scheme: str = ""
+    option_probs: dict[str, float] | None = None  # first/second/tie as displayed
 
 
 @dataclass
@@ -109,6 +126,19 @@ class Parsed:
     source: str
     questions: dict[str, QuestionRecord]
     votes: list[VoteRecord]
+    people: set[str] = field(default_factory=set)  # judges whose votes come from people without rater ids
+
+
+# ``import_votes --format NAME``: each parser takes (path, known_groups=..., limit=...) → Parsed.
+FORMATS = {
+    "csv": "analysis.importers.parse_csv",
+    "mtbench": "analysis.importers.parse_mtbench",
+    "prd": "analysis.import_prd.parse_prd",
+}
+
+
+def parse(fmt: str, path: Path, *, known_groups: set[str], limit: int | None = None) -> Parsed:
+    return import_string(FORMATS[fmt])(path, known_groups=known_groups, limit=limit)
 
 
 def _add_question(questions: dict, rec: QuestionRecord, path, line) -> QuestionRecord:
@@ -124,7 +154,7 @@ def _add_question(questions: dict, rec: QuestionRecord, path, line) -> QuestionR
 
 def _add_answer(question: QuestionRecord, answer: AnswerRecord, path, line, field_name) -> None:
     known = question.answers.setdefault(answer.external_id, answer)
-    if known.text != answer.text or known.derived_from != answer.derived_from:
+    if (known.text, known.derived_from, known.lengths) != (answer.text, answer.derived_from, answer.lengths):
         raise ImportProblem(path, line, field_name, f"answer {answer.external_id!r} differs from an earlier row")
 
 
@@ -141,9 +171,10 @@ def _add_item(question: QuestionRecord, group: str, pair: tuple[str, str], path,
 REQUIRED = ("question_id", "question", "answer_a1", "answer_a2", "judge", "winner")
 
 
-def parse_csv(path: Path, *, known_groups: set[str]) -> Parsed:
+def parse_csv(path: Path, *, known_groups: set[str], limit: int | None = None) -> Parsed:
     questions: dict[str, QuestionRecord] = {}
     votes: list[VoteRecord] = []
+    kinds: dict[str, str] = {}
     try:
         fh = path.open(encoding="utf-8", newline="")
     except OSError as exc:
@@ -155,7 +186,9 @@ def parse_csv(path: Path, *, known_groups: set[str]) -> Parsed:
             raise ImportProblem(path, 1, missing[0], f"missing column(s): {', '.join(missing)}")
         try:
             for row in reader:
-                votes.append(_csv_row(row, reader.line_num, path, questions, known_groups))
+                if limit is not None and len(votes) >= limit:
+                    break
+                votes.append(_csv_row(row, reader.line_num, path, questions, known_groups, kinds))
         except UnicodeDecodeError as exc:
             raise ImportProblem(path, reader.line_num + 1, None, "not UTF-8 text") from exc
     # Perturbation rows name their A2's original; it must exist as an original of the question.
@@ -170,10 +203,16 @@ def parse_csv(path: Path, *, known_groups: set[str]) -> Parsed:
                 )
     if not votes:
         raise ImportProblem(path, None, None, "no votes in the file")
-    return Parsed(source=str(path), questions=questions, votes=votes)
+    return Parsed(
+        source=str(path), questions=questions, votes=votes, people={j for j, k in kinds.items() if k == "human"}
+    )
 
 
-def _csv_row(row: dict, line: int, path, questions: dict, known_groups: set[str]) -> VoteRecord:
+PROBS = ("prob_first", "prob_second", "prob_tie")
+LENGTH_MEASURES = ("words", "chars", "bpe")
+
+
+def _csv_row(row: dict, line: int, path, questions: dict, known_groups: set[str], kinds: dict) -> VoteRecord:
     def get(name: str) -> str:
         return (row.get(name) or "").strip()
 
@@ -199,6 +238,19 @@ def _csv_row(row: dict, line: int, path, questions: dict, known_groups: set[str]
     ms = get("response_ms")
     if ms and not ms.isdigit():
         raise ImportProblem(path, line, "response_ms", f"{ms!r} is not a whole number of milliseconds")
+    kind = get("judge_kind").lower()
+    if kind not in ("", "human", "llm"):
+        raise ImportProblem(path, line, "judge_kind", f"{kind!r} is not human or llm")
+    if kinds.setdefault(get("judge"), kind) != kind:
+        raise ImportProblem(path, line, "judge_kind", f"judge {get('judge')!r} had kind {kinds[get('judge')]!r} before")
+    scheme = get("label_scheme")
+    if len(scheme) > 32:
+        raise ImportProblem(path, line, "label_scheme", "is longer than 32 characters")
+    probs = _numbers(get, PROBS, path, line, lambda v: 0 <= v <= 1, "a probability in [0, 1]")
+    if probs and len(probs) != len(PROBS):
+        raise ImportProblem(
+            path, line, next(c for c in PROBS if c not in probs), "is needed with the other prob_ columns"
+        )
     question = _add_question(questions, QuestionRecord(qid, row["question"], bloom), path, line)
     a1_id = get("answer_a1_id") or f"{qid}-a1"
     a2_id = get("answer_a2_id") or (f"{qid}-a2" if group == "control" else f"{qid}-{group}")
@@ -209,8 +261,14 @@ def _csv_row(row: dict, line: int, path, questions: dict, known_groups: set[str]
             raise ImportProblem(path, line, "a2_original_id", "is needed for a perturbation row")
     if a1_id == a2_id:
         raise ImportProblem(path, line, "answer_a2_id", "A1 and A2 must be different answers")
-    _add_answer(question, AnswerRecord(a1_id, row["answer_a1"]), path, line, "answer_a1")
-    _add_answer(question, AnswerRecord(a2_id, row["answer_a2"], original), path, line, "answer_a2")
+    for side, answer_id, derived in (("a1", a1_id, None), ("a2", a2_id, original)):
+        columns = [f"len_{side}_{m}" for m in LENGTH_MEASURES]
+        given = _numbers(get, columns, path, line, lambda v: v >= 0 and v == int(v), "a whole number")
+        if given and get(f"answer_{side}"):
+            raise ImportProblem(path, line, next(iter(given)), f"give either answer_{side} or its length, not both")
+        lengths = {c.rsplit("_", 1)[1]: int(v) for c, v in given.items()} or None
+        record = AnswerRecord(answer_id, row[f"answer_{side}"], derived, lengths=lengths)
+        _add_answer(question, record, path, line, f"answer_{side}")
     _add_item(question, group, (a1_id, a2_id), path, line)
     return VoteRecord(
         question=qid,
@@ -222,14 +280,34 @@ def _csv_row(row: dict, line: int, path, questions: dict, known_groups: set[str]
         not_familiar=nf in TRUE,
         response_ms=int(ms) if ms else None,
         meta={"source": str(path.name), "line": line},
+        label_scheme=scheme,
+        option_probs={c.removeprefix("prob_"): v for c, v in probs.items()} or None,
     )
+
+
+def _numbers(get, columns, path, line, valid, what: str) -> dict[str, float]:
+    """The non-empty ones of ``columns`` as numbers; a value that is not ``what`` is refused."""
+    out = {}
+    for column in columns:
+        text = get(column)
+        if not text:
+            continue
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")
+        if value != value or not valid(value):
+            raise ImportProblem(path, line, column, f"{text!r} is not {what}")
+        out[column] = value
+    return out
 
 
 # --- MT-bench ---------------------------------------------------------------------------------
 
 
-def parse_mtbench(path: Path, *, limit: int | None = None) -> Parsed:
-    """``path``: the dataset folder (both vote files) or one of its vote files."""
+def parse_mtbench(path: Path, *, limit: int | None = None, known_groups: set[str] = frozenset()) -> Parsed:
+    """``path``: the dataset folder (both vote files) or one of its vote files. MT-bench has no
+    perturbation groups, so ``known_groups`` is not used."""
     folder = path if path.is_dir() else path.parent
     files = [folder / name for name in MTBENCH_FILES] if path.is_dir() else [path]
     if not path.is_dir() and path.name not in MTBENCH_FILES:
@@ -301,7 +379,11 @@ def _mtbench_row(row, line, path, judge_name, by_id, answers, questions) -> Vote
     question = _add_question(questions, QuestionRecord(external, text, bloom), path, line)
     for model in (first, second):
         _add_answer(
-            question, AnswerRecord(f"{external}-{model}", answers[(qid, model)]["turns"][turn - 1]), path, line, "turn"
+            question,
+            AnswerRecord(f"{external}-{model}", answers[(qid, model)]["turns"][turn - 1], system=model),
+            path,
+            line,
+            "turn",
         )
     _add_item(question, "control", (f"{external}-{first}", f"{external}-{second}"), path, line)
     choice = "tie" if meaning is None else ("a1" if meaning == first else "a2")

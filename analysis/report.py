@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from analysis import labels, lc, metrics, stats
+from analysis import labels, lc, metrics, selfpref, stats, vote_pairs
 from analysis.frame import CONTROL, Filters, apply_filters
 
 
@@ -125,6 +125,11 @@ def _analyze(frame, *, study, filters, options, votes_per_item, groups, semantic
     nf = nf[nf["choice"].notna().to_numpy()] if len(nf) else nf
     human_nf = metrics.position(nf)
     position_tests = _adjust_position_tests(judges, human_nf)
+    agreement = _agreement(counted, prefs, prefs_by_judge, humans, judge_kinds, counts, question_index)
+    # Issue 21: agreement over vote pairs as Zheng et al. count it, and self-preference.
+    agreement["vote_pairs"] = vote_pairs.vote_pair_agreement(
+        counted, humans, counts=counts, question_index=question_index
+    )
     return {
         "study": study,
         "conventions": conventions(filters, options),
@@ -140,7 +145,8 @@ def _analyze(frame, *, study, filters, options, votes_per_item, groups, semantic
         "judges": judges,
         "human_nf_position": human_nf,
         "random_judge": metrics.random_judge(votes_per_item, groups, semantics),
-        "agreement": _agreement(counted, prefs, prefs_by_judge, humans, judge_kinds, counts, question_index),
+        "agreement": agreement,
+        "self_preference": selfpref.self_preference(counted, counts=counts, question_index=question_index),
     }
 
 
@@ -170,6 +176,8 @@ def conventions(filters: Filters, options: Options) -> dict:
         "interval_fallback": "Wilson on the number of questions when the rate is 0 or 1 or all resamples agree",
         "position_test": metrics.POSITION_TEST,
         "p_adjust": P_ADJUST,
+        "vote_pair_agreement": "Zheng et al.: every pair of votes on an item; S1 with ties, S2 without",
+        "self_preference": "own family's answer scored 1, tie 1/2; vs judges outside the family on the same items",
     }
 
 

@@ -173,25 +173,41 @@ def raters_simulate(
     return len(sim)
 
 
+RATER_STATUSES = ("finished", "partial", "failed attention checks")
+GOLD_FLAG = "attention checks"  # how annotations.assignment begins the flag reason it writes
+
+
+def rater_status(rater: Rater) -> str:
+    """finished (shown their completion code), failed attention checks (flagged for them), or
+    partial (left, or still working, before the end)."""
+    if rater.flagged and rater.flag_reason.startswith(GOLD_FLAG):
+        return "failed attention checks"
+    return "finished" if rater.finished_at else "partial"
+
+
 def raters_monitor(*, study: Study) -> list[dict]:
-    """Per rater: votes, median response time, share of left choices, tie rate, not-familiar
-    rate, attention-check accuracy and flags, so careless raters can be replaced in time."""
+    """Per rater: votes (counted, too fast, not familiar), median response time, share of left
+    choices, tie rate, attention-check accuracy, flags, completion status and total time (entry
+    to completion code, or to the last vote for those who have not finished), so careless raters
+    can be replaced in time and everyone paid right."""
+    columns = ["rater_id", "client_ms", "choice_shown", "not_familiar", "meta"]
     votes = pd.DataFrame(
-        list(
-            Vote.objects.filter(item__study=study, rater__isnull=False).values_list(
-                "rater_id", "client_ms", "choice_shown", "not_familiar", "received_at"
-            )
-        ),
-        columns=["rater_id", "client_ms", "choice_shown", "not_familiar", "received_at"],
+        list(Vote.objects.filter(item__study=study, rater__isnull=False).values_list(*columns)), columns=columns
     )
     stats_by_rater = {}
     if len(votes):
         votes["client_ms"] = votes["client_ms"].astype(float)
+        assignment = votes["meta"].map(lambda m: (m or {}).get("assignment", {}))
+        votes["too_fast"] = assignment.map(lambda a: bool(a.get("too_fast", False)))
+        votes["counted"] = assignment.map(lambda a: bool(a.get("counted", False)))
         grouped = votes.groupby("rater_id")
         decided = votes[votes["choice_shown"].notna()]
         stats_by_rater = {
             rid: {
                 "votes": int(len(g)),
+                "counted": int(g["counted"].sum()),
+                "too_fast": int(g["too_fast"].sum()),
+                "not_familiar_votes": int(g["not_familiar"].sum()),
                 "median_ms": None if g["client_ms"].isna().all() else float(g["client_ms"].median()),
                 "not_familiar": float(g["not_familiar"].mean()),
             }
@@ -204,16 +220,22 @@ def raters_monitor(*, study: Study) -> list[dict]:
     rows = []
     for rater in Rater.objects.filter(study=study).order_by("participant_id"):
         s = stats_by_rater.get(rater.id, {})
+        end = rater.finished_at or rater.last_seen_at
         rows.append(
             {
                 "rater": rater,
                 "votes": s.get("votes", 0),
+                "counted": s.get("counted", 0),
+                "too_fast": s.get("too_fast", 0),
+                "not_familiar_votes": s.get("not_familiar_votes", 0),
                 "median_ms": s.get("median_ms"),
                 "left": s.get("left"),
                 "tie": s.get("tie"),
                 "not_familiar": s.get("not_familiar"),
                 "gold": rater.gold_correct / rater.gold_seen if rater.gold_seen else None,
                 "below_gold": bool(rater.gold_seen) and rater.gold_correct / rater.gold_seen < study.gold_min_accuracy,
+                "status": rater_status(rater),
+                "total_seconds": round((end - rater.created_at).total_seconds()) if end else None,
             }
         )
     return rows
@@ -274,6 +296,7 @@ def votes_import(*, study: Study, parsed: importers.Parsed) -> dict[str, int]:
         }
 
         answers = {(a.question_id, a.external_id): a for a in Answer.objects.filter(question__in=questions.values())}
+        measured: dict[str, Answer] = {}
         for originals_pass in (True, False):
             batch = []
             for ext, rec in parsed.questions.items():
@@ -295,12 +318,25 @@ def votes_import(*, study: Study, parsed: importers.Parsed) -> dict[str, int]:
                         question=q,
                         external_id=a.external_id,
                         text=a.text,
+                        system=a.system,
                         provenance={"method": "import", "source": parsed.source},
                     )
                     if a.derived_from:
                         answer.derived_from = answers[(q.id, a.derived_from)]
                         answer.kind = kinds[_group_of(rec, a.external_id)]
-                    answer.refresh_lengths()  # bulk_create skips save(), which caches them
+                    # bulk_create skips save(), which caches the lengths; a text seen before (PRD
+                    # repeats each system's answer on every pair) is measured once.
+                    if a.lengths is not None:  # no text, its lengths given instead
+                        answer.len_words, answer.len_chars = a.lengths.get("words", 0), a.lengths.get("chars", 0)
+                        answer.len_bpe = a.lengths.get("bpe")
+                    elif (same := measured.setdefault(a.text, answer)) is answer:
+                        answer.refresh_lengths()
+                    else:
+                        answer.len_words, answer.len_chars, answer.len_bpe = (
+                            same.len_words,
+                            same.len_chars,
+                            same.len_bpe,
+                        )
                     batch.append(answer)
             Answer.objects.bulk_create(batch, batch_size=1000)
             counts["answers"] += len(batch)
@@ -341,7 +377,12 @@ def votes_import(*, study: Study, parsed: importers.Parsed) -> dict[str, int]:
         judges = {}
         for name in judge_names:
             judge, created = Judge.objects.get_or_create(
-                study=study, name=name, defaults={"kind": Judge.Kind.IMPORTED, "params": {"source": parsed.source}}
+                study=study,
+                name=name,
+                defaults={
+                    "kind": Judge.Kind.IMPORTED,
+                    "params": {"source": parsed.source, **({"people": True} if name in parsed.people else {})},
+                },
             )
             judges[name] = judge
             counts["judges"] += int(created)
@@ -367,6 +408,8 @@ def votes_import(*, study: Study, parsed: importers.Parsed) -> dict[str, int]:
             item = items[(questions[v.question].id, v.group)]
             shown_first = v.shown_first or "a1"
             choice_shown = "tie" if v.winner == "tie" else ("first" if v.winner == shown_first else "second")
+            if v.winner is None:  # the source could not read a verdict: kept, with no choice
+                choice_shown = None
             meta = dict(v.meta)
             if v.shown_first is None:
                 meta["order_known"] = False
@@ -383,9 +426,13 @@ def votes_import(*, study: Study, parsed: importers.Parsed) -> dict[str, int]:
                     item=item,
                     judge=judges[v.judge],
                     rater=rater,
+                    round=v.round,
+                    label_scheme=v.label_scheme,
+                    option_probs=v.option_probs,
                     shown_first=shown_first,
                     choice_shown=choice_shown,
-                    choice=choice_from_shown(shown_first, choice_shown),
+                    choice=choice_shown and choice_from_shown(shown_first, choice_shown),
+                    parse_status=Vote.Parse.OK if choice_shown else Vote.Parse.INVALID,
                     not_familiar=v.not_familiar,
                     client_ms=v.response_ms,
                     meta=meta,

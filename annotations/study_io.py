@@ -43,6 +43,7 @@ STUDY_FIELDS: dict[str, type | tuple[type, ...]] = {
     "target_per_rater": int,
     "min_response_ms": int,
     "ms_per_word": int,
+    "fast_notice": bool,
     "lease_seconds": int,
     "one_variant_per_question": bool,
     "completion_code": str,
@@ -496,10 +497,11 @@ READERS: dict[str, Callable[[Path], tuple[dict, _Locator | None]]] = {
 # --------------------------------------------------------------------------- writing
 
 
-def study_import(
+def study_file_read(
     *, path: str | Path, fmt: str, slug: str | None = None, title: str | None = None, status: str | None = None
-) -> Study:
-    """Read, validate and write a study file. Nothing is written unless all of it is valid."""
+) -> dict:
+    """Read and validate a study file, with the command's overrides; write nothing. The admin's
+    upload shows this document as its preview before the same file is imported."""
     if fmt not in READERS:
         raise StudyFileError(path, f"unknown format {fmt!r} (one of {', '.join(READERS)})")
     document, locator = READERS[fmt](Path(path))
@@ -509,15 +511,36 @@ def study_import(
     study_document_validate(document, path=path, locator=locator)
     if Study.objects.filter(slug=document["study"]["slug"]).exists():
         raise StudyFileError(path, f"a study with slug {document['study']['slug']!r} exists already (choose another with --slug)", field="study.slug")
-    return study_document_write(document)
+    return document
 
 
-def study_document_write(document: dict) -> Study:
+def study_import(
+    *,
+    path: str | Path,
+    fmt: str,
+    slug: str | None = None,
+    title: str | None = None,
+    status: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Study:
+    """Read, validate and write a study file. Nothing is written unless all of it is valid."""
+    document = study_file_read(path=path, fmt=fmt, slug=slug, title=title, status=status)
+    return study_document_write(document, progress=progress)
+
+
+def study_document_write(document: dict, *, progress: Callable[[int, int], None] | None = None) -> Study:
     """Write a validated document, all or nothing. What takes time (rendering each text's
     Markdown, measuring the answers' lengths) is done first, outside the transaction; inside it
     only the inserts run, in bulk, so the database's write lock (on SQLite: the whole database)
-    is held briefly and raters go on voting during a large import (bench/bench_import_lock.py)."""
-    questions = [_prepare_question(record) for record in document["questions"]]
+    is held briefly and raters go on voting during a large import (bench/bench_import_lock.py).
+    `progress(done, total)` is called after each question is prepared (the upload's task shows
+    it to the admin)."""
+    total = len(document["questions"])
+    questions = []
+    for done, record in enumerate(document["questions"], start=1):
+        questions.append(_prepare_question(record))
+        if progress is not None:
+            progress(done, total)
     gold = [_prepare_gold(record) for record in document.get("gold_items", [])]
     with transaction.atomic():
         return _insert_study(document, questions, gold)

@@ -10,6 +10,7 @@ from api import views
 app_name = "api"
 
 v1 = [
+    path("", views.ApiRootView.as_view(), name="root"),
     path("studies/", views.StudiesView.as_view(), name="studies"),
     path("studies/<slug:slug>/", views.StudyDetailView.as_view(), name="study-detail"),
     path("studies/<slug:slug>/export/", views.StudyExportView.as_view(), name="study-export"),

@@ -157,6 +157,15 @@ TASKS = {
 # and may be resumed (the worker beats every half second while it runs).
 JUDGE_RUN_STALE_SECONDS = env_int("JUDGE_RUN_STALE_SECONDS", 60)
 
+# Study files uploaded in the admin wait here between the preview and the import (named by a
+# random id inside a signed token; removed once imported). The task worker reads them, so it
+# must see the same folder as the web server. The size limit is the API's (API_IMPORT_MAX_MB);
+# studies with more questions than STUDY_UPLOAD_BACKGROUND_QUESTIONS are written by the task
+# worker, with progress.
+STUDY_UPLOAD_DIR = Path(env_str("STUDY_UPLOAD_DIR", str(BASE_DIR / "var" / "uploads")))
+STUDY_UPLOAD_MAX_AGE_SECONDS = env_int("STUDY_UPLOAD_MAX_AGE_SECONDS", 24 * 3600)
+STUDY_UPLOAD_BACKGROUND_QUESTIONS = env_int("STUDY_UPLOAD_BACKGROUND_QUESTIONS", 500)
+
 # The Redis queue (workers: `manage.py rqworker default --job-class django_tasks_rq.Job`). Its
 # app, with admin pages that talk to Redis, is installed only when Redis is the queue.
 RQ_QUEUES = {"default": {"URL": env_str("REDIS_URL", "redis://127.0.0.1:6379/0"), "DEFAULT_TIMEOUT": 3600}}
@@ -202,6 +211,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Deep links put a link inside each operation's expand button (nested controls a screen
+    # reader cannot reach); the page works the same without them.
+    "SWAGGER_UI_SETTINGS": {"deepLinking": False},
     "COMPONENT_SPLIT_REQUEST": True,
     # Several models have a "status" with its own choices: one named enum each in the schema.
     "ENUM_NAME_OVERRIDES": {
