@@ -29,6 +29,10 @@ Optional (``OPTIONAL_COLUMNS``, filled with the default when a loader has no suc
 
 - ``run_complete`` (bool): the vote's run has every vote it planned on this item (True for
   votes without a run). The "latest" run filter prefers complete runs.
+- ``parse_status`` (ok/invalid/failed): "invalid" votes asked for a verdict and got one that
+  could not be read (they count as not correct against a gold label, analysis.consistency).
+- ``gold_label`` ("a1"/"a2", "" unknown): the answer known to be better.
+- ``subset`` (str, "" for none): the part of an imported data set the question comes from.
 - ``a1_system`` / ``a2_system`` (str, "" unknown): the system that wrote each answer
   (``Answer.system``), for self-preference (``analysis.selfpref``).
 """
@@ -75,7 +79,14 @@ COLUMNS = [
     "labels_swapped",
 ] + [f"len_{side}_{m}" for m in MEASURES for side in ("a1", "a2")]
 
-OPTIONAL_COLUMNS = {"run_complete": True, "a1_system": "", "a2_system": ""}
+OPTIONAL_COLUMNS = {
+    "run_complete": True,
+    "parse_status": "ok",
+    "gold_label": "",
+    "subset": "",
+    "a1_system": "",
+    "a2_system": "",
+}
 
 _CATEGORICAL = (
     "bloom",
@@ -167,11 +178,15 @@ def exclusion_masks(frame: pd.DataFrame, filters: Filters) -> dict[str, np.ndarr
     }
 
 
-def apply_filters(frame: pd.DataFrame, filters: Filters) -> tuple[pd.DataFrame, dict[str, int], pd.DataFrame]:
+def apply_filters(
+    frame: pd.DataFrame, filters: Filters, *, drop_no_choice: bool = True
+) -> tuple[pd.DataFrame, dict[str, int], pd.DataFrame]:
     """Return (counted votes, votes excluded by each filter, not-familiar votes that passed the
     other filters). Filters apply in the order of the returned dict, so each count is what that
     filter removed from what the earlier ones left; together they add up to every vote not
     counted. Nothing is dropped silently: unparsed votes and attention checks have their own rows.
+    ``drop_no_choice=False`` keeps the votes without a choice (accuracy against a gold label
+    counts an unreadable verdict as not correct).
     """
     excluded: dict[str, int] = {}
     keep = np.ones(len(frame), dtype=bool)
@@ -181,6 +196,8 @@ def apply_filters(frame: pd.DataFrame, filters: Filters) -> tuple[pd.DataFrame, 
             # Not-familiar votes leave the metrics but feed the Human-NF row, so they are split
             # off before votes without a choice are counted (a not-familiar vote may carry no choice).
             not_familiar = frame[keep & frame["not_familiar"].to_numpy()]
+        if name == "no_choice" and not drop_no_choice:
+            mask = np.zeros(len(frame), dtype=bool)
         hit = keep & mask
         excluded[name] = int(hit.sum())
         keep = keep & ~mask

@@ -23,6 +23,10 @@ shown_first        no        a1 or a2; empty: the order is unknown and the vote 
                              of the positional table
 not_familiar       no        1/0, true/false, yes/no
 response_ms        no        time to decide, in ms
+gold_label         no        a1 or a2: the answer known to be better (the same on every
+                             row of an item); empty: unknown. Gives accuracy against it
+subset             no        the part of your data the question belongs to (the same on
+                             every row of a question); figures are also cut by it
 judge_kind         no        ``human`` (people voted; counted as human votes even without
                              rater ids) or ``llm``; the same on every row of a judge
 label_scheme       no        how the judge's prompt named the answers (e.g. ``ab``), ≤ 32
@@ -103,6 +107,9 @@ class QuestionRecord:
     answers: dict[str, AnswerRecord] = field(default_factory=dict)
     # group → (A1 external id, A2 external id)
     items: dict[str, tuple[str, str]] = field(default_factory=dict)
+    subset: str = ""
+    # group → "a1"/"a2": the item's gold label, where known
+    gold: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -130,10 +137,12 @@ class Parsed:
 
 
 # ``import_votes --format NAME``: each parser takes (path, known_groups=..., limit=...) → Parsed.
+# Dotted names, not imports: a format in its own module builds on the records above.
 FORMATS = {
     "csv": "analysis.importers.parse_csv",
     "mtbench": "analysis.importers.parse_mtbench",
     "prd": "analysis.import_prd.parse_prd",
+    "llmbar": "analysis.import_llmbar.parse_llmbar",
 }
 
 
@@ -149,6 +158,8 @@ def _add_question(questions: dict, rec: QuestionRecord, path, line) -> QuestionR
         raise ImportProblem(
             path, line, "bloom", f"question {rec.external_id!r} has a different Bloom level than before"
         )
+    if known.subset != rec.subset:
+        raise ImportProblem(path, line, "subset", f"question {rec.external_id!r} has a different subset than before")
     return known
 
 
@@ -158,11 +169,15 @@ def _add_answer(question: QuestionRecord, answer: AnswerRecord, path, line, fiel
         raise ImportProblem(path, line, field_name, f"answer {answer.external_id!r} differs from an earlier row")
 
 
-def _add_item(question: QuestionRecord, group: str, pair: tuple[str, str], path, line) -> None:
+def _add_item(question: QuestionRecord, group: str, pair: tuple[str, str], path, line, gold: str = "") -> None:
     known = question.items.setdefault(group, pair)
     if known != pair:
         raise ImportProblem(
             path, line, "group", f"question {question.external_id!r} already has a {group} item with other answers"
+        )
+    if question.gold.setdefault(group, gold) != gold:
+        raise ImportProblem(
+            path, line, "gold_label", f"question {question.external_id!r}: its {group} item has another gold label"
         )
 
 
@@ -238,6 +253,9 @@ def _csv_row(row: dict, line: int, path, questions: dict, known_groups: set[str]
     ms = get("response_ms")
     if ms and not ms.isdigit():
         raise ImportProblem(path, line, "response_ms", f"{ms!r} is not a whole number of milliseconds")
+    gold = get("gold_label").lower()
+    if gold not in ("", "a1", "a2"):
+        raise ImportProblem(path, line, "gold_label", f"{gold!r} is not a1 or a2")
     kind = get("judge_kind").lower()
     if kind not in ("", "human", "llm"):
         raise ImportProblem(path, line, "judge_kind", f"{kind!r} is not human or llm")
@@ -251,7 +269,7 @@ def _csv_row(row: dict, line: int, path, questions: dict, known_groups: set[str]
         raise ImportProblem(
             path, line, next(c for c in PROBS if c not in probs), "is needed with the other prob_ columns"
         )
-    question = _add_question(questions, QuestionRecord(qid, row["question"], bloom), path, line)
+    question = _add_question(questions, QuestionRecord(qid, row["question"], bloom, subset=get("subset")), path, line)
     a1_id = get("answer_a1_id") or f"{qid}-a1"
     a2_id = get("answer_a2_id") or (f"{qid}-a2" if group == "control" else f"{qid}-{group}")
     original = None
@@ -269,7 +287,7 @@ def _csv_row(row: dict, line: int, path, questions: dict, known_groups: set[str]
         lengths = {c.rsplit("_", 1)[1]: int(v) for c, v in given.items()} or None
         record = AnswerRecord(answer_id, row[f"answer_{side}"], derived, lengths=lengths)
         _add_answer(question, record, path, line, f"answer_{side}")
-    _add_item(question, group, (a1_id, a2_id), path, line)
+    _add_item(question, group, (a1_id, a2_id), path, line, gold)
     return VoteRecord(
         question=qid,
         group=group,

@@ -44,12 +44,12 @@ def study_items(study: Study) -> pd.DataFrame:
             "kind__semantics",
             "answer_a1_id",
             "answer_a2_id",
+            "gold_label",
+            "question__subset",
         )
     )
-    items = pd.DataFrame(
-        rows,
-        columns=["item_id", "question_id", "question_ext", "bloom", "is_gold", "group", "semantics", "a1_id", "a2_id"],
-    )
+    columns = ["item_id", "question_id", "question_ext", "bloom", "is_gold", "group", "semantics", "a1_id", "a2_id"]
+    items = pd.DataFrame(rows, columns=[*columns, "gold_label", "subset"])
     items["group"] = items["group"].fillna(CONTROL)
     items["semantics"] = items["semantics"].fillna(CONTROL)
     answers = answer_roots(study)

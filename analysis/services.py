@@ -14,6 +14,7 @@ from django.utils import timezone
 from analysis import importers, loader, report, simulate
 from analysis.frame import Filters
 from annotations.models import ComparisonItem, Judge, PerturbationKind, Rater, Slot, Study, Vote
+from biasstudy import bulk
 
 
 def study_groups(*, study: Study) -> tuple[list[str], dict[str, str]]:
@@ -288,7 +289,9 @@ def votes_import(*, study: Study, parsed: importers.Parsed) -> dict[str, int]:
                         parsed.source, None, "question", f"question {ext!r} is already in the study with another text"
                     )
             else:
-                new_questions.append(Question(study=study, external_id=ext, text=rec.text, bloom_level=rec.bloom))
+                new_questions.append(
+                    Question(study=study, external_id=ext, text=rec.text, bloom_level=rec.bloom, subset=rec.subset)
+                )
         Question.objects.bulk_create(new_questions, batch_size=1000)
         counts["questions"] = len(new_questions)
         questions = {
@@ -367,6 +370,7 @@ def votes_import(*, study: Study, parsed: importers.Parsed) -> dict[str, int]:
                     kind=None if group == "control" else kinds[group],
                     answer_a1=a1_obj,
                     answer_a2=a2_obj,
+                    gold_label=rec.gold.get(group, ""),
                 )
                 new_items.append(item)
         ComparisonItem.objects.bulk_create(new_items, batch_size=1000)
@@ -404,6 +408,7 @@ def votes_import(*, study: Study, parsed: importers.Parsed) -> dict[str, int]:
 
         seen: set[tuple[int, int]] = set()
         batch = []
+        now = timezone.now()
         for v in parsed.votes:
             item = items[(questions[v.question].id, v.group)]
             shown_first = v.shown_first or "a1"
@@ -422,25 +427,27 @@ def votes_import(*, study: Study, parsed: importers.Parsed) -> dict[str, int]:
                 else:
                     seen.add((rater.id, item.id))
             batch.append(
-                Vote(
-                    item=item,
-                    judge=judges[v.judge],
-                    rater=rater,
-                    round=v.round,
-                    label_scheme=v.label_scheme,
-                    option_probs=v.option_probs,
-                    shown_first=shown_first,
-                    choice_shown=choice_shown,
-                    choice=choice_shown and choice_from_shown(shown_first, choice_shown),
-                    parse_status=Vote.Parse.OK if choice_shown else Vote.Parse.INVALID,
-                    not_familiar=v.not_familiar,
-                    client_ms=v.response_ms,
-                    meta=meta,
-                )
+                {
+                    "item_id": item.id,
+                    "judge_id": judges[v.judge].id,
+                    "rater_id": rater.id if rater is not None else None,
+                    "round": v.round,
+                    "label_scheme": v.label_scheme,
+                    "option_probs": v.option_probs,
+                    "shown_first": shown_first,
+                    "choice_shown": choice_shown,
+                    "choice": choice_from_shown(shown_first, choice_shown) if choice_shown else None,
+                    "parse_status": Vote.Parse.OK if choice_shown else Vote.Parse.INVALID,
+                    "not_familiar": v.not_familiar,
+                    "client_ms": v.response_ms,
+                    "meta": meta,
+                    "received_at": now,
+                }
             )
-        Vote.objects.bulk_create(batch, batch_size=2000)
+        # Rows, not model instances: Vote.save() does nothing for a vote whose choice is set.
+        bulk.insert_rows(Vote, batch)
         counts["votes"] = len(batch)
-        linked = Counter(vote.rater_id for vote in batch if vote.rater_id is not None)
+        linked = Counter(vote["rater_id"] for vote in batch if vote["rater_id"] is not None)
         for rater in raters.values():
             rater.votes_done += linked[rater.pk]
         Rater.objects.bulk_update([r for r in raters.values() if linked[r.pk]], ["votes_done"], batch_size=1000)

@@ -71,3 +71,27 @@ def lc_rows(result: dict) -> list[dict]:
                 row.update({name: judge[key].get(g), f"{name}_lo": lo, f"{name}_hi": hi})
             rows.append(row)
     return rows
+
+
+def consistency_rows(result: dict) -> tuple[list[dict], list[dict]]:
+    """Judges with order-swapped pairs or gold labels, overall and by subset: (rows, subset
+    rows), each {judge, subset, consistency, primacy, recency, first_share, fairness,
+    both_unread, gold (the gold_accuracy part)}. Judges the data says nothing about are left out."""
+    rows, subset_rows = [], []
+    for judge in result["judges"]:
+        pc, gold = judge["position_consistency"], judge["gold_accuracy"]
+        if not pc["consistency"]["n"] and not gold["a1_first"]["n"] and not gold["a2_first"]["n"]:
+            continue
+        rows.append(
+            {"judge": judge["judge"], "subset": "", **pc, "gold": gold, "stability": judge["repetition_stability"]}
+        )
+        for subset in sorted(set(pc["by_subset"]) | set(gold["by_subset"])):
+            subset_rows.append(
+                {
+                    "judge": judge["judge"],
+                    "subset": subset,
+                    **pc["by_subset"].get(subset, {}),
+                    "gold": gold["by_subset"].get(subset, {}),
+                }
+            )
+    return rows, subset_rows

@@ -40,8 +40,11 @@ def study_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
             form = FilterForm({}, groups=groups, known_runs=known_runs)
             form.is_valid()
         result = services.study_analyze(study=study, filters=form.filters(), options=form.options())
+        consistency_rows, consistency_subset_rows = tables.consistency_rows(result)
         context.update(
             result=result,
+            consistency_rows=consistency_rows,
+            consistency_subset_rows=consistency_subset_rows,
             table1=tables.table1(result),
             table2=tables.table2(result),
             lc_rows=tables.lc_rows(result),

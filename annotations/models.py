@@ -201,6 +201,9 @@ class Question(RenderedText):
     text = models.TextField()
     bloom_level = models.CharField(max_length=16, choices=BloomLevel.choices)
     is_gold = models.BooleanField(default=False, help_text="An attention-check question, never part of the metrics.")
+    # The part of an imported data set the question comes from (LLMBar's "LLMBar/Natural"), so
+    # that every figure can be cut by it; empty for none.
+    subset = models.CharField(max_length=120, blank=True, default="")
 
     class Meta:
         ordering = ["study", "external_id"]
@@ -378,6 +381,15 @@ class ComparisonItem(models.Model):
     )
     answer_a1 = models.ForeignKey(Answer, on_delete=models.PROTECT, related_name="+")
     answer_a2 = models.ForeignKey(Answer, on_delete=models.PROTECT, related_name="+")
+    # Which answer is known to be the better one (a data set's gold label, e.g. LLMBar's);
+    # empty when unknown. Accuracy against it is reported per judge (analysis.consistency).
+    gold_label = models.CharField(
+        max_length=2,
+        choices=[("a1", "A1"), ("a2", "A2")],
+        blank=True,
+        default="",
+        help_text="The answer known to be better (a1 or a2); empty: unknown.",
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     objects = ComparisonItemQuerySet.as_manager()
@@ -390,6 +402,7 @@ class ComparisonItem(models.Model):
                 fields=["question"], condition=Q(kind__isnull=True), name="item_one_control_per_question"
             ),
             models.UniqueConstraint(fields=["question", "kind"], name="item_one_per_question_and_kind"),
+            models.CheckConstraint(condition=Q(gold_label__in=["", "a1", "a2"]), name="item_gold_label_valid"),
         ]
 
     def __str__(self) -> str:

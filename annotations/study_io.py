@@ -54,7 +54,7 @@ STUDY_FIELDS: dict[str, type | tuple[type, ...]] = {
     "max_length_ratio": (int, float),
 }
 ANSWER_FIELDS = {"id", "text", "derived_from", "kind", "provenance", "review_status", "inserted_errors", "checks"}
-QUESTION_FIELDS = {"id", "bloom", "text", "answers", "items"}
+QUESTION_FIELDS = {"id", "bloom", "text", "answers", "items", "subset"}
 GOLD_FIELDS = {"id", "bloom", "text", "better", "worse"}
 
 
@@ -194,6 +194,9 @@ def _validate_question(question: Any, field: str, kinds: dict, seen: set, fail: 
     if not isinstance(question.get("text"), str) or not question["text"].strip():
         fail("required text", f"{field}.text", qid)
     _check_bloom(question.get("bloom"), f"{field}.bloom", fail, qid)
+    if not isinstance(question.get("subset", ""), str):
+        fail("must be text", f"{field}.subset", qid)
+    _check_length(question.get("subset", ""), Question, "subset", f"{field}.subset", fail)
     answers = question.get("answers")
     if not isinstance(answers, list):
         fail("must be a list", f"{field}.answers", qid)
@@ -242,8 +245,10 @@ def _validate_question(question: Any, field: str, kinds: dict, seen: set, fail: 
     groups: set = set()
     for ii, item in enumerate(items):
         ifield = f"{field}.items[{ii}]"
-        if not isinstance(item, dict) or set(item) - {"kind", "a1", "a2"}:
-            fail("must be an object with kind, a1 and a2", ifield, qid)
+        if not isinstance(item, dict) or set(item) - {"kind", "a1", "a2", "gold_label"}:
+            fail("must be an object with kind, a1, a2 and optionally gold_label", ifield, qid)
+        if item.get("gold_label", "") not in ("", "a1", "a2"):
+            fail("must be a1, a2 or empty", f"{ifield}.gold_label", qid)
         for side in ("a1", "a2"):
             if item.get(side) not in by_id:
                 fail(f"unknown answer {item.get(side)!r}", f"{ifield}.{side}", qid)
@@ -556,7 +561,11 @@ def _rendered(instance):
 
 
 def _prepare_question(record: dict) -> tuple[Question, dict[str, Answer]]:
-    question = _rendered(Question(external_id=record["id"], text=record["text"], bloom_level=record["bloom"]))
+    question = _rendered(
+        Question(
+            external_id=record["id"], text=record["text"], bloom_level=record["bloom"], subset=record.get("subset", "")
+        )
+    )
     answers = {
         data["id"]: _rendered(
             Answer(
@@ -628,6 +637,7 @@ def _insert_study(document: dict, questions: list, gold: list) -> Study:
                     kind=kinds.get(item.get("kind")),
                     answer_a1=answers[item["a1"]],
                     answer_a2=answers[item["a2"]],
+                    gold_label=item.get("gold_label", ""),
                 )
             )
     for question, answers in gold:
@@ -665,18 +675,24 @@ def study_export(*, study: Study) -> dict:
                 }
             )
             continue
-        questions.append(
-            {
-                "id": question.external_id,
-                "bloom": question.bloom_level,
-                "text": question.text,
-                "answers": [_answer_record(a) for a in answers],
-                "items": [
-                    {"kind": i.kind.slug if i.kind_id else None, "a1": i.answer_a1.external_id, "a2": i.answer_a2.external_id}
-                    for i in items_by_question.get(question.id, [])
-                ],
-            }
-        )
+        record = {
+            "id": question.external_id,
+            "bloom": question.bloom_level,
+            "text": question.text,
+            "answers": [_answer_record(a) for a in answers],
+            "items": [
+                {
+                    "kind": i.kind.slug if i.kind_id else None,
+                    "a1": i.answer_a1.external_id,
+                    "a2": i.answer_a2.external_id,
+                    **({"gold_label": i.gold_label} if i.gold_label else {}),
+                }
+                for i in items_by_question.get(question.id, [])
+            ],
+        }
+        if question.subset:
+            record["subset"] = question.subset
+        questions.append(record)
     return {
         "format": FORMAT_NAME,
         "version": FORMAT_VERSION,

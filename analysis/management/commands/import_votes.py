@@ -1,4 +1,4 @@
-"""python manage.py import_votes PATH --format csv|mtbench|prd --study S (formats: analysis.importers.FORMATS)."""
+"""python manage.py import_votes PATH --format csv|mtbench|prd|llmbar --study S (formats: analysis.importers.FORMATS)."""
 
 from __future__ import annotations
 
@@ -13,15 +13,15 @@ from analysis.management.commands._common import study_by_slug
 
 
 class Command(BaseCommand):
-    help = "Import pairwise votes collected elsewhere (a generic CSV, MT-bench human judgments, PRD Vicuna-80) into a study."
+    help = "Import pairwise votes collected elsewhere (a generic CSV, MT-bench human judgments, PRD Vicuna-80, LLMBar) into a study."
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("path", help="vote file (or the MT-bench / PRD dataset folder)")
+        parser.add_argument("path", help="vote file (or the MT-bench / PRD / LLMBar dataset folder)")
         parser.add_argument("--format", required=True, choices=sorted(importers.FORMATS))
         parser.add_argument("--study", required=True, help="study slug")
         parser.add_argument("--create", action="store_true", help="create the study if there is none by that slug")
         parser.add_argument("--title", help="title of the study --create makes (default: its slug)")
-        parser.add_argument("--limit", type=int, help="import only the first N votes")
+        parser.add_argument("--limit", type=int, help="import only the first N votes (LLMBar: vote rows)")
 
     @transaction.atomic  # a study made by --create goes away again when its votes cannot be imported
     def handle(self, *args, **options) -> None:
