@@ -18,7 +18,16 @@ from typing import Any
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import transaction
 
-from annotations.models import Answer, BloomLevel, ComparisonItem, PerturbationKind, Question, Semantics, Study
+from annotations.models import (
+    Answer,
+    BloomLevel,
+    ComparisonItem,
+    PerturbationKind,
+    Question,
+    Semantics,
+    Slot,
+    Study,
+)
 
 FORMAT_NAME = "biasstudy"
 FORMAT_VERSION = 1
@@ -524,10 +533,66 @@ def study_import(
     return study_document_write(document, progress=progress)
 
 
-@transaction.atomic
 def study_document_write(document: dict, *, progress: Callable[[int, int], None] | None = None) -> Study:
-    """Write a validated document. Runs in one transaction: all or nothing. `progress(done, total)`
-    is called after each question (the upload's task shows it to the admin)."""
+    """Write a validated document, all or nothing. What takes time (rendering each text's
+    Markdown, measuring the answers' lengths) is done first, outside the transaction; inside it
+    only the inserts run, in bulk, so the database's write lock (on SQLite: the whole database)
+    is held briefly and raters go on voting during a large import (bench/bench_import_lock.py).
+    `progress(done, total)` is called after each question is prepared (the upload's task shows
+    it to the admin)."""
+    total = len(document["questions"])
+    questions = []
+    for done, record in enumerate(document["questions"], start=1):
+        questions.append(_prepare_question(record))
+        if progress is not None:
+            progress(done, total)
+    gold = [_prepare_gold(record) for record in document.get("gold_items", [])]
+    with transaction.atomic():
+        return _insert_study(document, questions, gold)
+
+
+def _rendered(instance):
+    """`instance` with its Markdown rendered and, for an answer, its lengths measured (the work
+    save() does, which bulk_create skips)."""
+    instance.refresh_html()
+    if isinstance(instance, Answer):
+        instance.refresh_lengths()
+    return instance
+
+
+def _prepare_question(record: dict) -> tuple[Question, dict[str, Answer]]:
+    question = _rendered(
+        Question(
+            external_id=record["id"], text=record["text"], bloom_level=record["bloom"], subset=record.get("subset", "")
+        )
+    )
+    answers = {
+        data["id"]: _rendered(
+            Answer(
+                external_id=data["id"],
+                text=data["text"],
+                provenance=data.get("provenance", {}),
+                review_status=data.get("review_status", Answer.Review.APPROVED),
+                inserted_errors=data.get("inserted_errors", []),
+                checks=data.get("checks", {}),
+            )
+        )
+        for data in record["answers"]
+    }
+    return question, answers
+
+
+def _prepare_gold(record: dict) -> tuple[Question, dict[str, Answer]]:
+    question = _rendered(
+        Question(external_id=record["id"], text=record["text"], bloom_level=record["bloom"], is_gold=True)
+    )
+    answers = {
+        side: _rendered(Answer(external_id=f"{record['id']}-{side}", text=record[side])) for side in ("better", "worse")
+    }
+    return question, answers
+
+
+def _insert_study(document: dict, questions: list, gold: list) -> Study:
     study = Study.objects.create(**document["study"])
     for kind in document.get("perturbation_kinds", []):
         PerturbationKind.objects.get_or_create(
@@ -541,52 +606,44 @@ def study_document_write(document: dict, *, progress: Callable[[int, int], None]
             },
         )
     kinds = {kind.slug: kind for kind in PerturbationKind.objects.all()}
-    total = len(document["questions"])
-    for done, record in enumerate(document["questions"], start=1):
-        question = Question.objects.create(
-            study=study,
-            external_id=record["id"],
-            text=record["text"],
-            bloom_level=record["bloom"],
-            subset=record.get("subset", ""),
-        )
-        answers: dict[str, Answer] = {}
-        # Originals first, then variants in an order where each parent exists before its child.
-        pending = list(record["answers"])
-        while pending:
-            ready = [a for a in pending if a.get("derived_from") is None or a["derived_from"] in answers]
-            for data in ready:
-                answers[data["id"]] = Answer.objects.create(
+    for question, _ in questions + gold:
+        question.study = study
+    Question.objects.bulk_create([question for question, _ in questions + gold])
+    # Answers: originals first, then variants level by level, each parent stored before its child.
+    pending = []
+    for record, (question, answers) in zip(document["questions"], questions, strict=True):
+        for data in record["answers"]:
+            answer = answers[data["id"]]
+            answer.question, answer.kind = question, kinds.get(data.get("kind"))
+            pending.append((answer, answers.get(data.get("derived_from"))))
+    for question, answers in gold:
+        for answer in answers.values():
+            answer.question = question
+            pending.append((answer, None))
+    while pending:
+        ready = [(answer, parent) for answer, parent in pending if parent is None or parent.pk is not None]
+        for answer, parent in ready:
+            answer.derived_from = parent
+        Answer.objects.bulk_create([answer for answer, _ in ready])
+        pending = [(answer, parent) for answer, parent in pending if answer.pk is None]
+    items = []
+    for record, (question, answers) in zip(document["questions"], questions, strict=True):
+        listed = record.get("items")
+        for item in listed if listed is not None else _derive_items(record):
+            items.append(
+                ComparisonItem(
+                    study=study,
                     question=question,
-                    external_id=data["id"],
-                    text=data["text"],
-                    derived_from=answers.get(data.get("derived_from")),
-                    kind=kinds.get(data.get("kind")),
-                    provenance=data.get("provenance", {}),
-                    review_status=data.get("review_status", Answer.Review.APPROVED),
-                    inserted_errors=data.get("inserted_errors", []),
-                    checks=data.get("checks", {}),
+                    kind=kinds.get(item.get("kind")),
+                    answer_a1=answers[item["a1"]],
+                    answer_a2=answers[item["a2"]],
+                    gold_label=item.get("gold_label", ""),
                 )
-            pending = [a for a in pending if a["id"] not in answers]
-        items = record.get("items")
-        for item in items if items is not None else _derive_items(record):
-            ComparisonItem.objects.create(
-                study=study,
-                question=question,
-                kind=kinds.get(item.get("kind")),
-                answer_a1=answers[item["a1"]],
-                answer_a2=answers[item["a2"]],
-                gold_label=item.get("gold_label", ""),
             )
-        if progress is not None:
-            progress(done, total)
-    for gold in document.get("gold_items", []):
-        question = Question.objects.create(
-            study=study, external_id=gold["id"], text=gold["text"], bloom_level=gold["bloom"], is_gold=True
-        )
-        better = Answer.objects.create(question=question, external_id=f"{gold['id']}-better", text=gold["better"])
-        worse = Answer.objects.create(question=question, external_id=f"{gold['id']}-worse", text=gold["worse"])
-        ComparisonItem.objects.create(study=study, question=question, answer_a1=better, answer_a2=worse)
+    for question, answers in gold:
+        items.append(ComparisonItem(study=study, question=question, answer_a1=answers["better"], answer_a2=answers["worse"]))
+    ComparisonItem.objects.bulk_create(items)
+    Slot.objects.sync(study)  # the slots ComparisonItem.save() would have made, one item at a time
     return study
 
 

@@ -63,7 +63,11 @@ def _database_failures_answered(view: Callable[..., HttpResponse]) -> Callable[.
 
 
 def _over_limit(request: HttpRequest, scope: str, key: str, rate: tuple[int, int]) -> HttpResponse | None:
-    retry_after = ratelimit.hit(scope, key, rate=rate)
+    try:
+        retry_after = ratelimit.hit(scope, key, rate=rate)
+    except ratelimit.Unavailable as exc:  # the cache (Redis) is down: as with the database, "try again"
+        log.warning("rate-limit cache unavailable for %s %s: %s", request.method, request.path, exc)
+        return _try_again(request, status=503, retry_after=DATABASE_RETRY_AFTER, reason="database")
     if retry_after is None:
         return None
     return _try_again(request, status=429, retry_after=retry_after, reason="rate")

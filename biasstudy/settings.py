@@ -9,7 +9,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from biasstudy.env import EnvError, env_bool, env_int, env_list, env_rate, env_str, load_env_file
+from biasstudy.env import EnvError, cache_from_url, env_bool, env_int, env_list, env_rate, env_str, load_env_file
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 load_env_file(env_str("BIASSTUDY_ENV_FILE", str(BASE_DIR / ".env")))
@@ -18,8 +18,16 @@ DEBUG = env_bool("DJANGO_DEBUG", False)
 
 _DEV_SECRET_KEY = "django-insecure-dev-only-never-use-in-production"  # noqa: S105 - refused outside DEBUG
 SECRET_KEY = env_str("DJANGO_SECRET_KEY", _DEV_SECRET_KEY if DEBUG else None)
-if not DEBUG and SECRET_KEY == _DEV_SECRET_KEY:
-    raise EnvError("DJANGO_SECRET_KEY must be set to a real secret when DJANGO_DEBUG is off")
+if not DEBUG:
+    # An empty key makes every page fail; a blank or short one lets anyone sign rater cookies.
+    # The bar is Django's own (check --deploy, security.W009): 50 characters, 5 different ones.
+    if SECRET_KEY == _DEV_SECRET_KEY:
+        raise EnvError("DJANGO_SECRET_KEY must be set to a real secret when DJANGO_DEBUG is off")
+    if len(SECRET_KEY.strip()) < 50 or len(set(SECRET_KEY)) < 5:
+        raise EnvError(
+            "DJANGO_SECRET_KEY is too weak: give at least 50 random characters when DJANGO_DEBUG is off "
+            "(python3 -c 'import secrets; print(secrets.token_urlsafe(50))')"
+        )
 # (env_str above fails with "DJANGO_SECRET_KEY is required" outside DEBUG; for a laptop,
 # scripts/start.sh writes a .env with DJANGO_DEBUG=1 and a random key.)
 
@@ -50,6 +58,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "biasstudy.health.HealthCheckHostMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -123,7 +132,14 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT = Path(env_str("DJANGO_STATIC_ROOT", str(BASE_DIR / "staticfiles")))
+# collectstatic writes each file under a name with its hash, gzipped (and brotli-compressed when
+# the brotli package is there); whitenoise serves those with a year-long max-age. Outside DEBUG
+# pages need that manifest: run collectstatic before starting the app.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
 
 LOGIN_URL = "admin:login"
 
@@ -179,8 +195,9 @@ if not re.fullmatch(r"[1-9][0-9]*/(second|minute|hour|day)", API_THROTTLE_RATE):
 # there are several.
 RATER_ENTRY_RATE = env_rate("RATER_ENTRY_RATE", "30/minute")
 RATER_VOTE_RATE = env_rate("RATER_VOTE_RATE", "60/minute")
-if env_str("CACHE_URL", ""):
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": env_str("CACHE_URL")}}
+# Without CACHE_URL the cache is a table of the database (created by `migrate`), which every
+# gunicorn worker and every web host on that database share, with an atomic counter.
+CACHES = {"default": cache_from_url(env_str("CACHE_URL", ""))}
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "biasstudy API",
@@ -231,6 +248,8 @@ SECURE_HSTS_PRELOAD = env_bool("DJANGO_HSTS_PRELOAD", False)
 BEHIND_PROXY = env_bool("DJANGO_BEHIND_PROXY", False)
 if BEHIND_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# A load balancer checks /health/ over plain HTTP on each backend: no redirect for it.
+SECURE_REDIRECT_EXEMPT = [r"^health/$"]
 
 # Secure defaults outside DEBUG (production settings are documented in docs/DEPLOY.md).
 SESSION_COOKIE_HTTPONLY = True
