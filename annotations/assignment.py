@@ -21,6 +21,7 @@ order, so that the orders are equal again once that one is filled.
 from __future__ import annotations
 
 import fcntl
+import math
 import random
 import secrets
 from collections.abc import Iterator
@@ -41,6 +42,14 @@ GOLD_MIN_SEEN = 3
 
 class LeaseNotFound(Exception):
     """The token is not one of this rater's leases: nothing is recorded."""
+
+
+class TooManyVotes(Exception):
+    """The rater sent more votes than the rate allows: nothing is recorded."""
+
+    def __init__(self, retry_after: int):
+        super().__init__(f"too many votes; try again in {retry_after} s")
+        self.retry_after = retry_after
 
 
 @dataclass(frozen=True)
@@ -118,6 +127,7 @@ def vote_record(
     client_ms: int | None = None,
     now: datetime | None = None,
     hand_out_next: bool = False,
+    rate: tuple[int, int] | None = None,
 ) -> VoteOutcome:
     """Store the rater's vote on one of their own leases, exactly once.
 
@@ -126,7 +136,9 @@ def vote_record(
     the study's threshold (the browser's time when it was sent, else the server's) are stored
     but do not count, and free the slot for someone else. With `hand_out_next` the rater's next
     item is claimed in the same transaction, so that the page after the vote is a read. The
-    rater's fields are refreshed from their locked row.
+    rater's fields are refreshed from their locked row. With `rate` = (votes, seconds), a vote
+    beyond that many in any such span raises TooManyVotes (counted from the rater's stored
+    votes under their lock: exact across every worker and host, no cache needed).
     """
     now = now or timezone.now()
     with _write_transaction():
@@ -142,6 +154,8 @@ def vote_record(
             vote = Vote.objects.get(rater=rater, item_id=lease.item_id)
             info = vote.meta.get("assignment", {})
             return VoteOutcome(vote, created=False, counted=info.get("counted", False), late=info.get("late", False))
+        if rate is not None:
+            _check_rate(rater, rate, now)
         server_ms = max(0, int((now - lease.created_at).total_seconds() * 1000))
         too_fast = (client_ms if client_ms is not None else server_ms) < study.threshold_ms(lease.words)
         counted = not not_familiar and not too_fast
@@ -175,6 +189,14 @@ def vote_record(
         if hand_out_next and lease.released_at is None:
             _lease_claim(rater, now=now)
     return VoteOutcome(vote, created=True, counted=counted, late=late)
+
+
+def _check_rate(rater: Rater, rate: tuple[int, int], now: datetime) -> None:
+    limit, seconds = rate
+    recent = Vote.objects.filter(rater=rater, received_at__gt=now - timedelta(seconds=seconds))
+    times = list(recent.order_by("-received_at").values_list("received_at", flat=True)[:limit])
+    if len(times) >= limit:  # the limit-th latest vote must leave the span first
+        raise TooManyVotes(max(1, math.ceil((times[-1] + timedelta(seconds=seconds) - now).total_seconds())))
 
 
 def rater_can_get_more(*, rater: Rater) -> bool:

@@ -1,4 +1,5 @@
-"""A small fixed-window request limiter on Django's cache, for the rater pages' entry and vote.
+"""A small fixed-window request limiter on Django's cache, for the rater pages' entry (votes are
+limited by annotations.assignment, from the rater's stored votes).
 
 The count lives in the default cache: by default a table of the database with an atomic
 increment (biasstudy/cache.py), which every gunicorn worker and web host shares, or Redis

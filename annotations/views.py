@@ -190,9 +190,6 @@ def study_task(request: HttpRequest, slug: str) -> HttpResponse:
         return _to_landing(request, slug)
     if request.method == "GET":
         return _task_response(request, rater, assignment.lease_next(rater=rater), notice=request.GET.get("notice"))
-    limited = _over_limit(request, "vote", f"{rater.study_id}:{rater.pk}", settings.RATER_VOTE_RATE)
-    if limited is not None:
-        return limited
     form = VoteForm(request.POST)
     if not form.is_valid():
         return _task_response(request, rater, assignment.lease_next(rater=rater), form=form, status=400)
@@ -205,10 +202,13 @@ def study_task(request: HttpRequest, slug: str) -> HttpResponse:
             not_familiar=data["not_familiar"],
             client_ms=data["client_ms"],
             hand_out_next=True,
+            rate=settings.RATER_VOTE_RATE,
         )
         notice = _vote_notice(outcome, rater.study)
     except Rater.DoesNotExist:  # deleted since the cookie was read
         return _to_landing(request, slug)
+    except assignment.TooManyVotes as exc:
+        return _try_again(request, status=429, retry_after=exc.retry_after, reason="rate")
     except assignment.LeaseNotFound:
         notice = "not_yours"
     if not request.htmx:
