@@ -194,9 +194,9 @@ def vote_record(
 def _check_rate(rater: Rater, rate: tuple[int, int], now: datetime) -> None:
     limit, seconds = rate
     recent = Vote.objects.filter(rater=rater, received_at__gt=now - timedelta(seconds=seconds))
-    times = list(recent.order_by("-received_at").values_list("received_at", flat=True)[:limit])
-    if len(times) >= limit:  # the limit-th latest vote must leave the span first
-        raise TooManyVotes(max(1, math.ceil((times[-1] + timedelta(seconds=seconds) - now).total_seconds())))
+    # The limit-th latest vote in the span, if there is one: it must leave the span first.
+    for oldest in recent.order_by("-received_at").values_list("received_at", flat=True)[limit - 1 : limit]:
+        raise TooManyVotes(max(1, math.ceil((oldest + timedelta(seconds=seconds) - now).total_seconds())))
 
 
 def rater_can_get_more(*, rater: Rater) -> bool:

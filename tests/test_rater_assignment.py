@@ -7,7 +7,7 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from annotations.assignment import LeaseNotFound, lease_next, rater_enter, vote_record
+from annotations.assignment import LeaseNotFound, TooManyVotes, lease_next, rater_enter, vote_record
 from annotations.models import Answer, ComparisonItem, Judge, Lease, Rater, Slot, Study, Vote
 from tests.factories import make_question, make_rater, make_study, make_variant
 
@@ -382,3 +382,31 @@ def test_a_late_vote_whose_slot_went_to_someone_else_counts_and_the_item_is_reba
     assert counted(item) == (2, 2)
     assert Vote.objects.filter(item=item).count() == 4
     assert lease_next(rater=make_rater(study), now=later) is None
+
+
+def test_a_vote_beyond_the_rate_raises_with_the_wait_and_stores_nothing():
+    study = make_study(votes_per_item=1)
+    for _ in range(4):
+        make_question(study)
+    rater = make_rater(study)
+    start = timezone.now()
+    for seconds in (0, 10):
+        lease = lease_next(rater=rater, now=start + timedelta(seconds=seconds))
+        vote_record(
+            rater=rater, token=lease.token, choice_shown="tie", client_ms=9000,
+            now=start + timedelta(seconds=seconds), rate=(2, 60),
+        )  # fmt: skip
+    lease = lease_next(rater=rater, now=start + timedelta(seconds=20))
+    with pytest.raises(TooManyVotes) as refused:
+        vote_record(
+            rater=rater, token=lease.token, choice_shown="tie", client_ms=9000,
+            now=start + timedelta(seconds=20), rate=(2, 60),
+        )  # fmt: skip
+    assert refused.value.retry_after == 40  # the first vote leaves the 60 s span at 60 s
+    assert Vote.objects.filter(rater=rater).count() == 2
+    # Once the first vote is older than the span, the same vote goes through.
+    outcome = vote_record(
+        rater=rater, token=lease.token, choice_shown="tie", client_ms=9000,
+        now=start + timedelta(seconds=61), rate=(2, 60),
+    )  # fmt: skip
+    assert outcome.created and Vote.objects.filter(rater=rater).count() == 3
