@@ -323,7 +323,7 @@ def first_unstorable(document: Any) -> tuple[str, str] | None:
                 return where, f"nested more than {MAX_DEPTH} levels deep"
             items = list(node.items() if isinstance(node, dict) else enumerate(node))
             for key, value in reversed(items):
-                path = f"{where}.{key}" if where else str(key)
+                path = f"{where}[{key}]" if isinstance(node, list) else f"{where}.{key}" if where else str(key)
                 if isinstance(key, str) and "\x00" in key:
                     return path, "contains a NUL character (\\u0000), which cannot be stored"
                 stack.append((path, depth + 1, value))
