@@ -78,3 +78,11 @@ def test_the_longest_answers_of_the_published_data_sizes_render_as_markdown():
     # The longest MT-bench answer has 5,554 characters; one as long with its share of markup.
     text = ("Here is **one** step with `code` and a [link](https://example.org).\n\n" * 80)[:5_554]
     assert renders_as_markdown(text)
+
+
+def test_the_admin_edit_form_holds_no_more_than_one_field_may_hold():
+    from perturbations.forms import EditForm
+
+    assert EditForm({"text": "a" * MAX_MARKDOWN_CHARS}).is_valid()
+    too_long = EditForm({"text": "a" * (MAX_MARKDOWN_CHARS + 1)})
+    assert not too_long.is_valid() and "text" in too_long.errors
