@@ -3,7 +3,10 @@ and never deletable (exclusions are analysis-time filters)."""
 
 import json
 
+from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
+from django.db import models
 from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
@@ -11,7 +14,8 @@ from django.utils.html import format_html
 from django.utils.text import Truncator
 
 from annotations.models import Answer, ComparisonItem, Judge, Lease, Question, Rater, Study, Vote
-from annotations.study_io import study_export
+from annotations.study_io import study_export, validate_answer_record
+from biasstudy.rendering import MAX_MARKDOWN_CHARS
 
 
 def _short(text: str, length: int = 80) -> str:
@@ -103,7 +107,29 @@ class StudyAdmin(admin.ModelAdmin):
         return response
 
 
+class AnswerForm(forms.ModelForm):
+    """An answer as staff edit it: text no longer than a study file may hold, and the JSON fields
+    of the types the review page and the checks read (annotations.study_io)."""
+
+    text = forms.CharField(widget=forms.Textarea, strip=False, max_length=MAX_MARKDOWN_CHARS)
+
+    def clean(self) -> dict:
+        data = super().clean()
+
+        def fail(message: str, field: str, near: str | None = None) -> None:
+            name = field.split(".")[1].split("[")[0]
+            shown = f"{field.removeprefix('answer.')}: {message}"
+            raise ValidationError({name if name in self.fields else None: shown})
+
+        record = {"id": "answer"}
+        json_fields = ("review_status", "inserted_errors", "provenance", "checks")
+        record.update({key: data[key] for key in json_fields if key in data})
+        validate_answer_record(record, "answer", fail)
+        return data
+
+
 class AnswerInline(admin.StackedInline):
+    form = AnswerForm
     model = Answer
     fk_name = "question"
     extra = 0
@@ -118,6 +144,7 @@ class AnswerInline(admin.StackedInline):
 
 @admin.register(Question)
 class QuestionAdmin(admin.ModelAdmin):
+    formfield_overrides = {models.TextField: {"max_length": MAX_MARKDOWN_CHARS}}
     list_display = ("external_id", "short_text", "bloom_level", "study", "is_gold")
     list_filter = ("study", "bloom_level", "is_gold")
     search_fields = ("external_id", "text")
@@ -131,6 +158,7 @@ class QuestionAdmin(admin.ModelAdmin):
 
 @admin.register(Answer)
 class AnswerAdmin(admin.ModelAdmin):
+    form = AnswerForm
     list_display = ("external_id", "question", "kind", "derived_from", "review_status", "len_words", "len_chars", "len_bpe")
     list_filter = ("question__study", "kind", "review_status")
     search_fields = ("external_id", "text", "question__external_id")

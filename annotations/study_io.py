@@ -221,7 +221,7 @@ def _validate_question(question: Any, field: str, kinds: dict, seen: set, fail: 
             fail("required text", f"{afield}.text", aid)
         _check_text_size(answer["text"], f"{afield}.text", fail, aid)
         by_id[aid] = answer
-        _validate_answer_record(answer, afield, fail)
+        validate_answer_record(answer, afield, fail)
     for ai, answer in enumerate(answers):
         afield = f"{field}.answers[{ai}]"
         parent, kind = answer.get("derived_from"), answer.get("kind")
@@ -330,7 +330,7 @@ def first_unstorable(document: Any) -> tuple[str, str] | None:
     return None
 
 
-def _validate_answer_record(answer: dict, field: str, fail: Callable) -> None:
+def validate_answer_record(answer: dict, field: str, fail: Callable) -> None:
     """The optional parts of an answer, typed as the review page and the checks read them."""
     aid = answer["id"]
     if answer.get("review_status", "approved") not in Answer.Review.values:
