@@ -1,4 +1,8 @@
-"""CSV exports of a study: votes (full provenance), item preferences per judge, and metrics.
+"""CSV exports of a study: votes (full provenance, and whether the analysis counts each one),
+item preferences per judge, metrics, the rater monitor, and the payment file.
+
+Every export but the payment file names raters by a pseudonym (R<database id>); the payment
+file is the one that carries platform participant ids, because a platform pays by them.
 
 Each export is a generator of rows (first the header) so the commands and the dashboard stream
 it the same way; ``csv_lines`` turns rows into CSV text. The votes export walks the database
@@ -12,9 +16,12 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Callable, Iterable, Iterator
+from decimal import Decimal
+
+import numpy as np
 
 from analysis import loader, metrics, report, services, stats
-from analysis.frame import CONTROL, Filters, apply_filters
+from analysis.frame import CONTROL, Filters, apply_filters, exclusion_masks
 from annotations.models import Judge, Study, Vote
 from judges.models import JudgeRun
 
@@ -62,7 +69,25 @@ VOTE_COLUMNS = [
     "prob_second",
     "prob_tie",
     "received_at",
+    "counted",
+    "excluded_because",
+    "late",
 ]
+
+# Why the analysis (with the study's own settings: the dashboard's default filters) leaves a
+# vote out, by analysis.frame filter. A late vote (one that arrived after its lease expired) is
+# kept and counted, so "late" is a column of its own, not a reason.
+REASONS = {
+    "other_run": "other_run",
+    "gold": "attention_check_item",
+    "time_range": "outside_time_range",
+    "bloom": "other_bloom",
+    "group": "other_group",
+    "flagged_rater": "flagged_rater",
+    "too_fast": "too_fast",
+    "not_familiar": "not_familiar",
+    "no_choice": "no_choice",
+}
 
 # A judge's backend/model/prompt style: from the run's configuration snapshot (JudgeRun.config,
 # written by the judges app when a run starts) when there is one, else from Judge.params.
@@ -90,8 +115,29 @@ def _run_fields() -> list[str]:
     return ["config"] if "config" in {f.name for f in JudgeRun._meta.get_fields()} else []
 
 
+def exclusions(study: Study, filters: Filters | None = None) -> dict[int, list[str]]:
+    """Vote id → every reason the analysis leaves it out (votes it counts are absent)."""
+    frame = loader.study_frame(study)
+    ids = frame["vote_id"].to_numpy()
+    out: dict[int, list[str]] = {}
+    for name, mask in exclusion_masks(frame, filters or Filters()).items():
+        for vote_id in ids[np.flatnonzero(mask)]:
+            out.setdefault(int(vote_id), []).append(REASONS[name])
+    return out
+
+
+def _reasons(found: list[str], flag_reason: str | None) -> str:
+    """A flagged rater who failed their attention checks is named as such."""
+    if flag_reason and flag_reason.startswith(services.GOLD_FLAG):
+        found = ["failed_attention_checks" if r == "flagged_rater" else r for r in found]
+    return ";".join(found)
+
+
 def votes_rows(study: Study, *, chunk_size: int = 2000) -> Iterator[list]:
+    """Every vote; ``counted`` and ``excluded_because`` say what the dashboard's default
+    analysis (the study's own thresholds) does with it."""
     yield VOTE_COLUMNS
+    excluded = exclusions(study)
     run_fields = _run_fields()
     judges = {j.id: j for j in Judge.objects.filter(votes__item__study=study).distinct()}
     fields = [
@@ -128,6 +174,8 @@ def votes_rows(study: Study, *, chunk_size: int = 2000) -> Iterator[list]:
         "error",
         "option_probs",
         "received_at",
+        "rater__flag_reason",
+        "meta",
         *[f"run__{f}" for f in run_fields],
     ]
     queryset = Vote.objects.filter(item__study=study).order_by("id").values_list(*fields)
@@ -181,6 +229,9 @@ def votes_rows(study: Study, *, chunk_size: int = 2000) -> Iterator[list]:
             probs.get("second"),
             probs.get("tie"),
             rec["received_at"].isoformat(),
+            rec["id"] not in excluded,
+            _reasons(excluded.get(rec["id"], []), rec["rater__flag_reason"]),
+            bool((rec["meta"] or {}).get("assignment", {}).get("late", False)),
         ]
 
 
@@ -327,8 +378,86 @@ def metrics_rows(
     yield from metric_records(services.study_analyze(study=study, filters=filters, options=options))
 
 
+RATER_COLUMNS = [
+    "study",
+    "rater",
+    "status",
+    "votes",
+    "counted_votes",
+    "target",
+    "too_fast",
+    "not_familiar",
+    "median_ms",
+    "total_seconds",
+    "left_share",
+    "tie_share",
+    "attention_checks_correct",
+    "attention_checks_seen",
+    "flagged",
+    "flag_reason",
+]
+
+
+def raters_rows(study: Study) -> Iterator[list]:
+    """The rater monitor as CSV, raters under their pseudonym (R<id>) as in the votes CSV."""
+    yield RATER_COLUMNS
+    for r in services.raters_monitor(study=study):
+        rater = r["rater"]
+        yield [
+            *(study.slug, f"R{rater.id}", r["status"], r["votes"], r["counted"], rater.target, r["too_fast"]),
+            *(r["not_familiar_votes"], r["median_ms"], r["total_seconds"], r["left"], r["tie"]),
+            *(rater.gold_correct, rater.gold_seen, rater.flagged, rater.flag_reason),
+        ]
+
+
+PAYMENT_COLUMNS = [
+    "participant_id",
+    "source",
+    "status",
+    "votes",
+    "counted_votes",
+    "total_seconds",
+    "attention_check_score",
+    "attention_checks",
+    "completion_code",
+    "suggested_action",
+    "bonus",
+]
+
+
+def payment_rows(study: Study, *, bonus_per_counted_vote: Decimal = Decimal("0")) -> Iterator[list]:
+    """One row per rater for the platform's bulk approve / reject and bonus pages: the
+    participant id (the platform's own: this is the one export that carries it), what they did,
+    and a suggested action. Finished raters are approved and get ``bonus_per_counted_vote`` for
+    each counted vote; those who failed the attention checks are suggested for rejection;
+    the rest (left before the end, flagged by hand) are for a person to review."""
+    yield PAYMENT_COLUMNS
+    for r in services.raters_monitor(study=study):
+        rater = r["rater"]
+        action = {"finished": "approve", "failed attention checks": "reject"}.get(r["status"], "review")
+        if action == "approve" and rater.flagged:
+            action = "review"
+        bonus = bonus_per_counted_vote * r["counted"] if action == "approve" else Decimal("0")
+        yield [
+            rater.participant_id,
+            rater.source,
+            r["status"],
+            r["votes"],
+            r["counted"],
+            r["total_seconds"],
+            round(r["gold"], 3) if r["gold"] is not None else "",
+            f"{rater.gold_correct}/{rater.gold_seen}",
+            rater.completion_code,
+            action,
+            f"{bonus.quantize(Decimal('0.01'))}",
+        ]
+
+
 EXPORTS: dict[str, Callable[..., Iterator[list]]] = {
     "votes": votes_rows,
     "items": items_rows,
     "metrics": metrics_rows,
+    "raters": raters_rows,
 }
+# Exports read the whole study as it is, with no dashboard filters.
+UNFILTERED = {"votes", "raters"}

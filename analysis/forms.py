@@ -16,8 +16,11 @@ class FilterForm(forms.Form):
     ms_per_word = forms.IntegerField(required=False, min_value=0, label="+ ms per word")
     include_not_familiar = forms.BooleanField(required=False, label="Count not-familiar votes")
     include_flagged = forms.BooleanField(required=False, label="Count flagged raters")
-    bloom = forms.MultipleChoiceField(required=False, choices=BloomLevel.choices, label="Bloom levels")
-    group = forms.MultipleChoiceField(required=False, choices=(), label="Groups")
+    # Checkboxes, not a multi-select: no Ctrl-click, and usable on a phone.
+    bloom = forms.MultipleChoiceField(
+        required=False, choices=BloomLevel.choices, label="Bloom levels", widget=forms.CheckboxSelectMultiple
+    )
+    group = forms.MultipleChoiceField(required=False, choices=(), label="Groups", widget=forms.CheckboxSelectMultiple)
     since = forms.DateTimeField(required=False, label="Votes from")
     until = forms.DateTimeField(required=False, label="Votes until")
     measure = forms.ChoiceField(required=False, choices=[(m, m) for m in MEASURES], label="Length measure")
@@ -102,3 +105,11 @@ class PowerForm(forms.Form):
             "noise": 1.0,
             "tie_rate": 0.15,
         }
+
+
+class PaymentForm(forms.Form):
+    """The payment file's one setting: the bonus per counted vote for raters who finished."""
+
+    bonus_per_counted_vote = forms.DecimalField(
+        required=False, min_value=0, max_value=100, decimal_places=2, label="Bonus per counted vote"
+    )

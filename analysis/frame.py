@@ -29,6 +29,12 @@ Optional (``OPTIONAL_COLUMNS``, filled with the default when a loader has no suc
 
 - ``run_complete`` (bool): the vote's run has every vote it planned on this item (True for
   votes without a run). The "latest" run filter prefers complete runs.
+- ``parse_status`` (ok/invalid/failed): "invalid" votes asked for a verdict and got one that
+  could not be read (they count as not correct against a gold label, analysis.consistency).
+- ``gold_label`` ("a1"/"a2", "" unknown): the answer known to be better.
+- ``subset`` (str, "" for none): the part of an imported data set the question comes from.
+- ``a1_system`` / ``a2_system`` (str, "" unknown): the system that wrote each answer
+  (``Answer.system``), for self-preference (``analysis.selfpref``).
 """
 
 from __future__ import annotations
@@ -73,7 +79,14 @@ COLUMNS = [
     "labels_swapped",
 ] + [f"len_{side}_{m}" for m in MEASURES for side in ("a1", "a2")]
 
-OPTIONAL_COLUMNS = {"run_complete": True}
+OPTIONAL_COLUMNS = {
+    "run_complete": True,
+    "parse_status": "ok",
+    "gold_label": "",
+    "subset": "",
+    "a1_system": "",
+    "a2_system": "",
+}
 
 _CATEGORICAL = (
     "bloom",
@@ -148,37 +161,46 @@ class Filters:
         return out
 
 
-def apply_filters(frame: pd.DataFrame, filters: Filters) -> tuple[pd.DataFrame, dict[str, int], pd.DataFrame]:
+def exclusion_masks(frame: pd.DataFrame, filters: Filters) -> dict[str, np.ndarray]:
+    """Each filter's own verdict on every vote (True: this filter leaves the vote out), in the
+    order ``apply_filters`` applies them. A vote may be hit by several; the votes CSV lists them all."""
+    none = np.zeros(len(frame), dtype=bool)
+    return {
+        "other_run": _not_selected_run(frame, filters),
+        "gold": frame["is_gold"].to_numpy(),
+        "time_range": _outside_range(frame, filters),
+        "bloom": ~frame["bloom"].isin(filters.blooms).to_numpy() if filters.blooms else none,
+        "group": ~frame["group"].isin(filters.groups).to_numpy() if filters.groups else none,
+        "flagged_rater": none if filters.include_flagged else frame["rater_flagged"].to_numpy(),
+        "too_fast": _too_fast(frame, filters),
+        "not_familiar": none if filters.include_not_familiar else frame["not_familiar"].to_numpy(),
+        "no_choice": frame["choice"].isna().to_numpy(),
+    }
+
+
+def apply_filters(
+    frame: pd.DataFrame, filters: Filters, *, drop_no_choice: bool = True
+) -> tuple[pd.DataFrame, dict[str, int], pd.DataFrame]:
     """Return (counted votes, votes excluded by each filter, not-familiar votes that passed the
     other filters). Filters apply in the order of the returned dict, so each count is what that
     filter removed from what the earlier ones left; together they add up to every vote not
     counted. Nothing is dropped silently: unparsed votes and attention checks have their own rows.
+    ``drop_no_choice=False`` keeps the votes without a choice (accuracy against a gold label
+    counts an unreadable verdict as not correct).
     """
     excluded: dict[str, int] = {}
     keep = np.ones(len(frame), dtype=bool)
-
-    def drop(name: str, mask: np.ndarray) -> None:
-        nonlocal keep
+    not_familiar = frame.iloc[0:0]
+    for name, mask in exclusion_masks(frame, filters).items():
+        if name == "not_familiar":
+            # Not-familiar votes leave the metrics but feed the Human-NF row, so they are split
+            # off before votes without a choice are counted (a not-familiar vote may carry no choice).
+            not_familiar = frame[keep & frame["not_familiar"].to_numpy()]
+        if name == "no_choice" and not drop_no_choice:
+            mask = np.zeros(len(frame), dtype=bool)
         hit = keep & mask
         excluded[name] = int(hit.sum())
         keep = keep & ~mask
-
-    drop("other_run", _not_selected_run(frame, filters))
-    drop("gold", frame["is_gold"].to_numpy())
-    drop("time_range", _outside_range(frame, filters))
-    drop("bloom", ~frame["bloom"].isin(filters.blooms).to_numpy() if filters.blooms else np.zeros(len(frame), bool))
-    drop("group", ~frame["group"].isin(filters.groups).to_numpy() if filters.groups else np.zeros(len(frame), bool))
-    drop("flagged_rater", np.zeros(len(frame), bool) if filters.include_flagged else frame["rater_flagged"].to_numpy())
-    drop("too_fast", _too_fast(frame, filters))
-    # Not-familiar votes leave the metrics but feed the Human-NF row, so they are split off
-    # before votes without a choice are counted (a not-familiar vote may carry no choice).
-    nf_mask = frame["not_familiar"].to_numpy()
-    not_familiar = frame[keep & nf_mask]
-    if not filters.include_not_familiar:
-        drop("not_familiar", nf_mask)
-    else:
-        excluded["not_familiar"] = 0
-    drop("no_choice", frame["choice"].isna().to_numpy())
     return frame[keep], excluded, not_familiar
 
 

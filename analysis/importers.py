@@ -23,6 +23,19 @@ shown_first        no        a1 or a2; empty: the order is unknown and the vote 
                              of the positional table
 not_familiar       no        1/0, true/false, yes/no
 response_ms        no        time to decide, in ms
+gold_label         no        a1 or a2: the answer known to be better (the same on every
+                             row of an item); empty: unknown. Gives accuracy against it
+subset             no        the part of your data the question belongs to (the same on
+                             every row of a question); figures are also cut by it
+judge_kind         no        ``human`` (people voted; counted as human votes even without
+                             rater ids) or ``llm``; the same on every row of a judge
+label_scheme       no        how the judge's prompt named the answers (e.g. ``ab``), ≤ 32
+                             characters; shown by the label-bias table
+prob_first         no        the judge's probability for the answer shown first, and
+prob_second                  for the second and for a tie (numbers in [0, 1]; all
+prob_tie                     three or none; ``shown_first`` says which answer was first)
+len_a1_words ...   no        ``len_<a1|a2>_<words|chars|bpe>``: an answer's length when
+                             its text is not given (a given text is measured instead)
 =================  ========  ===========================================================
 
 MT-bench human judgments (Zheng et al. 2023; ``../shared/datasets/mtbench_human_judgments``):
@@ -41,8 +54,9 @@ and GPT-4 votes on the same pair meet on the same item. Human votes go to the im
 - MT-bench categories become Bloom levels by this mapping (ours; MT-bench has no Bloom levels):
   writing, roleplay → creating; reasoning → analyzing; math, coding → applying;
   extraction → understanding; stem → remembering; humanities → evaluating (``MTBENCH_BLOOM``).
-- One expert voted twice on the same pair and turn; the database keeps one vote per rater and
-  item, so the repeat is kept without the rater link (its rater id stays in ``meta``).
+- One author (author_0, question 128, turn 1) voted twice on the same pair; the database keeps
+  one vote per rater and item, so the repeat is kept without the rater link (its rater id stays
+  in ``meta``).
 """
 
 from __future__ import annotations
@@ -50,10 +64,13 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from django.utils.module_loading import import_string
 
 from annotations.models import BloomLevel
 
@@ -96,6 +113,8 @@ class AnswerRecord:
     external_id: str
     text: str
     derived_from: str | None = None  # external id of the original, for variants
+    system: str = ""  # the system (model) that wrote it, when the source says
+    lengths: dict[str, int] | None = None  # given lengths (words/chars/bpe) of an answer without text
 
 
 @dataclass
@@ -106,6 +125,9 @@ class QuestionRecord:
     answers: dict[str, AnswerRecord] = field(default_factory=dict)
     # group → (A1 external id, A2 external id)
     items: dict[str, tuple[str, str]] = field(default_factory=dict)
+    subset: str = ""
+    # group → "a1"/"a2": the item's gold label, where known
+    gold: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -113,12 +135,15 @@ class VoteRecord:
     question: str
     group: str
     judge: str
-    winner: str  # a1 / a2 / tie
+    winner: str | None  # a1 / a2 / tie; None: the source has a vote whose verdict could not be read
     rater: str = ""
     shown_first: str | None = None  # None: unknown
     not_familiar: bool = False
     response_ms: int | None = None
     meta: dict = field(default_factory=dict)
+    round: int = 0  # the same judge asked the same thing again: 1, 2, ...
+    label_scheme: str = ""
+    option_probs: dict[str, float] | None = None  # first/second/tie as displayed
 
 
 @dataclass
@@ -126,6 +151,21 @@ class Parsed:
     source: str
     questions: dict[str, QuestionRecord]
     votes: list[VoteRecord]
+    people: set[str] = field(default_factory=set)  # judges whose votes come from people without rater ids
+
+
+# ``import_votes --format NAME``: each parser takes (path, known_groups=..., limit=...) → Parsed.
+# Dotted names, not imports: a format in its own module builds on the records above.
+FORMATS = {
+    "csv": "analysis.importers.parse_csv",
+    "mtbench": "analysis.importers.parse_mtbench",
+    "prd": "analysis.import_prd.parse_prd",
+    "llmbar": "analysis.import_llmbar.parse_llmbar",
+}
+
+
+def parse(fmt: str, path: Path, *, known_groups: set[str], limit: int | None = None) -> Parsed:
+    return import_string(FORMATS[fmt])(path, known_groups=known_groups, limit=limit)
 
 
 def _add_question(questions: dict, rec: QuestionRecord, path, line) -> QuestionRecord:
@@ -136,20 +176,26 @@ def _add_question(questions: dict, rec: QuestionRecord, path, line) -> QuestionR
         raise ImportProblem(
             path, line, "bloom", f"question {rec.external_id!r} has a different Bloom level than before"
         )
+    if known.subset != rec.subset:
+        raise ImportProblem(path, line, "subset", f"question {rec.external_id!r} has a different subset than before")
     return known
 
 
 def _add_answer(question: QuestionRecord, answer: AnswerRecord, path, line, field_name) -> None:
     known = question.answers.setdefault(answer.external_id, answer)
-    if known.text != answer.text or known.derived_from != answer.derived_from:
+    if (known.text, known.derived_from, known.lengths) != (answer.text, answer.derived_from, answer.lengths):
         raise ImportProblem(path, line, field_name, f"answer {answer.external_id!r} differs from an earlier row")
 
 
-def _add_item(question: QuestionRecord, group: str, pair: tuple[str, str], path, line) -> None:
+def _add_item(question: QuestionRecord, group: str, pair: tuple[str, str], path, line, gold: str = "") -> None:
     known = question.items.setdefault(group, pair)
     if known != pair:
         raise ImportProblem(
             path, line, "group", f"question {question.external_id!r} already has a {group} item with other answers"
+        )
+    if question.gold.setdefault(group, gold) != gold:
+        raise ImportProblem(
+            path, line, "gold_label", f"question {question.external_id!r}: its {group} item has another gold label"
         )
 
 
@@ -158,15 +204,18 @@ def _add_item(question: QuestionRecord, group: str, pair: tuple[str, str], path,
 REQUIRED = ("question_id", "question", "answer_a1", "answer_a2", "judge", "winner")
 
 
-def parse_csv(path: Path, *, known_groups: set[str]) -> Parsed:
+def parse_csv(path: Path, *, known_groups: set[str], limit: int | None = None) -> Parsed:
     questions: dict[str, QuestionRecord] = {}
     votes: list[VoteRecord] = []
+    kinds: dict[str, str] = {}
     reader = _csv_reader(path)
     missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
     if missing:
         raise ImportProblem(path, 1, missing[0], f"missing column(s): {', '.join(missing)}")
     for row in _csv_rows(reader, path):
-        votes.append(_csv_row(row, reader.line_num, path, questions, known_groups))
+        if limit is not None and len(votes) >= limit:
+            break
+        votes.append(_csv_row(row, reader.line_num, path, questions, known_groups, kinds))
     # Perturbation rows name their A2's original; it must exist as an original of the question.
     for q in questions.values():
         for a in q.answers.values():
@@ -179,10 +228,16 @@ def parse_csv(path: Path, *, known_groups: set[str]) -> Parsed:
                 )
     if not votes:
         raise ImportProblem(path, None, None, "no votes in the file")
-    return Parsed(source=str(path), questions=questions, votes=votes)
+    return Parsed(
+        source=str(path), questions=questions, votes=votes, people={j for j, k in kinds.items() if k == "human"}
+    )
 
 
-def _csv_row(row: dict, line: int, path, questions: dict, known_groups: set[str]) -> VoteRecord:
+PROBS = ("prob_first", "prob_second", "prob_tie")
+LENGTH_MEASURES = ("words", "chars", "bpe")
+
+
+def _csv_row(row: dict, line: int, path, questions: dict, known_groups: set[str], kinds: dict) -> VoteRecord:
     def get(name: str) -> str:
         return (row.get(name) or "").strip()
 
@@ -209,7 +264,23 @@ def _csv_row(row: dict, line: int, path, questions: dict, known_groups: set[str]
     # Only ASCII digits: str.isdigit() also takes "²", which int() then refuses.
     if ms and (not re.fullmatch(r"[0-9]+", ms) or int(ms) > MAX_RESPONSE_MS):
         raise ImportProblem(path, line, "response_ms", f"{ms[:40]!r} is not a whole number of milliseconds (at most {MAX_RESPONSE_MS})")
-    question = _add_question(questions, QuestionRecord(qid, row["question"], bloom), path, line)
+    gold = get("gold_label").lower()
+    if gold not in ("", "a1", "a2"):
+        raise ImportProblem(path, line, "gold_label", f"{gold!r} is not a1 or a2")
+    kind = get("judge_kind").lower()
+    if kind not in ("", "human", "llm"):
+        raise ImportProblem(path, line, "judge_kind", f"{kind!r} is not human or llm")
+    if kinds.setdefault(get("judge"), kind) != kind:
+        raise ImportProblem(path, line, "judge_kind", f"judge {get('judge')!r} had kind {kinds[get('judge')]!r} before")
+    scheme = get("label_scheme")
+    if len(scheme) > 32:
+        raise ImportProblem(path, line, "label_scheme", "is longer than 32 characters")
+    probs = _numbers(get, PROBS, path, line, lambda v: 0 <= v <= 1, "a probability in [0, 1]")
+    if probs and len(probs) != len(PROBS):
+        raise ImportProblem(
+            path, line, next(c for c in PROBS if c not in probs), "is needed with the other prob_ columns"
+        )
+    question = _add_question(questions, QuestionRecord(qid, row["question"], bloom, subset=get("subset")), path, line)
     a1_id = get("answer_a1_id") or f"{qid}-a1"
     a2_id = get("answer_a2_id") or (f"{qid}-a2" if group == "control" else f"{qid}-{group}")
     original = None
@@ -222,9 +293,15 @@ def _csv_row(row: dict, line: int, path, questions: dict, known_groups: set[str]
     for name, value in (("answer_a1_id", a1_id), ("answer_a2_id", a2_id)):
         if len(value) > MAX_ID_CHARS[name]:
             raise ImportProblem(path, line, name, f"at most {MAX_ID_CHARS[name]} characters, got {len(value)}")
-    _add_answer(question, AnswerRecord(a1_id, row["answer_a1"]), path, line, "answer_a1")
-    _add_answer(question, AnswerRecord(a2_id, row["answer_a2"], original), path, line, "answer_a2")
-    _add_item(question, group, (a1_id, a2_id), path, line)
+    for side, answer_id, derived in (("a1", a1_id, None), ("a2", a2_id, original)):
+        columns = [f"len_{side}_{m}" for m in LENGTH_MEASURES]
+        given = _numbers(get, columns, path, line, lambda v: v >= 0 and v == int(v), "a whole number")
+        if given and get(f"answer_{side}"):
+            raise ImportProblem(path, line, next(iter(given)), f"give either answer_{side} or its length, not both")
+        lengths = {c.rsplit("_", 1)[1]: int(v) for c, v in given.items()} or None
+        record = AnswerRecord(answer_id, row[f"answer_{side}"], derived, lengths=lengths)
+        _add_answer(question, record, path, line, f"answer_{side}")
+    _add_item(question, group, (a1_id, a2_id), path, line, gold)
     return VoteRecord(
         question=qid,
         group=group,
@@ -235,6 +312,8 @@ def _csv_row(row: dict, line: int, path, questions: dict, known_groups: set[str]
         not_familiar=nf in TRUE,
         response_ms=int(ms) if ms else None,
         meta={"source": str(path.name), "line": line},
+        label_scheme=scheme,
+        option_probs={c.removeprefix("prob_"): v for c, v in probs.items()} or None,
     )
 
 
@@ -291,11 +370,29 @@ def _csv_problems(path: Path, reader: csv.DictReader):
         csv.field_size_limit(previous)
 
 
+def _numbers(get, columns, path, line, valid, what: str) -> dict[str, float]:
+    """The non-empty ones of ``columns`` as numbers; a value that is not ``what`` is refused."""
+    out = {}
+    for column in columns:
+        text = get(column)
+        if not text:
+            continue
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")
+        if not math.isfinite(value) or not valid(value):
+            raise ImportProblem(path, line, column, f"{text!r} is not {what}")
+        out[column] = value
+    return out
+
+
 # --- MT-bench ---------------------------------------------------------------------------------
 
 
-def parse_mtbench(path: Path, *, limit: int | None = None) -> Parsed:
-    """``path``: the dataset folder (both vote files) or one of its vote files."""
+def parse_mtbench(path: Path, *, limit: int | None = None, known_groups: set[str] = frozenset()) -> Parsed:
+    """``path``: the dataset folder (both vote files) or one of its vote files. MT-bench has no
+    perturbation groups, so ``known_groups`` is not used."""
     folder = path if path.is_dir() else path.parent
     files = [folder / name for name in MTBENCH_FILES] if path.is_dir() else [path]
     if not path.is_dir() and path.name not in MTBENCH_FILES:
@@ -363,7 +460,11 @@ def _mtbench_row(row, line, path, judge_name, by_id, answers, questions) -> Vote
     question = _add_question(questions, QuestionRecord(external, text, bloom), path, line)
     for model in (first, second):
         _add_answer(
-            question, AnswerRecord(f"{external}-{model}", answers[(qid, model)]["turns"][turn - 1]), path, line, "turn"
+            question,
+            AnswerRecord(f"{external}-{model}", answers[(qid, model)]["turns"][turn - 1], system=model),
+            path,
+            line,
+            "turn",
         )
     _add_item(question, "control", (f"{external}-{first}", f"{external}-{second}"), path, line)
     choice = "tie" if meaning is None else ("a1" if meaning == first else "a2")

@@ -16,7 +16,7 @@ def answer_roots(study: Study) -> pd.DataFrame:
     on other variants) and its cached lengths."""
     rows = list(
         Answer.objects.filter(question__study=study).values_list(
-            "id", "derived_from_id", "len_words", "len_chars", "len_bpe"
+            "id", "derived_from_id", "len_words", "len_chars", "len_bpe", "system"
         )
     )
     parent = {a: p for a, p, *_ in rows}
@@ -26,7 +26,7 @@ def answer_roots(study: Study) -> pd.DataFrame:
         while parent.get(node) is not None and seen < 100:
             node, seen = parent[node], seen + 1
         roots[answer_id] = node
-    frame = pd.DataFrame(rows, columns=["answer_id", "derived_from", "words", "chars", "bpe"])
+    frame = pd.DataFrame(rows, columns=["answer_id", "derived_from", "words", "chars", "bpe", "system"])
     frame["root"] = frame["answer_id"].map(roots)
     return frame.set_index("answer_id")
 
@@ -44,12 +44,12 @@ def study_items(study: Study) -> pd.DataFrame:
             "kind__semantics",
             "answer_a1_id",
             "answer_a2_id",
+            "gold_label",
+            "question__subset",
         )
     )
-    items = pd.DataFrame(
-        rows,
-        columns=["item_id", "question_id", "question_ext", "bloom", "is_gold", "group", "semantics", "a1_id", "a2_id"],
-    )
+    columns = ["item_id", "question_id", "question_ext", "bloom", "is_gold", "group", "semantics", "a1_id", "a2_id"]
+    items = pd.DataFrame(rows, columns=[*columns, "gold_label", "subset"])
     items["group"] = items["group"].fillna(CONTROL)
     items["semantics"] = items["semantics"].fillna(CONTROL)
     answers = answer_roots(study)
@@ -58,6 +58,7 @@ def study_items(study: Study) -> pd.DataFrame:
         items[f"{side}_root"] = ids.map(answers["root"]).astype("int64") if len(items) else ids
         for m in ("words", "chars", "bpe"):
             items[f"len_{side}_{m}"] = ids.map(answers[m]).astype(float)
+        items[f"{side}_system"] = ids.map(answers["system"]).fillna("").astype(str)
     items["words"] = (items["len_a1_words"] + items["len_a2_words"]).fillna(0).astype(np.int64)
     items["threshold_ms"] = (study.min_response_ms + study.ms_per_word * items["words"]).astype(float)
     return items
@@ -92,7 +93,13 @@ def study_frame(study: Study) -> pd.DataFrame:
     unknown_order = set(Vote.objects.filter(item__study=study, meta__order_known=False).values_list("id", flat=True))
     votes["order_known"] = ~votes["vote_id"].isin(unknown_order)
     judges = pd.DataFrame(
-        list(Judge.objects.filter(id__in=votes["judge_id"].unique().tolist()).values_list("id", "name", "kind")),
+        [
+            # Imported votes of people without rater ids (PRD's MTurk votes) count as human votes.
+            (pk, name, "human" if kind == Judge.Kind.IMPORTED and (params or {}).get("people") else kind)
+            for pk, name, kind, params in Judge.objects.filter(id__in=votes["judge_id"].unique().tolist()).values_list(
+                "id", "name", "kind", "params"
+            )
+        ],
         columns=["judge_id", "judge", "judge_kind"],
     )
     raters = pd.DataFrame(

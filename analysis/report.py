@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from analysis import labels, lc, metrics, stats
+from analysis import consistency, labels, lc, metrics, selfpref, stats, vote_pairs
 from analysis.frame import CONTROL, Filters, apply_filters
 
 
@@ -98,6 +98,7 @@ def _analyze(frame, *, study, filters, options, votes_per_item, groups, semantic
         f"len_a2_{options.measure}",
     ]
     counted_by_judge = dict(iter(counted[needed].groupby("judge", observed=True)))
+    asked_by_judge = _asked_by_judge(frame, filters, counted)
     prefs_by_judge = dict(iter(prefs.groupby("judge", observed=True))) if prefs is not None else {}
 
     judges = []
@@ -116,6 +117,7 @@ def _analyze(frame, *, study, filters, options, votes_per_item, groups, semantic
                 semantics,
                 options,
                 total=int(total_by_judge.get(name, 0)),
+                asked=asked_by_judge.get(name, counted.iloc[0:0]),
             )
         )
     _add_ranks(judges, groups, semantics)
@@ -125,6 +127,11 @@ def _analyze(frame, *, study, filters, options, votes_per_item, groups, semantic
     nf = nf[nf["choice"].notna().to_numpy()] if len(nf) else nf
     human_nf = metrics.position(nf)
     position_tests = _adjust_position_tests(judges, human_nf)
+    agreement = _agreement(counted, prefs, prefs_by_judge, humans, judge_kinds, counts, question_index)
+    # Issue 21: agreement over vote pairs as Zheng et al. count it, and self-preference.
+    agreement["vote_pairs"] = vote_pairs.vote_pair_agreement(
+        counted, humans, counts=counts, question_index=question_index
+    )
     return {
         "study": study,
         "conventions": conventions(filters, options),
@@ -140,7 +147,8 @@ def _analyze(frame, *, study, filters, options, votes_per_item, groups, semantic
         "judges": judges,
         "human_nf_position": human_nf,
         "random_judge": metrics.random_judge(votes_per_item, groups, semantics),
-        "agreement": _agreement(counted, prefs, prefs_by_judge, humans, judge_kinds, counts, question_index),
+        "agreement": agreement,
+        "self_preference": selfpref.self_preference(counted, counts=counts, question_index=question_index),
     }
 
 
@@ -170,6 +178,14 @@ def conventions(filters: Filters, options: Options) -> dict:
         "interval_fallback": "Wilson on the number of questions when the rate is 0 or 1 or all resamples agree",
         "position_test": metrics.POSITION_TEST,
         "p_adjust": P_ADJUST,
+        "position_consistency": (
+            "order-swapped pairs (each vote shown A1 first with each shown A2 first on the item) of votes "
+            "without a rater; an unread verdict does not survive the swap"
+        ),
+        "gold_accuracy": "votes on items with a gold label; an unread verdict is not correct",
+        "repetition_stability": "mean share of the most frequent verdict over requests asked more than once",
+        "vote_pair_agreement": "Zheng et al.: every pair of votes on an item; S1 with ties, S2 without",
+        "self_preference": "own family's answer scored 1, tie 1/2; vs judges outside the family on the same items",
     }
 
 
@@ -185,14 +201,43 @@ def _adjust_position_tests(judges: list[dict], human_nf: dict) -> dict:
     return {"method": metrics.POSITION_TEST, "adjust": P_ADJUST, "m": sum(p is not None for p in adjusted)}
 
 
-def _judge_report(name, kind, votes, prefs, question_index, counts, groups, semantics, options, *, total) -> dict:
+# What the consistency and gold-label measures read (analysis.consistency).
+ASKED_COLUMNS = [
+    "judge",
+    "item_id",
+    "question_id",
+    "rater",
+    "shown_first",
+    "order_known",
+    "choice",
+    "label_scheme",
+    "labels_swapped",
+    "gold_label",
+    "subset",
+]
+
+
+def _asked_by_judge(frame: pd.DataFrame, filters: Filters, counted: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Per judge, its counted votes plus those whose verdict could not be read (the gold-label
+    and consistency measures count such a verdict as wrong, and as not surviving the swap)."""
+    asked = counted
+    if (frame["parse_status"].astype(str) == "invalid").any():
+        kept, _, _ = apply_filters(frame, filters, drop_no_choice=False)
+        asked = kept[kept["choice"].notna().to_numpy() | (kept["parse_status"].astype(str) == "invalid").to_numpy()]
+    return dict(iter(asked[ASKED_COLUMNS].groupby("judge", observed=True)))
+
+
+def _judge_report(
+    name, kind, votes, prefs, question_index, counts, groups, semantics, options, *, total, asked
+) -> dict:
     asr, acc, by_bloom = {g: metrics.rate(0, 0, (None, None)) for g in groups}, {}, {}
     for g in groups:
         if semantics[g] == "degrading":
             acc[g] = metrics.rate(0, 0, (None, None))
     lc_part: dict = {key: {} for key in LC_KEYS}
     overall_position, bloom_positions = metrics.positions(votes, by="bloom" if options.by_bloom else None)
-    if prefs is not None and len(prefs):
+    # Without perturbation groups there is no ASR or accuracy (nor their Bloom parts) to compute.
+    if prefs is not None and len(prefs) and groups:
         indicators = metrics.asr_indicators(metrics.oriented_pairs(prefs))
         got_asr, got_acc, parts = metrics.asr_and_accuracy(
             indicators, question_index, counts, groups, semantics, by="bloom" if options.by_bloom else None
@@ -203,8 +248,10 @@ def _judge_report(name, kind, votes, prefs, question_index, counts, groups, sema
             empty = metrics.positions(votes.iloc[0:0])[0]
             for bloom, (b_asr, b_acc) in parts.items():
                 by_bloom[bloom] = {"asr": b_asr, "accuracy": b_acc, "position": bloom_positions.get(bloom, empty)}
+    if prefs is not None and len(prefs):
         lc_part = _length_controlled(prefs, options)
     verbosity_votes = votes[votes["group"].isin(options.verbosity_groups).to_numpy()]
+    pairs = consistency.swapped_pairs(asked)
     return {
         "judge": name,
         "kind": kind,
@@ -218,6 +265,9 @@ def _judge_report(name, kind, votes, prefs, question_index, counts, groups, sema
         "label_and_position": labels.label_and_position(votes, options.scheme_labels),
         "option_probs": metrics.option_probs(votes),
         "by_bloom": by_bloom,
+        "position_consistency": consistency.position_consistency(asked, pairs=pairs),
+        "repetition_stability": consistency.repetition_stability(asked),
+        "gold_accuracy": consistency.gold_accuracy(asked, rater=metrics.rater_codes(asked), pairs=pairs),
         # Which LLM runs these votes come from (filters.runs says how they were chosen).
         "runs": sorted(int(r) for r in np.unique(votes["run_id"].to_numpy(dtype=float)) if not np.isnan(r)),
     }
@@ -361,9 +411,6 @@ def _agreement(
     judge_code, names = pd.factorize(prefs["judge"].astype(str))
     mean_score = np.full((item_code.max() + 1, len(names)), np.nan)
     mean_score[item_code, judge_code] = (prefs["score"] / prefs["n"]).to_numpy()
-    for i, a in enumerate(names):
-        for j in range(i + 1, len(names)):
-            both = ~np.isnan(mean_score[:, i]) & ~np.isnan(mean_score[:, j])
-            rho = stats.spearman(mean_score[both, i], mean_score[both, j])
-            out["spearman"].append({"a": a, "b": names[j], "rho": rho, "n": int(both.sum())})
+    for i, j, rho, n in stats.spearman_pairs(mean_score):
+        out["spearman"].append({"a": names[i], "b": names[j], "rho": rho, "n": n})
     return out

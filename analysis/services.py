@@ -14,6 +14,7 @@ from django.utils import timezone
 from analysis import importers, loader, report, simulate
 from analysis.frame import Filters
 from annotations.models import ComparisonItem, Judge, PerturbationKind, Rater, Slot, Study, Vote
+from biasstudy import bulk
 
 
 def study_groups(*, study: Study) -> tuple[list[str], dict[str, str]]:
@@ -173,25 +174,41 @@ def raters_simulate(
     return len(sim)
 
 
+RATER_STATUSES = ("finished", "partial", "failed attention checks")
+GOLD_FLAG = "attention checks"  # how annotations.assignment begins the flag reason it writes
+
+
+def rater_status(rater: Rater) -> str:
+    """finished (shown their completion code), failed attention checks (flagged for them), or
+    partial (left, or still working, before the end)."""
+    if rater.flagged and rater.flag_reason.startswith(GOLD_FLAG):
+        return "failed attention checks"
+    return "finished" if rater.finished_at else "partial"
+
+
 def raters_monitor(*, study: Study) -> list[dict]:
-    """Per rater: votes, median response time, share of left choices, tie rate, not-familiar
-    rate, attention-check accuracy and flags, so careless raters can be replaced in time."""
+    """Per rater: votes (counted, too fast, not familiar), median response time, share of left
+    choices, tie rate, attention-check accuracy, flags, completion status and total time (entry
+    to completion code, or to the last vote for those who have not finished), so careless raters
+    can be replaced in time and everyone paid right."""
+    columns = ["rater_id", "client_ms", "choice_shown", "not_familiar", "meta"]
     votes = pd.DataFrame(
-        list(
-            Vote.objects.filter(item__study=study, rater__isnull=False).values_list(
-                "rater_id", "client_ms", "choice_shown", "not_familiar", "received_at"
-            )
-        ),
-        columns=["rater_id", "client_ms", "choice_shown", "not_familiar", "received_at"],
+        list(Vote.objects.filter(item__study=study, rater__isnull=False).values_list(*columns)), columns=columns
     )
     stats_by_rater = {}
     if len(votes):
         votes["client_ms"] = votes["client_ms"].astype(float)
+        assignment = votes["meta"].map(lambda m: (m or {}).get("assignment", {}))
+        votes["too_fast"] = assignment.map(lambda a: bool(a.get("too_fast", False)))
+        votes["counted"] = assignment.map(lambda a: bool(a.get("counted", False)))
         grouped = votes.groupby("rater_id")
         decided = votes[votes["choice_shown"].notna()]
         stats_by_rater = {
             rid: {
                 "votes": int(len(g)),
+                "counted": int(g["counted"].sum()),
+                "too_fast": int(g["too_fast"].sum()),
+                "not_familiar_votes": int(g["not_familiar"].sum()),
                 "median_ms": None if g["client_ms"].isna().all() else float(g["client_ms"].median()),
                 "not_familiar": float(g["not_familiar"].mean()),
             }
@@ -204,16 +221,22 @@ def raters_monitor(*, study: Study) -> list[dict]:
     rows = []
     for rater in Rater.objects.filter(study=study).order_by("participant_id"):
         s = stats_by_rater.get(rater.id, {})
+        end = rater.finished_at or rater.last_seen_at
         rows.append(
             {
                 "rater": rater,
                 "votes": s.get("votes", 0),
+                "counted": s.get("counted", 0),
+                "too_fast": s.get("too_fast", 0),
+                "not_familiar_votes": s.get("not_familiar_votes", 0),
                 "median_ms": s.get("median_ms"),
                 "left": s.get("left"),
                 "tie": s.get("tie"),
                 "not_familiar": s.get("not_familiar"),
                 "gold": rater.gold_correct / rater.gold_seen if rater.gold_seen else None,
                 "below_gold": bool(rater.gold_seen) and rater.gold_correct / rater.gold_seen < study.gold_min_accuracy,
+                "status": rater_status(rater),
+                "total_seconds": round((end - rater.created_at).total_seconds()) if end else None,
             }
         )
     return rows
@@ -266,7 +289,9 @@ def votes_import(*, study: Study, parsed: importers.Parsed) -> dict[str, int]:
                         parsed.source, None, "question", f"question {ext!r} is already in the study with another text"
                     )
             else:
-                new_questions.append(Question(study=study, external_id=ext, text=rec.text, bloom_level=rec.bloom))
+                new_questions.append(
+                    Question(study=study, external_id=ext, text=rec.text, bloom_level=rec.bloom, subset=rec.subset)
+                )
         Question.objects.bulk_create(new_questions, batch_size=1000)
         counts["questions"] = len(new_questions)
         questions = {
@@ -274,6 +299,7 @@ def votes_import(*, study: Study, parsed: importers.Parsed) -> dict[str, int]:
         }
 
         answers = {(a.question_id, a.external_id): a for a in Answer.objects.filter(question__in=questions.values())}
+        measured: dict[str, Answer] = {}
         for originals_pass in (True, False):
             batch = []
             for ext, rec in parsed.questions.items():
@@ -295,12 +321,25 @@ def votes_import(*, study: Study, parsed: importers.Parsed) -> dict[str, int]:
                         question=q,
                         external_id=a.external_id,
                         text=a.text,
+                        system=a.system,
                         provenance={"method": "import", "source": parsed.source},
                     )
                     if a.derived_from:
                         answer.derived_from = answers[(q.id, a.derived_from)]
                         answer.kind = kinds[_group_of(rec, a.external_id)]
-                    answer.refresh_lengths()  # bulk_create skips save(), which caches them
+                    # bulk_create skips save(), which caches the lengths; a text seen before (PRD
+                    # repeats each system's answer on every pair) is measured once.
+                    if a.lengths is not None:  # no text, its lengths given instead
+                        answer.len_words, answer.len_chars = a.lengths.get("words", 0), a.lengths.get("chars", 0)
+                        answer.len_bpe = a.lengths.get("bpe")
+                    elif (same := measured.setdefault(a.text, answer)) is answer:
+                        answer.refresh_lengths()
+                    else:
+                        answer.len_words, answer.len_chars, answer.len_bpe = (
+                            same.len_words,
+                            same.len_chars,
+                            same.len_bpe,
+                        )
                     batch.append(answer)
             Answer.objects.bulk_create(batch, batch_size=1000)
             counts["answers"] += len(batch)
@@ -331,6 +370,7 @@ def votes_import(*, study: Study, parsed: importers.Parsed) -> dict[str, int]:
                     kind=None if group == "control" else kinds[group],
                     answer_a1=a1_obj,
                     answer_a2=a2_obj,
+                    gold_label=rec.gold.get(group, ""),
                 )
                 new_items.append(item)
         ComparisonItem.objects.bulk_create(new_items, batch_size=1000)
@@ -341,7 +381,12 @@ def votes_import(*, study: Study, parsed: importers.Parsed) -> dict[str, int]:
         judges = {}
         for name in judge_names:
             judge, created = Judge.objects.get_or_create(
-                study=study, name=name, defaults={"kind": Judge.Kind.IMPORTED, "params": {"source": parsed.source}}
+                study=study,
+                name=name,
+                defaults={
+                    "kind": Judge.Kind.IMPORTED,
+                    "params": {"source": parsed.source, **({"people": True} if name in parsed.people else {})},
+                },
             )
             judges[name] = judge
             counts["judges"] += int(created)
@@ -367,6 +412,7 @@ def votes_import(*, study: Study, parsed: importers.Parsed) -> dict[str, int]:
             Vote.objects.filter(rater__in=list(raters.values()), item__study=study).values_list("rater_id", "item_id")
         )
         batch = []
+        now = timezone.now()
         for v in parsed.votes:
             item = items[(questions[v.question].id, v.group)]
             if v.rater and (raters[v.rater].id, item.id) in earlier:
@@ -379,6 +425,8 @@ def votes_import(*, study: Study, parsed: importers.Parsed) -> dict[str, int]:
                 )
             shown_first = v.shown_first or "a1"
             choice_shown = "tie" if v.winner == "tie" else ("first" if v.winner == shown_first else "second")
+            if v.winner is None:  # the source could not read a verdict: kept, with no choice
+                choice_shown = None
             meta = dict(v.meta)
             if v.shown_first is None:
                 meta["order_known"] = False
@@ -391,21 +439,27 @@ def votes_import(*, study: Study, parsed: importers.Parsed) -> dict[str, int]:
                 else:
                     seen.add((rater.id, item.id))
             batch.append(
-                Vote(
-                    item=item,
-                    judge=judges[v.judge],
-                    rater=rater,
-                    shown_first=shown_first,
-                    choice_shown=choice_shown,
-                    choice=choice_from_shown(shown_first, choice_shown),
-                    not_familiar=v.not_familiar,
-                    client_ms=v.response_ms,
-                    meta=meta,
-                )
+                {
+                    "item_id": item.id,
+                    "judge_id": judges[v.judge].id,
+                    "rater_id": rater.id if rater is not None else None,
+                    "round": v.round,
+                    "label_scheme": v.label_scheme,
+                    "option_probs": v.option_probs,
+                    "shown_first": shown_first,
+                    "choice_shown": choice_shown,
+                    "choice": choice_from_shown(shown_first, choice_shown) if choice_shown else None,
+                    "parse_status": Vote.Parse.OK if choice_shown else Vote.Parse.INVALID,
+                    "not_familiar": v.not_familiar,
+                    "client_ms": v.response_ms,
+                    "meta": meta,
+                    "received_at": now,
+                }
             )
-        Vote.objects.bulk_create(batch, batch_size=2000)
+        # Rows, not model instances: Vote.save() does nothing for a vote whose choice is set.
+        bulk.insert_rows(Vote, batch)
         counts["votes"] = len(batch)
-        linked = Counter(vote.rater_id for vote in batch if vote.rater_id is not None)
+        linked = Counter(vote["rater_id"] for vote in batch if vote["rater_id"] is not None)
         for rater in raters.values():
             rater.votes_done += linked[rater.pk]
         Rater.objects.bulk_update([r for r in raters.values() if linked[r.pk]], ["votes_done"], batch_size=1000)

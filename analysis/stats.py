@@ -363,11 +363,51 @@ def cohen_kappa(a: np.ndarray, b: np.ndarray, categories: tuple = (-1, 0, 1)) ->
     return float((p_o - p_e) / (1 - p_e))
 
 
-def spearman(a: np.ndarray, b: np.ndarray) -> float | None:
-    if len(a) < 3:
+def _average_ranks(codes: np.ndarray, k: int) -> np.ndarray:
+    """Ranks 1..n of values given as dense codes 0..k-1 in value order, tied values sharing
+    their mean rank (as scipy's rankdata): a count per code, no sort."""
+    counts = np.bincount(codes, minlength=k)
+    upper = np.cumsum(counts)
+    return (upper - (counts - 1) / 2.0)[codes]
+
+
+def _pearson_of_ranks(ca: np.ndarray, ka: int, cb: np.ndarray, kb: int) -> float | None:
+    if len(ca) < 3:
         return None
-    rho = sps.spearmanr(a, b).statistic
-    return None if np.isnan(rho) else float(rho)
+    ra, rb = _average_ranks(ca, ka), _average_ranks(cb, kb)
+    ra -= ra.mean()
+    rb -= rb.mean()
+    denom = math.sqrt(float(ra @ ra) * float(rb @ rb))
+    if denom == 0:
+        return None
+    return float(np.clip(ra @ rb / denom, -1.0, 1.0))
+
+
+def spearman(a: np.ndarray, b: np.ndarray) -> float | None:
+    """Spearman's rho: Pearson's r of the average ranks; None when undefined (fewer than 3
+    pairs, or one side constant)."""
+    _, ca = np.unique(np.asarray(a, dtype=float), return_inverse=True)
+    _, cb = np.unique(np.asarray(b, dtype=float), return_inverse=True)
+    return _pearson_of_ranks(ca.ravel(), len(ca), cb.ravel(), len(cb))
+
+
+def spearman_pairs(scores: np.ndarray) -> list[tuple[int, int, float | None, int]]:
+    """Spearman's rho of every pair of columns of ``scores`` (units × raters, NaN = not rated)
+    over the units both rated: (i, j, rho, n). Values are coded once per column, so that a
+    study with many judges (thousands of pairs) costs a count per pair, not a sort."""
+    codes = np.full(scores.shape, -1, dtype=np.int64)
+    for j in range(scores.shape[1]):
+        seen = ~np.isnan(scores[:, j])
+        _, codes[seen, j] = np.unique(scores[seen, j], return_inverse=True)
+    out = []
+    for i in range(scores.shape[1]):
+        for j in range(i + 1, scores.shape[1]):
+            both = (codes[:, i] >= 0) & (codes[:, j] >= 0)
+            ci, cj = codes[both, i], codes[both, j]
+            # Codes of the shared units, kept in value order: only their counts matter.
+            rho = _pearson_of_ranks(ci, int(ci.max(initial=-1)) + 1, cj, int(cj.max(initial=-1)) + 1)
+            out.append((i, j, rho, int(both.sum())))
+    return out
 
 
 def ranks(values: dict[str, float | None], *, lower_is_better: bool) -> dict[str, int | None]:

@@ -3,8 +3,6 @@ and Table 2 shapes). Pure functions over the report dict."""
 
 from __future__ import annotations
 
-from analysis import svg
-
 
 def columns(result: dict) -> list[dict]:
     """Table 1 columns: ASR for every perturbation, accuracy for degrading ones."""
@@ -32,7 +30,9 @@ def table1(result: dict, part: str | None = None) -> dict:
             )
             rank = judge["ranks"][c["metric"]].get(c["group"]) if part is None else None
             cells.append({**rate, "lo": rate["ci"][0], "hi": rate["ci"][1], "rank": rank})
-        rows.append({"judge": judge["judge"], "kind": judge["kind"], "n_votes": judge["n_votes"], "cells": cells})
+        # A Bloom level's votes, not the judge's total: its counted votes with a choice.
+        n_votes = judge["n_votes"] if part is None else source["position"]["n"]
+        rows.append({"judge": judge["judge"], "kind": judge["kind"], "n_votes": n_votes, "cells": cells})
     rnd = result["random_judge"]
     cells = [
         {**rnd["asr" if c["metric"] == "asr" else "accuracy"][c["group"]], "lo": None, "hi": None, "rank": None}
@@ -73,24 +73,25 @@ def lc_rows(result: dict) -> list[dict]:
     return rows
 
 
-def verbosity_svg(result: dict) -> str:
-    series = []
-    width = None
+def consistency_rows(result: dict) -> tuple[list[dict], list[dict]]:
+    """Judges with order-swapped pairs or gold labels, overall and by subset: (rows, subset
+    rows), each {judge, subset, consistency, primacy, recency, first_share, fairness,
+    both_unread, gold (the gold_accuracy part)}. Judges the data says nothing about are left out."""
+    rows, subset_rows = [], []
     for judge in result["judges"]:
-        v = judge["verbosity"]
-        width = v["bin_width"]
-        series.append(
-            (
-                judge["judge"],
-                [
-                    ((b["lo"] + (b["hi"] if b["hi"] is not None else b["lo"] + v["bin_width"])) / 2, b["value"])
-                    for b in v["bins"]
-                ],
-            )
+        pc, gold = judge["position_consistency"], judge["gold_accuracy"]
+        if not pc["consistency"]["n"] and not gold["a1_first"]["n"] and not gold["a2_first"]["n"]:
+            continue
+        rows.append(
+            {"judge": judge["judge"], "subset": "", **pc, "gold": gold, "stability": judge["repetition_stability"]}
         )
-    return svg.line_chart(
-        series,
-        title="Preference for the longer answer",
-        x_label=f"|Δ length| ({result['measure']}, bins of {width or 10}; last bin open)",
-        y_label="share of votes for the longer answer",
-    )
+        for subset in sorted(set(pc["by_subset"]) | set(gold["by_subset"])):
+            subset_rows.append(
+                {
+                    "judge": judge["judge"],
+                    "subset": subset,
+                    **pc["by_subset"].get(subset, {}),
+                    "gold": gold["by_subset"].get(subset, {}),
+                }
+            )
+    return rows, subset_rows

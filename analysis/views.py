@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from django.contrib.admin.views.decorators import staff_member_required
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, render
-from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
-from analysis import exports, services, tables
-from analysis.forms import FilterForm, PowerForm
+from analysis import exports, plots, services, tables
+from analysis.forms import FilterForm, PaymentForm, PowerForm
 from annotations.models import Study
 
 
@@ -39,14 +40,16 @@ def study_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
             form = FilterForm({}, groups=groups, known_runs=known_runs)
             form.is_valid()
         result = services.study_analyze(study=study, filters=form.filters(), options=form.options())
+        consistency_rows, consistency_subset_rows = tables.consistency_rows(result)
         context.update(
             result=result,
+            consistency_rows=consistency_rows,
+            consistency_subset_rows=consistency_subset_rows,
             table1=tables.table1(result),
             table2=tables.table2(result),
             lc_rows=tables.lc_rows(result),
             bloom_tables={b: tables.table1(result, part=b) for b in _blooms(result)},
-            # Built by analysis.svg from escaped text only.
-            verbosity_svg=mark_safe(tables.verbosity_svg(result)),  # noqa: S308
+            plots=plots.PLOTS,
         )
     template = "analysis/study.html#results" if request.htmx else "analysis/study.html"
     return render(request, template, context, status=status)
@@ -79,6 +82,23 @@ def power(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, template, {"study": study, "form": form, "rows": rows}, status=400 if form.errors else 200)
 
 
+def _filter_form(request: HttpRequest, study: Study) -> FilterForm:
+    groups, _ = services.study_groups(study=study)
+    form = FilterForm(request.GET, groups=groups, known_runs=services.study_runs(study=study))
+    form.is_valid()
+    return form
+
+
+def _bad_filters(form: FilterForm) -> HttpResponse:
+    return HttpResponse(f"bad filters: {form.errors.as_text()}", status=400, content_type="text/plain")
+
+
+def _csv_response(rows, filename: str) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(exports.csv_lines(rows), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
 @require_GET
 @staff_member_required
 def export_csv(request: HttpRequest, slug: str, name: str) -> HttpResponse:
@@ -86,16 +106,46 @@ def export_csv(request: HttpRequest, slug: str, name: str) -> HttpResponse:
         raise Http404("no such export")
     study = _study(slug)
     kwargs = {}
-    if name != "votes":
-        groups, _ = services.study_groups(study=study)
-        form = FilterForm(request.GET, groups=groups, known_runs=services.study_runs(study=study))
-        if not form.is_valid():
-            return HttpResponse(f"bad filters: {form.errors.as_text()}", status=400, content_type="text/plain")
+    if name not in exports.UNFILTERED:
+        form = _filter_form(request, study)
+        if form.errors:
+            return _bad_filters(form)
         kwargs["filters"] = form.filters()
         if name == "metrics":
             kwargs["options"] = form.options()
-    response = StreamingHttpResponse(
-        exports.csv_lines(exports.EXPORTS[name](study, **kwargs)), content_type="text/csv; charset=utf-8"
-    )
-    response["Content-Disposition"] = f'attachment; filename="{study.slug}-{name}.csv"'
+    return _csv_response(exports.EXPORTS[name](study, **kwargs), f"{study.slug}-{name}.csv")
+
+
+@require_GET
+@staff_member_required
+def payment_csv(request: HttpRequest, slug: str) -> HttpResponse:
+    """The file for the platform's bulk approve / reject and bonus pages. The one export with
+    platform participant ids: its file name says so."""
+    study = _study(slug)
+    form = PaymentForm(request.GET)
+    if not form.is_valid():
+        return HttpResponse(f"bad payment settings: {form.errors.as_text()}", status=400, content_type="text/plain")
+    bonus = form.cleaned_data["bonus_per_counted_vote"] or Decimal("0")
+    rows = exports.payment_rows(study, bonus_per_counted_vote=bonus)
+    return _csv_response(rows, f"{study.slug}-payment-WITH-PLATFORM-IDS.csv")
+
+
+@require_GET
+@staff_member_required
+def plot(request: HttpRequest, slug: str, name: str, fmt: str) -> HttpResponse:
+    """One figure of the dashboard as SVG or PNG, or the CSV of the numbers it draws, for the
+    same filters as the page."""
+    if name not in plots.PLOTS or fmt not in (*plots.FORMATS, "csv"):
+        raise Http404("no such plot")
+    study = _study(slug)
+    form = _filter_form(request, study)
+    if form.errors:
+        return _bad_filters(form)
+    result = services.study_analyze(study=study, filters=form.filters(), options=form.options())
+    fig, rows = plots.draw(name, result)
+    if fmt == "csv":
+        return _csv_response(rows, f"{study.slug}-plot-{name}.csv")
+    response = HttpResponse(plots.render(fig, fmt), content_type=plots.FORMATS[fmt])
+    if "download" in request.GET:
+        response["Content-Disposition"] = f'attachment; filename="{study.slug}-{name}.{fmt}"'
     return response

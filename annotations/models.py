@@ -47,6 +47,11 @@ class Study(models.Model):
     ms_per_word = models.PositiveIntegerField(
         default=0, help_text="Added to the threshold per word of the two answers shown."
     )
+    fast_notice = models.BooleanField(
+        default=False,
+        help_text="Tell a rater, gently, when a vote came faster than the minimum response time "
+        "(the vote is stored all the same, and not counted).",
+    )
     target_per_rater = models.PositiveIntegerField(default=45)
     one_variant_per_question = models.BooleanField(
         default=True, help_text="A rater never sees two items of the same question."
@@ -179,9 +184,15 @@ class RenderedText(models.Model):
 
     @property
     def html(self) -> SafeString:
-        if self.text_html_key == rendering.render_key(self.text):
-            return mark_safe(self.text_html)  # noqa: S308 - what render_markdown returned for this text
-        return rendering.render_markdown(self.text)
+        return stored_html(self.text, self.text_html, self.text_html_key)
+
+
+def stored_html(text: str, html: str, key: str) -> SafeString:
+    """`html`, stored as the render of `text` under `key`, if that is still what rendering
+    `text` gives (same text, same rendering code); else `text` rendered afresh."""
+    if key == rendering.render_key(text):
+        return mark_safe(html)  # noqa: S308 - what render_markdown returned for this text
+    return rendering.render_markdown(text)
 
 
 class Question(RenderedText):
@@ -190,6 +201,9 @@ class Question(RenderedText):
     text = models.TextField()
     bloom_level = models.CharField(max_length=16, choices=BloomLevel.choices)
     is_gold = models.BooleanField(default=False, help_text="An attention-check question, never part of the metrics.")
+    # The part of an imported data set the question comes from (LLMBar's "LLMBar/Natural"), so
+    # that every figure can be cut by it; empty for none.
+    subset = models.CharField(max_length=120, blank=True, default="")
 
     class Meta:
         ordering = ["study", "external_id"]
@@ -278,6 +292,9 @@ class Answer(RenderedText):
     # How the text came to be: {"method": "hand"|"rule"|"model"|"import", ...} with generator,
     # model, prompt, seed, created_at and, for compounds, one entry per step under "steps".
     provenance = models.JSONField(default=dict, blank=True)
+    # The system (model) that wrote an original answer, when known (e.g. "gpt4" in imported
+    # PRD data); self-preference compares it with a judge's family. Blank: unknown.
+    system = models.CharField(max_length=120, blank=True, default="")
     review_status = models.CharField(max_length=10, choices=Review.choices, default=Review.APPROVED)
     # For factual-error variants: [{"original": str, "error": str, "explanation": str}, ...].
     inserted_errors = models.JSONField(default=list, blank=True)
@@ -364,6 +381,15 @@ class ComparisonItem(models.Model):
     )
     answer_a1 = models.ForeignKey(Answer, on_delete=models.PROTECT, related_name="+")
     answer_a2 = models.ForeignKey(Answer, on_delete=models.PROTECT, related_name="+")
+    # Which answer is known to be the better one (a data set's gold label, e.g. LLMBar's);
+    # empty when unknown. Accuracy against it is reported per judge (analysis.consistency).
+    gold_label = models.CharField(
+        max_length=2,
+        choices=[("a1", "A1"), ("a2", "A2")],
+        blank=True,
+        default="",
+        help_text="The answer known to be better (a1 or a2); empty: unknown.",
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     objects = ComparisonItemQuerySet.as_manager()
@@ -376,6 +402,7 @@ class ComparisonItem(models.Model):
                 fields=["question"], condition=Q(kind__isnull=True), name="item_one_control_per_question"
             ),
             models.UniqueConstraint(fields=["question", "kind"], name="item_one_per_question_and_kind"),
+            models.CheckConstraint(condition=Q(gold_label__in=["", "a1", "a2"]), name="item_gold_label_valid"),
         ]
 
     def __str__(self) -> str:

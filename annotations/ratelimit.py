@@ -1,7 +1,8 @@
 """A small fixed-window request limiter on Django's cache, for the rater pages' entry and vote.
 
-The count lives in the default cache, so every web instance must share one cache (CACHE_URL)
-for the limit to hold across them; with a per-process cache it holds per process.
+The count lives in the default cache: by default a table of the database with an atomic
+increment (biasstudy/cache.py), which every gunicorn worker and web host shares, or Redis
+(CACHE_URL). With a per-process cache (locmem://) it would hold per process only.
 """
 
 from __future__ import annotations
@@ -12,9 +13,21 @@ from django.conf import settings
 from django.core.cache import cache
 
 
+class Unavailable(Exception):
+    """The cache that holds the counts cannot be reached (e.g. Redis is down)."""
+
+
 def hit(scope: str, key: str, *, rate: tuple[int, int], now: float | None = None) -> int | None:
     """Count one request of `key` in `scope`. None while under `rate` = (requests, seconds),
-    else the seconds until the window ends (for Retry-After)."""
+    else the seconds until the window ends (for Retry-After). Raises Unavailable when the
+    cache fails: the caller asks the client to try again rather than letting it through."""
+    try:
+        return _hit(scope, key, rate=rate, now=now)
+    except Exception as exc:  # noqa: BLE001 - whatever the cache's client raises
+        raise Unavailable(f"{type(exc).__name__}: {exc}") from exc
+
+
+def _hit(scope: str, key: str, *, rate: tuple[int, int], now: float | None) -> int | None:
     limit, period = rate
     now = time.time() if now is None else now
     window = int(now // period)

@@ -19,7 +19,17 @@ from typing import Any
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import transaction
 
-from annotations.models import Answer, BloomLevel, ComparisonItem, PerturbationKind, Question, Semantics, Study
+from annotations.models import (
+    Answer,
+    BloomLevel,
+    ComparisonItem,
+    PerturbationKind,
+    Question,
+    Semantics,
+    Slot,
+    Study,
+)
+from biasstudy.limits import VOTES_PER_ITEM_MAX
 from biasstudy.rendering import MAX_MARKDOWN_CHARS
 
 FORMAT_NAME = "biasstudy"
@@ -36,6 +46,7 @@ STUDY_FIELDS: dict[str, type | tuple[type, ...]] = {
     "target_per_rater": int,
     "min_response_ms": int,
     "ms_per_word": int,
+    "fast_notice": bool,
     "lease_seconds": int,
     "one_variant_per_question": bool,
     "completion_code": str,
@@ -46,7 +57,7 @@ STUDY_FIELDS: dict[str, type | tuple[type, ...]] = {
     "max_length_ratio": (int, float),
 }
 ANSWER_FIELDS = {"id", "text", "derived_from", "kind", "provenance", "review_status", "inserted_errors", "checks"}
-QUESTION_FIELDS = {"id", "bloom", "text", "answers", "items"}
+QUESTION_FIELDS = {"id", "bloom", "text", "answers", "items", "subset"}
 GOLD_FIELDS = {"id", "bloom", "text", "better", "worse"}
 KIND_FIELDS = {"slug", "name", "description", "semantics", "steps"}
 INSERTED_ERROR_FIELDS = {"original", "error", "explanation", "description"}
@@ -125,6 +136,10 @@ def study_document_validate(document: dict, *, path: str | Path, locator: _Locat
         fail("must contain only letters, digits, hyphens and underscores", "study.slug", "slug")
     if "status" in study and study["status"] not in Study.Status.values:
         fail(f"must be one of {', '.join(Study.Status.values)}", "study.status", "status")
+    # Each item gets this many slots when the study is written (Slot.objects.sync): bounded as
+    # everywhere else a number of votes per item is asked for, so one file cannot occupy a worker.
+    if study.get("votes_per_item", 1) > VOTES_PER_ITEM_MAX:
+        fail(f"must be less than or equal to {VOTES_PER_ITEM_MAX}", "study.votes_per_item", "votes_per_item")
     # The model's own field validators and check constraints (lengths, ranges, shares), so a
     # value the database would refuse is refused here, by name, before anything is written.
     try:
@@ -202,6 +217,9 @@ def _validate_question(question: Any, field: str, kinds: dict, seen: set, fail: 
         fail("required text", f"{field}.text", qid)
     _check_text_size(question["text"], f"{field}.text", fail, qid)
     _check_bloom(question.get("bloom"), f"{field}.bloom", fail, qid)
+    if not isinstance(question.get("subset", ""), str):
+        fail("must be text", f"{field}.subset", qid)
+    _check_length(question.get("subset", ""), Question, "subset", f"{field}.subset", fail)
     answers = question.get("answers")
     if not isinstance(answers, list):
         fail("must be a list", f"{field}.answers", qid)
@@ -264,8 +282,10 @@ def _validate_question(question: Any, field: str, kinds: dict, seen: set, fail: 
     groups: set = set()
     for ii, item in enumerate(items):
         ifield = f"{field}.items[{ii}]"
-        if not isinstance(item, dict) or set(item) - {"kind", "a1", "a2"}:
-            fail("must be an object with kind, a1 and a2", ifield, qid)
+        if not isinstance(item, dict) or set(item) - {"kind", "a1", "a2", "gold_label"}:
+            fail("must be an object with kind, a1, a2 and optionally gold_label", ifield, qid)
+        if item.get("gold_label", "") not in ("", "a1", "a2"):
+            fail("must be a1, a2 or empty", f"{ifield}.gold_label", qid)
         for side in ("a1", "a2"):
             if not isinstance(item.get(side), str) or item[side] not in by_id:
                 fail(f"unknown answer {_shown(item.get(side))}", f"{ifield}.{side}", qid)
@@ -599,10 +619,11 @@ READERS: dict[str, Callable[[Path], tuple[dict, _Locator | None]]] = {
 # --------------------------------------------------------------------------- writing
 
 
-def study_import(
+def study_file_read(
     *, path: str | Path, fmt: str, slug: str | None = None, title: str | None = None, status: str | None = None
-) -> Study:
-    """Read, validate and write a study file. Nothing is written unless all of it is valid."""
+) -> dict:
+    """Read and validate a study file, with the command's overrides; write nothing. The admin's
+    upload shows this document as its preview before the same file is imported."""
     if fmt not in READERS:
         raise StudyFileError(path, f"unknown format {fmt!r} (one of {', '.join(READERS)})")
     document, locator = READERS[fmt](Path(path))
@@ -612,12 +633,83 @@ def study_import(
     study_document_validate(document, path=path, locator=locator)
     if Study.objects.filter(slug=document["study"]["slug"]).exists():
         raise StudyFileError(path, f"a study with slug {document['study']['slug']!r} exists already (choose another with --slug)", field="study.slug")
-    return study_document_write(document)
+    return document
 
 
-@transaction.atomic
-def study_document_write(document: dict) -> Study:
-    """Write a validated document. Runs in one transaction: all or nothing."""
+def study_import(
+    *,
+    path: str | Path,
+    fmt: str,
+    slug: str | None = None,
+    title: str | None = None,
+    status: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Study:
+    """Read, validate and write a study file. Nothing is written unless all of it is valid."""
+    document = study_file_read(path=path, fmt=fmt, slug=slug, title=title, status=status)
+    return study_document_write(document, progress=progress)
+
+
+def study_document_write(document: dict, *, progress: Callable[[int, int], None] | None = None) -> Study:
+    """Write a validated document, all or nothing. What takes time (rendering each text's
+    Markdown, measuring the answers' lengths) is done first, outside the transaction; inside it
+    only the inserts run, in bulk, so the database's write lock (on SQLite: the whole database)
+    is held briefly and raters go on voting during a large import (bench/bench_import_lock.py).
+    `progress(done, total)` is called after each question is prepared (the upload's task shows
+    it to the admin)."""
+    total = len(document["questions"])
+    questions = []
+    for done, record in enumerate(document["questions"], start=1):
+        questions.append(_prepare_question(record))
+        if progress is not None:
+            progress(done, total)
+    gold = [_prepare_gold(record) for record in document.get("gold_items", [])]
+    with transaction.atomic():
+        return _insert_study(document, questions, gold)
+
+
+def _rendered(instance):
+    """`instance` with its Markdown rendered and, for an answer, its lengths measured (the work
+    save() does, which bulk_create skips)."""
+    instance.refresh_html()
+    if isinstance(instance, Answer):
+        instance.refresh_lengths()
+    return instance
+
+
+def _prepare_question(record: dict) -> tuple[Question, dict[str, Answer]]:
+    question = _rendered(
+        Question(
+            external_id=record["id"], text=record["text"], bloom_level=record["bloom"], subset=record.get("subset", "")
+        )
+    )
+    answers = {
+        data["id"]: _rendered(
+            Answer(
+                external_id=data["id"],
+                text=data["text"],
+                provenance=data.get("provenance", {}),
+                review_status=data.get("review_status", Answer.Review.APPROVED),
+                inserted_errors=data.get("inserted_errors", []),
+                checks=data.get("checks", {}),
+            )
+        )
+        for data in record["answers"]
+    }
+    return question, answers
+
+
+def _prepare_gold(record: dict) -> tuple[Question, dict[str, Answer]]:
+    question = _rendered(
+        Question(external_id=record["id"], text=record["text"], bloom_level=record["bloom"], is_gold=True)
+    )
+    answers = {
+        side: _rendered(Answer(external_id=f"{record['id']}-{side}", text=record[side])) for side in ("better", "worse")
+    }
+    return question, answers
+
+
+def _insert_study(document: dict, questions: list, gold: list) -> Study:
     study = Study.objects.create(**document["study"])
     for kind in document.get("perturbation_kinds", []):
         PerturbationKind.objects.get_or_create(
@@ -631,44 +723,44 @@ def study_document_write(document: dict) -> Study:
             },
         )
     kinds = {kind.slug: kind for kind in PerturbationKind.objects.all()}
-    for record in document["questions"]:
-        question = Question.objects.create(
-            study=study, external_id=record["id"], text=record["text"], bloom_level=record["bloom"]
-        )
-        answers: dict[str, Answer] = {}
-        # Originals first, then variants in an order where each parent exists before its child.
-        pending = list(record["answers"])
-        while pending:
-            ready = [a for a in pending if a.get("derived_from") is None or a["derived_from"] in answers]
-            for data in ready:
-                answers[data["id"]] = Answer.objects.create(
+    for question, _ in questions + gold:
+        question.study = study
+    Question.objects.bulk_create([question for question, _ in questions + gold])
+    # Answers: originals first, then variants level by level, each parent stored before its child.
+    pending = []
+    for record, (question, answers) in zip(document["questions"], questions, strict=True):
+        for data in record["answers"]:
+            answer = answers[data["id"]]
+            answer.question, answer.kind = question, kinds.get(data.get("kind"))
+            pending.append((answer, answers.get(data.get("derived_from"))))
+    for question, answers in gold:
+        for answer in answers.values():
+            answer.question = question
+            pending.append((answer, None))
+    while pending:
+        ready = [(answer, parent) for answer, parent in pending if parent is None or parent.pk is not None]
+        for answer, parent in ready:
+            answer.derived_from = parent
+        Answer.objects.bulk_create([answer for answer, _ in ready])
+        pending = [(answer, parent) for answer, parent in pending if answer.pk is None]
+    items = []
+    for record, (question, answers) in zip(document["questions"], questions, strict=True):
+        listed = record.get("items")
+        for item in listed if listed is not None else _derive_items(record):
+            items.append(
+                ComparisonItem(
+                    study=study,
                     question=question,
-                    external_id=data["id"],
-                    text=data["text"],
-                    derived_from=answers.get(data.get("derived_from")),
-                    kind=kinds.get(data.get("kind")),
-                    provenance=data.get("provenance", {}),
-                    review_status=data.get("review_status", Answer.Review.APPROVED),
-                    inserted_errors=data.get("inserted_errors", []),
-                    checks=data.get("checks", {}),
+                    kind=kinds.get(item.get("kind")),
+                    answer_a1=answers[item["a1"]],
+                    answer_a2=answers[item["a2"]],
+                    gold_label=item.get("gold_label", ""),
                 )
-            pending = [a for a in pending if a["id"] not in answers]
-        items = record.get("items")
-        for item in items if items is not None else _derive_items(record):
-            ComparisonItem.objects.create(
-                study=study,
-                question=question,
-                kind=kinds.get(item.get("kind")),
-                answer_a1=answers[item["a1"]],
-                answer_a2=answers[item["a2"]],
             )
-    for gold in document.get("gold_items", []):
-        question = Question.objects.create(
-            study=study, external_id=gold["id"], text=gold["text"], bloom_level=gold["bloom"], is_gold=True
-        )
-        better = Answer.objects.create(question=question, external_id=f"{gold['id']}-better", text=gold["better"])
-        worse = Answer.objects.create(question=question, external_id=f"{gold['id']}-worse", text=gold["worse"])
-        ComparisonItem.objects.create(study=study, question=question, answer_a1=better, answer_a2=worse)
+    for question, answers in gold:
+        items.append(ComparisonItem(study=study, question=question, answer_a1=answers["better"], answer_a2=answers["worse"]))
+    ComparisonItem.objects.bulk_create(items)
+    Slot.objects.sync(study)  # the slots ComparisonItem.save() would have made, one item at a time
     return study
 
 
@@ -700,18 +792,24 @@ def study_export(*, study: Study) -> dict:
                 }
             )
             continue
-        questions.append(
-            {
-                "id": question.external_id,
-                "bloom": question.bloom_level,
-                "text": question.text,
-                "answers": [_answer_record(a) for a in answers],
-                "items": [
-                    {"kind": i.kind.slug if i.kind_id else None, "a1": i.answer_a1.external_id, "a2": i.answer_a2.external_id}
-                    for i in items_by_question.get(question.id, [])
-                ],
-            }
-        )
+        record = {
+            "id": question.external_id,
+            "bloom": question.bloom_level,
+            "text": question.text,
+            "answers": [_answer_record(a) for a in answers],
+            "items": [
+                {
+                    "kind": i.kind.slug if i.kind_id else None,
+                    "a1": i.answer_a1.external_id,
+                    "a2": i.answer_a2.external_id,
+                    **({"gold_label": i.gold_label} if i.gold_label else {}),
+                }
+                for i in items_by_question.get(question.id, [])
+            ],
+        }
+        if question.subset:
+            record["subset"] = question.subset
+        questions.append(record)
     return {
         "format": FORMAT_NAME,
         "version": FORMAT_VERSION,

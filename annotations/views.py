@@ -14,16 +14,17 @@ from functools import wraps
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
-from django_htmx.http import HttpResponseClientRedirect, HttpResponseClientRefresh, reswap, retarget
+from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
 
-from annotations import assignment, ratelimit
-from annotations.forms import EnterForm, PlatformForm, VoteForm
+from annotations import assignment, ratelimit, statements
+from annotations.forms import EnterForm, PlatformForm, VoteForm, validate_turk_submit_to
 from annotations.models import Lease, Rater, Study
 
 log = logging.getLogger(__name__)
@@ -62,7 +63,11 @@ def _database_failures_answered(view: Callable[..., HttpResponse]) -> Callable[.
 
 
 def _over_limit(request: HttpRequest, scope: str, key: str, rate: tuple[int, int]) -> HttpResponse | None:
-    retry_after = ratelimit.hit(scope, key, rate=rate)
+    try:
+        retry_after = ratelimit.hit(scope, key, rate=rate)
+    except ratelimit.Unavailable as exc:  # the cache (Redis) is down: as with the database, "try again"
+        log.warning("rate-limit cache unavailable for %s %s: %s", request.method, request.path, exc)
+        return _try_again(request, status=503, retry_after=DATABASE_RETRY_AFTER, reason="database")
     if retry_after is None:
         return None
     return _try_again(request, status=429, retry_after=retry_after, reason="rate")
@@ -114,9 +119,8 @@ def _cookie_rater(request: HttpRequest, slug: str) -> Rater | None:
     )
     if value is None or not value.isdigit():
         return None
-    try:
-        rater = Rater.objects.select_related("study").get(pk=int(value), study__slug=slug)
-    except Rater.DoesNotExist:
+    rater = statements.rater_in_study(int(value), slug)
+    if rater is None:
         return None
     if rater.study.status == Study.Status.DRAFT and not _is_staff(request):
         raise Http404("No such study.")
@@ -169,6 +173,7 @@ def study_landing(request: HttpRequest, slug: str) -> HttpResponse:
         "full": full,
         "platform_id": platform_id,
         "preview": preview,
+        "link_problems": platform_form.id_problems(),
         "query": request.GET.urlencode(),
     }
     return render(request, "annotations/landing.html", context, status=400 if form.errors else 200)
@@ -184,7 +189,7 @@ def study_task(request: HttpRequest, slug: str) -> HttpResponse:
     if rater is None:
         return _to_landing(request, slug)
     if request.method == "GET":
-        return _task_response(request, rater, assignment.lease_next(rater=rater))
+        return _task_response(request, rater, assignment.lease_next(rater=rater), notice=request.GET.get("notice"))
     limited = _over_limit(request, "vote", f"{rater.study_id}:{rater.pk}", settings.RATER_VOTE_RATE)
     if limited is not None:
         return limited
@@ -193,7 +198,7 @@ def study_task(request: HttpRequest, slug: str) -> HttpResponse:
         return _task_response(request, rater, assignment.lease_next(rater=rater), form=form, status=400)
     data = form.cleaned_data
     try:
-        assignment.vote_record(
+        outcome = assignment.vote_record(
             rater=rater,
             token=data["token"],
             choice_shown=data["choice"],
@@ -201,33 +206,59 @@ def study_task(request: HttpRequest, slug: str) -> HttpResponse:
             client_ms=data["client_ms"],
             hand_out_next=True,
         )
+        notice = _vote_notice(outcome, rater.study)
     except Rater.DoesNotExist:  # deleted since the cookie was read
         return _to_landing(request, slug)
     except assignment.LeaseNotFound:
-        if request.htmx:
-            return HttpResponseClientRefresh()
-        raise Http404("This item is not one of yours.") from None
+        notice = "not_yours"
     if not request.htmx:
-        return HttpResponseRedirect(request.path)
-    return _task_response(request, rater, assignment.lease_next(rater=rater))
+        return HttpResponseRedirect(request.path + (f"?notice={notice}" if notice else ""))
+    return _task_response(request, rater, assignment.lease_next(rater=rater), notice=notice)
+
+
+# What the task page tells a rater about the vote they just sent, when it is not the usual
+# "recorded" (the notice's key travels in the query string after a plain form post).
+TASK_NOTICES = {
+    "stale": "That item had already been answered, perhaps in another tab or window, so the answer you just "
+    "gave was not stored. This is your current item.",
+    "not_yours": "That item is not one of yours any more (did you enter again with another participant id?), "
+    "so the answer you just gave was not stored. This is your current item.",
+    "fast": "That was fast! Please take the time to read the question and both answers: very quick answers "
+    "are not counted.",
+}
+
+
+def _vote_notice(outcome: assignment.VoteOutcome, study: Study) -> str | None:
+    if not outcome.created:
+        return "stale"
+    if study.fast_notice and outcome.vote.meta.get("assignment", {}).get("too_fast"):
+        return "fast"
+    return None
 
 
 def _task_response(
-    request: HttpRequest, rater: Rater, lease: Lease | None, *, form: VoteForm | None = None, status: int = 200
+    request: HttpRequest,
+    rater: Rater,
+    lease: Lease | None,
+    *,
+    form: VoteForm | None = None,
+    status: int = 200,
+    notice: str | None = None,
 ) -> HttpResponse:
     study = rater.study
     if lease is None:
         return _redirect(request, reverse("annotations:done", args=[study.slug]))
-    context = {"study": study, "rater": rater, "form": form, "done": rater.votes_done, **_sides(lease)}
+    context = {
+        "study": study,
+        "rater": rater,
+        "form": form,
+        "done": rater.votes_done,
+        "notice": TASK_NOTICES.get(notice or ""),
+        "token": lease.token,
+        **lease.page,
+    }
     template = "annotations/task.html#task" if request.htmx else "annotations/task.html"
     return render(request, template, context, status=status)
-
-
-def _sides(lease: Lease) -> dict:
-    """What the page shows: answers in the lease's order, never which one is which."""
-    item = lease.item
-    left, right = (item.answer_a1, item.answer_a2) if lease.shown_first == "a1" else (item.answer_a2, item.answer_a1)
-    return {"token": lease.token, "question": item.question, "left": left, "right": right}
 
 
 @require_GET
@@ -246,8 +277,41 @@ def study_done(request: HttpRequest, slug: str) -> HttpResponse:
     code = assignment.rater_finish(rater=rater) if not waiting and rater.votes_done > 0 else None
     if code and rater.source == Rater.Source.PROLIFIC and study.prolific_completion_url:
         return HttpResponseRedirect(_with_code(study.prolific_completion_url, code))
-    context = {"study": study, "rater": rater, "done": rater.votes_done, "waiting": waiting, "code": code}
-    return render(request, "annotations/done.html", context)
+    mturk = _mturk_submit(rater) if code else None
+    context = {
+        "study": study,
+        "rater": rater,
+        "done": rater.votes_done,
+        "waiting": waiting,
+        "code": code,
+        "mturk": mturk,
+    }
+    response = render(request, "annotations/done.html", context)
+    if mturk:
+        # The page posts the assignment to MTurk (or a loopback stand-in): allow that one target.
+        # This is what django-csp's own @csp_update decorator sets, for an origin known only now.
+        response._csp_update = {"form-action": [mturk["origin"]]}
+    return response
+
+
+def _mturk_submit(rater: Rater) -> dict | None:
+    """Where and what an MTurk worker's done page posts back (the ExternalQuestion protocol:
+    `assignmentId` to <turkSubmitTo>/mturk/externalSubmit), or None. The endpoint was checked
+    when the worker entered and is checked again here: only MTurk's two hosts or loopback."""
+    meta = rater.source_meta or {}
+    submit_to, assignment_id = meta.get("turkSubmitTo", ""), meta.get("assignmentId", "")
+    if rater.source != Rater.Source.MTURK or not submit_to or not assignment_id:
+        return None
+    try:
+        validate_turk_submit_to(submit_to)
+    except ValidationError:
+        return None
+    parts = urlsplit(submit_to)
+    return {
+        "action": f"{submit_to}/mturk/externalSubmit",
+        "origin": f"{parts.scheme}://{parts.netloc}",
+        "assignment_id": assignment_id,
+    }
 
 
 def _with_code(url: str, code: str) -> str:

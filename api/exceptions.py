@@ -4,23 +4,38 @@ Shapes (documented in docs/API.md and in the schema):
 - 400 from a serializer: {"field": ["message", ...], ...}
 - 400 from a study file: {"detail": "...", "file": "...", "line": 3, "field": "questions[0].bloom"}
 - 401/403/404/405/429: {"detail": "..."}
+- 503 with Retry-After when the database cannot be reached: {"detail": "..."}
 """
 
 from __future__ import annotations
 
 import logging
 
+from django.db import InterfaceError, OperationalError
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler, set_rollback
 
 logger = logging.getLogger(__name__)
 
+# Seconds a client is asked to wait when the database failed (as on the rater pages).
+DATABASE_RETRY_AFTER = 5
+
 
 def api_exception_handler(exc: Exception, context: dict) -> Response | None:
     response = exception_handler(exc, context)
     if response is not None:
         return response
+    if isinstance(exc, (OperationalError, InterfaceError)):
+        # The database is restarting, unreachable or locked too long: the transaction was rolled
+        # back, so the client may send the same request again.
+        logger.warning("database unavailable for the API: %s", exc)
+        set_rollback()
+        return Response(
+            {"detail": "The database is unavailable; try again in a moment."},
+            status=status.HTTP_503_SERVICE_UNAVAILABLE,
+            headers={"Retry-After": str(DATABASE_RETRY_AFTER)},
+        )
     # A bug, not a bad request: log it with the traceback and answer in the API's own shape
     # rather than with Django's HTML error page. Tests treat any 500 as a defect to fix.
     view = context.get("view")

@@ -38,6 +38,7 @@ v1 = [
     path("studies/<slug:slug>/perturbations/", views.StudyPerturbationsView.as_view(), name="study-perturbations"),
     path("answers/<int:pk>/review/", views.AnswerReviewView.as_view(), name="answer-review"),
 ]
+v1.insert(0, path("", views.ApiRootView.as_view(patterns=tuple(v1)), name="root"))
 
 urlpatterns = [
     path("v1/", include(v1)),

@@ -55,6 +55,25 @@ def not_found(request, *args, **kwargs) -> JsonResponse:
     return JsonResponse({"detail": "No such API endpoint (see /api/docs/)."}, status=404)
 
 
+class ApiRootView(APIView):
+    """/api/v1/: every endpoint of this version, so that the API can be explored from its root."""
+
+    patterns: tuple = ()  # the other endpoints of the version, given by the URLconf
+
+    # Navigation, not data: left out of the schema (whose documentation page lists the same).
+    @extend_schema(exclude=True)
+    def get(self, request: Request) -> Response:
+        base = request.build_absolute_uri(reverse("api:root"))  # patterns are added unquoted: <slug:slug>
+        endpoints = [{"name": p.name, "url": base + str(p.pattern)} for p in self.patterns]
+        return Response(
+            {
+                "endpoints": endpoints,
+                "docs": request.build_absolute_uri(reverse("api:docs")),
+                "schema": request.build_absolute_uri(reverse("api:schema")),
+            }
+        )
+
+
 # --------------------------------------------------------------------------- base classes
 
 

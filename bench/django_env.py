@@ -4,7 +4,7 @@ so no query is kept in memory), a throw-away secret, quiet logs, no .env file re
 from __future__ import annotations
 
 import os
-import uuid
+import secrets
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -17,7 +17,7 @@ def bench_env(database_url: str, *, settings: str = "bench.settings", **extra: s
         "DJANGO_SETTINGS_MODULE": settings,
         "DATABASE_URL": database_url,
         "DJANGO_DEBUG": "0",
-        "DJANGO_SECRET_KEY": "bench-" + uuid.uuid4().hex,
+        "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),  # production settings refuse keys under 50 characters
         "DJANGO_LOG_LEVEL": "WARNING",
         "BIASSTUDY_ENV_FILE": "/nonexistent",
         "PYTHONPATH": str(ROOT),

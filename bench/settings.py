@@ -10,3 +10,6 @@ ROOT_URLCONF = "bench.bare.urls"
 # every vote (its cost is measured) but with a ceiling the benchmark never reaches.
 RATER_VOTE_RATE = (10**9, 60)
 RATER_ENTRY_RATE = (10**9, 60)
+# Benchmarks run no collectstatic: pages name static files as they are (outside DEBUG the
+# production storage would ask for its manifest).
+STORAGES = {**STORAGES, "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}  # noqa: F405

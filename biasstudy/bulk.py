@@ -37,3 +37,30 @@ def insert_ignoring_conflicts(model: type[models.Model], objs: Sequence[models.M
                 for obj in objs[start : start + CHUNK]
             ]
             cursor.executemany(sql, rows)
+
+
+def insert_rows(model: type[models.Model], rows: Sequence[dict]) -> None:
+    """INSERT plain rows (field attname → value; a missing field takes its default) as one
+    prepared statement per chunk, without building model instances: the conversion of each
+    value is the field's own ``get_db_prep_save``. A row that breaks a constraint raises
+    (``IntegrityError``), so run it inside the caller's transaction."""
+    if not rows:
+        return
+    using = router.db_for_write(model)
+    connection = connections[using]
+    fields = [f for f in model._meta.concrete_fields if not isinstance(f, models.AutoField)]
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(f.column) for f in fields)
+    placeholders = ", ".join(["%s"] * len(fields))
+    sql = f"INSERT INTO {quote(model._meta.db_table)} ({columns}) VALUES ({placeholders})"  # noqa: S608 - names from the model, values bound
+    defaults = {f.attname: f.get_default() for f in fields if not callable(f.default)}
+    with connection.cursor() as cursor:
+        for start in range(0, len(rows), CHUNK):
+            chunk = []
+            for row in rows[start : start + CHUNK]:
+                values = []
+                for f in fields:
+                    value = row[f.attname] if f.attname in row else defaults.get(f.attname, f.get_default())
+                    values.append(f.get_db_prep_save(value, connection))
+                chunk.append(values)
+            cursor.executemany(sql, chunk)

@@ -86,3 +86,22 @@ def env_rate(name: str, default: str) -> tuple[int, int]:
     if not match:
         raise EnvError(f"environment variable {name}={value!r} is not a rate like 30/minute (second, minute, hour, day)")
     return int(match.group(1)), _PERIOD_SECONDS[match.group(2)]
+
+
+CACHE_TABLE = "biasstudy_cache"
+
+
+def cache_from_url(url: str) -> dict:
+    """The default cache from CACHE_URL: empty for a table of the database (shared by every
+    process on that database), redis://… or rediss://… for Redis, locmem:// for each process's
+    own memory (right for a single process only)."""
+    scheme = url.partition("://")[0]
+    if not url:
+        # Django culls a third of the entries once there are MAX_ENTRIES (300 by default), live
+        # counters included: room for ten thousand raters counting in the same minute.
+        return {"BACKEND": "biasstudy.cache.AtomicDatabaseCache", "LOCATION": CACHE_TABLE, "OPTIONS": {"MAX_ENTRIES": 10_000}}
+    if scheme in ("redis", "rediss"):
+        return {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url}
+    if url == "locmem://":
+        return {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    raise EnvError(f"environment variable CACHE_URL={url!r} is not redis://… or locmem://")

@@ -1,15 +1,20 @@
-"""/health/: is this instance able to serve? Checks the database and the task queue.
+"""/health/: is this instance able to serve? Checks the database, the task queue and judge runs.
 
-Load balancers poll it; it answers 200 with a JSON body when everything is fine and 503 naming
-what is not. It shows no data, so it needs no login.
+Load balancers poll it; it answers 200 when everything is fine and 503 when not. Anonymous
+callers (the load balancer) get only {"status": "ok"} or {"status": "unhealthy"}; signed-in
+staff also see what each check found (the database vendor, the queue, runs whose worker went
+silent). A balancer checking each backend by its address, whatever DJANGO_ALLOWED_HOSTS says,
+is answered too (HealthCheckHostMiddleware).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 
+from django.core.exceptions import DisallowedHost
 from django.db import connection
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
@@ -45,14 +50,63 @@ def _check_tasks() -> dict:
     return report
 
 
+def _check_judge_runs() -> dict:
+    """Running judge runs whose worker has not written for twice the stale time: the watchdog
+    (judges.tasks.watch_run) should have resumed them after one, so no worker is taking them."""
+    from judges.models import JudgeRun, stale_after
+
+    silent_since = timezone.now() - 2 * stale_after()
+    stalled = list(
+        JudgeRun.objects.filter(status=JudgeRun.Status.RUNNING, heartbeat_at__lt=silent_since).values_list(
+            "pk", flat=True
+        )[:20]
+    )
+    if stalled:
+        return {
+            "ok": False,
+            "stalled_runs": stalled,
+            "error": "judge runs stopped making progress: is a worker running?",
+        }
+    return {"ok": True}
+
+
+def _is_staff(request: HttpRequest) -> bool:
+    try:
+        return bool(getattr(request, "user", None) and request.user.is_staff)
+    except Exception:  # noqa: BLE001 - no database, no session: not known as staff
+        return False
+
+
 @never_cache
 @require_GET
 def health(request: HttpRequest) -> JsonResponse:
     checks = {}
-    for name, check in (("database", _check_database), ("tasks", _check_tasks)):
+    for name, check in (("database", _check_database), ("tasks", _check_tasks), ("judge_runs", _check_judge_runs)):
+        if name == "judge_runs" and not checks["database"]["ok"]:
+            continue
         try:
             checks[name] = check()
         except Exception as exc:  # noqa: BLE001 - any failure is the answer
             checks[name] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
     healthy = all(check["ok"] for check in checks.values())
-    return JsonResponse({"status": "ok" if healthy else "unhealthy", **checks}, status=200 if healthy else 503)
+    body = {"status": "ok" if healthy else "unhealthy"}
+    if _is_staff(request):
+        body.update(checks)
+    return JsonResponse(body, status=200 if healthy else 503)
+
+
+class HealthCheckHostMiddleware:
+    """First in MIDDLEWARE: a load balancer asks each backend for /health/ by its address
+    (Host: 10.0.0.5:8000), which is not among DJANGO_ALLOWED_HOSTS. Only for that path, only
+    the anonymous answer, instead of 400 DisallowedHost; every other request is checked as usual."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.path_info == "/health/":
+            try:
+                request.get_host()
+            except DisallowedHost:
+                return health(request)
+        return self.get_response(request)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from biasstudy.env import EnvError, env_bool, env_int, env_list, env_rate, env_str, load_env_file
+from biasstudy.env import EnvError, cache_from_url, env_bool, env_int, env_list, env_rate, env_str, load_env_file
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 load_env_file(env_str("BIASSTUDY_ENV_FILE", str(BASE_DIR / ".env")))
@@ -18,8 +18,16 @@ DEBUG = env_bool("DJANGO_DEBUG", False)
 
 _DEV_SECRET_KEY = "django-insecure-dev-only-never-use-in-production"  # noqa: S105 - refused outside DEBUG
 SECRET_KEY = env_str("DJANGO_SECRET_KEY", _DEV_SECRET_KEY if DEBUG else None)
-if not DEBUG and SECRET_KEY == _DEV_SECRET_KEY:
-    raise EnvError("DJANGO_SECRET_KEY must be set to a real secret when DJANGO_DEBUG is off")
+if not DEBUG:
+    # An empty key makes every page fail; a blank or short one lets anyone sign rater cookies.
+    # The bar is Django's own (check --deploy, security.W009): 50 characters, 5 different ones.
+    if SECRET_KEY == _DEV_SECRET_KEY:
+        raise EnvError("DJANGO_SECRET_KEY must be set to a real secret when DJANGO_DEBUG is off")
+    if len(SECRET_KEY.strip()) < 50 or len(set(SECRET_KEY)) < 5:
+        raise EnvError(
+            "DJANGO_SECRET_KEY is too weak: give at least 50 random characters when DJANGO_DEBUG is off "
+            "(python3 -c 'import secrets; print(secrets.token_urlsafe(50))')"
+        )
 # (env_str above fails with "DJANGO_SECRET_KEY is required" outside DEBUG; for a laptop,
 # scripts/start.sh writes a .env with DJANGO_DEBUG=1 and a random key.)
 
@@ -50,6 +58,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "biasstudy.health.HealthCheckHostMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -123,7 +132,14 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT = Path(env_str("DJANGO_STATIC_ROOT", str(BASE_DIR / "staticfiles")))
+# collectstatic writes each file under a name with its hash, gzipped (and brotli-compressed when
+# the brotli package is there); whitenoise serves those with a year-long max-age. Outside DEBUG
+# pages need that manifest: run collectstatic before starting the app.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
 
 LOGIN_URL = "admin:login"
 
@@ -140,6 +156,15 @@ TASKS = {
 # A running judge run whose worker has not written for this many seconds is taken for dead
 # and may be resumed (the worker beats every half second while it runs).
 JUDGE_RUN_STALE_SECONDS = env_int("JUDGE_RUN_STALE_SECONDS", 60)
+
+# Study files uploaded in the admin wait here between the preview and the import (named by a
+# random id inside a signed token; removed once imported). The task worker reads them, so it
+# must see the same folder as the web server. The size limit is the API's (API_IMPORT_MAX_MB);
+# studies with more questions than STUDY_UPLOAD_BACKGROUND_QUESTIONS are written by the task
+# worker, with progress.
+STUDY_UPLOAD_DIR = Path(env_str("STUDY_UPLOAD_DIR", str(BASE_DIR / "var" / "uploads")))
+STUDY_UPLOAD_MAX_AGE_SECONDS = env_int("STUDY_UPLOAD_MAX_AGE_SECONDS", 24 * 3600)
+STUDY_UPLOAD_BACKGROUND_QUESTIONS = env_int("STUDY_UPLOAD_BACKGROUND_QUESTIONS", 500)
 
 # The Redis queue (workers: `manage.py rqworker default --job-class django_tasks_rq.Job`). Its
 # app, with admin pages that talk to Redis, is installed only when Redis is the queue.
@@ -175,8 +200,9 @@ if not re.fullmatch(r"[1-9][0-9]*/(second|minute|hour|day)", API_THROTTLE_RATE):
 # there are several.
 RATER_ENTRY_RATE = env_rate("RATER_ENTRY_RATE", "30/minute")
 RATER_VOTE_RATE = env_rate("RATER_VOTE_RATE", "60/minute")
-if env_str("CACHE_URL", ""):
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": env_str("CACHE_URL")}}
+# Without CACHE_URL the cache is a table of the database (created by `migrate`), which every
+# gunicorn worker and every web host on that database share, with an atomic counter.
+CACHES = {"default": cache_from_url(env_str("CACHE_URL", ""))}
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "biasstudy API",
@@ -190,6 +216,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Deep links put a link inside each operation's expand button (nested controls a screen
+    # reader cannot reach); the page works the same without them.
+    "SWAGGER_UI_SETTINGS": {"deepLinking": False},
     "COMPONENT_SPLIT_REQUEST": True,
     # Several models have a "status" with its own choices: one named enum each in the schema.
     "ENUM_NAME_OVERRIDES": {
@@ -224,6 +253,8 @@ SECURE_HSTS_PRELOAD = env_bool("DJANGO_HSTS_PRELOAD", False)
 BEHIND_PROXY = env_bool("DJANGO_BEHIND_PROXY", False)
 if BEHIND_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# A load balancer checks /health/ over plain HTTP on each backend: no redirect for it.
+SECURE_REDIRECT_EXEMPT = [r"^health/$"]
 
 # Secure defaults outside DEBUG (production settings are documented in docs/DEPLOY.md).
 SESSION_COOKIE_HTTPONLY = True

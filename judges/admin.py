@@ -9,7 +9,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -17,6 +17,7 @@ from django.views.decorators.http import require_POST
 
 from annotations.models import Judge, Study
 from biasstudy.limits import VOTES_PER_ITEM_MAX
+from judges import prompts
 from judges.models import CachedResponse, JudgeRun, LLMJudge
 from judges.services import (
     JudgeRunError,
@@ -36,6 +37,13 @@ CONFIG_FIELDS = [
 
 class LLMJudgeForm(forms.ModelForm):
     name = forms.CharField(max_length=120, help_text="How the judge appears in tables and exports.")
+    # Boxes to tick, not a JSON list to type: the schemes are a fixed set (judges.prompts).
+    label_schemes = forms.MultipleChoiceField(
+        choices=[(slug, f"{slug}: {s.first} / {s.second} / {s.tie}") for slug, s in prompts.LABEL_SCHEMES.items()],
+        widget=forms.CheckboxSelectMultiple,
+        initial=["answer12"],
+        help_text="How the two answers and a tie are named; tick several to permute them and probe label bias.",
+    )
     base_url = forms.URLField(
         max_length=300, required=False, assume_scheme="http", help_text=LLMJudge._meta.get_field("base_url").help_text
     )
@@ -123,6 +131,16 @@ class StartRunForm(forms.Form):
     )
 
 
+def _start_initial(request: HttpRequest) -> dict:
+    """The study and judge "Start a run" came from: named in the link (?study=, ?judge=) or, from
+    the runs list filtered by them, in the admin's `_changelist_filters`."""
+    filters = QueryDict(request.GET.get("_changelist_filters", ""))
+    return {
+        "study": request.GET.get("study") or filters.get("study__id__exact"),
+        "judge": request.GET.get("judge") or filters.get("judge__id__exact"),
+    }
+
+
 class ResumeForm(forms.Form):
     retry_failed = forms.BooleanField(required=False)
 
@@ -148,7 +166,7 @@ class JudgeRunAdmin(admin.ModelAdmin):
         """Start a run: pick a study and an LLM judge. The run itself goes to the task worker."""
         if not self.has_add_permission(request):
             raise PermissionDenied
-        form = StartRunForm(request.POST or None, initial=request.GET.dict())
+        form = StartRunForm(request.POST or None, initial=_start_initial(request))
         if request.method == "POST" and form.is_valid():
             try:
                 run = judge_run_start(

@@ -14,7 +14,7 @@ from biasstudy.limits import VOTES_PER_ITEM_MAX
 from judges import backends, runner
 from judges.models import JudgeRun, LLMJudge
 from judges.prompts import PromptStyle, label_scheme
-from judges.tasks import run_judge
+from judges.tasks import run_judge, watch_later
 
 DEMO_JUDGE_NAME = "SmolLM2 local (vote-only)"
 
@@ -65,7 +65,13 @@ def _config_of(judge: Judge) -> LLMJudge:
 
 
 def _enqueue(run: JudgeRun) -> None:
-    transaction.on_commit(lambda: run_judge.enqueue(run.pk))
+    """Queue the run, and its watchdog: if the worker dies, another one resumes the run."""
+
+    def enqueue() -> None:
+        run_judge.enqueue(run.pk)
+        watch_later(run.pk)
+
+    transaction.on_commit(enqueue)
 
 
 @transaction.atomic

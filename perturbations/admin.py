@@ -18,13 +18,14 @@ from django.views.decorators.http import require_http_methods
 from annotations.admin import StudyAdmin
 from annotations.models import Answer, PerturbationKind, Study
 from judges.services import llm_judge_demo_create
-from perturbations.forms import EditForm, GenerateForm, ReviewFilterForm, ReviewForm
-from perturbations.models import AnswerRevision, PerturbationStudy, Variant
+from perturbations.forms import EditForm, GenerateForm, KindForm, ReviewFilterForm, ReviewForm
+from perturbations.models import AnswerRevision, GenerationReport, PerturbationStudy, Variant
 from perturbations.services import (
     PerturbationError,
     answer_edit,
     answers_checks_run,
     answers_review,
+    kind_new_group,
     perturbation_generate,
 )
 from perturbations.tasks import perturbation_generate_queue
@@ -34,6 +35,7 @@ REVIEW_PAGE_SIZE = 20
 
 @admin.register(PerturbationKind)
 class PerturbationKindAdmin(admin.ModelAdmin):
+    form = KindForm
     list_display = ("slug", "name", "semantics", "steps", "builtin", "study")
     list_filter = ("semantics", "builtin")
     search_fields = ("slug", "name")
@@ -151,12 +153,14 @@ class PerturbationStudyAdmin(admin.ModelAdmin):
         form = GenerateForm(request.POST or None, studies=studies, default_generator=llm_judge_demo_create())
         if request.method == "POST" and form.is_valid():
             data = form.cleaned_data
-            if data["method"] == "model":
-                # A model rewrites one answer at a time: queue the study instead of holding the request.
-                for study in studies:
+            for study in studies:
+                # A new group is a kind of the study's own: its items start from zero votes.
+                kind = kind_new_group(study=study, kind=data["kind"]) if data["new_group"] else data["kind"]
+                if data["method"] == "model":
+                    # A model rewrites one answer at a time: queue the study instead of holding the request.
                     perturbation_generate_queue(
                         study=study,
-                        kind=data["kind"].slug,
+                        kind=kind.slug,
                         seed=data["seed"],
                         of=data["of"],
                         user=request.user,
@@ -164,39 +168,43 @@ class PerturbationStudyAdmin(admin.ModelAdmin):
                     )
                     messages.info(
                         request,
-                        f"{study.slug}: queued model-based {data['kind'].slug} variants by {data['generator']}; "
-                        "they appear here as pending when done.",
+                        f"{study.title}: queued model-based {kind.slug} variants by {data['generator']}; they appear "
+                        "on the review page as pending when done, with every question that failed and why.",
                     )
-                studies_done = []
-            else:
-                studies_done = studies
-            for study in studies_done:
+                    continue
                 try:
                     result = perturbation_generate(
                         study=study,
-                        kind=data["kind"],
+                        kind=kind,
                         seed=data["seed"],
                         method=data["method"],
                         of=data["of"],
                         user=request.user,
                     )
                 except PerturbationError as exc:
-                    messages.error(request, f"{study.slug}: {exc}")
+                    messages.error(request, f"{study.title}: {exc}")
                     continue
                 messages.success(
                     request,
-                    f"{study.slug}: created {len(result.created)} pending variant(s) of {data['kind'].slug}, "
-                    f"{len(result.flagged)} with warnings; skipped {len(result.skipped)} existing.",
+                    f"{study.title}: created {len(result.created)} pending variant(s) of {kind.slug}, "
+                    f"{len(result.flagged)} with warnings; skipped {len(result.skipped)} existing"
+                    + (f"; left out {len(result.blocked)} whose item already has votes" if result.blocked else "")
+                    + (f"; {len(result.failed)} failed (see the review page)" if result.failed else "")
+                    + ".",
                 )
-                for question, why in result.failed:
-                    messages.error(request, f"{study.slug} / {question}: {why}")
             if len(studies) == 1:
                 return HttpResponseRedirect(reverse("admin:perturbations_review", args=[studies[0].pk]))
             return HttpResponseRedirect(reverse("admin:perturbations_perturbationstudy_changelist"))
         return render(
             request,
             "admin/perturbations/generate.html",
-            self._context(request, title="Generate perturbations", form=form, studies=studies),
+            self._context(
+                request,
+                title="Generate perturbations",
+                form=form,
+                studies=studies,
+                vote_summaries=form.vote_summaries(),
+            ),
         )
 
     # --- review --------------------------------------------------------------------------------
@@ -258,6 +266,7 @@ class PerturbationStudyAdmin(admin.ModelAdmin):
                 filters=filters,
                 query=query.urlencode(),
                 can_review=_can_review(request),
+                reports=GenerationReport.objects.filter(study=study).select_related("user")[:5],
             ),
         )
 

@@ -193,7 +193,10 @@ def run_checks(
     length = length_check(original, variant, max_ratio=max_ratio)
     result["length"] = length
     for measure in length["over"]:
-        warnings.append(f"{measure}: variant is {length['ratios'][measure]}× the original (bound {max_ratio}×)")
+        warnings.append(
+            f"{measure}: variant is {length['ratios'][measure]}× the original (bound {max_ratio}×): "
+            "shorten it, or accept it and rely on the length-controlled estimate"
+        )
 
     if semantics == "non_semantic":
         kept = preservation_check(original, variant)

@@ -9,7 +9,13 @@ from annotations.models import Answer, PerturbationKind, Study
 from biasstudy.limits import SEED_MAX
 from biasstudy.rendering import MAX_MARKDOWN_CHARS
 from judges.models import LLMJudge
-from perturbations.services import METHODS
+from perturbations.services import (
+    METHODS,
+    generator_can_write_errors,
+    kind_wants_errors,
+    questions_with_voted_items,
+    study_vote_summary,
+)
 
 
 def kinds_for(studies) -> forms.ModelChoiceField:
@@ -33,18 +39,87 @@ class GenerateForm(forms.Form):
         label="Generator model",
         help_text="For method model: the LLM judge configuration whose model rewrites the answers.",
     )
+    new_group = forms.BooleanField(
+        required=False,
+        label="As a new group",
+        help_text="Make the variants a new kind of this study (a copy of the chosen one): new items that start "
+        "from zero votes, analysed as their own group beside the items that already have votes.",
+    )
 
     def __init__(self, *args, studies: list[Study], default_generator: LLMJudge | None = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        self.studies = studies
         self.fields["kind"].queryset = kinds_for(studies)
         if default_generator is not None:
             self.fields["generator"].initial = default_generator.pk
+        able = [str(g) for g in self.fields["generator"].queryset if generator_can_write_errors(g)]
+        self.fields["generator"].help_text += (
+            " Factual errors (the model must plant errors and list them) need a model behind an API: "
+            + (
+                ", ".join(able)
+                if able
+                else "no such configuration yet; add an LLM judge on the OpenAI-compatible or Anthropic backend"
+            )
+            + ". The local SmolLM2 model cannot write them."
+        )
+
+    def vote_summaries(self) -> list[tuple[Study, dict]]:
+        """Per study, the votes it already has: shown before anything is generated."""
+        return [(study, study_vote_summary(study=study)) for study in self.studies]
 
     def clean(self) -> dict:
         data = super().clean()
-        if data.get("method") == "model" and not data.get("generator"):
+        kind, generator = data.get("kind"), data.get("generator")
+        if data.get("method") == "model" and not generator:
             self.add_error("generator", "choose the LLM judge configuration whose model generates")
+        model_asked = data.get("method") == "model" and kind and generator
+        if model_asked and kind_wants_errors(kind) and not generator_can_write_errors(generator):
+            self.add_error(
+                "generator",
+                f"{generator} runs the local SmolLM2 model, which cannot write {kind.slug} variants (it fails "
+                "every question); choose a configuration on the OpenAI-compatible or Anthropic backend.",
+            )
+        if kind and not data.get("new_group"):
+            for study in self.studies:
+                voted = questions_with_voted_items(study=study, kind=kind)
+                questions = study.questions.filter(is_gold=False).count()
+                if questions and len(voted) >= questions:
+                    self.add_error(
+                        "kind",
+                        f"every question of {study.title} already has a {kind.slug} item with votes, so no new "
+                        f'{kind.slug} variant could ever be approved there. Tick "As a new group" to make new '
+                        "items that start from zero votes.",
+                    )
         return data
+
+
+class KindForm(forms.ModelForm):
+    """A perturbation kind in the admin: a compound's steps are typed as slugs, not as JSON."""
+
+    class Meta:
+        model = PerturbationKind
+        fields = ["slug", "name", "semantics", "steps", "study", "description", "model_prompt"]
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # Only when editable: a built-in kind's steps are read-only (its identity is code).
+        if "steps" in self.fields:
+            self.initial["steps"] = ", ".join(self.instance.steps or [])
+            self.fields["steps"] = forms.CharField(
+                required=False,
+                help_text="For a compound kind: the slugs of its steps in the order they are applied, separated by "
+                "commas (e.g. reference, rich_content). Empty for a kind made in one step.",
+            )
+
+    def clean_steps(self) -> list[str]:
+        slugs = [part.strip() for part in self.cleaned_data.get("steps", "").split(",") if part.strip()]
+        known = set(PerturbationKind.objects.values_list("slug", flat=True))
+        unknown = [slug for slug in slugs if slug not in known]
+        if unknown:
+            raise forms.ValidationError(f"unknown kind(s): {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+        if self.cleaned_data.get("slug") in slugs:
+            raise forms.ValidationError("a kind cannot be one of its own steps")
+        return slugs
 
 
 class ReviewFilterForm(forms.Form):

@@ -40,6 +40,44 @@ class AnswerRevision(models.Model):
         return f"{self.answer} {self.action} at {self.created_at:%Y-%m-%d %H:%M}"
 
 
+class GenerationReport(models.Model):
+    """What one generation of variants did for a study: every question that failed, with the
+    reason and the model's raw output, and the questions left out because their item already has
+    votes. The review page shows them; the task worker's results are not kept anywhere else."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="generation_reports")
+    kind = models.CharField(max_length=64)
+    method = models.CharField(max_length=8)
+    seed = models.IntegerField()
+    generator = models.CharField(max_length=300, blank=True)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    questions = models.PositiveIntegerField(default=0)
+    created = models.PositiveIntegerField(default=0)
+    skipped = models.PositiveIntegerField(default=0)
+    # [{"question": external id, "reason": text, "raw_output": the model's text or ""}, ...]
+    failures = models.JSONField(default=list, blank=True)
+    # [{"question": external id, "reason": text}, ...]: not attempted, a variant could never be approved
+    blocked = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.study} {self.kind} ({self.method}, seed {self.seed}) at {self.created_at:%Y-%m-%d %H:%M}"
+
+    @property
+    def attempted(self) -> int:
+        return self.questions - self.skipped - len(self.blocked)
+
+    @property
+    def failed_everywhere(self) -> bool:
+        """Every question it tried failed (and it tried at least one)."""
+        return self.attempted > 0 and len(self.failures) >= self.attempted
+
+
 class PerturbationStudy(Study):
     """The studies, seen from the perturbation workflow: generate, then review (admin only)."""
 

@@ -12,14 +12,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from annotations.models import Answer, ComparisonItem, PerturbationKind, Question, Study
 from judges.models import LLMJudge
 from perturbations import checks, modelgen, rules
 from perturbations.kinds import BUILTIN_KINDS
-from perturbations.models import AnswerRevision
+from perturbations.models import AnswerRevision, GenerationReport
 
 METHODS = ("rule", "model")
 DECISIONS = ("approve", "reject")
@@ -89,11 +89,84 @@ def variant_checks(*, answer: Answer) -> dict:
         original=original.text,
         variant=answer.text,
         semantics=answer.kind.semantics,
-        slug=answer.kind.slug,
+        slug="factual_error" if kind_wants_errors(answer.kind) else answer.kind.slug,
         max_ratio=question.study.max_length_ratio,
         question=question.text,
         errors=answer.inserted_errors,
     )
+
+
+# Kinds that need the model to list the errors it planted (see modelgen), and which the local
+# SmolLM2 model cannot write: in our trials it failed every question.
+ERROR_WRITING_KINDS = {"factual_error"}
+
+
+def kind_wants_errors(kind: PerturbationKind) -> bool:
+    return bool(ERROR_WRITING_KINDS & set(_steps(kind)))
+
+
+def generator_can_write_errors(generator: LLMJudge) -> bool:
+    """The embedded local model (SmolLM2) cannot plant factual errors and list them; any model
+    behind an API can be asked (whether it does well is for the review to see)."""
+    return generator.backend != LLMJudge.Backend.LOCAL
+
+
+def questions_with_voted_items(*, study: Study, kind: PerturbationKind) -> dict[str, int]:
+    """{question external id: votes} for the questions whose item of this kind already has votes.
+    A new variant of that kind could never be approved there: approving it would change the
+    answer those votes were cast on (answer_review refuses)."""
+    return dict(
+        ComparisonItem.objects.filter(study=study, kind=kind)
+        .annotate(n_votes=Count("votes"))
+        .filter(n_votes__gt=0)
+        .values_list("question__external_id", "n_votes")
+    )
+
+
+def study_vote_summary(*, study: Study) -> dict:
+    """Votes already in the study, and per kind how many questions have a voted item of it: what
+    the generate form tells the researcher before anything is generated."""
+    items = ComparisonItem.objects.filter(study=study).annotate(n_votes=Count("votes")).filter(n_votes__gt=0)
+    per_kind: dict[str, dict] = {}
+    total = 0
+    for slug, n_votes in items.values_list("kind__slug", "n_votes"):
+        total += n_votes
+        if slug is not None:
+            entry = per_kind.setdefault(slug, {"questions": 0, "votes": 0})
+            entry["questions"] += 1
+            entry["votes"] += n_votes
+    return {
+        "votes": total,
+        "questions": study.questions.filter(is_gold=False).count(),
+        "kinds": dict(sorted(per_kind.items())),
+    }
+
+
+def kind_new_group(*, study: Study, kind: PerturbationKind) -> PerturbationKind:
+    """A study's own copy of `kind` under a new slug: its variants become new items, a separate
+    group that starts from zero votes, beside the voted items of `kind`. Same semantics (so the
+    same ASR formula), same steps and prompt; made once and reused."""
+    base = f"{kind.slug}-{study.slug}"[:60]
+    existing = PerturbationKind.objects.filter(study=study, slug__startswith=base, steps=_steps(kind)).first()
+    if existing is not None:
+        return existing
+    slug, n = base, 2
+    while PerturbationKind.objects.filter(slug=slug).exists():
+        slug, n = f"{base}-{n}", n + 1
+    return PerturbationKind.objects.create(
+        slug=slug,
+        name=f"{kind.name} (new set for {study.slug})"[:100],
+        semantics=kind.semantics,
+        description=f"New items of {kind.slug}, made after {kind.slug}'s items had votes. {kind.description}".strip(),
+        steps=_steps(kind),
+        study=study,
+    )
+
+
+def _generator_name(complete: modelgen.Complete | None) -> str:
+    described = modelgen.describe(complete) if complete is not None else {}
+    name = " · ".join(str(described[key]) for key in ("judge", "backend", "model") if described.get(key))
+    return name[:300]
 
 
 @dataclass
@@ -101,7 +174,10 @@ class GenerateResult:
     created: list[Answer] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # external ids that already exist
     failed: list[tuple[str, str]] = field(default_factory=list)  # (question external id, why)
+    blocked: list[tuple[str, str]] = field(default_factory=list)  # (question external id, why not tried)
+    raw_outputs: dict[str, str] = field(default_factory=dict)  # question external id -> model's text
     dry_run: bool = False
+    report: GenerationReport | None = None
 
     @property
     def flagged(self) -> list[Answer]:
@@ -186,7 +262,10 @@ def perturbation_generate(
     result = GenerateResult(dry_run=dry_run)
     if questions is None:
         questions = study.questions.filter(is_gold=False).order_by("external_id")
+    voted = questions_with_voted_items(study=study, kind=kind)
+    n_questions = 0
     for question in questions:
+        n_questions += 1
         if question.study_id != study.pk:
             raise PerturbationError(f"question {question.external_id} is not in study {study.slug}")
         try:
@@ -198,6 +277,15 @@ def perturbation_generate(
         if question.answers.filter(external_id=external_id).exists():
             result.skipped.append(external_id)
             continue
+        if question.external_id in voted:
+            result.blocked.append(
+                (
+                    question.external_id,
+                    f"its {kind.slug} item already has {voted[question.external_id]} vote(s): a new variant "
+                    "could never be approved there (make a new group instead)",
+                )
+            )
+            continue
         errors: list[dict] = []
         try:
             if method == "rule":
@@ -206,7 +294,11 @@ def perturbation_generate(
                 text, errors, step_provenance = _rewrite_by_model(
                     complete, study=study, question=question, text=base.text, steps=steps, seed=seed
                 )
-        except (modelgen.ModelOutputError, modelgen.GeneratorError, PerturbationError) as exc:
+        except modelgen.ModelOutputError as exc:
+            result.failed.append((question.external_id, str(exc)))
+            result.raw_outputs[question.external_id] = exc.raw
+            continue
+        except (modelgen.GeneratorError, PerturbationError) as exc:
             result.failed.append((question.external_id, str(exc)))
             continue
         except Exception as exc:  # any other failure of a test's callable stops this question only
@@ -234,6 +326,23 @@ def perturbation_generate(
         if not dry_run:
             variant.save()
         result.created.append(variant)
+    if not dry_run:
+        result.report = GenerationReport.objects.create(
+            study=study,
+            kind=kind.slug,
+            method=method,
+            seed=seed,
+            generator=_generator_name(complete) if method == "model" else "",
+            user=user if getattr(user, "pk", None) else None,
+            questions=n_questions,
+            created=len(result.created),
+            skipped=len(result.skipped),
+            failures=[
+                {"question": qid, "reason": why, "raw_output": result.raw_outputs.get(qid, "")}
+                for qid, why in result.failed
+            ],
+            blocked=[{"question": qid, "reason": why} for qid, why in result.blocked],
+        )
     return result
 
 

@@ -30,6 +30,7 @@ def generate_perturbations_task(
         "flagged": [a.external_id for a in result.flagged],
         "skipped": result.skipped,
         "failed": [list(failure) for failure in result.failed],
+        "blocked": [list(entry) for entry in result.blocked],
     }
 
 

@@ -66,6 +66,17 @@ pip_install() {
   touch "$stamp"
 }
 
+# The test-only JavaScript (package.json: axe-core, pinned by package-lock.json) in node_modules/,
+# installed again only when the lock file changed.
+ensure_node_tools() {
+  command -v npm >/dev/null || ensure_apt npm
+  local stamp="node_modules/.installed-$(sha1sum package-lock.json | cut -c1-16)"
+  [ -f "$stamp" ] && return 0
+  log "Installing the test tools from package-lock.json (npm ci)"
+  npm ci --no-audit --no-fund --loglevel=error
+  touch "$stamp"
+}
+
 ensure_build_tools() {
   command -v g++ >/dev/null && command -v make >/dev/null || ensure_apt build-essential
 }

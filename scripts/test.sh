@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install what the tests need (Debian's chromium, postgresql; the Python packages) and run the
+# Install what the tests need (Debian's chromium, postgresql; the Python packages; axe-core from
+# npm for the accessibility tests) and run the
 # whole suite: lint, then all tests on SQLite, then again on PostgreSQL (TEST_DATABASE_URL, or a
 # local Debian cluster started on 127.0.0.1 when we may install and start one).
 set -euo pipefail
@@ -10,6 +11,7 @@ ensure_build_tools
 ensure_apt chromium redis-server
 ensure_venv
 pip_install requirements.txt requirements-test.txt
+ensure_node_tools
 
 log "Lint (ruff) and the apps' import contracts (import-linter, pyproject.toml)"
 "$VENV/bin/ruff" check .

@@ -6,7 +6,7 @@ import itertools
 
 import pandas as pd
 
-from analysis.frame import COLUMNS, MEASURES, normalise
+from analysis.frame import COLUMNS, MEASURES, OPTIONAL_COLUMNS, normalise
 
 _ids = itertools.count(1)
 
@@ -71,6 +71,7 @@ def frame(rows: list[dict]) -> pd.DataFrame:
     for m in MEASURES:
         for side in ("a1", "a2"):
             defaults[f"len_{side}_{m}"] = float("nan")
-    records = [{**defaults, **r} for r in rows]
-    df = pd.DataFrame.from_records(records, columns=COLUMNS) if records else pd.DataFrame(columns=COLUMNS)
+    records = [{**OPTIONAL_COLUMNS, **defaults, **r} for r in rows]
+    columns = [*COLUMNS, *OPTIONAL_COLUMNS]
+    df = pd.DataFrame.from_records(records, columns=columns) if records else pd.DataFrame(columns=COLUMNS)
     return normalise(df)

@@ -93,7 +93,7 @@ def gunicorn(env: dict[str, str], *, workers: int = 2, threads: int = 10) -> Ite
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60  # a loaded CI machine can take this long to boot the workers
         while True:
             try:
                 if httpx.get(url + "/health/", timeout=2).status_code in (200, 503):

@@ -1,11 +1,13 @@
 """The results dashboard: staff only on every view and fragment, and it shows the tables."""
 
+import re
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 
-from analysis import services
+from analysis import services, tables
 from analysis.simulate import JudgeParams
 from tests.factories import make_question, make_study, make_variant
 
@@ -55,7 +57,8 @@ def test_staff_see_every_table_of_the_paper(dash_study, staff_client):
     assert '<td class="name">A / B</td>' in body  # the simulated judge's labels, counterbalanced
     assert 'title="these votes were not given under labels' in body and "not identifiable" in body  # the people
     assert "Human-NF" in body and "random judge" in body
-    assert "<svg" in body and 'stroke-dasharray="6 4"' in body
+    for name in ("forest", "position", "verbosity", "lc", "bloom", "agreement"):
+        assert f'<img src="/dashboard/dash-s/plot/{name}.svg"' in body, name
     assert "sim &lt;b&gt;bold&lt;/b&gt;" in body and "sim <b>bold</b>" not in body
     assert 'hx-trigger="every 10s"' in body
 
@@ -141,3 +144,35 @@ def test_p_values_below_0_001_print_as_such_with_holm_beside_them(first_picker, 
         r for r in rows if r[header.index("judge")] == "first-picker" and r[header.index("metric")] == "position_diff"
     )
     assert diff[header.index("p_value")] == "< 0.001" and diff[header.index("p_adjusted")] == "< 0.001"
+
+
+def test_abbreviations_are_explained_on_hover_and_in_a_glossary(dash_study, staff_client):
+    body = staff_client.get(reverse("analysis:study", args=["dash-s"])).content.decode()
+    for abbr in ("ASR", "Acc", "Human-NF", "LC", "Diff"):
+        assert re.search(rf'<abbr title="[^"]+">{abbr}</abbr>', body), abbr
+        assert f"<dt>{abbr}</dt>" in body, abbr
+    assert 'id="glossary"' in body
+
+
+def test_group_and_bloom_filters_are_checkboxes(dash_study, staff_client):
+    body = staff_client.get(reverse("analysis:study", args=["dash-s"])).content.decode()
+    assert '<input type="checkbox" name="group" value="factual_error"' in body
+    assert '<input type="checkbox" name="bloom" value="creating"' in body
+    assert "<select multiple" not in body and 'name="bloom" multiple' not in body
+
+
+def test_a_bloom_tables_votes_are_that_levels_not_the_judges_total(db, staff_client):
+    study = make_study(slug="blooms-s", votes_per_item=2)
+    for i in range(6):
+        q = make_question(study, bloom_level=("applying", "creating", "creating")[i % 3])
+        make_variant(q, kind="reference")
+    services.judge_simulate(study=study, name="sim", params=JudgeParams(), seed=2)
+    result = services.study_analyze(study=study)
+    judge = result["judges"][0]
+    assert judge["n_votes"] == 24
+    for level, expected in (("applying", 8), ("creating", 16)):
+        row = next(r for r in tables.table1(result, part=level)["rows"] if r["judge"] == "sim")
+        assert row["n_votes"] == expected == judge["by_bloom"][level]["position"]["n"]
+    body = staff_client.get(reverse("analysis:study", args=["blooms-s"])).content.decode()
+    applying = body[body.index("<h3>Applying</h3>") :]
+    assert '<td class="name">simulated</td><td>8</td>' in applying[: applying.index("</table>")]

@@ -58,3 +58,19 @@ def test_votes_take_their_model_defaults():
     vote = Vote.objects.get()
     assert (vote.choice, vote.round, vote.not_familiar, vote.meta) == ("a2", Vote().round, False, Vote().meta)
     assert vote.received_at is not None
+
+
+def test_plain_rows_come_out_as_bulk_create_writes_them_and_a_broken_one_raises():
+    from django.db import IntegrityError, transaction
+
+    from biasstudy.bulk import insert_rows
+
+    fields = {"backend": "openai_compatible", "model": "m", "text": "t", "option_probs": {"a1": 0.5}, "tokens_in": 1}
+    CachedResponse.objects.bulk_create([_entry("by-django", **fields)])
+    row = {f.attname: getattr(_entry("ours", **fields), f.attname) for f in CachedResponse._meta.concrete_fields}
+    del row["id"]
+    insert_rows(CachedResponse, [row])
+    assert _stored("ours") == _stored("by-django")
+    with pytest.raises(IntegrityError), transaction.atomic():
+        insert_rows(CachedResponse, [{**row, "text": "again"}])  # the same key twice
+    assert CachedResponse.objects.get(key="ours").text == "t"

@@ -30,7 +30,7 @@ def form_data(server, **kw):
     data = {
         "name": "Loopback judge", "backend": "openai_compatible", "model": "m", "base_url": server.base_url,
         "api_key_env": "", "temperature": "0", "max_tokens": "16", "timeout": "5", "seed": "0",
-        "prompt_style": "vote_only", "label_schemes": '["answer12", "ab"]', "votes_per_item": "2",
+        "prompt_style": "vote_only", "label_schemes": ["answer12", "ab"], "votes_per_item": "2",
         "concurrency": "2", "rpm_limit": "0", "max_retries": "1", "retry_base_seconds": "0.01",
         "invalid_retries": "1", "logprobs": "on", "system_template": "Judge fairly.",
         "user_template": LLMJudge._meta.get_field("user_template").default,

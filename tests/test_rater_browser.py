@@ -79,12 +79,12 @@ def test_a_rater_completes_a_session_by_keyboard_with_a_reload_in_the_middle(bro
     assert page.evaluate("window.sameDocument") is True, "htmx swapped the item in without a reload"
     assert question(page) != first_question
     focused = page.evaluate("document.activeElement.id")
-    assert focused == "question-title"
+    assert focused == "question-text", "focus is on the new question's text"
 
-    # Not familiar (F), then Answer 2 (→).
+    # Not familiar (F), then Answer 2 (3).
     page.keyboard.press("f")
     assert page.get_by_label("I am not familiar with this topic").is_checked()
-    page.keyboard.press("ArrowRight")
+    page.keyboard.press("3")
     expect(page.locator("#progress-label")).to_contain_text("2 / 4")
 
     # A break: reloading shows the same pending item, nothing counted twice.
@@ -94,7 +94,7 @@ def test_a_rater_completes_a_session_by_keyboard_with_a_reload_in_the_middle(bro
 
     page.keyboard.press("2")
     expect(page.locator("#progress-label")).to_contain_text("3 / 4")
-    page.keyboard.press("ArrowLeft")
+    page.keyboard.press("1")
     page.wait_for_url(re.compile(r"/done/$"))
     assert "DONE-2024" in page.locator(".code").inner_text()
 

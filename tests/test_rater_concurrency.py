@@ -85,7 +85,7 @@ def live_server_process(live_database):
 
 
 _TOKEN = re.compile(r'name="token" value="([^"]+)"')
-_QUESTION = re.compile(r'<div class="question prose">(.*?)</div>', re.DOTALL)
+_QUESTION = re.compile(r'<div [^>]*class="question prose"[^>]*>(.*?)</div>', re.DOTALL)
 _CSRF = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
 
 

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 
 SLUG = "outage"
 _TOKEN = re.compile(r'name="token" value="([^"]+)"')
-_QUESTION = re.compile(r'<div class="question prose">(.*?)</div>', re.DOTALL)
+_QUESTION = re.compile(r'<div [^>]*class="question prose"[^>]*>(.*?)</div>', re.DOTALL)
 
 
 def seed() -> None:

@@ -30,7 +30,7 @@ QUOTA = 14
 SLUG = "load"
 
 _TOKEN = re.compile(r'name="token" value="([^"]+)"')
-_QUESTION = re.compile(r'<div class="question prose">(.*?)</div>', re.DOTALL)
+_QUESTION = re.compile(r'<div [^>]*class="question prose"[^>]*>(.*?)</div>', re.DOTALL)
 _CSRF = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
 
 

@@ -21,6 +21,7 @@ from tests.factories import human_pool, make_question, make_staff, make_study, m
 ACCESS: dict[str, str] = {
     "": "public",
     "health/": "public",
+    "favicon.ico": "public",  # a redirect to the static icon
     "s/<slug:slug>/": "public",  # the landing page: anyone may read the study's information
     "s/<slug:slug>/task/": "rater",
     "s/<slug:slug>/done/": "rater",
@@ -154,8 +155,9 @@ def test_a_rater_sees_and_votes_only_on_their_own_items(world):
     assert mine != theirs
     before = Vote.objects.count()
     response = rater.post("/s/matrix/task/", {"token": theirs, "choice": "first", "client_ms": "5000"})
-    assert response.status_code == 404
+    assert response.status_code == 302 and response["Location"] == "/s/matrix/task/?notice=not_yours"
     assert Vote.objects.count() == before
+    assert theirs not in rater.get(response["Location"]).content.decode(), "the rater is shown their own item"
     # A session on one study is no rater of another.
     make_study(slug="elsewhere")
     assert rater.get("/s/elsewhere/task/")["Location"].endswith("/s/elsewhere/")

@@ -60,3 +60,20 @@ def join_list(value) -> str:
     if isinstance(value, list | tuple):
         return ", ".join(str(v) for v in value) or "none"
     return str(value)
+
+
+@register.filter
+def dict_get(mapping: dict, key: str):
+    """mapping[key] in a template, where the key is a variable."""
+    return mapping.get(key)
+
+
+@register.filter
+def duration_s(seconds) -> str:
+    """Seconds as "1 h 02 min", "12 min 05 s" or "42 s"."""
+    seconds = int(seconds)
+    if seconds >= 3600:
+        return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+    if seconds >= 60:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds} s"

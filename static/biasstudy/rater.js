@@ -35,13 +35,27 @@
     return document.querySelector("[data-task] form.vote");
   }
 
+  // Single-key shortcuts (1, 2, 3, F) act only while focus is inside the vote form, never on
+  // arrow keys (they scroll), and a rater can turn them off (WCAG 2.1.4); the choice is kept
+  // in this browser.
+  var STORE = "biasstudy.shortcuts";
+
+  function shortcutsOn() {
+    try { return window.localStorage.getItem(STORE) !== "off"; } catch (e) { return true; }
+  }
+
+  function showShortcuts(on) {
+    document.body.classList.toggle("shortcuts-off", !on);
+  }
+
   document.addEventListener("keydown", function (event) {
-    if (event.altKey || event.ctrlKey || event.metaKey || event.repeat) return;
+    if (event.altKey || event.ctrlKey || event.metaKey || event.repeat || !shortcutsOn()) return;
     var target = event.target;
-    if (target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName) && target.type !== "checkbox")) return;
     var form = currentForm();
-    if (!form) return;
-    var key = event.key.length === 1 ? event.key.toLowerCase() : event.key;
+    if (!form || !target || !form.contains(target)) return;
+    if (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName) && target.type !== "checkbox") return;
+    if (event.key.length !== 1) return;
+    var key = event.key.toLowerCase();
     var box = form.querySelector("[data-key]");
     if (box && key === box.getAttribute("data-key")) {
       event.preventDefault();
@@ -58,8 +72,50 @@
     }
   });
 
+  function focusQuestion() {
+    var text = document.getElementById("question-text");
+    if (text) text.focus({ preventScroll: true });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
-    if (currentForm()) startClock();
+    var toggle = document.querySelector("[data-shortcuts-toggle]");
+    if (toggle) {
+      var box = toggle.querySelector("input");
+      box.checked = shortcutsOn();
+      showShortcuts(box.checked);
+      toggle.hidden = false;
+      box.addEventListener("change", function () {
+        try { window.localStorage.setItem(STORE, box.checked ? "on" : "off"); } catch (e) { /* kept for this page only */ }
+        showShortcuts(box.checked);
+      });
+    }
+    if (currentForm()) {
+      startClock();
+      // The question is the page's content: start there, so the shortcuts work at once.
+      if (document.activeElement === document.body) focusQuestion();
+    }
+    // MTurk: the done page hands the assignment back by itself (the button stays for no-JS).
+    var submit = document.querySelector("form[data-auto-submit]");
+    if (submit) submit.requestSubmit();
+  });
+
+  // The completion code's copy button (shown only where the clipboard can be written).
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest ? event.target.closest("[data-copy]") : null;
+    if (!button) return;
+    var source = document.getElementById(button.getAttribute("data-copy"));
+    var status = document.getElementById(button.getAttribute("aria-controls") || "copy-status");
+    navigator.clipboard.writeText(source.textContent.trim()).then(function () {
+      if (status) status.textContent = "Copied.";
+    }, function () {
+      if (status) status.textContent = "Could not copy: please select the code and copy it by hand.";
+    });
+  });
+
+  document.addEventListener("DOMContentLoaded", function () {
+    if (!navigator.clipboard) return;
+    var buttons = document.querySelectorAll("[data-copy]");
+    for (var i = 0; i < buttons.length; i++) buttons[i].hidden = false;
   });
 
   document.addEventListener("htmx:afterSwap", function (event) {
@@ -69,7 +125,8 @@
     if (!task) return;
     startClock();
     window.scrollTo(0, 0);
-    var title = document.getElementById("question-title");
-    if (title) title.focus({ preventScroll: true });
+    focusQuestion();
+    var status = document.getElementById("task-status");
+    if (status) status.textContent = task.getAttribute("data-announce") || "";
   });
 })();

@@ -6,6 +6,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from analysis import exports, services
@@ -13,11 +14,23 @@ from analysis.forms import FilterForm
 from annotations.models import Study
 
 
-def study_by_slug(slug: str) -> Study:
+def study_by_slug(slug: str, *, create: bool = False, title: str | None = None) -> Study:
+    """The study; with `create`, a new draft study when there is none by that slug (so votes
+    collected elsewhere need no empty study made by hand first). Call it inside the transaction
+    of the import: a failed import then leaves no empty study behind."""
     try:
         return Study.objects.get(slug=slug)
     except Study.DoesNotExist:
-        raise CommandError(f"no study with slug {slug!r}") from None
+        if not create:
+            raise CommandError(f"no study with slug {slug!r} (add --create to make it)") from None
+    study = Study(slug=slug, title=title or slug)
+    try:
+        study.full_clean()
+    except ValidationError as exc:
+        problems = "; ".join(f"{field}: {' '.join(messages)}" for field, messages in exc.message_dict.items())
+        raise CommandError(f"cannot create study {slug!r}: {problems}") from None
+    study.save()
+    return study
 
 
 def add_filter_arguments(parser: CommandParser) -> None:

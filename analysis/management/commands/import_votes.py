@@ -1,4 +1,4 @@
-"""python manage.py import_votes PATH --format mtbench|csv --study S (formats: analysis.importers)."""
+"""python manage.py import_votes PATH --format csv|mtbench|prd|llmbar --study S (formats: analysis.importers.FORMATS)."""
 
 from __future__ import annotations
 
@@ -6,31 +6,34 @@ import time
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 
 from analysis import importers, services
 from analysis.management.commands._common import study_by_slug
 
 
 class Command(BaseCommand):
-    help = "Import pairwise votes collected elsewhere (MT-bench human judgments or a generic CSV) into a study."
+    help = "Import pairwise votes collected elsewhere (a generic CSV, MT-bench human judgments, PRD Vicuna-80, LLMBar) into a study."
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("path", help="vote file (or the MT-bench dataset folder)")
-        parser.add_argument("--format", required=True, choices=["mtbench", "csv"])
+        parser.add_argument("path", help="vote file (or the MT-bench / PRD / LLMBar dataset folder)")
+        parser.add_argument("--format", required=True, choices=sorted(importers.FORMATS))
         parser.add_argument("--study", required=True, help="study slug")
-        parser.add_argument("--limit", type=int, help="import only the first N votes (MT-bench)")
+        parser.add_argument("--create", action="store_true", help="create the study if there is none by that slug")
+        parser.add_argument("--title", help="title of the study --create makes (default: its slug)")
+        parser.add_argument("--limit", type=int, help="import only the first N votes (LLMBar: vote rows)")
 
+    @transaction.atomic  # a study made by --create goes away again when its votes cannot be imported
     def handle(self, *args, **options) -> None:
-        study = study_by_slug(options["study"])
+        study = study_by_slug(options["study"], create=options["create"], title=options["title"])
         path = Path(options["path"])
         if not path.exists():
             raise CommandError(f"{path}: no such file or folder")
         started = time.perf_counter()
         try:
-            if options["format"] == "mtbench":
-                parsed = importers.parse_mtbench(path, limit=options["limit"])
-            else:
-                parsed = importers.parse_csv(path, known_groups=services.kind_slugs(study=study))
+            parsed = importers.parse(
+                options["format"], path, known_groups=services.kind_slugs(study=study), limit=options["limit"]
+            )
             counts = services.votes_import(study=study, parsed=parsed)
         except importers.ImportProblem as exc:
             raise CommandError(str(exc)) from exc

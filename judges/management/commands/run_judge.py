@@ -1,6 +1,7 @@
 """Start (or resume) an LLM judge's run over a study: `manage.py run_judge --study S --judge J`.
 
-Without --wait the run is queued for the task worker (manage.py db_worker); with --wait it runs
+Without --wait the run is queued for the task workers (db_worker or rqworker, whichever queue the
+settings name); with --wait it runs
 here, with a progress bar, and prints a summary.
 """
 
@@ -15,6 +16,7 @@ from annotations.models import Judge, Study
 from biasstudy.limits import VOTES_PER_ITEM_MAX, int_argument
 from judges.models import JudgeRun
 from judges.services import JudgeRunError, judge_run_execute, judge_run_resume, judge_run_start
+from judges.tasks import worker_command
 
 
 def find_study(value: str) -> Study:
@@ -87,7 +89,7 @@ class Command(BaseCommand):
         if enqueue:
             if options["verbosity"] >= 1:
                 self.stdout.write(
-                    f"Run #{run.pk} queued ({run.total} votes); the task worker (manage.py db_worker) runs it."
+                    f"Run #{run.pk} queued ({run.total} votes); the task workers ({worker_command()}) run it."
                 )
             return
         run = run_inline(run, show_progress=options["verbosity"] >= 1)

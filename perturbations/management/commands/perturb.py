@@ -71,8 +71,10 @@ def report(command: BaseCommand, result: GenerateResult, *, verbosity: int) -> N
             command.stdout.write(f"{external_id}: exists, skipped")
     for question, why in result.failed:
         command.stderr.write(f"{question}: {why}")
+    for question, why in result.blocked:
+        command.stderr.write(f"{question}: left out, {why}")
     if verbosity >= 1:
         command.stdout.write(
             f"{verb} {len(result.created)} variant(s), {len(result.flagged)} with warnings; "
-            f"skipped {len(result.skipped)}; failed {len(result.failed)}"
+            f"skipped {len(result.skipped)}; left out {len(result.blocked)} (item has votes); failed {len(result.failed)}"
         )

@@ -1,0 +1,333 @@
+"""The dashboard's figures, drawn server-side with matplotlib (Agg; no JavaScript, no CDN).
+
+Each plot is a pure function of the analysis report (``analysis.report``): it returns the
+figure and the rows of the CSV behind it, so the picture and its numbers cannot disagree.
+``render`` writes SVG or PNG byte for byte the same for the same report (no date in the SVG,
+a fixed hash salt for its ids), which lets tests compare outputs. Names are never cut:
+legends sit outside the axes and every figure is saved with a tight bounding box around all
+its text. A report with nothing to draw gives a figure that says so, not an error.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import matplotlib
+
+matplotlib.use("Agg")  # set in code: never a display backend on a server
+
+from matplotlib import rc_context  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from analysis import tables  # noqa: E402
+
+PALETTE = ("#0b57d0", "#b3261e", "#146c2e", "#8e4ec6", "#c05600", "#00696f", "#5f6368", "#a8326c")
+BLOOM_ORDER = ("remembering", "understanding", "applying", "analyzing", "evaluating", "creating")
+FORMATS = {"svg": "image/svg+xml", "png": "image/png"}
+# Text stays text in the SVG (searchable, readable by screen readers, a tenth of the size);
+# the hash salt makes clip-path ids the same on every run.
+_RC = {"svg.fonttype": "none", "svg.hashsalt": "biasstudy", "font.size": 9, "font.family": "DejaVu Sans"}
+
+Rows = list[list]
+
+
+@dataclass(frozen=True)
+class Plot:
+    title: str
+    alt: str  # what the figure shows, for the img's alt text
+    draw: Callable[[dict], tuple[Figure, Rows]]
+
+
+def _none(v: float | None) -> float:
+    return math.nan if v is None else float(v)
+
+
+def _err(value: float | None, lo: float | None, hi: float | None) -> tuple[float, float]:
+    """Error-bar lengths below and above a value; 0 where the interval is undefined."""
+    if value is None or lo is None or hi is None:
+        return (0.0, 0.0)
+    return (max(0.0, value - lo), max(0.0, hi - value))
+
+
+def empty_figure(title: str, message: str = "No data yet: no counted votes match these filters.") -> Figure:
+    fig = Figure(figsize=(6.4, 1.6))
+    fig.suptitle(title, fontsize=11, x=0.02, ha="left")
+    fig.text(0.5, 0.4, message, ha="center", va="center", color="#5f6368")
+    return fig
+
+
+def _height(rows: int, per_row: float = 0.32, minimum: float = 2.2) -> float:
+    return max(minimum, 1.2 + per_row * rows)
+
+
+# ---------------------------------------------------------------------------- forest plot
+
+
+def forest(result: dict) -> tuple[Figure, Rows]:
+    """Table 1 as a picture: one panel per column (ASR per perturbation, accuracy per degrading
+    one), one row per judge, the point and its 95% interval; the random judge as a dashed line."""
+    table = tables.table1(result)
+    cols = table["columns"]
+    judges = [r for r in table["rows"] if not r.get("chance")]
+    chance = next(r for r in table["rows"] if r.get("chance"))
+    rows: Rows = [["judge", "metric", "group", "value", "ci_lo", "ci_hi", "n", "random_judge"]]
+    for row in judges:
+        for c, cell in zip(cols, row["cells"], strict=True):
+            rows.append([row["judge"], c["metric"], c["group"], cell["value"], cell["lo"], cell["hi"], cell["n"], ""])
+    for c, cell in zip(cols, chance["cells"], strict=True):
+        rows.append(["random judge", c["metric"], c["group"], cell["value"], "", "", "", "chance level"])
+    title = "Attack success rate (ASR) and accuracy per judge, 95% intervals"
+    if not cols or not judges or all(cell["value"] is None for r in judges for cell in r["cells"]):
+        return empty_figure(title), rows
+    fig = Figure(figsize=(max(6.4, 2.3 * len(cols) + 2), _height(len(judges))), layout="constrained")
+    axes = fig.subplots(1, len(cols), sharey=True, squeeze=False)[0]
+    ys = list(range(len(judges)))[::-1]
+    for ax, (i, c) in zip(axes, enumerate(cols), strict=True):
+        for y, row in zip(ys, judges, strict=True):
+            cell = row["cells"][i]
+            if cell["value"] is None:
+                ax.text(0.5, y, "n/a", ha="center", va="center", color="#5f6368", fontsize=8)
+                continue
+            lo, hi = _err(cell["value"], cell["lo"], cell["hi"])
+            ax.errorbar(cell["value"], y, xerr=[[lo], [hi]], fmt="o", color=PALETTE[0], capsize=3, ms=5)
+        rnd = chance["cells"][i]["value"]
+        if rnd is not None:
+            ax.axvline(rnd, color="#5f6368", linestyle="--", linewidth=1, label="random judge")
+        ax.set_xlim(-0.02, 1.02)
+        ax.set_xticks([0, 0.5, 1], ["0", "0.5", "1"])
+        ax.set_title(f"{c['label']}\n({c['better']} is better)", fontsize=9)
+        ax.grid(axis="x", color="#e0e0e0")
+    axes[0].set_yticks(ys, [r["judge"] for r in judges])
+    axes[0].set_ylim(-0.7, len(judges) - 0.3)
+    fig.suptitle(title, fontsize=11)
+    fig.supxlabel("share of questions (ASR) or of items (accuracy)")
+    handles, labels = axes[0].get_legend_handles_labels()
+    if handles:
+        fig.legend(handles[:1], labels[:1], loc="outside lower right", frameon=False)
+    return fig, rows
+
+
+# ---------------------------------------------------------------------------- position bars
+
+
+def position(result: dict) -> tuple[Figure, Rows]:
+    """Table 2 as a picture: shares of first / tie / second votes per judge, Human-NF and the
+    random judge included, with 95% intervals."""
+    table = tables.table2(result)
+    shares = ("first", "tie", "second")
+    rows: Rows = [["judge", "kind", *[f"{s}{x}" for s in (*shares, "diff") for x in ("", "_lo", "_hi")], "n", "p"]]
+    for r in table:
+        ci = r.get("ci") or {}
+        cells = []
+        for s in (*shares, "diff"):
+            lo, hi = ci.get(s) or (None, None)
+            cells += [r[s], lo, hi]
+        rows.append([r["judge"], r["kind"], *cells, r["n"], r.get("p_value")])
+    title = "Which position wins: share of votes for the answer shown first, a tie, or the second"
+    # Every row is drawn, Human-NF included when it has no votes (it then says so).
+    drawn = table
+    if all(r["first"] is None for r in drawn if not r.get("chance")):
+        return empty_figure(title), rows
+    fig = Figure(figsize=(7.2, _height(len(drawn), 0.55)), layout="constrained")
+    ax = fig.subplots()
+    height = 0.26
+    for k, (s, colour) in enumerate(zip(shares, (PALETTE[0], "#9aa0a6", PALETTE[1]), strict=True)):
+        ys = [len(drawn) - 1 - i + (1 - k) * height for i in range(len(drawn))]
+        values = [0.0 if r[s] is None else r[s] for r in drawn]
+        errs = list(zip(*[_err(r[s], *((r.get("ci") or {}).get(s) or (None, None))) for r in drawn], strict=True))
+        ax.barh(ys, values, height=height, color=colour, label=s, xerr=errs, capsize=2, ecolor="#202124")
+    for i, r in enumerate(drawn):
+        if r["first"] is None:
+            ax.text(0.02, len(drawn) - 1 - i, "no votes", va="center", color="#5f6368")
+    ax.set_yticks(range(len(drawn))[::-1], [_row_label(r) for r in drawn])
+    ax.set_xlim(0, 1)
+    ax.axvline(0.5, color="#5f6368", linestyle=":", linewidth=1)
+    ax.set_xlabel("share of votes, 95% intervals\n(a position-blind judge: first = second)")
+    ax.grid(axis="x", color="#e0e0e0")
+    fig.suptitle(title, fontsize=11)
+    fig.legend(loc="outside lower center", ncols=3, frameon=False, title="vote went to the answer shown")
+    return fig, rows
+
+
+def _row_label(row: dict) -> str:
+    if row.get("chance"):
+        return "random judge (chance level)"
+    return f"{row['judge']} (n={row['n'] or 0})"
+
+
+# ---------------------------------------------------------------------------- verbosity curve
+
+
+def verbosity(result: dict) -> tuple[Figure, Rows]:
+    """Share of votes for the longer answer by how much longer it is, per judge, with intervals."""
+    rows: Rows = [["judge", "measure", "bin_lo", "bin_hi", "value", "ci_lo", "ci_hi", "n"]]
+    series = []
+    for judge in result["judges"]:
+        v = judge["verbosity"]
+        points = []
+        for b in v["bins"]:
+            lo, hi = b.get("ci") or (None, None)
+            rows.append([judge["judge"], result["measure"], b["lo"], b["hi"], b["value"], lo, hi, b["n"]])
+            if b["value"] is not None and b["n"]:
+                mid = (b["lo"] + (b["hi"] if b["hi"] is not None else b["lo"] + v["bin_width"])) / 2
+                points.append((mid, b["value"], lo, hi))
+        if points:
+            series.append((judge["judge"], points))
+    title = "Preference for the longer answer by length difference, 95% intervals"
+    if not series:
+        return empty_figure(title), rows
+    fig = Figure(figsize=(7.2, 3.8), layout="constrained")
+    ax = fig.subplots()
+    for k, (name, points) in enumerate(series):
+        colour = PALETTE[k % len(PALETTE)]
+        xs = [p[0] for p in points]
+        ax.plot(xs, [p[1] for p in points], marker="o", color=colour, label=name)
+        if all(p[2] is not None for p in points):
+            ax.fill_between(xs, [p[2] for p in points], [p[3] for p in points], color=colour, alpha=0.12)
+    ax.axhline(0.5, color="#5f6368", linestyle="--", linewidth=1, label="length-blind judge (0.5)")
+    ax.set_ylim(0, 1)
+    width = result["judges"][0]["verbosity"]["bin_width"] if result["judges"] else 10
+    ax.set_xlabel(f"|Δ length| in {result['measure']} (bins of {width}; last bin open)")
+    ax.set_ylabel("share of votes for the longer answer")
+    ax.grid(color="#e0e0e0")
+    fig.suptitle(title, fontsize=11)
+    fig.legend(loc="outside lower center", ncols=2, frameon=False)
+    return fig, rows
+
+
+# ---------------------------------------------------------------------------- LC vs raw
+
+
+def lc(result: dict) -> tuple[Figure, Rows]:
+    """Raw and length-controlled (LC) win rates of A2 / A2p per judge and group."""
+    found = tables.lc_rows(result)
+    rows: Rows = [["judge", "group", "raw", "raw_lo", "raw_hi", "lc", "lc_lo", "lc_hi", "n"]]
+    for r in found:
+        rows.append(
+            [r["judge"], r["group"], r["raw"], r["raw_lo"], r["raw_hi"], r["lc"], r["lc_lo"], r["lc_hi"], r["n"]]
+        )
+    title = "Win rate of A2 / A2p over A1: raw and length-controlled (LC), 95% intervals"
+    drawn = [r for r in found if r["raw"] is not None or r["lc"] is not None]
+    if not drawn:
+        return empty_figure(title), rows
+    fig = Figure(figsize=(7.2, _height(len(drawn), 0.42)), layout="constrained")
+    ax = fig.subplots()
+    for k, (key, label, marker) in enumerate((("raw", "raw", "o"), ("lc", "length-controlled (LC)", "D"))):
+        ys = [len(drawn) - 1 - i + (0.15 if k == 0 else -0.15) for i in range(len(drawn))]
+        values = [_none(r[key]) for r in drawn]
+        errs = list(zip(*[_err(r[key], r[f"{key}_lo"], r[f"{key}_hi"]) for r in drawn], strict=True))
+        ax.errorbar(values, ys, xerr=errs, fmt=marker, color=PALETTE[k], capsize=3, ms=5, label=label)
+    ax.set_yticks(range(len(drawn))[::-1], [f"{r['judge']} · {r['group']} (n={r['n']})" for r in drawn])
+    ax.axvline(0.5, color="#5f6368", linestyle="--", linewidth=1)
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("win rate of A2 or A2p over A1,\na tie counting half")
+    ax.grid(axis="x", color="#e0e0e0")
+    fig.suptitle(title, fontsize=11)
+    fig.legend(loc="outside lower center", ncols=2, frameon=False)
+    return fig, rows
+
+
+# ---------------------------------------------------------------------------- Bloom heat map
+
+
+def bloom(result: dict) -> tuple[Figure, Rows]:
+    """ASR and accuracy per Bloom level: one row per (judge, column), each cell with its own n."""
+    cols = tables.columns(result)
+    levels = [b for b in BLOOM_ORDER if any(b in j["by_bloom"] for j in result["judges"])]
+    rows: Rows = [["judge", "metric", "group", "bloom", "value", "ci_lo", "ci_hi", "n"]]
+    labels, grid, counts = [], [], []
+    for judge in result["judges"]:
+        for c in cols:
+            line, ns = [], []
+            for b in levels:
+                part = judge["by_bloom"].get(b) or {}
+                rate = part.get(c["metric"], {}).get(c["group"]) or {"value": None, "ci": [None, None], "n": 0}
+                rows.append([judge["judge"], c["metric"], c["group"], b, rate["value"], *rate["ci"], rate["n"]])
+                line.append(_none(rate["value"]))
+                ns.append(rate["n"])
+            labels.append(f"{judge['judge']} · {c['label']}")
+            grid.append(line)
+            counts.append(ns)
+    title = "ASR and accuracy by Bloom level (cell: rate and its own n)"
+    if not levels or all(math.isnan(v) for line in grid for v in line):
+        return empty_figure(title), rows
+    fig = Figure(figsize=(max(6.4, 1.3 * len(levels) + 3), _height(len(labels), 0.4)), layout="constrained")
+    ax = fig.subplots()
+    image = ax.imshow(grid, cmap="viridis", vmin=0, vmax=1, aspect="auto")
+    for i, line in enumerate(grid):
+        for k, v in enumerate(line):
+            text = "n/a" if math.isnan(v) else f"{v:.0%}"
+            colour = "white" if not math.isnan(v) and v < 0.55 else "black"
+            ax.text(k, i, f"{text}\nn={counts[i][k]}", ha="center", va="center", fontsize=7, color=colour)
+    ax.set_xticks(range(len(levels)), levels, rotation=30, ha="right")
+    ax.set_yticks(range(len(labels)), labels)
+    fig.colorbar(image, ax=ax, label="rate (ASR: lower is better; accuracy: higher)")
+    fig.suptitle(title, fontsize=11)
+    return fig, rows
+
+
+# ---------------------------------------------------------------------------- agreement
+
+
+def agreement(result: dict) -> tuple[Figure, Rows]:
+    """Spearman's ρ between every two judges' item scores (the agreement matrix)."""
+    pairs = result["agreement"].get("spearman", [])
+    rows: Rows = [["judge_a", "judge_b", "spearman_rho", "n_items"]]
+    rows += [[p["a"], p["b"], p["rho"], p["n"]] for p in pairs]
+    names = sorted({p["a"] for p in pairs} | {p["b"] for p in pairs})
+    title = "Agreement between judges: Spearman's ρ of their item scores"
+    if not names:
+        return empty_figure(title, "No two judges have scored the same items yet."), rows
+    index = {n: i for i, n in enumerate(names)}
+    grid = [[1.0 if a == b else math.nan for b in names] for a in names]
+    ns: dict[tuple[int, int], int] = {}
+    for p in pairs:
+        i, k = index[p["a"]], index[p["b"]]
+        grid[i][k] = grid[k][i] = _none(p["rho"])
+        ns[(i, k)] = ns[(k, i)] = p["n"]
+    size = max(3.5, 0.8 * len(names) + 2.2)
+    fig = Figure(figsize=(size + 1.5, size), layout="constrained")
+    ax = fig.subplots()
+    image = ax.imshow(grid, cmap="RdBu", vmin=-1, vmax=1)
+    for i in range(len(names)):
+        for k in range(len(names)):
+            v = grid[i][k]
+            text = "" if i == k else ("n/a" if math.isnan(v) else f"{v:.2f}\nn={ns[(i, k)]}")
+            ax.text(k, i, text, ha="center", va="center", fontsize=8)
+    # Names once, in full, down the side; the columns carry their numbers (long names slanted
+    # under the columns would run off the canvas).
+    ax.set_xticks(range(len(names)), [str(i + 1) for i in range(len(names))])
+    ax.set_yticks(range(len(names)), [f"{i + 1}. {n}" for i, n in enumerate(names)])
+    fig.colorbar(image, ax=ax, shrink=0.7, label="Spearman's ρ (1: same ranking of items)")
+    fig.suptitle(title, fontsize=11)
+    return fig, rows
+
+
+PLOTS: dict[str, Plot] = {
+    "forest": Plot("ASR and accuracy per judge", "Forest plot of ASR and accuracy per judge with intervals", forest),
+    "position": Plot("Position preference", "Bars of first, tie and second shares per judge", position),
+    "verbosity": Plot("Verbosity", "Share of votes for the longer answer by length difference", verbosity),
+    "lc": Plot("Length-controlled vs raw", "Raw and length-controlled win rates per judge and group", lc),
+    "bloom": Plot("By Bloom level", "Heat map of ASR and accuracy per Bloom level", bloom),
+    "agreement": Plot("Agreement matrix", "Matrix of Spearman correlations between judges", agreement),
+}
+
+
+def render(fig: Figure, fmt: str) -> bytes:
+    """The figure as SVG or PNG bytes, the same bytes for the same figure."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown plot format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    out = io.BytesIO()
+    metadata = {"Date": None} if fmt == "svg" else {"Software": None}
+    with rc_context(_RC):
+        fig.savefig(out, format=fmt, dpi=150, bbox_inches="tight", pad_inches=0.15, metadata=metadata)
+    return out.getvalue()
+
+
+def draw(name: str, result: dict) -> tuple[Figure, Rows]:
+    """The named plot of ``result`` (KeyError for an unknown name)."""
+    with rc_context(_RC):
+        return PLOTS[name].draw(result)

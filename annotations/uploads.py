@@ -1,0 +1,329 @@
+"""Study files uploaded in the admin: kept on the server between the preview and the import.
+
+An upload is stored under settings.STUDY_UPLOAD_DIR in a folder named by a random id; the
+browser only ever holds a signed token naming that id (and the options chosen with the file),
+so it can neither pick a path nor change the options between the preview and the import. A zip
+(the chen2024 folder) is unpacked by us, file by file, keeping only the JSON files of the folder
+that holds raw.json, under their base names: a member's path never becomes ours.
+
+Reading, validating and writing are study_io's: the preview is `study_file_read` (what the
+command checks) and the import is `study_import` (what the command writes), in the request or,
+for a large study, in the task worker, which reports its progress in the upload's folder.
+"""
+
+from __future__ import annotations
+
+import json
+import lzma
+import shutil
+import time
+import uuid
+import zipfile
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import IO
+
+from django.conf import settings
+from django.core import signing
+
+from annotations import lengths
+from annotations.models import Study
+from annotations.study_io import CHEN_CONTROL_FILE, StudyFileError, study_file_read, study_import
+from annotations.study_io import _derive_items as derive_items  # the import's rule, for the preview
+
+SALT = "annotations.study-upload"
+JSON_NAME = "study.json"
+CHEN_FOLDER = "chen2024"
+PROGRESS_NAME = "progress.json"
+PREVIEW_QUESTIONS = 50  # rows shown in the preview; the totals count all of them
+_CHUNK = 1 << 20
+
+
+class UploadError(ValueError):
+    """An upload that cannot be used (expired or tampered token, bad zip, too large)."""
+
+
+@dataclass(frozen=True)
+class Upload:
+    """One stored upload, as its token describes it."""
+
+    id: str
+    name: str  # the file's name on the researcher's computer, for messages only
+    fmt: str
+    slug: str = ""
+    title: str = ""
+    status: str = ""
+
+    @property
+    def folder(self) -> Path:
+        return Path(settings.STUDY_UPLOAD_DIR) / self.id
+
+    @property
+    def path(self) -> Path:
+        """What the reader of its format opens: the JSON file, or the unpacked chen2024 folder."""
+        return self.folder / (CHEN_FOLDER if self.fmt == "chen2024" else JSON_NAME)
+
+    @property
+    def token(self) -> str:
+        return signing.dumps(
+            {
+                "id": self.id,
+                "name": self.name,
+                "fmt": self.fmt,
+                "slug": self.slug,
+                "title": self.title,
+                "status": self.status,
+            },
+            salt=SALT,
+        )
+
+
+def study_upload_store(*, name: str, chunks, slug: str = "", title: str = "", status: str = "") -> Upload:
+    """Keep an uploaded file (an iterable of byte chunks) for preview and import. A name ending in
+    .zip is the chen2024 folder, anything else our JSON format."""
+    _prune()
+    fmt = "chen2024" if name.lower().endswith(".zip") else "biasstudy"
+    upload = Upload(
+        id=uuid.uuid4().hex,
+        name=PurePosixPath(name.replace("\\", "/")).name[:200],
+        fmt=fmt,
+        slug=slug,
+        title=title,
+        status=status,
+    )
+    upload.folder.mkdir(parents=True)
+    try:
+        if fmt == "chen2024":
+            archive = upload.folder / "upload.zip"
+            _write_limited(archive, chunks)
+            _unpack_chen(archive, upload.path)
+            archive.unlink()
+        else:
+            _write_limited(upload.path, chunks)
+    except BaseException:
+        shutil.rmtree(upload.folder, ignore_errors=True)
+        raise
+    return upload
+
+
+def study_upload_get(*, token: str) -> Upload:
+    try:
+        data = signing.loads(token, salt=SALT, max_age=settings.STUDY_UPLOAD_MAX_AGE_SECONDS)
+    except signing.SignatureExpired:
+        raise UploadError("this upload has expired; upload the file again") from None
+    except signing.BadSignature:
+        raise UploadError("this upload link is not valid; upload the file again") from None
+    upload = Upload(**data)
+    if not upload.folder.is_dir():
+        raise UploadError("this upload is no longer on the server; upload the file again")
+    return upload
+
+
+def study_upload_read(*, upload: Upload) -> dict:
+    """The validated document (raises StudyFileError naming file, line and field). Writes nothing."""
+    try:
+        return study_file_read(
+            path=upload.path,
+            fmt=upload.fmt,
+            slug=upload.slug or None,
+            title=upload.title or None,
+            status=upload.status or None,
+        )
+    except StudyFileError as exc:
+        raise _as_uploaded(exc, upload) from None
+
+
+def study_upload_import(*, upload: Upload) -> Study:
+    """Import the upload exactly as `manage.py import_study` would, recording progress for the
+    admin's progress page; the uploaded file is removed afterwards, whatever happened."""
+    _progress(upload, state="running", done=0, total=0)
+    try:
+        study = study_import(
+            path=upload.path,
+            fmt=upload.fmt,
+            slug=upload.slug or None,
+            title=upload.title or None,
+            status=upload.status or None,
+            progress=lambda done, total: _progress(upload, state="running", done=done, total=total),
+        )
+    except StudyFileError as exc:
+        shown = _as_uploaded(exc, upload)
+        _progress(upload, state="failed", error=f"import failed, nothing was written: {shown}")
+        raise shown from None
+    except Exception as exc:
+        _progress(upload, state="failed", error=f"import failed, nothing was written: {type(exc).__name__}: {exc}")
+        raise
+    finally:
+        _discard(upload.path)
+    _progress(upload, state="done", study=study.slug, study_id=study.pk)
+    return study
+
+
+def study_upload_queued(*, upload: Upload) -> None:
+    _progress(upload, state="queued", done=0, total=0)
+
+
+def study_upload_progress(*, upload: Upload) -> dict:
+    """{"state": queued | running | done | failed, "done", "total", "percent", "error", "study"}."""
+    try:
+        data = json.loads((upload.folder / PROGRESS_NAME).read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError):
+        data = {"state": "new"}  # not confirmed yet
+    done, total = data.get("done", 0), data.get("total", 0)
+    data["percent"] = round(100 * done / total, 1) if total else (100.0 if data["state"] == "done" else 0.0)
+    return data
+
+
+def needs_worker(document: dict) -> bool:
+    return len(document.get("questions", [])) > settings.STUDY_UPLOAD_BACKGROUND_QUESTIONS
+
+
+# --------------------------------------------------------------------------- preview
+
+
+@dataclass
+class Preview:
+    study: dict
+    kinds: list[dict]
+    questions: list[dict]  # the first PREVIEW_QUESTIONS, each with its answers (and lengths) and items
+    totals: dict[str, int]
+    groups: dict[str, int] = field(default_factory=dict)  # items per group (control first)
+
+    @property
+    def summary(self) -> list[tuple[str, int]]:
+        # A list, not the dict: a template's `totals.items` would look up the key "items".
+        return list(self.totals.items())
+
+
+def study_preview(document: dict) -> Preview:
+    """What an import of this (validated) document would create, for a person to check."""
+    questions, groups = [], {"control": 0}
+    totals = {"questions": len(document["questions"]), "answers": 0, "variants": 0, "items": 0}
+    totals["attention checks"] = len(document.get("gold_items", []))
+    for index, record in enumerate(document["questions"]):
+        # A file without items gets the ones the import derives (derive_items), so count those.
+        items = record.get("items")
+        items = items if items is not None else derive_items(record)
+        totals["answers"] += len(record["answers"])
+        totals["variants"] += sum(1 for a in record["answers"] if a.get("derived_from"))
+        totals["items"] += len(items)
+        for item in items:
+            groups[item.get("kind") or "control"] = groups.get(item.get("kind") or "control", 0) + 1
+        if index < PREVIEW_QUESTIONS:
+            questions.append(
+                {
+                    "id": record["id"],
+                    "bloom": record["bloom"],
+                    "text": record["text"],
+                    "answers": [
+                        {
+                            "id": a["id"],
+                            "kind": a.get("kind") or "",
+                            "derived_from": a.get("derived_from") or "",
+                            "review_status": a.get("review_status", "approved"),
+                            "words": lengths.count_words(a["text"]),
+                            "chars": lengths.count_chars(a["text"]),
+                        }
+                        for a in record["answers"]
+                    ],
+                    "items": [{"group": i.get("kind") or "control", "a1": i["a1"], "a2": i["a2"]} for i in items],
+                }
+            )
+    return Preview(
+        study=document["study"],
+        kinds=document.get("perturbation_kinds", []),
+        questions=questions,
+        totals=totals,
+        groups=groups,
+    )
+
+
+# --------------------------------------------------------------------------- files
+
+
+def _limit() -> int:
+    return settings.API_IMPORT_MAX_MB * _CHUNK
+
+
+def _write_limited(path: Path, chunks) -> None:
+    limit, written = _limit(), 0
+    with path.open("wb") as out:
+        for chunk in chunks:
+            written += len(chunk)
+            if written > limit:
+                raise UploadError(f"the file is larger than the limit of {settings.API_IMPORT_MAX_MB} MB")
+            out.write(chunk)
+
+
+def _unpack_chen(archive: Path, target: Path) -> None:
+    """Unpack the JSON files of the zip's folder holding raw.json into `target`, flat."""
+    try:
+        with zipfile.ZipFile(archive) as zipped:
+            members = [m for m in zipped.infolist() if not m.is_dir() and not m.filename.startswith("__MACOSX/")]
+            controls = [m for m in members if PurePosixPath(m.filename).name == CHEN_CONTROL_FILE]
+            if len(controls) != 1:
+                raise UploadError(f"the zip must hold exactly one {CHEN_CONTROL_FILE} (found {len(controls)})")
+            home = PurePosixPath(controls[0].filename).parent
+            wanted = [m for m in members if PurePosixPath(m.filename).parent == home and m.filename.endswith(".json")]
+            target.mkdir()
+            budget = _limit()
+            for member in wanted:
+                # The base name only: "../x.json" or "/etc/x.json" cannot leave the folder.
+                with zipped.open(member) as source, (target / PurePosixPath(member.filename).name).open("wb") as out:
+                    budget = _copy_limited(source, out, budget)
+    except _BROKEN_ZIP as exc:
+        if isinstance(exc, OSError) and exc.errno is not None:
+            raise  # the server's own disk, not the archive
+        raise UploadError(f"not a readable zip file ({exc or type(exc).__name__})") from None
+
+
+# What zipfile raises on a broken archive: a corrupt directory or member, a bad CRC or a lying
+# size (BadZipFile), an encrypted member (RuntimeError), an unknown compression method
+# (NotImplementedError), a corrupt stream (zlib.error, lzma.LZMAError, OSError) or a cut one (EOFError).
+_BROKEN_ZIP = (zipfile.BadZipFile, RuntimeError, NotImplementedError, zlib.error, lzma.LZMAError, OSError, EOFError)
+
+
+def _copy_limited(source: IO[bytes], out: IO[bytes], budget: int) -> int:
+    # The sizes a zip declares can lie (a "zip bomb"): count what really comes out.
+    while chunk := source.read(_CHUNK):
+        budget -= len(chunk)
+        if budget < 0:
+            raise UploadError(f"the unpacked files are larger than the limit of {settings.API_IMPORT_MAX_MB} MB")
+        out.write(chunk)
+    return budget
+
+
+def _as_uploaded(exc: StudyFileError, upload: Upload) -> StudyFileError:
+    """The problem with the file named as the researcher knows it, not by its place on the server."""
+    try:
+        inside = Path(exc.path).relative_to(upload.path).as_posix()
+    except ValueError:
+        inside = "."
+    shown = upload.name if inside == "." else f"{upload.name}: {inside}"
+    return StudyFileError(shown, exc.message, line=exc.line, field=exc.field)
+
+
+def _discard(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _progress(upload: Upload, **state) -> None:
+    # Written whole and renamed, so the page polling it never reads half a file.
+    partial = upload.folder / (PROGRESS_NAME + ".part")
+    partial.write_text(json.dumps(state), encoding="utf-8")
+    partial.replace(upload.folder / PROGRESS_NAME)
+
+
+def _prune() -> None:
+    """Forget uploads older than their tokens can be (nobody can import them any more)."""
+    root = Path(settings.STUDY_UPLOAD_DIR)
+    if not root.is_dir():
+        return
+    oldest = time.time() - settings.STUDY_UPLOAD_MAX_AGE_SECONDS
+    for folder in root.iterdir():
+        if folder.is_dir() and folder.stat().st_mtime < oldest:
+            shutil.rmtree(folder, ignore_errors=True)

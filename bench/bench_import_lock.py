@@ -1,0 +1,104 @@
+"""How long a large study import holds SQLite's write lock (raters cannot vote meanwhile).
+
+    python bench/bench_import_lock.py               # a 60 MB biasstudy file
+    python bench/bench_import_lock.py --mb 10
+
+A biasstudy document of about --mb megabytes is written (questions with four answers each: two
+originals and two variants, a few KB of Markdown per answer), then imported with
+`manage.py import_study` into a fresh SQLite file (the production settings: WAL, IMMEDIATE).
+Meanwhile a probe in this process takes the write lock (BEGIN IMMEDIATE; COMMIT) every 10 ms, as
+a rater's vote would, and records how long it had to wait each time. The longest wait is the
+lock time a rater would meet; the import's own duration is printed beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+PARAGRAPH = (
+    "The **answer** explains the effect in plain words, with a list:\n\n- one point about *scattering*\n"
+    "- another about [wavelengths](https://example.org/w) and `code`\n\n"
+)
+
+
+def document(megabytes: float) -> dict:
+    questions = []
+    size, n = 0, 0
+    while size < megabytes * 1_000_000:
+        n += 1
+        body = PARAGRAPH * 12 + f"Answer number {n}.\n"
+        answers = [
+            {"id": f"q{n}-a1", "text": "First. " + body},
+            {"id": f"q{n}-a2", "text": "Second. " + body},
+            {"id": f"q{n}-a1-fe", "derived_from": f"q{n}-a1", "kind": "factual_error", "text": "Wrong. " + body},
+            {"id": f"q{n}-a2-ref", "derived_from": f"q{n}-a2", "kind": "reference", "text": body + " [1]"},
+        ]
+        questions.append(
+            {"id": f"q{n}", "bloom": "remembering", "text": f"Question {n}? " + PARAGRAPH, "answers": answers}
+        )
+        size += sum(len(a["text"]) for a in answers) + 400
+    return {"format": "biasstudy", "version": 1, "study": {"slug": "big", "title": "Big"}, "questions": questions}
+
+
+def probe(db: Path, stop: threading.Event, waits: list[float]) -> None:
+    conn = sqlite3.connect(db, timeout=600, isolation_level=None)
+    while not stop.is_set():
+        started = time.perf_counter()
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("COMMIT")
+        waits.append(time.perf_counter() - started)
+        time.sleep(0.01)
+    conn.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--mb", type=float, default=60)
+    args = parser.parse_args()
+    from bench.django_env import bench_env
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path, db = Path(tmp) / "big.json", Path(tmp) / "import.sqlite3"
+        doc = document(args.mb)
+        path.write_text(json.dumps(doc), encoding="utf-8")
+        env = bench_env(f"sqlite:///{db}", settings="biasstudy.settings")
+        subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], env=env, cwd=ROOT, check=True)
+        stop, waits = threading.Event(), []
+        thread = threading.Thread(target=probe, args=(db, stop, waits))
+        thread.start()
+        started = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "manage.py", "import_study", str(path), "--format", "biasstudy"],
+            env=env, cwd=ROOT, capture_output=True, text=True,
+        )  # fmt: skip
+        elapsed = time.perf_counter() - started
+        stop.set()
+        thread.join()
+        assert done.returncode == 0, done.stderr[-2000:]
+        print(
+            json.dumps(
+                {
+                    "file_mb": round(path.stat().st_size / 1e6, 1),
+                    "questions": len(doc["questions"]),
+                    "answers": 4 * len(doc["questions"]),
+                    "import_seconds": round(elapsed, 1),
+                    "longest_lock_wait_seconds": round(max(waits), 2),
+                    "probes": len(waits),
+                }
+            )
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,131 @@
+"""Every page a person uses, checked by axe-core at WCAG 2.1 A and AA in a real browser: the
+rater's pages, the dashboard, the admin's review, start and run pages, and the API docs.
+
+axe-core comes from npm (package.json pins it; scripts/test.sh runs `npm ci`). It is injected
+with the page's Content-Security-Policy bypassed, which only lets the test's own script in.
+"""
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+from django.urls import reverse
+
+from judges.services import judge_run_start
+from perturbations.services import perturbation_generate
+from tests.browser import chromium, session_cookie
+from tests.factories import make_llm_judge, make_question, make_rater, make_staff, make_study, make_vote
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+AXE = Path(__file__).resolve().parent.parent / "node_modules" / "axe-core" / "axe.min.js"
+TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not AXE.exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"{AXE} is missing: scripts/test.sh installs it with npm ci")
+        pytest.skip(f"{AXE} is missing (run npm ci)")
+    with chromium() as launched:
+        yield launched
+
+
+def violations(page) -> list[str]:
+    """axe's violations on the page as it is now, one readable line per rule and element."""
+    page.add_script_tag(path=str(AXE))
+    result = page.evaluate("tags => axe.run(document, {runOnly: {type: 'tag', values: tags}})", TAGS)
+    return [
+        f"{v['id']} ({v['impact']}) at {node['target']}: {node['failureSummary'].splitlines()[-1].strip()}"
+        for v in result["violations"]
+        for node in v["nodes"]
+    ]
+
+
+def assert_accessible(page, what: str) -> None:
+    found = violations(page)
+    assert not found, f"{what}:\n" + "\n".join(found)
+
+
+def new_page(browser, **kw):
+    context = browser.new_context(bypass_csp=True, viewport={"width": 1280, "height": 900}, **kw)
+    return context.new_page()
+
+
+def test_the_rater_pages_have_no_violations(browser, live_server, transactional_db):
+    study = make_study(
+        votes_per_item=2,
+        target_per_rater=1,
+        completion_code="C0DE-42",
+        instructions="Read the question and **both answers**.",
+        consent="We store your choices under your participant id only.",
+    )
+    make_question(study, text="Why is the sky **blue**?", a1="Rayleigh scattering.", a2="It reflects the sea.")
+    make_question(study)
+    page = new_page(browser)
+    page.goto(live_server.url + reverse("annotations:home"))
+    assert_accessible(page, "home")
+    page.goto(live_server.url + reverse("annotations:landing", args=[study.slug]))
+    assert_accessible(page, "landing")
+    page.get_by_label("Your participant id").fill("bad id#")
+    page.get_by_role("button", name="Start rating").click()
+    assert_accessible(page, "landing with errors")
+    page.get_by_label("Your participant id").fill("axe-1")
+    page.get_by_label("I have read the information above").check()
+    page.get_by_role("button", name="Start rating").click()
+    page.wait_for_url(re.compile(r"/task/$"))
+    page.get_by_text("Instructions", exact=True).click()
+    page.get_by_text("Take a break", exact=True).click()
+    assert_accessible(page, "task")
+    page.goto(page.url + "?notice=stale")
+    assert_accessible(page, "task with a notice")
+    page.get_by_role("button", name="Answer 1 is better").click()
+    page.wait_for_url(re.compile(r"/done/$"))
+    assert_accessible(page, "done")
+
+
+def staff_page(browser, live_server):
+    page = new_page(browser)
+    page.context.add_cookies([session_cookie(make_staff(), live_server.url)])
+    return page
+
+
+def test_the_dashboard_pages_have_no_violations(browser, live_server, transactional_db):
+    study = make_study(title="Sky colours", votes_per_item=2)
+    question = make_question(study)
+    item = question.items.get()
+    judge = make_llm_judge().judge
+    for n in range(4):
+        make_vote(item, judge, choice_shown="first" if n % 2 else "tie")
+    make_rater(study)
+    page = staff_page(browser, live_server)
+    for name, args in [("studies", []), ("study", [study.slug]), ("raters", [study.slug]), ("power", [study.slug])]:
+        page.goto(live_server.url + reverse(f"analysis:{name}", args=args))
+        assert_accessible(page, name)
+
+
+def test_the_admin_review_start_and_run_pages_have_no_violations(browser, live_server, transactional_db):
+    study = make_study(title="Why ice floats", slug="ice")
+    long = " ".join(["Ice is less dense than liquid water because its molecules form an open lattice."] * 40)
+    make_question(study, text="Why does ice float?", a1="It is less dense.", a2=long)
+    perturbation_generate(study=study, kind="reference", seed=1)
+    perturbation_generate(study=study, kind="rich_content", seed=1)
+    config = make_llm_judge(base_url="http://127.0.0.1:9/v1")
+    run = judge_run_start(study=study, judge=config.judge, enqueue=False)
+    page = staff_page(browser, live_server)
+    page.goto(f"{live_server.url}/admin/perturbations/perturbationstudy/{study.pk}/review/")
+    assert_accessible(page, "review")
+    page.goto(f"{live_server.url}/admin/judges/judgerun/add/?study={study.pk}")
+    assert_accessible(page, "start a run")
+    page.goto(f"{live_server.url}/admin/judges/judgerun/{run.pk}/change/")
+    assert_accessible(page, "run")
+
+
+def test_the_api_docs_page_has_no_violations(browser, live_server, transactional_db):
+    page = staff_page(browser, live_server)
+    page.goto(live_server.url + "/api/docs/")
+    page.locator(".opblock").first.wait_for()
+    assert page.evaluate("document.documentElement.lang").startswith("en")
+    assert_accessible(page, "api docs")

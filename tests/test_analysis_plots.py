@@ -1,0 +1,174 @@
+"""The dashboard's figures: staff only, valid SVG and PNG, the same bytes twice, names never cut,
+the CSV behind each holds the report's numbers, and an empty study draws a "no data" figure."""
+
+import csv
+import io
+import struct
+import xml.etree.ElementTree as ET
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+from django.urls import reverse
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.text import Text
+
+from analysis import plots, services
+from analysis.simulate import JudgeParams
+from tests.factories import make_question, make_study, make_variant
+
+LONG = "SmolLM2 local (vote-only, constrained)"
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture
+def plot_study(db):
+    study = make_study(slug="plot-s", votes_per_item=2, gold_min_accuracy=0.8)
+    for i in range(6):
+        q = make_question(
+            study, a1="word " * (5 + 7 * i), a2="a longer answer " * 4, bloom_level=("applying", "creating")[i % 2]
+        )
+        make_variant(q, kind="factual_error", text="wrong " * 10)
+        make_variant(q, kind="reference", of="a1" if i % 2 else "a2")
+    services.judge_simulate(study=study, name=LONG, params=JudgeParams(position=1.0), seed=5)
+    services.raters_simulate(study=study, raters=4, params=JudgeParams(), votes_per_item=2, seed=6)
+    return study
+
+
+def url(slug, name, fmt):
+    return reverse("analysis:plot", args=[slug, name, fmt])
+
+
+def png_size(body: bytes) -> tuple[int, int]:
+    assert body[:8] == PNG_SIGNATURE
+    assert body[12:16] == b"IHDR"
+    return struct.unpack(">II", body[16:24])
+
+
+def read_csv(response) -> list[dict]:
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
+    return list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+
+
+@pytest.mark.parametrize("name", list(plots.PLOTS))
+def test_each_plot_is_valid_svg_and_png_and_the_same_bytes_every_time(plot_study, staff_client, name):
+    svg = staff_client.get(url("plot-s", name, "svg"))
+    assert svg.status_code == 200 and svg["Content-Type"] == "image/svg+xml"
+    root = ET.fromstring(svg.content)  # noqa: S314 (our own output)
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    assert b"<dc:date>" not in svg.content  # no date: the same report gives the same file
+    assert staff_client.get(url("plot-s", name, "svg")).content == svg.content
+    png = staff_client.get(url("plot-s", name, "png"))
+    assert png.status_code == 200 and png["Content-Type"] == "image/png"
+    width, height = png_size(png.content)
+    assert width > 300 and height > 100
+    assert staff_client.get(url("plot-s", name, "png")).content == png.content
+
+
+def test_a_download_link_names_the_file(plot_study, staff_client):
+    response = staff_client.get(url("plot-s", "forest", "png"), {"download": "1"})
+    assert response["Content-Disposition"] == 'attachment; filename="plot-s-forest.png"'
+
+
+@pytest.mark.parametrize("name", list(plots.PLOTS))
+def test_no_text_falls_outside_the_figure_so_long_judge_names_are_whole(plot_study, name):
+    result = services.study_analyze(study=plot_study)
+    fig, _ = plots.draw(name, result)
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()  # lays the figure out, as saving it does
+    texts = [t.get_text() for t in fig.findobj(Text) if t.get_visible()]
+    assert any(LONG in t for t in texts) or name == "agreement"
+    # Everything drawn (what bbox_inches="tight" measures) lies on the figure's own canvas:
+    # the layout made room for every name; a tick label may overhang by half a digit.
+    drawn = fig.get_tightbbox(canvas.get_renderer())
+    width, height = fig.get_size_inches()
+    slack = 0.06
+    assert drawn.x0 >= -slack and drawn.y0 >= -slack, name
+    assert drawn.x1 <= width + slack and drawn.y1 <= height + slack, (name, drawn, (width, height))
+
+
+def test_the_long_judge_name_is_text_in_the_svg(plot_study, staff_client):
+    body = staff_client.get(url("plot-s", "position", "svg")).content.decode()
+    assert LONG in body  # text stays text: searchable and read out by screen readers
+
+
+def test_the_forest_csv_holds_table_one(plot_study, staff_client):
+    rows = read_csv(staff_client.get(url("plot-s", "forest", "csv")))
+    result = services.study_analyze(study=plot_study)
+    judge = next(j for j in result["judges"] if j["judge"] == LONG)
+    row = next(r for r in rows if r["judge"] == LONG and r["metric"] == "asr" and r["group"] == "factual_error")
+    expected = judge["asr"]["factual_error"]
+    assert float(row["value"]) == pytest.approx(expected["value"])
+    assert float(row["ci_lo"]) == pytest.approx(expected["ci"][0]) and float(row["ci_hi"]) == pytest.approx(
+        expected["ci"][1]
+    )
+    assert int(row["n"]) == expected["n"]
+    acc = next(r for r in rows if r["judge"] == LONG and r["metric"] == "accuracy")
+    assert float(acc["value"]) == pytest.approx(judge["accuracy"]["factual_error"]["value"])
+    assert any(r["judge"] == "random judge" for r in rows)
+
+
+def test_the_position_csv_has_every_judge_human_nf_and_chance(plot_study, staff_client):
+    rows = read_csv(staff_client.get(url("plot-s", "position", "csv")))
+    result = services.study_analyze(study=plot_study)
+    assert [r["judge"] for r in rows] == [*(j["judge"] for j in result["judges"]), "Human-NF", "random judge"]
+    pos = next(j for j in result["judges"] if j["judge"] == LONG)["position"]
+    row = next(r for r in rows if r["judge"] == LONG)
+    assert float(row["first"]) == pytest.approx(pos["first"]) and int(row["n"]) == pos["n"]
+    assert float(row["diff_lo"]) == pytest.approx(pos["ci"]["diff"][0])
+
+
+def test_the_verbosity_lc_bloom_and_agreement_csvs_hold_the_report(plot_study, staff_client):
+    result = services.study_analyze(study=plot_study)
+    judge = next(j for j in result["judges"] if j["judge"] == LONG)
+    verbosity = read_csv(staff_client.get(url("plot-s", "verbosity", "csv")))
+    mine = [r for r in verbosity if r["judge"] == LONG]
+    assert [int(r["n"]) for r in mine] == [b["n"] for b in judge["verbosity"]["bins"]]
+    lc = read_csv(staff_client.get(url("plot-s", "lc", "csv")))
+    control = next(r for r in lc if r["judge"] == LONG and r["group"] == "control")
+    assert float(control["lc"]) == pytest.approx(judge["lc_winrate"]["control"])
+    assert float(control["lc_lo"]) == pytest.approx(judge["lc_winrate_ci"]["control"][0])
+    assert int(control["n"]) == judge["lc_n"]["control"]
+    bloom = read_csv(staff_client.get(url("plot-s", "bloom", "csv")))
+    cell = next(
+        r
+        for r in bloom
+        if r["judge"] == LONG and r["metric"] == "asr" and r["group"] == "reference" and r["bloom"] == "creating"
+    )
+    assert int(cell["n"]) == judge["by_bloom"]["creating"]["asr"]["reference"]["n"]
+    assert {r["bloom"] for r in bloom} == {"applying", "creating"}
+    agreement = read_csv(staff_client.get(url("plot-s", "agreement", "csv")))
+    assert [(r["judge_a"], r["judge_b"]) for r in agreement] == [
+        (s["a"], s["b"]) for s in result["agreement"]["spearman"]
+    ]
+
+
+def test_a_plot_follows_the_dashboard_filters(plot_study, staff_client):
+    rows = read_csv(staff_client.get(url("plot-s", "bloom", "csv"), {"bloom": "creating"}))
+    assert {r["bloom"] for r in rows} == {"creating"}
+    assert staff_client.get(url("plot-s", "bloom", "svg"), {"min_ms": "-1"}).status_code == 400
+
+
+def test_an_empty_study_draws_a_no_data_figure_not_an_error(db, staff_client):
+    make_study(slug="empty-s")
+    for name in plots.PLOTS:
+        svg = staff_client.get(url("empty-s", name, "svg"))
+        assert svg.status_code == 200, name
+        assert "No " in svg.content.decode() and ("No data yet" in svg.content.decode() or name == "agreement")
+        png_size(staff_client.get(url("empty-s", name, "png")).content)
+        rows = read_csv(staff_client.get(url("empty-s", name, "csv")))
+        assert all(r.get("value", "") in ("", None) for r in rows if r.get("judge") != "random judge"), name
+
+
+def test_unknown_plots_and_formats_are_not_found(plot_study, staff_client):
+    assert staff_client.get(url("plot-s", "pie", "svg")).status_code == 404
+    assert staff_client.get(url("plot-s", "forest", "gif")).status_code == 404
+
+
+def test_anonymous_visitors_and_non_staff_users_get_no_plot(plot_study, anon_client):
+    member = Client()
+    member.force_login(get_user_model().objects.create_user("someone", password="pw-123456789"))
+    for client in (anon_client, member):
+        for fmt in ("svg", "png", "csv"):
+            response = client.get(url("plot-s", "forest", fmt))
+            assert response.status_code == 302 and "/admin/login/" in response["Location"]

@@ -1,0 +1,86 @@
+"""import_votes --format csv: the optional columns for data from elsewhere (judge kind, label
+scheme, option probabilities, answer lengths), and how bad values in them are refused."""
+
+import csv
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from analysis import services
+from annotations.models import Answer, Judge, Vote
+from tests.factories import make_study
+
+HEADER = [
+    "question_id",
+    "question",
+    "answer_a1",
+    "answer_a2",
+    "judge",
+    "winner",
+    "shown_first",
+    "judge_kind",
+    "label_scheme",
+    "prob_first",
+    "prob_second",
+    "prob_tie",
+    "len_a1_words",
+    "len_a2_words",
+]
+ROWS = [
+    ["q1", "Why?", "", "", "crowd", "a1", "a1", "human", "", "", "", "", "40", "120"],
+    ["q1", "Why?", "", "", "crowd", "a2", "a2", "human", "", "", "", "", "40", "120"],
+    ["q1", "Why?", "", "", "model", "a2", "a2", "llm", "ab", "0.7", "0.2", "0.1", "40", "120"],
+    ["q2", "How?", "Short.", "A longer answer here.", "model", "tie", "a1", "llm", "ab", "0.3", "0.3", "0.4", "", ""],
+]
+
+
+def write(path, rows, header=HEADER):
+    with path.open("w", encoding="utf-8", newline="") as fh:
+        csv.writer(fh).writerows([header, *rows])
+    return path
+
+
+def test_judge_kind_label_scheme_probabilities_and_lengths_are_stored_and_analysed(db, tmp_path):
+    study = make_study(slug="cols")
+    call_command(
+        "import_votes", str(write(tmp_path / "v.csv", ROWS)), "--format", "csv", "--study", "cols", verbosity=0
+    )
+    assert Judge.objects.get(study=study, name="crowd").params.get("people") is True
+    assert "people" not in Judge.objects.get(study=study, name="model").params
+    vote = Vote.objects.get(judge__name="model", item__question__external_id="q1")
+    # As displayed: A2 was shown first, so "first" is A2's probability.
+    assert (vote.label_scheme, vote.option_probs) == ("ab", {"first": 0.7, "second": 0.2, "tie": 0.1})
+    assert vote.choice == "a2" and vote.choice_shown == "first"
+    given = Answer.objects.get(question__study=study, external_id="q1-a2")
+    assert (given.text, given.len_words) == ("", 120)
+    measured = Answer.objects.get(question__study=study, external_id="q2-a2")
+    assert measured.len_words == 4
+    result = services.study_analyze(study=study)
+    judges = {j["judge"]: j for j in result["judges"]}
+    assert judges["crowd"]["kind"] == "human"
+    assert judges["model"]["option_probs"]["n"] == 2
+    assert judges["model"]["option_probs"]["a2"] == pytest.approx((0.7 + 0.3) / 2)
+    assert result["agreement"]["vs_human_majority"]["model"]["n"] == 1
+
+
+@pytest.mark.parametrize(
+    ("row", "column", "value", "message"),
+    [
+        (0, "judge_kind", "robot", "line 2, field 'judge_kind': 'robot' is not human or llm"),
+        (1, "judge_kind", "llm", "line 3, field 'judge_kind': judge 'crowd' had kind 'human' before"),
+        (2, "prob_first", "1.5", "line 4, field 'prob_first': '1.5' is not a probability"),
+        (2, "prob_tie", "", "line 4, field 'prob_tie': is needed with the other prob_ columns"),
+        (2, "prob_second", "high", "line 4, field 'prob_second': 'high' is not a probability"),
+        (0, "len_a1_words", "-3", "line 2, field 'len_a1_words': '-3' is not a whole number"),
+        (1, "len_a2_words", "7", "line 3, field 'answer_a2': answer 'q1-a2' differs"),
+        (3, "len_a2_words", "9", "line 5, field 'len_a2_words': give either answer_a2 or its length"),
+        (2, "label_scheme", "x" * 33, "line 4, field 'label_scheme': is longer than 32 characters"),
+    ],
+)
+def test_bad_optional_values_name_the_line_and_field_and_write_nothing(db, tmp_path, row, column, value, message):
+    study = make_study(slug="cols-bad")
+    rows = [list(r) for r in ROWS]
+    rows[row][HEADER.index(column)] = value
+    with pytest.raises(CommandError, match=message):
+        call_command("import_votes", str(write(tmp_path / "v.csv", rows)), "--format", "csv", "--study", "cols-bad")
+    assert not Vote.objects.filter(item__study=study).exists()

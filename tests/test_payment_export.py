@@ -1,0 +1,174 @@
+"""Crowd work and payment: the votes CSV says which votes count and why not, the rater monitor
+shows too-fast votes, status and total time and downloads as CSV, and the payment file is in the
+shape Prolific's bulk pages take, for staff only, the one export with platform ids."""
+
+import csv
+import io
+from datetime import timedelta
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from analysis import exports, services
+from annotations.models import Vote
+from tests.factories import human_pool, make_question, make_rater, make_study
+
+T0 = timezone.now() - timedelta(hours=2)
+
+
+def vote(item, pool, rater, *, ms=5000, not_familiar=False, late=False, choice="first"):
+    counted = not not_familiar and ms >= 1000
+    return Vote.objects.create(
+        item=item,
+        judge=pool,
+        rater=rater,
+        shown_first="a1",
+        choice_shown=choice,
+        not_familiar=not_familiar,
+        client_ms=ms,
+        meta={"assignment": {"counted": counted, "too_fast": ms < 1000, "late": late}},
+    )
+
+
+@pytest.fixture
+def crowd(db):
+    """Three raters on four questions (threshold 1000 ms): alice finished with one too-fast
+    vote and one late vote; bob failed the attention checks; carol left after one
+    not-familiar vote."""
+    study = make_study(slug="crowd", min_response_ms=1000, gold_min_accuracy=0.8)
+    items = [make_question(study).items.get() for _ in range(4)]
+    pool = human_pool(study)
+    alice = make_rater(
+        study, participant_id="PROLIFIC-ALICE", source="prolific", created_at=T0, gold_seen=3, gold_correct=3
+    )
+    alice.finished_at, alice.completion_code = T0 + timedelta(minutes=12, seconds=5), "C0DE"
+    alice.last_seen_at = alice.finished_at
+    alice.save()
+    bob = make_rater(
+        study,
+        participant_id="PROLIFIC-BOB",
+        source="prolific",
+        created_at=T0,
+        last_seen_at=T0 + timedelta(seconds=90),
+        gold_seen=3,
+        gold_correct=1,
+        flagged=True,
+        flag_reason="attention checks: 1/3 correct, under 80%",
+    )
+    carol = make_rater(study, participant_id="PROLIFIC-CAROL", created_at=T0, last_seen_at=T0 + timedelta(seconds=30))
+    votes = {
+        "alice_ok": vote(items[0], pool, alice),
+        "alice_fast": vote(items[1], pool, alice, ms=300),
+        "alice_late": vote(items[2], pool, alice, late=True),
+        "bob": vote(items[0], pool, bob, choice="second"),
+        "carol_nf": vote(items[1], pool, carol, not_familiar=True),
+    }
+    return study, votes
+
+
+def read(rows) -> list[dict]:
+    return list(csv.DictReader(io.StringIO("".join(exports.csv_lines(rows)))))
+
+
+def read_response(response) -> list[dict]:
+    assert response.status_code == 200
+    return list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+
+
+def test_the_votes_csv_says_which_votes_count_and_why_the_others_do_not(crowd):
+    study, votes = crowd
+    rows = {int(r["vote_id"]): r for r in read(exports.votes_rows(study))}
+    assert exports.VOTE_COLUMNS[-3:] == ["counted", "excluded_because", "late"]
+    expected = {
+        "alice_ok": ("True", "", "False"),
+        "alice_fast": ("False", "too_fast", "False"),
+        "alice_late": ("True", "", "True"),  # late votes count: they get a slot of their own
+        "bob": ("False", "failed_attention_checks", "False"),
+        "carol_nf": ("False", "not_familiar", "False"),
+    }
+    for name, (counted, because, late) in expected.items():
+        row = rows[votes[name].id]
+        assert (row["counted"], row["excluded_because"], row["late"]) == (counted, because, late), name
+    result = services.study_analyze(study=study)
+    assert sum(r["counted"] == "True" for r in rows.values()) == result["filters"]["n_votes_counted"]
+
+
+def test_a_vote_excluded_for_several_reasons_names_them_all(crowd):
+    study, votes = crowd
+    slow_bob = Vote.objects.create(
+        item=votes["carol_nf"].item,
+        judge=votes["bob"].judge,
+        rater=votes["bob"].rater,
+        shown_first="a1",
+        choice_shown="first",
+        client_ms=10,
+        not_familiar=True,
+    )
+    row = next(r for r in read(exports.votes_rows(study)) if int(r["vote_id"]) == slow_bob.id)
+    assert row["excluded_because"] == "failed_attention_checks;too_fast;not_familiar"
+
+
+def test_the_rater_monitor_counts_too_fast_votes_and_gives_status_and_total_time(crowd):
+    study, _ = crowd
+    rows = {r["rater"].participant_id: r for r in services.raters_monitor(study=study)}
+    alice, bob, carol = rows["PROLIFIC-ALICE"], rows["PROLIFIC-BOB"], rows["PROLIFIC-CAROL"]
+    assert (alice["status"], alice["votes"], alice["counted"], alice["too_fast"]) == ("finished", 3, 2, 1)
+    assert alice["total_seconds"] == 12 * 60 + 5
+    assert (bob["status"], bob["total_seconds"]) == ("failed attention checks", 90)
+    assert (carol["status"], carol["counted"], carol["not_familiar_votes"], carol["total_seconds"]) == (
+        "partial",
+        0,
+        1,
+        30,
+    )
+
+
+def test_the_rater_monitor_page_and_csv(crowd, staff_client):
+    study, _ = crowd
+    body = staff_client.get(reverse("analysis:raters", args=["crowd"])).content.decode()
+    assert "Too fast" in body and "Total time" in body and "12 min 05 s" in body and "failed attention checks" in body
+    rows = read_response(staff_client.get(reverse("analysis:export", args=["crowd", "raters"])))
+    assert len(rows) == 3
+    assert all(r["rater"].startswith("R") for r in rows)
+    assert "PROLIFIC" not in str(rows)  # pseudonyms only: the payment file is the one with platform ids
+    alice = next(r for r in rows if r["status"] == "finished")
+    assert (alice["votes"], alice["counted_votes"], alice["too_fast"], alice["total_seconds"]) == ("3", "2", "1", "725")
+
+
+def test_the_payment_file_has_what_prolifics_bulk_pages_take(crowd, staff_client):
+    response = staff_client.get(reverse("analysis:payment", args=["crowd"]), {"bonus_per_counted_vote": "0.25"})
+    assert "WITH-PLATFORM-IDS" in response["Content-Disposition"]
+    rows = {r["participant_id"]: r for r in read_response(response)}
+    assert list(next(iter(rows.values()))) == exports.PAYMENT_COLUMNS
+    alice, bob, carol = rows["PROLIFIC-ALICE"], rows["PROLIFIC-BOB"], rows["PROLIFIC-CAROL"]
+    assert (alice["status"], alice["suggested_action"], alice["bonus"], alice["completion_code"]) == (
+        "finished",
+        "approve",
+        "0.50",
+        "C0DE",
+    )
+    assert (alice["total_seconds"], alice["attention_check_score"], alice["attention_checks"]) == ("725", "1.0", "3/3")
+    assert (bob["status"], bob["suggested_action"], bob["bonus"]) == ("failed attention checks", "reject", "0.00")
+    assert (carol["status"], carol["suggested_action"], carol["bonus"], carol["votes"]) == (
+        "partial",
+        "review",
+        "0.00",
+        "1",
+    )
+    assert carol["attention_check_score"] == ""  # no attention checks seen: no score, not 0
+
+
+def test_the_payment_file_rejects_a_bad_bonus_and_is_for_staff_only(crowd, staff_client, anon_client, user_client):
+    url = reverse("analysis:payment", args=["crowd"])
+    response = staff_client.get(url, {"bonus_per_counted_vote": "-1"})
+    assert response.status_code == 400 and "bonus_per_counted_vote" in response.content.decode()
+    for client in (anon_client, user_client):
+        response = client.get(url)
+        assert response.status_code == 302 and "/admin/login/" in response["Location"]
+
+
+def test_an_empty_study_gives_a_payment_file_with_only_its_header(db, staff_client):
+    make_study(slug="nobody")
+    text = b"".join(staff_client.get(reverse("analysis:payment", args=["nobody"])).streaming_content).decode()
+    assert text.strip() == ",".join(exports.PAYMENT_COLUMNS)

@@ -1,0 +1,138 @@
+"""The rater path's statements written out in SQL (annotations/statements.py) give what their
+ORM twins give, in every state the path meets, on the database the suite runs on."""
+
+from datetime import timedelta
+
+import pytest
+from django.db import transaction
+from django.utils import timezone
+
+from annotations import statements
+from annotations.assignment import lease_next, vote_record
+from annotations.models import Answer, Lease, Rater, Slot, Study
+from tests.factories import human_pool, make_question, make_rater, make_study, make_variant
+
+pytestmark = pytest.mark.django_db
+
+_RATER_FIELDS = [field.attname for field in Rater._meta.concrete_fields]
+_STUDY_FIELDS = [field.attname for field in Study._meta.concrete_fields if field.name != "created_at"]
+_LEASE_FIELDS = [field.attname for field in Lease._meta.concrete_fields]
+
+
+def test_the_rater_read_has_every_column_of_the_study_but_its_creation_time():
+    """A field added to Study must be added to the statement too (else it reads as its default)."""
+    assert set(statements._STUDY_COLUMNS) == set(_STUDY_FIELDS) - {"id"}
+
+
+def _rater_values(rater):
+    if rater is None:
+        return None
+    return (
+        [getattr(rater, name) for name in _RATER_FIELDS],
+        [getattr(rater.study, name) for name in _STUDY_FIELDS],
+        rater.human_pool_id,
+    )
+
+
+def test_the_rater_read_matches_the_orm_for_every_field_in_and_out_of_the_study():
+    # Every field away from its default, so that a column read wrongly (or left out) shows.
+    study = make_study(
+        one_variant_per_question=False,
+        per_rater_codes=True,
+        fast_notice=True,
+        gold_min_accuracy=0.625,
+        completion_code="C0DE",
+    )
+    other = make_study()
+    rater = make_rater(study, source=Rater.Source.PROLIFIC, source_meta={"STUDY_ID": "x"}, flagged=True)
+    cases = [(rater.pk, study.slug), (rater.pk, other.slug), (rater.pk + 1000, study.slug)]
+    for rater_id, slug in cases:  # before the human pool exists: None
+        assert _rater_values(statements.rater_in_study(rater_id, slug)) == _rater_values(
+            statements.rater_in_study_orm(rater_id, slug)
+        )
+    pool = human_pool(study)
+    Rater.objects.filter(pk=rater.pk).update(finished_at=timezone.now(), completion_code="AB12", votes_done=3)
+    for rater_id, slug in cases:
+        assert _rater_values(statements.rater_in_study(rater_id, slug)) == _rater_values(
+            statements.rater_in_study_orm(rater_id, slug)
+        )
+    read = statements.rater_in_study(rater.pk, study.slug)
+    assert read.human_pool_id == pool.pk and read.study.per_rater_codes is True
+    assert read.study.one_variant_per_question is False and read.study.created_at is None
+    assert statements.rater_in_study(rater.pk, other.slug) is None
+
+
+def _lease_values(lease):
+    if lease is None:
+        return None
+    return [getattr(lease, name) for name in _LEASE_FIELDS]
+
+
+def test_the_pending_lease_read_matches_the_orm_and_shows_the_answers_in_the_order_given():
+    study = make_study(votes_per_item=2)
+    for n in range(3):
+        make_question(study, a1=f"**A1** of {n}", a2=f"A2 of {n}")
+    rater = make_rater(study)
+    assert statements.pending_lease(rater.pk) is None and statements.pending_lease_orm(rater.pk) is None
+    for _ in range(3):
+        lease = lease_next(rater=rater)
+        ours, orm = statements.pending_lease(rater.pk), statements.pending_lease_orm(rater.pk)
+        assert _lease_values(ours) == _lease_values(orm)
+        item = orm.item
+        first, second = (
+            (item.answer_a1, item.answer_a2) if orm.shown_first == "a1" else (item.answer_a2, item.answer_a1)
+        )
+        assert ours.page["left"].html == first.html and ours.page["right"].html == second.html
+        assert ours.page["question"].html == item.question.html
+        assert ours.words == item.answer_a1.len_words + item.answer_a2.len_words
+        vote_record(rater=rater, token=lease.token, choice_shown="tie", client_ms=9000)
+        # Voted: no longer pending, in either read.
+        assert statements.pending_lease(rater.pk) is None and statements.pending_lease_orm(rater.pk) is None
+    # Released (its slot went to someone else): not pending either.
+    make_question(study)
+    lease = lease_next(rater=rater)
+    Lease.objects.filter(pk=lease.pk).update(released_at=timezone.now())
+    assert statements.pending_lease(rater.pk) is None and statements.pending_lease_orm(rater.pk) is None
+
+
+def test_a_text_edited_after_it_was_rendered_is_rendered_afresh_on_the_page():
+    study = make_study()
+    question = make_question(study, a1="old *one*", a2="two")
+    rater = make_rater(study)
+    lease_next(rater=rater)
+    first = Answer.objects.get(question=question, external_id__endswith="-a1")
+    Answer.objects.filter(pk=first.pk).update(text="new **one**")  # update() skips the stored render
+    page = statements.pending_lease(rater.pk).page
+    assert "<strong>one</strong>" in str(page["left"].html) + str(page["right"].html)
+
+
+def _both_free_slots(study, rater, claimed_before):
+    with transaction.atomic():
+        ours = statements.free_slot(study=study, rater_id=rater.pk, claimed_before=claimed_before)
+    orm = statements.free_slot_orm(study=study, rater_id=rater.pk, claimed_before=claimed_before).first()
+    return ours, orm
+
+
+@pytest.mark.parametrize("one_variant_per_question", [True, False])
+def test_the_free_slot_matches_the_orm_through_a_whole_study(one_variant_per_question):
+    """Seen questions or items, expired claims, unapproved variants, held slots, the hand-out
+    order: at every step of raters working through a study, the same slot comes first."""
+    study = make_study(votes_per_item=2, one_variant_per_question=one_variant_per_question, lease_seconds=60)
+    for n in range(4):
+        question = make_question(study)
+        make_variant(question, kind="reference")
+        if n == 0:
+            make_variant(question, kind="rich_content", review_status=Answer.Review.PENDING)
+    raters = [make_rater(study) for _ in range(3)]
+    now = timezone.now()
+    for step in range(40):
+        rater = raters[step % len(raters)]
+        for claimed_before in (now - timedelta(seconds=60), now + timedelta(seconds=1)):
+            ours, orm = _both_free_slots(study, rater, claimed_before)
+            assert ours == orm
+        lease = lease_next(rater=rater, now=now)
+        if lease is not None and step % 4 != 3:  # every fourth lease is left to expire
+            vote_record(rater=rater, token=lease.token, choice_shown="first", client_ms=9000, now=now)
+        now += timedelta(seconds=20)
+    assert Slot.objects.filter(study=study, vote__isnull=False).count() > 10
+    assert Slot.objects.filter(study=study, vote__isnull=True).exists()

@@ -1,0 +1,71 @@
+"""LLMBar reproduced: for every one of the 499 (subset, evaluator, strategy) result files of
+Zeng et al. 2024, our accuracy shown in each order, their average, "correct in both orders" and
+positional agreement equal the repository's statistics (``evaluator_statistics.csv``) exactly,
+from the whole data set imported with ``import_votes --format llmbar`` and analysed by the same
+report as every study (docs/REPRODUCTIONS.md, "LLMBar").
+
+One convention differs and is reconstructed, not loosened: LLMBar's "equal" compares the two raw
+winners, so a pair where neither output could be read counts as agreeing; in our position
+consistency an unread verdict does not survive the swap, and such pairs are reported apart
+(``both_unread``). Their "equal" is therefore (consistent + both_unread) / n, checked exactly.
+"""
+
+import csv
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from analysis import services
+from tests.factories import make_study
+
+LLMBAR = Path("/work/shared/datasets/llmbar")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not (LLMBAR / "evaluator_votes.csv.gz").exists(), reason="LLMBar dataset not present"),
+]
+
+
+def published(text: str) -> tuple[int, int]:
+    """ "29 / 54 = 53.70370370370371%" → (29, 54)."""
+    hits, rest = text.split(" / ")
+    return int(hits), int(rest.split(" = ")[0])
+
+
+def count(rate: dict) -> tuple[int, int]:
+    """A rate's hits and base as whole numbers (the base counts one pair or vote per item)."""
+    hits = rate["value"] * rate["n"]
+    assert abs(hits - round(hits)) < 1e-6
+    return round(hits), rate["n"]
+
+
+def test_every_llmbar_result_file_is_reproduced_exactly(db):
+    study = make_study(slug="llmbar")
+    call_command("import_votes", str(LLMBAR), "--format", "llmbar", "--study", "llmbar", verbosity=0)
+    judges = {j["judge"]: j for j in services.study_analyze(study=study)["judges"]}
+    with (LLMBAR / "evaluator_statistics.csv").open(encoding="utf-8", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 499
+    mismatches = []
+    for row in rows:
+        judge = judges[f"{row['evaluator']} / {row['strategy']}"]
+        accuracy = judge["gold_accuracy"]["by_subset"][row["subset"]]
+        position = judge["position_consistency"]["by_subset"][row["subset"]]
+        consistent, pairs = count(position["consistency"])
+        ours = {
+            "correct_False": count(accuracy["a1_first"]),
+            "correct_True": count(accuracy["a2_first"]),
+            "correct_both": count(accuracy["both"]),
+            "equal": (consistent + position["both_unread"], pairs),
+        }
+        theirs = {key: published(row[key]) for key in ours}
+        # The average as a fraction: (correct_False + correct_True) / 2n, against their percentage.
+        average = Fraction(ours["correct_False"][0] + ours["correct_True"][0], 2 * ours["correct_False"][1])
+        if (
+            ours != theirs
+            or accuracy["average"]["value"] != pytest.approx(float(average), abs=1e-12)
+            or float(average) * 100 != pytest.approx(float(row["correct_average"].rstrip("%")), abs=1e-9)
+        ):
+            mismatches.append((row["subset"], row["evaluator"], row["strategy"], ours, theirs))
+    assert mismatches == []
