@@ -62,7 +62,11 @@ and GPT-4 votes on the same pair meet on the same item. Human votes go to the im
 from __future__ import annotations
 
 import csv
+import io
 import json
+import math
+import re
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -82,6 +86,20 @@ MTBENCH_BLOOM = {
 }
 MTBENCH_FILES = {"human.csv": "mtbench-human", "gpt4_pair.csv": "mtbench-gpt4-pair"}
 TRUE, FALSE = {"1", "true", "yes", "y"}, {"0", "false", "no", "n", ""}
+
+# What one CSV field may hold (the csv module's own default limit, here reported by column),
+# the longest ids the database keeps (Question/Answer.external_id, Judge.name,
+# Rater.participant_id) and the largest response time a vote stores (a 32-bit column).
+MAX_FIELD_CHARS = 128 * 1024
+MAX_ID_CHARS = {
+    "question_id": 120,
+    "answer_a1_id": 120,
+    "answer_a2_id": 120,
+    "a2_original_id": 120,
+    "judge": 120,
+    "rater": 128,
+}
+MAX_RESPONSE_MS = 2**31 - 1
 
 
 class ImportProblem(ValueError):
@@ -190,22 +208,14 @@ def parse_csv(path: Path, *, known_groups: set[str], limit: int | None = None) -
     questions: dict[str, QuestionRecord] = {}
     votes: list[VoteRecord] = []
     kinds: dict[str, str] = {}
-    try:
-        fh = path.open(encoding="utf-8", newline="")
-    except OSError as exc:
-        raise ImportProblem(path, None, None, f"cannot read: {exc.strerror}") from exc
-    with fh:
-        reader = csv.DictReader(fh)
-        missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
-        if missing:
-            raise ImportProblem(path, 1, missing[0], f"missing column(s): {', '.join(missing)}")
-        try:
-            for row in reader:
-                if limit is not None and len(votes) >= limit:
-                    break
-                votes.append(_csv_row(row, reader.line_num, path, questions, known_groups, kinds))
-        except UnicodeDecodeError as exc:
-            raise ImportProblem(path, reader.line_num + 1, None, "not UTF-8 text") from exc
+    reader = _csv_reader(path)
+    missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
+    if missing:
+        raise ImportProblem(path, 1, missing[0], f"missing column(s): {', '.join(missing)}")
+    for row in _csv_rows(reader, path):
+        if limit is not None and len(votes) >= limit:
+            break
+        votes.append(_csv_row(row, reader.line_num, path, questions, known_groups, kinds))
     # Perturbation rows name their A2's original; it must exist as an original of the question.
     for q in questions.values():
         for a in q.answers.values():
@@ -251,8 +261,9 @@ def _csv_row(row: dict, line: int, path, questions: dict, known_groups: set[str]
     if nf not in TRUE | FALSE:
         raise ImportProblem(path, line, "not_familiar", f"{nf!r} is not a yes/no value")
     ms = get("response_ms")
-    if ms and not ms.isdigit():
-        raise ImportProblem(path, line, "response_ms", f"{ms!r} is not a whole number of milliseconds")
+    # Only ASCII digits: str.isdigit() also takes "²", which int() then refuses.
+    if ms and (not re.fullmatch(r"[0-9]+", ms) or int(ms) > MAX_RESPONSE_MS):
+        raise ImportProblem(path, line, "response_ms", f"{ms[:40]!r} is not a whole number of milliseconds (at most {MAX_RESPONSE_MS})")
     gold = get("gold_label").lower()
     if gold not in ("", "a1", "a2"):
         raise ImportProblem(path, line, "gold_label", f"{gold!r} is not a1 or a2")
@@ -279,6 +290,9 @@ def _csv_row(row: dict, line: int, path, questions: dict, known_groups: set[str]
             raise ImportProblem(path, line, "a2_original_id", "is needed for a perturbation row")
     if a1_id == a2_id:
         raise ImportProblem(path, line, "answer_a2_id", "A1 and A2 must be different answers")
+    for name, value in (("answer_a1_id", a1_id), ("answer_a2_id", a2_id)):
+        if len(value) > MAX_ID_CHARS[name]:
+            raise ImportProblem(path, line, name, f"at most {MAX_ID_CHARS[name]} characters, got {len(value)}")
     for side, answer_id, derived in (("a1", a1_id, None), ("a2", a2_id, original)):
         columns = [f"len_{side}_{m}" for m in LENGTH_MEASURES]
         given = _numbers(get, columns, path, line, lambda v: v >= 0 and v == int(v), "a whole number")
@@ -303,6 +317,59 @@ def _csv_row(row: dict, line: int, path, questions: dict, known_groups: set[str]
     )
 
 
+def _read_utf8(path: Path) -> str:
+    """The file's text; a UTF-8 byte-order mark is dropped (spreadsheets write one), anything
+    that is not UTF-8 is refused naming the line where it starts."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ImportProblem(path, None, None, f"cannot read: {exc.strerror}") from exc
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ImportProblem(path, line, None, f"not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+
+
+def _csv_reader(path: Path) -> csv.DictReader:
+    reader = csv.DictReader(io.StringIO(_read_utf8(path), newline=""))
+    with _csv_problems(path, reader):
+        reader.fieldnames  # noqa: B018 - reads the header, where a broken one is reported
+    return reader
+
+
+def _csv_rows(reader: csv.DictReader, path: Path):
+    """The rows, each field checked: at most MAX_FIELD_CHARS, no NUL character (PostgreSQL
+    cannot store one), ids no longer than their column."""
+    with _csv_problems(path, reader):
+        for row in reader:
+            for name, value in row.items():
+                if not isinstance(value, str):
+                    continue  # a missing field (None) or the extra fields of a long row (a list)
+                if len(value) > MAX_FIELD_CHARS:
+                    raise ImportProblem(path, reader.line_num, name, f"longer than {MAX_FIELD_CHARS:,} characters")
+                if "\x00" in value:
+                    raise ImportProblem(path, reader.line_num, name, "contains a NUL character, which cannot be stored")
+                if name in MAX_ID_CHARS and len(value.strip()) > MAX_ID_CHARS[name]:
+                    raise ImportProblem(
+                        path, reader.line_num, name, f"at most {MAX_ID_CHARS[name]} characters, got {len(value.strip())}"
+                    )
+            yield row
+
+
+@contextmanager
+def _csv_problems(path: Path, reader: csv.DictReader):
+    """Lets fields grow past the csv module's limit, so that an over-long one is reported with
+    its column by _csv_rows instead of as a bare csv.Error; reports malformed CSV by line."""
+    previous = csv.field_size_limit(max(csv.field_size_limit(), 64 * MAX_FIELD_CHARS))
+    try:
+        yield
+    except csv.Error as exc:
+        raise ImportProblem(path, reader.line_num + 1, None, f"not readable as CSV: {exc}") from None
+    finally:
+        csv.field_size_limit(previous)
+
+
 def _numbers(get, columns, path, line, valid, what: str) -> dict[str, float]:
     """The non-empty ones of ``columns`` as numbers; a value that is not ``what`` is refused."""
     out = {}
@@ -314,7 +381,7 @@ def _numbers(get, columns, path, line, valid, what: str) -> dict[str, float]:
             value = float(text)
         except ValueError:
             value = float("nan")
-        if value != value or not valid(value):
+        if not math.isfinite(value) or not valid(value):
             raise ImportProblem(path, line, column, f"{text!r} is not {what}")
         out[column] = value
     return out
@@ -340,25 +407,17 @@ def parse_mtbench(path: Path, *, limit: int | None = None, known_groups: set[str
     votes: list[VoteRecord] = []
     for vote_file in files:
         judge_name = MTBENCH_FILES[vote_file.name]
-        try:
-            fh = vote_file.open(encoding="utf-8", newline="")
-        except OSError as exc:
-            raise ImportProblem(vote_file, None, None, f"cannot read: {exc.strerror}") from exc
-        with fh:
-            reader = csv.DictReader(fh)
-            for row in reader:
-                if limit is not None and len(votes) >= limit:
-                    break
-                votes.append(_mtbench_row(row, reader.line_num, vote_file, judge_name, by_id, answers, questions))
+        reader = _csv_reader(vote_file)
+        for row in _csv_rows(reader, vote_file):
+            if limit is not None and len(votes) >= limit:
+                break
+            votes.append(_mtbench_row(row, reader.line_num, vote_file, judge_name, by_id, answers, questions))
     return Parsed(source=str(path), questions=questions, votes=votes)
 
 
 def _jsonl(path: Path, keys: tuple[str, ...]) -> list[dict]:
     out = []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise ImportProblem(path, None, None, f"cannot read: {exc.strerror}") from exc
+    lines = _read_utf8(path).splitlines()
     for n, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -366,6 +425,10 @@ def _jsonl(path: Path, keys: tuple[str, ...]) -> list[dict]:
             rec = json.loads(line)
         except json.JSONDecodeError as exc:
             raise ImportProblem(path, n, None, f"not JSON: {exc.msg}") from exc
+        except (ValueError, RecursionError) as exc:
+            raise ImportProblem(path, n, None, f"not JSON: {exc or 'nested too deeply'}") from exc
+        if not isinstance(rec, dict):
+            raise ImportProblem(path, n, None, "each line must be a JSON object")
         for key in keys:
             if key not in rec:
                 raise ImportProblem(path, n, key, "is missing")

@@ -407,10 +407,22 @@ def votes_import(*, study: Study, parsed: importers.Parsed) -> dict[str, int]:
         )
 
         seen: set[tuple[int, int]] = set()
+        # A rater id met again in a later file is the same rater: one vote per item still holds.
+        earlier = set(
+            Vote.objects.filter(rater__in=list(raters.values()), item__study=study).values_list("rater_id", "item_id")
+        )
         batch = []
         now = timezone.now()
         for v in parsed.votes:
             item = items[(questions[v.question].id, v.group)]
+            if v.rater and (raters[v.rater].id, item.id) in earlier:
+                raise importers.ImportProblem(
+                    v.meta.get("source", parsed.source),
+                    v.meta.get("line"),
+                    "rater",
+                    f"rater {v.rater!r} already voted on this item (question {v.question!r}, {v.group}) in the "
+                    "study, from another file or the rater pages; one vote per rater and item",
+                )
             shown_first = v.shown_first or "a1"
             choice_shown = "tie" if v.winner == "tie" else ("first" if v.winner == shown_first else "second")
             if v.winner is None:  # the source could not read a verdict: kept, with no choice

@@ -5,6 +5,7 @@ import json
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
+from django.db import models
 from django.db.models import F, Func, IntegerField, OuterRef, Subquery
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
@@ -20,6 +21,7 @@ from annotations.models import Answer, ComparisonItem, Judge, Lease, Question, R
 from annotations.services import question_answers_create
 from annotations.study_io import StudyFileError, study_export
 from annotations.tasks import study_upload_import_queue
+from biasstudy.rendering import MAX_MARKDOWN_CHARS
 
 
 def _short(text: str, length: int = 80) -> str:
@@ -229,6 +231,7 @@ class StudyAdmin(admin.ModelAdmin):
 
 
 class AnswerInline(admin.StackedInline):
+    form = AnswerForm
     model = Answer
     fk_name = "question"
     extra = 0
@@ -251,6 +254,7 @@ class QuestionAdmin(admin.ModelAdmin):
     """A new question is added with its two answers in one form, and gets its control item;
     afterwards its answers (and hand-made variants) are edited below it."""
 
+    formfield_overrides = {models.TextField: {"max_length": MAX_MARKDOWN_CHARS}}
     list_display = ("external_id", "short_text", "bloom_level", "study", "is_gold")
     list_filter = ("study", "bloom_level", "is_gold")
     search_fields = ("external_id", "text")

@@ -4,9 +4,12 @@ two answers (the rater pages' forms are in forms.py)."""
 from __future__ import annotations
 
 from django import forms
+from django.core.exceptions import ValidationError
 from django.db.models import Q
 
 from annotations.models import Answer, PerturbationKind, Question, Study
+from annotations.study_io import validate_answer_record
+from biasstudy.rendering import MAX_MARKDOWN_CHARS
 
 
 class StudyUploadForm(forms.Form):
@@ -31,11 +34,13 @@ class QuestionCreateForm(forms.ModelForm):
     answer_a1 = forms.CharField(
         label="Answer A1",
         widget=forms.Textarea(attrs={"rows": 8}),
+        max_length=MAX_MARKDOWN_CHARS,
         help_text="Markdown. For an attention check: the better answer.",
     )
     answer_a2 = forms.CharField(
         label="Answer A2",
         widget=forms.Textarea(attrs={"rows": 8}),
+        max_length=MAX_MARKDOWN_CHARS,
         help_text="Markdown. For an attention check: the worse answer.",
     )
 
@@ -71,7 +76,11 @@ def limit_answer_choices(form_class: type[forms.BaseForm], question: Question | 
 
 
 class AnswerForm(forms.ModelForm):
-    """The answer's own admin page: a variant's original must be an answer of the same question."""
+    """An answer as staff edit it, on its own page and below its question: text no longer than a
+    study file may hold, the JSON fields of the types the review page and the checks read
+    (annotations.study_io), and a variant's original an answer of the same question."""
+
+    text = forms.CharField(widget=forms.Textarea, strip=False, max_length=MAX_MARKDOWN_CHARS)
 
     class Meta:
         model = Answer
@@ -82,11 +91,29 @@ class AnswerForm(forms.ModelForm):
 
     def clean(self) -> dict:
         data = super().clean()
-        parent, question = data.get("derived_from"), data.get("question")
-        if parent is not None and question is not None and parent.question_id != question.pk:
+        # Below its question (the inline) the form has no question field: the formset set it on the instance.
+        question = data.get("question")
+        question_id = question.pk if question is not None else self.instance.question_id
+        parent = data.get("derived_from")
+        if parent is not None and question_id is not None and parent.question_id != question_id:
             self.add_error("derived_from", f"{parent.external_id} is an answer of another question.")
         if parent is not None and not data.get("kind"):
             self.add_error("kind", "A variant needs the kind of perturbation that made it.")
         if parent is None and data.get("kind"):
             self.add_error("derived_from", "A variant needs the answer it was made from.")
+        self._check_json_fields(data)
         return data
+
+    def _check_json_fields(self, data: dict) -> None:
+        def fail(message: str, field: str, near: str | None = None) -> None:
+            name = field.split(".")[1].split("[")[0]
+            shown = f"{field.removeprefix('answer.')}: {message}"
+            raise ValidationError({name if name in self.fields else None: shown})
+
+        record = {"id": "answer"}
+        json_fields = ("review_status", "inserted_errors", "provenance", "checks")
+        record.update({key: data[key] for key in json_fields if key in data})
+        try:
+            validate_answer_record(record, "answer", fail)
+        except ValidationError as exc:
+            self.add_error(None, exc)

@@ -10,6 +10,7 @@ leaves the database untouched.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +29,8 @@ from annotations.models import (
     Slot,
     Study,
 )
+from biasstudy.limits import VOTES_PER_ITEM_MAX
+from biasstudy.rendering import MAX_MARKDOWN_CHARS
 
 FORMAT_NAME = "biasstudy"
 FORMAT_VERSION = 1
@@ -56,6 +59,16 @@ STUDY_FIELDS: dict[str, type | tuple[type, ...]] = {
 ANSWER_FIELDS = {"id", "text", "derived_from", "kind", "provenance", "review_status", "inserted_errors", "checks"}
 QUESTION_FIELDS = {"id", "bloom", "text", "answers", "items", "subset"}
 GOLD_FIELDS = {"id", "bloom", "text", "better", "worse"}
+KIND_FIELDS = {"slug", "name", "description", "semantics", "steps"}
+INSERTED_ERROR_FIELDS = {"original", "error", "explanation", "description"}
+
+# Bounds on what one document may hold, whatever it came through (command or API): no value
+# nested deeper than MAX_DEPTH (a deeper one costs recursion in every reader after us), no
+# number that JSON columns or Python's float cannot hold, and no text shown to raters longer
+# than MAX_MARKDOWN_CHARS (biasstudy.rendering renders no more than that as markdown).
+MAX_DEPTH = 32
+MAX_INTEGER = 2**63 - 1
+MAX_DERIVATION_DEPTH = 8
 
 
 class StudyFileError(Exception):
@@ -85,10 +98,7 @@ class _Locator:
 
 def read_biasstudy(path: Path) -> tuple[dict, _Locator]:
     text = _read_text(path)
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise StudyFileError(path, f"not valid JSON ({exc.msg})", line=exc.lineno) from None
+    document = _loads(text, path)
     if not isinstance(document, dict):
         raise StudyFileError(path, "the document must be a JSON object", line=1)
     return document, _Locator(text)
@@ -101,11 +111,9 @@ def study_document_validate(document: dict, *, path: str | Path, locator: _Locat
     def fail(message: str, field: str, near: str | None = None) -> None:
         raise StudyFileError(path, message, line=locate(near), field=field)
 
-    nul = _first_nul(document)
-    if nul is not None:
-        # PostgreSQL stores no NUL character in text or JSON: refuse it here, naming where it is,
-        # instead of failing in the middle of the write.
-        fail("contains a NUL character (\\u0000), which cannot be stored", nul or "(a key)")
+    unstorable = first_unstorable(document)
+    if unstorable is not None:
+        fail(unstorable[1], unstorable[0] or "(a key)")
     if document.get("format") != FORMAT_NAME:
         fail(f"expected \"format\": \"{FORMAT_NAME}\"", "format")
     if document.get("version") != FORMAT_VERSION:
@@ -122,10 +130,16 @@ def study_document_validate(document: dict, *, path: str | Path, locator: _Locat
     for required in ("slug", "title"):
         if not study.get(required):
             fail("required", f"study.{required}")
+    for key in ("instructions", "consent"):
+        _check_text_size(study.get(key, ""), f"study.{key}", fail, key)
     if not re.fullmatch(r"[-a-zA-Z0-9_]+", study["slug"]):
         fail("must contain only letters, digits, hyphens and underscores", "study.slug", "slug")
     if "status" in study and study["status"] not in Study.Status.values:
         fail(f"must be one of {', '.join(Study.Status.values)}", "study.status", "status")
+    # Each item gets this many slots when the study is written (Slot.objects.sync): bounded as
+    # everywhere else a number of votes per item is asked for, so one file cannot occupy a worker.
+    if study.get("votes_per_item", 1) > VOTES_PER_ITEM_MAX:
+        fail(f"must be less than or equal to {VOTES_PER_ITEM_MAX}", "study.votes_per_item", "votes_per_item")
     # The model's own field validators and check constraints (lengths, ranges, shares), so a
     # value the database would refuse is refused here, by name, before anything is written.
     try:
@@ -150,6 +164,7 @@ def study_document_validate(document: dict, *, path: str | Path, locator: _Locat
         for key in ("id", "text", "better", "worse"):
             if not isinstance(gold.get(key), str) or not gold[key].strip():
                 fail("required text", f"{field}.{key}", gold.get("id"))
+            _check_text_size(gold[key], f"{field}.{key}", fail, gold["id"])
         _check_bloom(gold.get("bloom"), f"{field}.bloom", fail, gold["id"])
         if gold["id"] in seen_questions:
             fail(f"duplicate question id {gold['id']!r}", f"{field}.id", gold["id"])
@@ -168,10 +183,17 @@ def _validate_kinds(declared: Any, fail: Callable) -> dict[str, str]:
         if not isinstance(kind, dict) or not kind.get("slug"):
             fail("must be an object with a slug", field)
         slug = kind["slug"]
-        if not re.fullmatch(r"[-a-z0-9_]+", slug):
+        if not isinstance(slug, str) or not re.fullmatch(r"[-a-z0-9_]+", slug):
             fail("slug must be lower-case letters, digits, hyphens or underscores", f"{field}.slug", slug)
+        _check_keys(kind, KIND_FIELDS, field, fail, slug)
         if kind.get("semantics") not in Semantics.values:
             fail(f"semantics must be one of {', '.join(Semantics.values)}", f"{field}.semantics", slug)
+        for key in ("name", "description"):
+            if not isinstance(kind.get(key, ""), str):
+                fail("must be text", f"{field}.{key}", slug)
+        steps = kind.get("steps", [])
+        if not isinstance(steps, list) or not all(isinstance(step, str) for step in steps):
+            fail("must be a list of kind slugs", f"{field}.steps", slug)
         _check_length(slug, PerturbationKind, "slug", f"{field}.slug", fail)
         _check_length(kind.get("name") or slug, PerturbationKind, "name", f"{field}.name", fail)
         if slug in known and known[slug] != kind["semantics"]:
@@ -193,6 +215,7 @@ def _validate_question(question: Any, field: str, kinds: dict, seen: set, fail: 
     seen.add(qid)
     if not isinstance(question.get("text"), str) or not question["text"].strip():
         fail("required text", f"{field}.text", qid)
+    _check_text_size(question["text"], f"{field}.text", fail, qid)
     _check_bloom(question.get("bloom"), f"{field}.bloom", fail, qid)
     if not isinstance(question.get("subset", ""), str):
         fail("must be text", f"{field}.subset", qid)
@@ -214,18 +237,19 @@ def _validate_question(question: Any, field: str, kinds: dict, seen: set, fail: 
         _check_length(aid, Answer, "external_id", f"{afield}.id", fail)
         if not isinstance(answer.get("text"), str) or not answer["text"].strip():
             fail("required text", f"{afield}.text", aid)
+        _check_text_size(answer["text"], f"{afield}.text", fail, aid)
         by_id[aid] = answer
-        if answer.get("review_status", "approved") not in Answer.Review.values:
-            fail(f"must be one of {', '.join(Answer.Review.values)}", f"{afield}.review_status", aid)
-        if not isinstance(answer.get("inserted_errors", []), list):
-            fail("must be a list", f"{afield}.inserted_errors", aid)
-        if not isinstance(answer.get("provenance", {}), dict):
-            fail("must be an object", f"{afield}.provenance", aid)
+        validate_answer_record(answer, afield, fail)
     for ai, answer in enumerate(answers):
         afield = f"{field}.answers[{ai}]"
         parent, kind = answer.get("derived_from"), answer.get("kind")
         if parent is None and kind is None:
             continue
+        for key, value in (("derived_from", parent), ("kind", kind)):
+            if value is not None and not isinstance(value, str):
+                fail(
+                    f"must be an answer id or a kind slug (text), got {_shown(value)}", f"{afield}.{key}", answer["id"]
+                )
         if parent is None or kind is None:
             fail("a variant needs both derived_from and kind", afield, answer["id"])
         if parent not in by_id:
@@ -234,6 +258,19 @@ def _validate_question(question: Any, field: str, kinds: dict, seen: set, fail: 
             fail("an answer cannot be derived from itself", f"{afield}.derived_from", answer["id"])
         if kind not in kinds:
             fail(f"unknown perturbation kind {kind!r} (declare it in perturbation_kinds)", f"{afield}.kind", answer["id"])
+    for ai, answer in enumerate(answers):
+        # Every variant leads back to an original in a few steps: no cycle, no chain deeper than
+        # MAX_DERIVATION_DEPTH (the writer and deletion walk it).
+        steps, parent = 0, answer.get("derived_from")
+        while parent is not None:
+            steps += 1
+            if steps > MAX_DERIVATION_DEPTH:
+                fail(
+                    f"derived through more than {MAX_DERIVATION_DEPTH} variants, or in a circle",
+                    f"{field}.answers[{ai}].derived_from",
+                    answer["id"],
+                )
+            parent = by_id[parent].get("derived_from")
     originals = [a["id"] for a in answers if a.get("derived_from") is None]
     if len(originals) != 2:
         fail(f"a question needs exactly two original answers, found {len(originals)}", f"{field}.answers", qid)
@@ -250,11 +287,13 @@ def _validate_question(question: Any, field: str, kinds: dict, seen: set, fail: 
         if item.get("gold_label", "") not in ("", "a1", "a2"):
             fail("must be a1, a2 or empty", f"{ifield}.gold_label", qid)
         for side in ("a1", "a2"):
-            if item.get(side) not in by_id:
-                fail(f"unknown answer {item.get(side)!r}", f"{ifield}.{side}", qid)
+            if not isinstance(item.get(side), str) or item[side] not in by_id:
+                fail(f"unknown answer {_shown(item.get(side))}", f"{ifield}.{side}", qid)
         if item["a1"] == item["a2"]:
             fail("an item compares two different answers", ifield, qid)
         group = item.get("kind")
+        if group is not None and not isinstance(group, str):
+            fail(f"must be a kind slug (text) or null, got {_shown(group)}", f"{ifield}.kind", qid)
         if group is not None and group not in kinds:
             fail(f"unknown perturbation kind {group!r}", f"{ifield}.kind", qid)
         if group in groups:
@@ -284,19 +323,77 @@ def _derive_items(question: dict) -> list[dict]:
     return items
 
 
-def _first_nul(node: Any, where: str = "") -> str | None:
-    """The dotted path of the first string (key or value) holding a NUL character, else None."""
-    if isinstance(node, str):
-        return where if "\x00" in node else None
-    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
-    for key, value in items:
-        path = f"{where}.{key}" if where else str(key)
-        if isinstance(key, str) and "\x00" in key:
-            return path
-        found = _first_nul(value, path)
-        if found is not None:
-            return found
+def first_unstorable(document: Any) -> tuple[str, str] | None:
+    """(dotted path, why) of the first value no reader or database should be handed: a string
+    (key or value) holding a NUL character, which PostgreSQL cannot store in text or JSON; a
+    number that is not finite or does not fit 64 bits; nesting deeper than MAX_DEPTH. None if
+    there is none. Walks without recursion, so no document can exhaust the stack here."""
+    stack: list[tuple[str, int, Any]] = [("", 0, document)]
+    while stack:
+        where, depth, node = stack.pop()
+        if isinstance(node, str):
+            if "\x00" in node:
+                return where, "contains a NUL character (\\u0000), which cannot be stored"
+        elif isinstance(node, float) and not math.isfinite(node):
+            return where, f"{node} is not a number that can be stored"
+        elif isinstance(node, int) and not isinstance(node, bool) and abs(node) > MAX_INTEGER:
+            return where, f"the number is too large to store (at most {MAX_INTEGER})"
+        elif isinstance(node, (dict, list)):
+            if depth >= MAX_DEPTH:
+                return where, f"nested more than {MAX_DEPTH} levels deep"
+            items = list(node.items() if isinstance(node, dict) else enumerate(node))
+            for key, value in reversed(items):
+                path = f"{where}[{key}]" if isinstance(node, list) else f"{where}.{key}" if where else str(key)
+                if isinstance(key, str) and "\x00" in key:
+                    return path, "contains a NUL character (\\u0000), which cannot be stored"
+                stack.append((path, depth + 1, value))
     return None
+
+
+def validate_answer_record(answer: dict, field: str, fail: Callable) -> None:
+    """The optional parts of an answer, typed as the review page and the checks read them."""
+    aid = answer["id"]
+    if answer.get("review_status", "approved") not in Answer.Review.values:
+        fail(f"must be one of {', '.join(Answer.Review.values)}", f"{field}.review_status", aid)
+    errors = answer.get("inserted_errors", [])
+    if not isinstance(errors, list):
+        fail("must be a list", f"{field}.inserted_errors", aid)
+    for ei, error in enumerate(errors):
+        efield = f"{field}.inserted_errors[{ei}]"
+        if not isinstance(error, dict):
+            fail(f"must be an object with {', '.join(sorted(INSERTED_ERROR_FIELDS))}", efield, aid)
+        _check_keys(error, INSERTED_ERROR_FIELDS, efield, fail, aid)
+        for key, value in error.items():
+            if not isinstance(value, str):
+                fail(f"must be text, got {_shown(value)}", f"{efield}.{key}", aid)
+    provenance = answer.get("provenance", {})
+    if not isinstance(provenance, dict):
+        fail("must be an object", f"{field}.provenance", aid)
+    if not isinstance(provenance.get("edits", []), list):
+        fail("must be a list", f"{field}.provenance.edits", aid)
+    checks = answer.get("checks", {})
+    if not isinstance(checks, dict):
+        fail(
+            f"must be an object (the results of the perturbation checks), got {_shown(checks)}", f"{field}.checks", aid
+        )
+    warnings = checks.get("warnings", [])
+    if not isinstance(warnings, list) or not all(isinstance(w, str) for w in warnings):
+        fail("must be a list of text", f"{field}.checks.warnings", aid)
+    if not isinstance(checks.get("ok", True), bool):
+        fail("must be true or false", f"{field}.checks.ok", aid)
+
+
+def _shown(value: Any) -> str:
+    """A value as an error message quotes it: its repr, cut short."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _check_text_size(value: str, field: str, fail: Callable, near: str | None) -> None:
+    if not isinstance(value, str):
+        fail("must be text", field, near)
+    if len(value) > MAX_MARKDOWN_CHARS:
+        fail(f"at most {MAX_MARKDOWN_CHARS:,} characters, got {len(value):,}", field, near)
 
 
 def _check_keys(record: dict, allowed: set, field: str, fail: Callable, near: str | None) -> None:
@@ -444,7 +541,12 @@ def _read_chen_perturbation(
         "provenance": _chen_provenance(row, answer),
         "review_status": "approved",
     }
-    errors = _chen_inserted_errors(answer.get("raw_answer") or "")
+    raw_answer = answer.get("raw_answer") or ""
+    if not isinstance(raw_answer, str):
+        raise StudyFileError(
+            file, f"must be text, got {_shown(raw_answer)}", line=line_no, field=f"answers.{slot}.raw_answer"
+        )
+    errors = _chen_inserted_errors(raw_answer)
     if errors:
         variant["inserted_errors"] = errors
     answers_by_id[aid] = (qid, variant)
@@ -475,13 +577,28 @@ def _jsonl(path: Path):
     for line_no, line in enumerate(_read_text(path).splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise StudyFileError(path, f"not valid JSON ({exc.msg})", line=line_no) from None
+        row = _loads(line, path, line=line_no)
         if not isinstance(row, dict):
             raise StudyFileError(path, "each line must be a JSON object", line=line_no)
         yield line_no, row
+
+
+def _loads(text: str, path: Path, *, line: int | None = None) -> Any:
+    """json.loads, with every way it can fail on hostile input turned into a StudyFileError:
+    syntax, NaN and Infinity (not JSON, though Python reads them), integers of thousands of
+    digits, and nesting deep enough to exhaust the parser's recursion."""
+    try:
+        return json.loads(text, parse_constant=_refuse_constant)
+    except json.JSONDecodeError as exc:
+        raise StudyFileError(path, f"not valid JSON ({exc.msg})", line=line or exc.lineno) from None
+    except RecursionError:
+        raise StudyFileError(path, f"not readable: nested too deeply (at most {MAX_DEPTH} levels)", line=line) from None
+    except ValueError as exc:
+        raise StudyFileError(path, f"not valid JSON ({exc})", line=line) from None
+
+
+def _refuse_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def _read_text(path: Path) -> str:

@@ -12,6 +12,7 @@ from rest_framework.fields import empty
 from annotations.models import Answer, Judge, PerturbationKind, Rater, Study
 from annotations.study_io import READERS
 from api.pagination import MAX_ID
+from biasstudy.limits import BOOTSTRAP_MAX, SEED_MAX, VOTES_PER_ITEM_MAX
 from judges.models import JudgeRun, LLMJudge
 from perturbations.services import DECISIONS, METHODS, PerturbationError, kind_for_study
 
@@ -184,7 +185,11 @@ class RunStartInput(serializers.Serializer):
         queryset=Judge.objects.all(), help_text="Id of an LLM judge (the `judge` of /api/v1/llm-judges/)."
     )
     votes_per_item = serializers.IntegerField(
-        required=False, allow_null=True, min_value=1, max_value=100, help_text="Omitted: the judge's own setting."
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=VOTES_PER_ITEM_MAX,
+        help_text="Omitted: the judge's own setting.",
     )
 
 
@@ -201,9 +206,13 @@ class MetricsOptions(serializers.Serializer):
     """The `analyze` command's options beyond the dashboard's filters (same defaults)."""
 
     bootstrap = serializers.IntegerField(
-        required=False, default=1000, min_value=0, max_value=10_000, help_text="Bootstrap resamples (default 1000)."
+        required=False,
+        default=1000,
+        min_value=0,
+        max_value=BOOTSTRAP_MAX,
+        help_text="Bootstrap resamples (default 1000).",
     )
-    seed = serializers.IntegerField(required=False, default=0, min_value=0, max_value=2**32 - 1)
+    seed = serializers.IntegerField(required=False, default=0, min_value=0, max_value=SEED_MAX)
 
 
 # --------------------------------------------------------------------------- perturbations
@@ -213,7 +222,7 @@ class PerturbationGenerateInput(serializers.Serializer):
     """The admin's generate form, for one study (the study in the URL)."""
 
     kind = serializers.SlugField(max_length=64, help_text="A built-in perturbation kind or one of the study's own.")
-    seed = serializers.IntegerField(min_value=0, max_value=2**31 - 1)
+    seed = serializers.IntegerField(min_value=0, max_value=SEED_MAX)
     method = serializers.ChoiceField(choices=[(m, m) for m in METHODS], default="rule")
     of = serializers.ChoiceField(
         choices=[("a2", "the second original"), ("a1", "the first original")],

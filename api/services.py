@@ -4,8 +4,10 @@ accepts and refuses exactly what the command does."""
 
 from __future__ import annotations
 
+import lzma
 import tempfile
 import zipfile
+import zlib
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
@@ -76,6 +78,38 @@ def _unzip_chen(archive: Path, folder: Path, name: str, limit: int) -> Path:
     archives that unpack to more than `limit` bytes."""
     if not zipfile.is_zipfile(archive):
         raise StudyFileError(name, "format chen2024 expects a zip of the folder with raw.json and the perturbation files")
+    try:
+        _extract_json_members(archive, folder, name, limit)
+    except UploadTooLarge:
+        raise
+    except _BROKEN_ZIP as exc:
+        if isinstance(exc, OSError) and exc.errno is not None:
+            raise  # the server's own disk, not the archive
+        raise StudyFileError(name, f"the archive cannot be read: {_zip_problem(exc)}") from None
+    if (folder / CHEN_CONTROL_FILE).exists():
+        return folder
+    subfolders = [p for p in folder.iterdir() if p.is_dir()] if folder.exists() else []
+    if len(subfolders) == 1 and (subfolders[0] / CHEN_CONTROL_FILE).exists():
+        return subfolders[0]
+    raise StudyFileError(name, f"no {CHEN_CONTROL_FILE} at the top of the archive or in its single folder")
+
+
+# What zipfile raises on a broken archive: a corrupt directory or member, a bad CRC or a size that
+# lies (BadZipFile), an encrypted member (RuntimeError), an unsupported compression method
+# (NotImplementedError), a corrupt compressed stream (zlib.error, lzma.LZMAError, OSError from
+# bz2) or one that ends early (EOFError).
+_BROKEN_ZIP = (zipfile.BadZipFile, RuntimeError, NotImplementedError, zlib.error, lzma.LZMAError, OSError, EOFError)
+
+
+def _zip_problem(exc: Exception) -> str:
+    if isinstance(exc, RuntimeError) and "encrypted" in str(exc):
+        return "a member is encrypted (send it without a password)"
+    if isinstance(exc, NotImplementedError):
+        return f"a member uses a compression method this server does not read ({exc}); use deflate"
+    return f"a member is corrupt ({exc or type(exc).__name__})"
+
+
+def _extract_json_members(archive: Path, folder: Path, name: str, limit: int) -> None:
     with zipfile.ZipFile(archive) as zf:
         members = [m for m in zf.infolist() if not m.is_dir() and not m.filename.startswith("__MACOSX/")]
         if len(members) > _MAX_ZIP_MEMBERS:
@@ -92,12 +126,6 @@ def _unzip_chen(archive: Path, folder: Path, name: str, limit: int) -> Path:
             target.parent.mkdir(parents=True, exist_ok=True)
             with zf.open(member) as src:
                 _copy_bounded(src, target, limit)
-    if (folder / CHEN_CONTROL_FILE).exists():
-        return folder
-    subfolders = [p for p in folder.iterdir() if p.is_dir()] if folder.exists() else []
-    if len(subfolders) == 1 and (subfolders[0] / CHEN_CONTROL_FILE).exists():
-        return subfolders[0]
-    raise StudyFileError(name, f"no {CHEN_CONTROL_FILE} at the top of the archive or in its single folder")
 
 
 def _relative(exc: StudyFileError, root: Path, name: str) -> StudyFileError:

@@ -8,6 +8,8 @@ tables and emoji; scripts, styles, event handlers and iframes never survive.
 from __future__ import annotations
 
 import hashlib
+import html as html_lib
+import re
 from functools import lru_cache
 
 import bleach
@@ -95,9 +97,74 @@ def render_key(text: str) -> str:
     return hashlib.sha256(f"{RENDERING_FINGERPRINT}\0{text}".encode()).hexdigest()[:40]
 
 
+# Bounds on rendering. Python-Markdown, bleach's html5lib parser and linkify are fast on ordinary
+# text but slow or superlinear on some inputs: each "[" (link, image, footnote) and each "<"
+# (inline HTML) scans forward for its closer, to the end of the paragraph when there is none,
+# and "](" does the same for a link's ")", so "[" × 20,000, or 50 "[" before 100 KB of text,
+# take tens of seconds; linkify is quadratic in "(" × 20,000; and every tag markup makes costs
+# a fraction of a millisecond in each of the three stages. A length cap alone bounds none of
+# that (16 KB of "[a](" took 14 s). So render_markdown first measures the text in linear
+# passes: its length, how many markup characters it holds, how many "[" (each footnote or
+# abbreviation definition costs a pass of its own), and how far the bracket scans would go
+# (`markup_scan_cost`). Text over any bound is shown as escaped plain text, paragraphs and line
+# breaks kept, instead of markdown. Ordinary answers stay well below every bound (the longest in
+# the chen2024 and MT-bench data has 5,554 characters). Study files refuse text over
+# MAX_MARKDOWN_CHARS.
+MAX_MARKDOWN_CHARS = 20_000
+MAX_MARKUP = 1_000  # characters that make markup or tags (MARKUP_CHARACTERS)
+MAX_BRACKETS = 100  # "["
+MAX_SCAN_COST = 100_000  # characters the bracket scans may cover, summed over the text
+MARKUP_CHARACTERS = "[]()<>*_`~!#|&\n"
+_OPENERS = {"[": "]", "<": ">", "](": ")"}
+_TOKENS = re.compile(r"\]\(|[\[\]<>)]|\n[ \t]*\n")
+_MARKUP = re.compile("[" + re.escape(MARKUP_CHARACTERS) + "]")
+
+
+def markup_scan_cost(text: str) -> int:
+    """How many characters Python-Markdown's forward scans for closing brackets cover: for each
+    "[", "<" or "](", the distance to its matching closer, or when it has none to the end of its
+    paragraph ("[", "](") or of the text ("<"). Linear in the length of the text."""
+    cost = 0
+    open_at: dict[str, list[int]] = {opener: [] for opener in _OPENERS}
+    closer_of = {closer: opener for opener, closer in _OPENERS.items()}
+
+    def close_paragraph(end: int) -> int:
+        # An unclosed "<" may open an HTML block, which is looked for to the end of the text.
+        spent = sum(len(text) - start for start in open_at["<"])
+        spent += sum(end - start for opener in ("[", "](") for start in open_at[opener])
+        for starts in open_at.values():
+            starts.clear()
+        return spent
+
+    for match in _TOKENS.finditer(text):
+        mark, position = match.group(), match.start()
+        if mark == "](" and open_at["["]:  # closes a "[" and opens a "("
+            cost += position - open_at["["].pop()
+        if mark in _OPENERS:
+            open_at[mark].append(position)
+        elif mark in closer_of:
+            starts = open_at[closer_of[mark]]
+            if starts:
+                cost += position - starts.pop()
+        else:
+            cost += close_paragraph(position)
+    return cost + close_paragraph(len(text))
+
+
+def renders_as_markdown(text: str) -> bool:
+    """False for text shown as plain text instead, being over one of the bounds above."""
+    return (
+        len(text) <= MAX_MARKDOWN_CHARS
+        and len(_MARKUP.findall(text)) <= MAX_MARKUP
+        and text.count("[") <= MAX_BRACKETS
+        and markup_scan_cost(text) <= MAX_SCAN_COST
+    )
+
+
 def render_markdown(text: str) -> SafeString:
-    """Render markdown and sanitise the result; safe to put into any page."""
-    return mark_safe(_render(text or ""))  # noqa: S308 - sanitised by the allowlist in _render
+    """Render markdown and sanitise the result; safe to put into any page. Text that markdown
+    could not render in bounded time is shown escaped, as plain text."""
+    return mark_safe(_render(text or ""))  # noqa: S308 - sanitised by the allowlist in _render, or escaped
 
 
 # The same question and answers are shown again and again (every vote of an item, every item of
@@ -106,6 +173,16 @@ def render_markdown(text: str) -> SafeString:
 # 2,048 strings per process.
 @lru_cache(maxsize=2048)
 def _render(text: str) -> str:
+    if not renders_as_markdown(text):
+        return _plain(text)
     html = md.markdown(text, extensions=_EXTENSIONS, output_format="html")
     cleaned = _cleaner.clean(html)
     return bleach.linkify(cleaned, callbacks=[_set_link_rel], skip_tags={"pre", "code"}, parse_email=False)
+
+
+def _plain(text: str) -> str:
+    """Escaped text in paragraphs, line breaks kept: what a reader sees of text too costly to render."""
+    paragraphs = (part.strip("\n") for part in re.split(r"\n[ \t]*\n", text))
+    return "\n".join(
+        f"<p>{html_lib.escape(part).replace(chr(10), '<br>' + chr(10))}</p>" for part in paragraphs if part
+    )

@@ -178,6 +178,11 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAdminUser"],
+    "DEFAULT_PARSER_CLASSES": [
+        "api.parsers.BoundedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_THROTTLE_CLASSES": ["api.throttling.TokenRateThrottle"],
     "DEFAULT_SCHEMA_CLASS": "api.schema.ApiAutoSchema",
     "EXCEPTION_HANDLER": "api.exceptions.api_exception_handler",

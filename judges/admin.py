@@ -16,6 +16,7 @@ from django.urls import path, reverse
 from django.views.decorators.http import require_POST
 
 from annotations.models import Judge, Study
+from biasstudy.limits import VOTES_PER_ITEM_MAX
 from judges import prompts
 from judges.models import CachedResponse, JudgeRun, LLMJudge
 from judges.services import (
@@ -126,7 +127,7 @@ class StartRunForm(forms.Form):
     study = forms.ModelChoiceField(queryset=Study.objects.all())
     judge = forms.ModelChoiceField(queryset=Judge.objects.filter(kind=Judge.Kind.LLM, llm_config__isnull=False))
     votes_per_item = forms.IntegerField(
-        min_value=1, max_value=100, required=False, help_text="Blank: the judge's own setting."
+        min_value=1, max_value=VOTES_PER_ITEM_MAX, required=False, help_text="Blank: the judge's own setting."
     )
 
 

@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from annotations.models import Judge, Study
+from biasstudy.limits import VOTES_PER_ITEM_MAX
 from judges import backends, runner
 from judges.models import JudgeRun, LLMJudge
 from judges.prompts import PromptStyle, label_scheme
@@ -87,8 +88,8 @@ def judge_run_start(
     items = study.items.count()
     if not items:
         raise JudgeRunError(f"study {study.slug!r} has no comparison items to judge")
-    if votes_per_item is not None and votes_per_item < 1:
-        raise JudgeRunError(f"votes per item must be at least 1, got {votes_per_item}")
+    if votes_per_item is not None and not 1 <= votes_per_item <= VOTES_PER_ITEM_MAX:
+        raise JudgeRunError(f"votes per item must be at least 1 and at most {VOTES_PER_ITEM_MAX}, got {votes_per_item}")
     active = JudgeRun.objects.select_for_update().filter(study=study, judge=judge).active().first()
     if active is not None:
         raise JudgeRunError(f"run #{active.pk} of {judge.name!r} on {study.slug!r} is still {active.status}")

@@ -6,6 +6,8 @@ from django import forms
 from django.db.models import Q
 
 from annotations.models import Answer, PerturbationKind, Study
+from biasstudy.limits import SEED_MAX
+from biasstudy.rendering import MAX_MARKDOWN_CHARS
 from judges.models import LLMJudge
 from perturbations.services import (
     METHODS,
@@ -23,7 +25,7 @@ def kinds_for(studies) -> forms.ModelChoiceField:
 
 class GenerateForm(forms.Form):
     kind = forms.ModelChoiceField(queryset=PerturbationKind.objects.none(), to_field_name="slug")
-    seed = forms.IntegerField(min_value=0, initial=1)
+    seed = forms.IntegerField(min_value=0, max_value=SEED_MAX, initial=1)
     method = forms.ChoiceField(choices=[(m, m) for m in METHODS], initial="rule")
     of = forms.ChoiceField(
         choices=[("a2", "A2 (the second original)"), ("a1", "A1 (the first original)")],
@@ -165,5 +167,7 @@ class ReviewForm(forms.Form):
 
 
 class EditForm(forms.Form):
-    text = forms.CharField(widget=forms.Textarea(attrs={"rows": 18, "cols": 100}), strip=False)
+    text = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 18, "cols": 100}), strip=False, max_length=MAX_MARKDOWN_CHARS
+    )
     note = forms.CharField(required=False, max_length=2000, help_text="Why you changed it (kept with the revision).")

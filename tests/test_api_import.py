@@ -92,7 +92,7 @@ def test_an_existing_slug_is_refused_and_nothing_is_written(token_client):
     assert Study.objects.get(slug="mini").title == "Mini"
 
 
-@pytest.mark.parametrize(("value", "message"), [(0, "at least 1"), (2**70, "less than or equal to")])
+@pytest.mark.parametrize(("value", "message"), [(0, "at least 1"), (2**70, "too large to store"), (2**40, "less than or equal to")])
 def test_a_value_the_database_would_refuse_is_a_400_naming_the_setting(token_client, value, message):
     # The file checks apply the model's own validators and constraints before anything is written.
     response = post_json(token_client, minimal_document(votes_per_item=value))

@@ -227,7 +227,7 @@ def test_a_nul_character_is_refused_naming_where_it_is(db, tmp_path):
     path.write_text(json.dumps(document), encoding="utf-8")
     with pytest.raises(StudyFileError, match="NUL") as error:
         study_import(path=path, fmt="biasstudy")
-    assert error.value.field == "questions.0.answers.2.inserted_errors.0.error"
+    assert error.value.field == "questions[0].answers[2].inserted_errors[0].error"
     assert not Study.objects.exists()
 
 

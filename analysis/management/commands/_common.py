@@ -107,13 +107,19 @@ def write_lines(lines, output: str, stdout) -> int:
             n += 1
         return n
     target = Path(output)
-    fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".", suffix=".part")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".", suffix=".part")
+    except OSError as exc:
+        raise CommandError(f"{output}: cannot write there ({exc.strerror})") from None
     try:
         with os.fdopen(fd, "w", newline="", encoding="utf-8") as fh:
             for line in lines:
                 fh.write(line)
                 n += 1
         os.replace(tmp, target)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise CommandError(f"{output}: cannot write there ({exc.strerror})") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

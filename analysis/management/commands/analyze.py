@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand
 from analysis import services
 from analysis.management.commands._common import add_filter_arguments, filter_form, study_by_slug
 from analysis.text import report_lines
+from biasstudy.limits import BOOTSTRAP_MAX, SEED_MAX, int_argument
 
 
 class Command(BaseCommand):
@@ -17,8 +18,10 @@ class Command(BaseCommand):
     def add_arguments(self, parser) -> None:
         parser.add_argument("--study", required=True, help="study slug")
         parser.add_argument("--json", action="store_true", help="print one JSON object")
-        parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000)")
-        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument(
+            "--bootstrap", type=int_argument(0, BOOTSTRAP_MAX), default=1000, help="bootstrap resamples (default 1000)"
+        )
+        parser.add_argument("--seed", type=int_argument(0, SEED_MAX), default=0)
         add_filter_arguments(parser)
 
     def handle(self, *args, **options) -> None:

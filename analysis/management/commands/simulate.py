@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 from analysis import services
 from analysis.management.commands._common import study_by_slug
 from analysis.simulate import DEFAULT_SUSCEPTIBILITY, JudgeParams
+from biasstudy.limits import SEED_MAX, VOTES_PER_ITEM_MAX, int_argument
 
 
 class Command(BaseCommand):
@@ -36,9 +37,9 @@ class Command(BaseCommand):
         )
         parser.add_argument("--tie-rate", type=float, default=0.1)
         parser.add_argument("--noise", type=float, default=1.0)
-        parser.add_argument("--votes-per-item", type=int, help="default: the study's")
+        parser.add_argument("--votes-per-item", type=int_argument(1, VOTES_PER_ITEM_MAX), help="default: the study's")
         parser.add_argument("--flag-share", type=float, default=0.0, help="share of simulated raters flagged")
-        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--seed", type=int_argument(0, SEED_MAX), default=0)
 
     def handle(self, *args, **options) -> None:
         study = study_by_slug(options["study"])

@@ -13,6 +13,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from annotations.models import Judge, Study
+from biasstudy.limits import VOTES_PER_ITEM_MAX, int_argument
 from judges.models import JudgeRun
 from judges.services import JudgeRunError, judge_run_execute, judge_run_resume, judge_run_start
 from judges.tasks import worker_command
@@ -61,7 +62,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser) -> None:
         parser.add_argument("--study", required=True, help="Study slug or id.")
         parser.add_argument("--judge", required=True, help="LLM judge name or id.")
-        parser.add_argument("--votes-per-item", type=int, help="Override the judge's votes per item.")
+        parser.add_argument(
+            "--votes-per-item", type=int_argument(1, VOTES_PER_ITEM_MAX), help="Override the judge's votes per item."
+        )
         parser.add_argument("--resume", action="store_true", help="Resume the latest stopped run instead of a new one.")
         parser.add_argument("--retry-failed", action="store_true", help="With --resume: ask again for failed votes.")
         parser.add_argument("--wait", action="store_true", help="Run here with a progress bar instead of queueing.")

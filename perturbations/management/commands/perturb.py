@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from annotations.models import Study
+from biasstudy.limits import SEED_MAX, int_argument
 from judges.models import LLMJudge
 from perturbations.services import METHODS, GenerateResult, PerturbationError, perturbation_generate
 
@@ -16,7 +17,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser) -> None:
         parser.add_argument("--study", required=True, help="Study slug.")
         parser.add_argument("--kind", required=True, help="Perturbation kind slug, e.g. reference.")
-        parser.add_argument("--seed", type=int, default=1)
+        parser.add_argument("--seed", type=int_argument(0, SEED_MAX), default=1)
         parser.add_argument("--method", choices=METHODS, default="rule")
         parser.add_argument(
             "--generator",
