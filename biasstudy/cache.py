@@ -14,12 +14,16 @@ from django.db import connections, router, transaction
 
 
 class AtomicDatabaseCache(DatabaseCache):
+    def __init__(self, table: str, params: dict):
+        super().__init__(table, params)
+        self.table = table  # CACHES' LOCATION: the table's name
+
     def incr(self, key, delta=1, version=None):
         db = router.db_for_write(self.cache_model_class)
         connection = connections[db]
         with transaction.atomic(using=db):
             if connection.features.has_select_for_update:
-                table = connection.ops.quote_name(self._table)
+                table = connection.ops.quote_name(self.table)
                 with connection.cursor() as cursor:
                     cursor.execute(
                         f"SELECT cache_key FROM {table} WHERE cache_key = %s FOR UPDATE",  # noqa: S608 - our table
