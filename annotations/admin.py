@@ -21,6 +21,7 @@ from annotations.models import Answer, ComparisonItem, Judge, Lease, Question, R
 from annotations.services import question_answers_create
 from annotations.study_io import StudyFileError, study_export
 from annotations.tasks import study_upload_import_queue
+from biasstudy.limits import VOTES_PER_ITEM_MAX
 from biasstudy.rendering import MAX_MARKDOWN_CHARS
 
 
@@ -68,6 +69,11 @@ class StudyAdmin(admin.ModelAdmin):
     readonly_fields = ("most_items_per_rater", "questions_link")
 
     @admin.display(description="questions")
+    def formfield_for_dbfield(self, db_field, request: HttpRequest, **kwargs):
+        if db_field.name == "votes_per_item":  # the bound study files and the API hold to
+            kwargs["max_value"] = VOTES_PER_ITEM_MAX
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
+
     def questions_link(self, obj: Study) -> str:
         """Step two of a study made in the admin: its questions, each with its two answers."""
         if not obj.pk:

@@ -60,3 +60,13 @@ def test_votes_can_be_neither_added_nor_deleted_in_the_admin(staff_client, loade
     assert staff_client.get(reverse("admin:annotations_vote_add")).status_code == 403
     assert staff_client.post(reverse("admin:annotations_vote_delete", args=[vote.pk]), {"post": "yes"}).status_code == 403
     assert Vote.objects.filter(pk=vote.pk).exists()
+
+
+def test_the_study_form_refuses_more_votes_per_item_than_study_files_may_ask(staff_client, db):
+    url = reverse("admin:annotations_study_add")
+    form = staff_client.get(url).context["adminform"].form
+    assert form.fields["votes_per_item"].max_value == 100
+    response = staff_client.post(url, {"title": "Big", "slug": "big", "status": "draft", "votes_per_item": 2**40})
+    assert response.status_code == 200
+    assert "Ensure this value is less than or equal to 100." in response.content.decode()
+    assert not Study.objects.filter(slug="big").exists()
