@@ -272,16 +272,26 @@ def _unpack_chen(archive: Path, target: Path) -> None:
                 # The base name only: "../x.json" or "/etc/x.json" cannot leave the folder.
                 with zipped.open(member) as source, (target / PurePosixPath(member.filename).name).open("wb") as out:
                     budget = _copy_limited(source, out, budget)
-    except _BROKEN_ZIP as exc:
+    except BROKEN_ZIP as exc:
         if isinstance(exc, OSError) and exc.errno is not None:
             raise  # the server's own disk, not the archive
-        raise UploadError(f"not a readable zip file ({exc or type(exc).__name__})") from None
+        raise UploadError(f"not a readable zip file: {zip_problem(exc)}") from None
 
 
-# What zipfile raises on a broken archive: a corrupt directory or member, a bad CRC or a lying
-# size (BadZipFile), an encrypted member (RuntimeError), an unknown compression method
-# (NotImplementedError), a corrupt stream (zlib.error, lzma.LZMAError, OSError) or a cut one (EOFError).
-_BROKEN_ZIP = (zipfile.BadZipFile, RuntimeError, NotImplementedError, zlib.error, lzma.LZMAError, OSError, EOFError)
+# What zipfile raises on a broken archive (the admin upload and the API's import both catch it):
+# a corrupt directory or member, a bad CRC or a size that lies (BadZipFile), an encrypted member
+# (RuntimeError), a compression method zipfile cannot read (NotImplementedError), a corrupt
+# compressed stream (zlib.error, lzma.LZMAError, OSError from bz2) or one that ends early (EOFError).
+BROKEN_ZIP = (zipfile.BadZipFile, RuntimeError, NotImplementedError, zlib.error, lzma.LZMAError, OSError, EOFError)
+
+
+def zip_problem(exc: Exception) -> str:
+    """What went wrong with a broken archive, in words the researcher can act on."""
+    if isinstance(exc, RuntimeError) and "encrypted" in str(exc):
+        return "a member is encrypted (send it without a password)"
+    if isinstance(exc, NotImplementedError):
+        return f"a member uses a compression method this server does not read ({exc}); use deflate"
+    return f"a member is corrupt ({exc or type(exc).__name__})"
 
 
 def _copy_limited(source: IO[bytes], out: IO[bytes], budget: int) -> int:

@@ -4,10 +4,8 @@ accepts and refuses exactly what the command does."""
 
 from __future__ import annotations
 
-import lzma
 import tempfile
 import zipfile
-import zlib
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
@@ -16,6 +14,7 @@ from django.db import DatabaseError
 
 from annotations.models import Study
 from annotations.study_io import CHEN_CONTROL_FILE, StudyFileError, study_import
+from annotations.uploads import BROKEN_ZIP, zip_problem
 
 _CHUNK = 1024 * 1024
 _MAX_ZIP_MEMBERS = 200
@@ -82,31 +81,16 @@ def _unzip_chen(archive: Path, folder: Path, name: str, limit: int) -> Path:
         _extract_json_members(archive, folder, name, limit)
     except UploadTooLarge:
         raise
-    except _BROKEN_ZIP as exc:
+    except BROKEN_ZIP as exc:
         if isinstance(exc, OSError) and exc.errno is not None:
             raise  # the server's own disk, not the archive
-        raise StudyFileError(name, f"the archive cannot be read: {_zip_problem(exc)}") from None
+        raise StudyFileError(name, f"the archive cannot be read: {zip_problem(exc)}") from None
     if (folder / CHEN_CONTROL_FILE).exists():
         return folder
     subfolders = [p for p in folder.iterdir() if p.is_dir()] if folder.exists() else []
     if len(subfolders) == 1 and (subfolders[0] / CHEN_CONTROL_FILE).exists():
         return subfolders[0]
     raise StudyFileError(name, f"no {CHEN_CONTROL_FILE} at the top of the archive or in its single folder")
-
-
-# What zipfile raises on a broken archive: a corrupt directory or member, a bad CRC or a size that
-# lies (BadZipFile), an encrypted member (RuntimeError), an unsupported compression method
-# (NotImplementedError), a corrupt compressed stream (zlib.error, lzma.LZMAError, OSError from
-# bz2) or one that ends early (EOFError).
-_BROKEN_ZIP = (zipfile.BadZipFile, RuntimeError, NotImplementedError, zlib.error, lzma.LZMAError, OSError, EOFError)
-
-
-def _zip_problem(exc: Exception) -> str:
-    if isinstance(exc, RuntimeError) and "encrypted" in str(exc):
-        return "a member is encrypted (send it without a password)"
-    if isinstance(exc, NotImplementedError):
-        return f"a member uses a compression method this server does not read ({exc}); use deflate"
-    return f"a member is corrupt ({exc or type(exc).__name__})"
 
 
 def _extract_json_members(archive: Path, folder: Path, name: str, limit: int) -> None:
