@@ -18,18 +18,23 @@ from django.db import connections, models, router
 CHUNK = 1000
 
 
-def insert_ignoring_conflicts(model: type[models.Model], objs: Sequence[models.Model]) -> None:
-    """INSERT the objects' rows, skipping any that conflicts with a unique constraint."""
-    if not objs:
-        return
-    using = router.db_for_write(model)
-    connection = connections[using]
+def _insert(model: type[models.Model], suffix: str = "") -> tuple:
+    """(connection, fields, statement): one row's INSERT of every concrete field but the id."""
+    connection = connections[router.db_for_write(model)]
     fields = [f for f in model._meta.concrete_fields if not isinstance(f, models.AutoField)]
     quote = connection.ops.quote_name
     columns = ", ".join(quote(f.column) for f in fields)
     placeholders = ", ".join(["%s"] * len(fields))
+    sql = f"INSERT INTO {quote(model._meta.db_table)} ({columns}) VALUES ({placeholders}){suffix}"  # noqa: S608 - names from the model, values bound
+    return connection, fields, sql
+
+
+def insert_ignoring_conflicts(model: type[models.Model], objs: Sequence[models.Model]) -> None:
+    """INSERT the objects' rows, skipping any that conflicts with a unique constraint."""
+    if not objs:
+        return
     # PostgreSQL and SQLite (3.24+) both understand ON CONFLICT DO NOTHING.
-    sql = f"INSERT INTO {quote(model._meta.db_table)} ({columns}) VALUES ({placeholders}) ON CONFLICT DO NOTHING"  # noqa: S608 - names from the model, values bound
+    connection, fields, sql = _insert(model, " ON CONFLICT DO NOTHING")
     with connection.cursor() as cursor:
         for start in range(0, len(objs), CHUNK):
             rows = [
@@ -46,13 +51,7 @@ def insert_rows(model: type[models.Model], rows: Sequence[dict]) -> None:
     (``IntegrityError``), so run it inside the caller's transaction."""
     if not rows:
         return
-    using = router.db_for_write(model)
-    connection = connections[using]
-    fields = [f for f in model._meta.concrete_fields if not isinstance(f, models.AutoField)]
-    quote = connection.ops.quote_name
-    columns = ", ".join(quote(f.column) for f in fields)
-    placeholders = ", ".join(["%s"] * len(fields))
-    sql = f"INSERT INTO {quote(model._meta.db_table)} ({columns}) VALUES ({placeholders})"  # noqa: S608 - names from the model, values bound
+    connection, fields, sql = _insert(model)
     defaults = {f.attname: f.get_default() for f in fields if not callable(f.default)}
     with connection.cursor() as cursor:
         for start in range(0, len(rows), CHUNK):
