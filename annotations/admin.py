@@ -48,7 +48,16 @@ class StudyAdmin(admin.ModelAdmin):
         (None, {"fields": ("title", "slug", "status", "questions_link")}),
         (
             "What raters read",
-            {"fields": ("instructions", "consent", "completion_code", "per_rater_codes", "prolific_completion_url")},
+            {
+                "fields": (
+                    "instructions",
+                    "consent",
+                    "completion_code",
+                    "per_rater_codes",
+                    "prolific_completion_url",
+                    "allow_mturk_frame",
+                )
+            },
         ),
         (
             "Protocol",
