@@ -10,6 +10,7 @@ from django.db.models import F, Func, IntegerField, OuterRef, Subquery
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import path, reverse
+from django.utils import timezone
 from django.utils.decorators import method_decorator
 from django.utils.html import format_html
 from django.utils.text import Truncator
@@ -39,7 +40,10 @@ def _count(queryset) -> Subquery:
 
 @admin.register(Study)
 class StudyAdmin(admin.ModelAdmin):
-    list_display = ("title", "slug", "status", "question_count", "item_count", "rater_count", "vote_count", "results", "created_at")
+    # Short columns, so that the list fits a 1280 px screen beside the admin's two sidebars (the
+    # creation time in full, "Nov. 25, 2026, 1:47 a.m.", was cut off there): the slug goes under
+    # the title, the creation time is a date.
+    list_display = ("study", "status", "question_count", "item_count", "rater_count", "vote_count", "results", "created")
     list_filter = ("status",)
     search_fields = ("title", "slug")
     prepopulated_fields = {"slug": ("title",)}
@@ -48,7 +52,16 @@ class StudyAdmin(admin.ModelAdmin):
         (None, {"fields": ("title", "slug", "status", "questions_link")}),
         (
             "What raters read",
-            {"fields": ("instructions", "consent", "completion_code", "per_rater_codes", "prolific_completion_url")},
+            {
+                "fields": (
+                    "instructions",
+                    "consent",
+                    "completion_code",
+                    "per_rater_codes",
+                    "prolific_completion_url",
+                    "allow_mturk_frame",
+                )
+            },
         ),
         (
             "Protocol",
@@ -213,6 +226,14 @@ class StudyAdmin(admin.ModelAdmin):
     @admin.display(description="votes", ordering="n_votes")
     def vote_count(self, obj: Study) -> int:
         return obj.n_votes
+
+    @admin.display(description="study", ordering="title")
+    def study(self, obj: Study) -> str:
+        return format_html('{}<br><span class="quiet">{}</span>', obj.title, obj.slug)
+
+    @admin.display(description="created", ordering="created_at")
+    def created(self, obj: Study) -> str:
+        return timezone.localdate(obj.created_at).isoformat()
 
     @admin.display(description="results")
     def results(self, obj: Study) -> str:

@@ -66,6 +66,14 @@ class Study(models.Model):
         "On Prolific the redirect then carries the rater's code, which Prolific cannot check for you.",
     )
     prolific_completion_url = models.URLField(blank=True)
+    allow_mturk_frame = models.BooleanField(
+        default=False,
+        help_text="Let MTurk show this study's rater pages inside its HIT frame (an ExternalQuestion): only "
+        "worker.mturk.com, workersandbox.mturk.com and www.mturk.com may frame them, and the rater's cookie "
+        "is sent to us from inside that frame. Browsers that block third-party cookies (Safari; Chrome or "
+        "Firefox set to) do not send it: their workers are shown a link that opens the task in a new tab. "
+        "Off: no site may frame the study.",
+    )
     gold_every = models.PositiveSmallIntegerField(
         default=0, help_text="Mix in an attention-check item every k items (0: never)."
     )

@@ -28,11 +28,13 @@ _STUDY_COLUMNS = (
     "title", "slug", "status", "instructions", "consent", "votes_per_item", "min_response_ms", "ms_per_word",
     "target_per_rater", "one_variant_per_question", "lease_seconds", "completion_code", "per_rater_codes",
     "prolific_completion_url", "gold_every", "gold_min_accuracy", "max_length_ratio", "fast_notice",
+    "allow_mturk_frame",
 )  # fmt: skip
 _STUDY_BOOLEANS = (
     "one_variant_per_question",
     "per_rater_codes",
     "fast_notice",
+    "allow_mturk_frame",
 )  # 0/1 on SQLite: raw() converts model fields only
 
 RATER_IN_STUDY = """
@@ -45,7 +47,7 @@ SELECT r.*,
        s.completion_code AS study_completion_code, s.per_rater_codes AS study_per_rater_codes,
        s.prolific_completion_url AS study_prolific_completion_url, s.gold_every AS study_gold_every,
        s.gold_min_accuracy AS study_gold_min_accuracy, s.max_length_ratio AS study_max_length_ratio,
-       s.fast_notice AS study_fast_notice,
+       s.fast_notice AS study_fast_notice, s.allow_mturk_frame AS study_allow_mturk_frame,
        (SELECT MIN(j.id) FROM annotations_judge j WHERE j.study_id = r.study_id AND j.kind = 'human') AS human_pool_id
 FROM annotations_rater r
 JOIN annotations_study s ON s.id = r.study_id

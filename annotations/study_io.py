@@ -71,13 +71,74 @@ MAX_INTEGER = 2**63 - 1
 MAX_DERIVATION_DEPTH = 8
 
 
+# A file with more problems than this is reported with its first ones and "and N more".
+MAX_PROBLEMS = 200
+
+
 class StudyFileError(Exception):
-    """A problem in an input file, located as precisely as the format allows."""
+    """A problem in an input file, located as precisely as the format allows.
+
+    Validation goes on after a problem, record by record (a question, a setting, a line of a
+    JSON Lines file), so one error can stand for a whole file: `problems` lists every problem
+    found, in the order found (the first MAX_PROBLEMS; `more` counts the others), and its own
+    path, line, field and message are the first's. A single problem is its own `problems`.
+    The command, the admin's upload report and the API all report from `problems`."""
 
     def __init__(self, path: str | Path, message: str, *, line: int | None = None, field: str | None = None):
         self.path, self.line, self.field, self.message = str(path), line, field, message
+        self.problems: list[StudyFileError] = [self]
+        self.more = 0
         where = self.path + (f", line {line}" if line else "")
         super().__init__(f"{where}: {field + ': ' if field else ''}{message}")
+
+    @classmethod
+    def of(cls, problems: list[StudyFileError], more: int = 0) -> StudyFileError:
+        """One error for these problems (the problem itself when there is one)."""
+        if len(problems) == 1 and not more:
+            return problems[0]
+        first = problems[0]
+        error = cls(first.path, first.message, line=first.line, field=first.field)
+        error.problems, error.more = list(problems), more
+        lines = [f"{len(problems) + more} problems:", *(str(p) for p in problems)]
+        error.args = ("\n".join(lines + ([f"and {more} more"] if more else [])),)
+        return error
+
+    def renamed(self, rename: Callable[[str], str]) -> StudyFileError:
+        """The same problems, each file named by `rename(path)` (as the person who sent it knows it)."""
+        return StudyFileError.of(
+            [StudyFileError(rename(p.path), p.message, line=p.line, field=p.field) for p in self.problems], self.more
+        )
+
+
+class _Problems:
+    """The problems found so far in one file. `check(function, *args)` runs one record's checks:
+    the first problem in that record is kept and ends that record only."""
+
+    def __init__(self) -> None:
+        self.found: list[StudyFileError] = []
+        self.more = 0
+
+    def check(self, function: Callable[..., Any], *args: Any) -> Any:
+        try:
+            return function(*args)
+        except StudyFileError as exc:
+            self.add(exc)
+            return None
+
+    def add(self, error: StudyFileError) -> None:
+        for problem in error.problems:
+            if len(self.found) < MAX_PROBLEMS:
+                self.found.append(problem)
+            else:
+                self.more += 1
+        self.more += error.more
+
+    def count(self) -> int:
+        return len(self.found) + self.more
+
+    def raise_any(self) -> None:
+        if self.found:
+            raise StudyFileError.of(self.found, self.more)
 
 
 # --------------------------------------------------------------------------- biasstudy format
@@ -105,101 +166,130 @@ def read_biasstudy(path: Path) -> tuple[dict, _Locator]:
 
 
 def study_document_validate(document: dict, *, path: str | Path, locator: _Locator | None = None) -> None:
-    """Check a biasstudy document completely; raise StudyFileError on the first problem."""
+    """Check a biasstudy document completely; raise StudyFileError with every problem found
+    (each setting, kind, question and attention check is checked on its own)."""
     locate = locator.line_of if locator else (lambda _needle: None)
+    problems = _Problems()
+    check = problems.check
 
     def fail(message: str, field: str, near: str | None = None) -> None:
         raise StudyFileError(path, message, line=locate(near), field=field)
 
     unstorable = first_unstorable(document)
     if unstorable is not None:
-        fail(unstorable[1], unstorable[0] or "(a key)")
+        check(fail, unstorable[1], unstorable[0] or "(a key)")
     if document.get("format") != FORMAT_NAME:
-        fail(f"expected \"format\": \"{FORMAT_NAME}\"", "format")
+        check(fail, f"expected \"format\": \"{FORMAT_NAME}\"", "format")
     if document.get("version") != FORMAT_VERSION:
-        fail(f"unsupported version {document.get('version')!r} (this program reads {FORMAT_VERSION})", "version")
+        check(fail, f"unsupported version {document.get('version')!r} (this program reads {FORMAT_VERSION})", "version")
     study = document.get("study")
-    if not isinstance(study, dict):
-        fail("missing or not an object", "study")
+    if isinstance(study, dict):
+        _validate_settings(study, fail, problems)
+    else:
+        check(fail, "missing or not an object", "study")
+
+    kinds = _validate_kinds(document.get("perturbation_kinds", []), fail, problems)
+
+    questions = document.get("questions")
+    seen_questions: set[str] = set()
+    if not isinstance(questions, list) or not questions:
+        check(fail, "must be a non-empty list", "questions")
+    else:
+        for qi, question in enumerate(questions):
+            check(_validate_question, question, f"questions[{qi}]", kinds, seen_questions, fail)
+    gold_items = document.get("gold_items", [])
+    if not isinstance(gold_items, list):
+        check(fail, "must be a list", "gold_items")
+    else:
+        for gi, gold in enumerate(gold_items):
+            check(_validate_gold, gold, f"gold_items[{gi}]", seen_questions, fail)
+    problems.raise_any()
+
+
+def _validate_settings(study: dict, fail: Callable, problems: _Problems) -> None:
+    check, before = problems.check, problems.count()
     for key, value in study.items():
         if key not in STUDY_FIELDS:
-            fail(f"unknown setting (known: {', '.join(STUDY_FIELDS)})", f"study.{key}", key)
+            check(fail, f"unknown setting (known: {', '.join(STUDY_FIELDS)})", f"study.{key}", key)
+            continue
         expected = STUDY_FIELDS[key]
         if isinstance(value, bool) and expected is not bool or not isinstance(value, expected):
-            fail(f"must be {_type_name(expected)}, got {value!r}", f"study.{key}", key)
+            check(fail, f"must be {_type_name(expected)}, got {value!r}", f"study.{key}", key)
     for required in ("slug", "title"):
         if not study.get(required):
-            fail("required", f"study.{required}")
+            check(fail, "required", f"study.{required}")
     for key in ("instructions", "consent"):
-        _check_text_size(study.get(key, ""), f"study.{key}", fail, key)
+        check(_check_text_size, study.get(key, ""), f"study.{key}", fail, key)
+    if problems.count() > before:
+        return  # the checks below read the settings as the ones above made sure they are
     if not re.fullmatch(r"[-a-zA-Z0-9_]+", study["slug"]):
-        fail("must contain only letters, digits, hyphens and underscores", "study.slug", "slug")
+        check(fail, "must contain only letters, digits, hyphens and underscores", "study.slug", "slug")
     if "status" in study and study["status"] not in Study.Status.values:
-        fail(f"must be one of {', '.join(Study.Status.values)}", "study.status", "status")
+        check(fail, f"must be one of {', '.join(Study.Status.values)}", "study.status", "status")
     # Each item gets this many slots when the study is written (Slot.objects.sync): bounded as
     # everywhere else a number of votes per item is asked for, so one file cannot occupy a worker.
     if study.get("votes_per_item", 1) > VOTES_PER_ITEM_MAX:
-        fail(f"must be less than or equal to {VOTES_PER_ITEM_MAX}", "study.votes_per_item", "votes_per_item")
+        check(fail, f"must be less than or equal to {VOTES_PER_ITEM_MAX}", "study.votes_per_item", "votes_per_item")
+    if problems.count() > before:
+        return  # the model would name the same values again
     # The model's own field validators and check constraints (lengths, ranges, shares), so a
     # value the database would refuse is refused here, by name, before anything is written.
     try:
         Study(**study).full_clean(validate_unique=False)
     except ValidationError as exc:
-        name, messages = next(iter(exc.message_dict.items()))
-        fail(" ".join(messages), f"study.{name}" if name != NON_FIELD_ERRORS else "study", name)
-
-    kinds = _validate_kinds(document.get("perturbation_kinds", []), fail)
-
-    questions = document.get("questions")
-    if not isinstance(questions, list) or not questions:
-        fail("must be a non-empty list", "questions")
-    seen_questions: set[str] = set()
-    for qi, question in enumerate(questions):
-        _validate_question(question, f"questions[{qi}]", kinds, seen_questions, fail)
-    for gi, gold in enumerate(document.get("gold_items", [])):
-        field = f"gold_items[{gi}]"
-        if not isinstance(gold, dict):
-            fail("must be an object", field)
-        _check_keys(gold, GOLD_FIELDS, field, fail, gold.get("id"))
-        for key in ("id", "text", "better", "worse"):
-            if not isinstance(gold.get(key), str) or not gold[key].strip():
-                fail("required text", f"{field}.{key}", gold.get("id"))
-            _check_text_size(gold[key], f"{field}.{key}", fail, gold["id"])
-        _check_bloom(gold.get("bloom"), f"{field}.bloom", fail, gold["id"])
-        if gold["id"] in seen_questions:
-            fail(f"duplicate question id {gold['id']!r}", f"{field}.id", gold["id"])
-        # Its two answers are stored as "<id>-better" and "<id>-worse".
-        _check_length(gold["id"] + "-better", Answer, "external_id", f"{field}.id", fail)
-        seen_questions.add(gold["id"])
+        for name, messages in exc.message_dict.items():
+            check(fail, " ".join(messages), f"study.{name}" if name != NON_FIELD_ERRORS else "study", name)
 
 
-def _validate_kinds(declared: Any, fail: Callable) -> dict[str, str]:
-    """Known kinds (built-in or already in the database, plus declared ones) -> semantics."""
+def _validate_gold(gold: Any, field: str, seen_questions: set, fail: Callable) -> None:
+    if not isinstance(gold, dict):
+        fail("must be an object", field)
+    _check_keys(gold, GOLD_FIELDS, field, fail, gold.get("id"))
+    for key in ("id", "text", "better", "worse"):
+        if not isinstance(gold.get(key), str) or not gold[key].strip():
+            fail("required text", f"{field}.{key}", gold.get("id"))
+        _check_text_size(gold[key], f"{field}.{key}", fail, gold["id"])
+    _check_bloom(gold.get("bloom"), f"{field}.bloom", fail, gold["id"])
+    if gold["id"] in seen_questions:
+        fail(f"duplicate question id {gold['id']!r}", f"{field}.id", gold["id"])
+    # Its two answers are stored as "<id>-better" and "<id>-worse".
+    _check_length(gold["id"] + "-better", Answer, "external_id", f"{field}.id", fail)
+    seen_questions.add(gold["id"])
+
+
+def _validate_kinds(declared: Any, fail: Callable, problems: _Problems) -> dict[str, str]:
+    """Known kinds (built-in or already in the database, plus declared ones) -> semantics. A
+    declared kind with a problem still counts as declared, so its answers are not reported too."""
     known = dict(PerturbationKind.objects.values_list("slug", "semantics"))
     if not isinstance(declared, list):
-        fail("must be a list", "perturbation_kinds")
+        problems.check(fail, "must be a list", "perturbation_kinds")
+        return known
     for ki, kind in enumerate(declared):
-        field = f"perturbation_kinds[{ki}]"
-        if not isinstance(kind, dict) or not kind.get("slug"):
-            fail("must be an object with a slug", field)
-        slug = kind["slug"]
-        if not isinstance(slug, str) or not re.fullmatch(r"[-a-z0-9_]+", slug):
-            fail("slug must be lower-case letters, digits, hyphens or underscores", f"{field}.slug", slug)
-        _check_keys(kind, KIND_FIELDS, field, fail, slug)
-        if kind.get("semantics") not in Semantics.values:
-            fail(f"semantics must be one of {', '.join(Semantics.values)}", f"{field}.semantics", slug)
-        for key in ("name", "description"):
-            if not isinstance(kind.get(key, ""), str):
-                fail("must be text", f"{field}.{key}", slug)
-        steps = kind.get("steps", [])
-        if not isinstance(steps, list) or not all(isinstance(step, str) for step in steps):
-            fail("must be a list of kind slugs", f"{field}.steps", slug)
-        _check_length(slug, PerturbationKind, "slug", f"{field}.slug", fail)
-        _check_length(kind.get("name") or slug, PerturbationKind, "name", f"{field}.name", fail)
-        if slug in known and known[slug] != kind["semantics"]:
-            fail(f"kind {slug!r} already exists with semantics {known[slug]!r}", f"{field}.semantics", slug)
-        known[slug] = kind["semantics"]
+        problems.check(_validate_kind, kind, f"perturbation_kinds[{ki}]", known, fail)
     return known
+
+
+def _validate_kind(kind: Any, field: str, known: dict[str, str], fail: Callable) -> None:
+    if not isinstance(kind, dict) or not kind.get("slug"):
+        fail("must be an object with a slug", field)
+    slug = kind["slug"]
+    if not isinstance(slug, str) or not re.fullmatch(r"[-a-z0-9_]+", slug):
+        fail("slug must be lower-case letters, digits, hyphens or underscores", f"{field}.slug", slug)
+    known.setdefault(slug, kind.get("semantics"))
+    _check_keys(kind, KIND_FIELDS, field, fail, slug)
+    if kind.get("semantics") not in Semantics.values:
+        fail(f"semantics must be one of {', '.join(Semantics.values)}", f"{field}.semantics", slug)
+    for key in ("name", "description"):
+        if not isinstance(kind.get(key, ""), str):
+            fail("must be text", f"{field}.{key}", slug)
+    steps = kind.get("steps", [])
+    if not isinstance(steps, list) or not all(isinstance(step, str) for step in steps):
+        fail("must be a list of kind slugs", f"{field}.steps", slug)
+    _check_length(slug, PerturbationKind, "slug", f"{field}.slug", fail)
+    _check_length(kind.get("name") or slug, PerturbationKind, "name", f"{field}.name", fail)
+    if known[slug] != kind["semantics"]:
+        fail(f"kind {slug!r} already exists with semantics {known[slug]!r}", f"{field}.semantics", slug)
+    known[slug] = kind["semantics"]
 
 
 def _validate_question(question: Any, field: str, kinds: dict, seen: set, fail: Callable) -> None:
@@ -441,45 +531,21 @@ def read_chen2024(path: Path) -> tuple[dict, None]:
     known_kinds = set(PerturbationKind.objects.values_list("slug", flat=True))
     questions: dict[str, dict] = {}
     answers_by_id: dict[str, tuple[str, dict]] = {}
-    for line_no, row in _jsonl(control):
-        for key in ("question_id", "question", "level", "answers"):
-            if key not in row:
-                raise StudyFileError(control, "missing field", line=line_no, field=key)
-        qid = row["question_id"]
-        if not isinstance(qid, str) or not qid:
-            raise StudyFileError(control, "must be a non-empty string", line=line_no, field="question_id")
-        if qid in questions:
-            raise StudyFileError(control, f"duplicate question id {qid!r}", line=line_no, field="question_id")
-        level = str(row["level"]).lower()
-        if level not in BloomLevel.values:
-            raise StudyFileError(control, f"unknown Bloom level {row['level']!r}", line=line_no, field="level")
-        answers = []
-        for slot in ("answer1", "answer2"):
-            answer = row["answers"].get(slot) if isinstance(row["answers"], dict) else None
-            if (
-                not isinstance(answer, dict)
-                or not isinstance(answer.get("answer_id"), str)
-                or not answer["answer_id"]
-                or not isinstance(answer.get("answer"), str)
-            ):
-                raise StudyFileError(control, "missing answer or answer_id", line=line_no, field=f"answers.{slot}")
-            aid = answer["answer_id"]
-            if aid in answers_by_id:
-                raise StudyFileError(control, f"duplicate answer id {aid!r}", line=line_no, field=f"answers.{slot}.answer_id")
-            record = {"id": aid, "text": answer["answer"], "provenance": _chen_provenance(row, None)}
-            answers_by_id[aid] = (qid, record)
-            answers.append(record)
-        questions[qid] = {"id": qid, "bloom": level, "text": row["question"], "answers": answers}
+    problems = _Problems()  # each line is read on its own: the report names every bad line
+    for line_no, row in _jsonl(control, problems):
+        problems.check(_read_chen_control, control, line_no, row, questions, answers_by_id)
 
     for file in sorted(folder.glob("*.json")):
         if file.name == CHEN_CONTROL_FILE:
             continue
         kind = file.stem
         if kind not in known_kinds:
-            raise StudyFileError(file, f"no perturbation kind {kind!r}: the file name must be a kind's slug")
+            problems.add(StudyFileError(file, f"no perturbation kind {kind!r}: the file name must be a kind's slug"))
+            continue
         seen: set[str] = set()
-        for line_no, row in _jsonl(file):
-            _read_chen_perturbation(file, line_no, row, kind, questions, answers_by_id, seen)
+        for line_no, row in _jsonl(file, problems):
+            problems.check(_read_chen_perturbation, file, line_no, row, kind, questions, answers_by_id, seen)
+    problems.raise_any()
 
     document = {
         "format": FORMAT_NAME,
@@ -495,6 +561,37 @@ def read_chen2024(path: Path) -> tuple[dict, None]:
         "questions": list(questions.values()),
     }
     return document, None
+
+
+def _read_chen_control(control: Path, line_no: int, row: dict, questions: dict, answers_by_id: dict) -> None:
+    for key in ("question_id", "question", "level", "answers"):
+        if key not in row:
+            raise StudyFileError(control, "missing field", line=line_no, field=key)
+    qid = row["question_id"]
+    if not isinstance(qid, str) or not qid:
+        raise StudyFileError(control, "must be a non-empty string", line=line_no, field="question_id")
+    if qid in questions:
+        raise StudyFileError(control, f"duplicate question id {qid!r}", line=line_no, field="question_id")
+    level = str(row["level"]).lower()
+    if level not in BloomLevel.values:
+        raise StudyFileError(control, f"unknown Bloom level {row['level']!r}", line=line_no, field="level")
+    answers = []
+    for slot in ("answer1", "answer2"):
+        answer = row["answers"].get(slot) if isinstance(row["answers"], dict) else None
+        if (
+            not isinstance(answer, dict)
+            or not isinstance(answer.get("answer_id"), str)
+            or not answer["answer_id"]
+            or not isinstance(answer.get("answer"), str)
+        ):
+            raise StudyFileError(control, "missing answer or answer_id", line=line_no, field=f"answers.{slot}")
+        aid = answer["answer_id"]
+        if aid in answers_by_id or any(aid == a["id"] for a in answers):
+            raise StudyFileError(control, f"duplicate answer id {aid!r}", line=line_no, field=f"answers.{slot}.answer_id")
+        answers.append({"id": aid, "text": answer["answer"], "provenance": _chen_provenance(row, None)})
+    for record in answers:  # a line is taken whole or not at all
+        answers_by_id[record["id"]] = (qid, record)
+    questions[qid] = {"id": qid, "bloom": level, "text": row["question"], "answers": answers}
 
 
 def _read_chen_perturbation(
@@ -573,14 +670,22 @@ def _chen_inserted_errors(raw_output: str) -> list[dict]:
     return []
 
 
-def _jsonl(path: Path):
-    for line_no, line in enumerate(_read_text(path).splitlines(), start=1):
-        if not line.strip():
-            continue
-        row = _loads(line, path, line=line_no)
-        if not isinstance(row, dict):
-            raise StudyFileError(path, "each line must be a JSON object", line=line_no)
-        yield line_no, row
+def _jsonl(path: Path, problems: _Problems):
+    """(line number, object) of each line of a JSON Lines file; a line that is not a JSON object
+    is a problem of its own, and the lines after it are read all the same."""
+    text = problems.check(_read_text, path)
+    for line_no, line in enumerate((text or "").splitlines(), start=1):
+        if line.strip():
+            row = problems.check(_jsonl_row, line, path, line_no)
+            if row is not None:
+                yield line_no, row
+
+
+def _jsonl_row(line: str, path: Path, line_no: int) -> dict:
+    row = _loads(line, path, line=line_no)
+    if not isinstance(row, dict):
+        raise StudyFileError(path, "each line must be a JSON object", line=line_no)
+    return row
 
 
 def _loads(text: str, path: Path, *, line: int | None = None) -> Any:

@@ -305,13 +305,16 @@ def _copy_limited(source: IO[bytes], out: IO[bytes], budget: int) -> int:
 
 
 def _as_uploaded(exc: StudyFileError, upload: Upload) -> StudyFileError:
-    """The problem with the file named as the researcher knows it, not by its place on the server."""
-    try:
-        inside = Path(exc.path).relative_to(upload.path).as_posix()
-    except ValueError:
-        inside = "."
-    shown = upload.name if inside == "." else f"{upload.name}: {inside}"
-    return StudyFileError(shown, exc.message, line=exc.line, field=exc.field)
+    """The problems with the file named as the researcher knows it, not by its place on the server."""
+
+    def shown(path: str) -> str:
+        try:
+            inside = Path(path).relative_to(upload.path).as_posix()
+        except ValueError:
+            inside = "."
+        return upload.name if inside == "." else f"{upload.name}: {inside}"
+
+    return exc.renamed(shown)
 
 
 def _discard(path: Path) -> None:

@@ -3,7 +3,8 @@
 A rater is known only through a signed cookie set when they enter a study (`rater-<slug>`: their
 Rater pk, signed with SECRET_KEY and timestamped), read with one query; nothing in a URL or form
 names an item, a vote goes against the lease token of the rater's own current item. The work is
-done by annotations.assignment.
+done by annotations.assignment. A study may let MTurk show these pages inside its HIT frame
+(`_mturk_frame`); every other page refuses to be framed.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import InterfaceError, OperationalError
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
@@ -142,16 +143,59 @@ def _to_landing(request: HttpRequest, slug: str) -> HttpResponse:
     return _redirect(request, reverse("annotations:landing", args=[slug]))
 
 
+# A study that lets MTurk frame it (Study.allow_mturk_frame): its rater pages may be shown inside
+# MTurk's HIT frame, and their cookies are SameSite=None (annotations.middleware). A browser that
+# blocks third-party cookies still sends none from inside the frame; the landing finds that out
+# before the rater fills anything in: its first answer sets a check cookie and sends the browser
+# back with ?cookie_check=1. Without the cookie then, the page offers the task in a new tab.
+FRAME_CHECK = "cookie_check"
+
+
+def _mturk_frame(response: HttpResponse, study: Study) -> HttpResponse:
+    """Let MTurk's sites (settings.BIASSTUDY_MTURK_FRAME_ANCESTORS) frame this rater page, when
+    the study allows it; every other page stays DENY and frame-ancestors 'none'."""
+    if study.allow_mturk_frame:
+        response.xframe_options_exempt = True  # what Django's @xframe_options_exempt sets
+        # django-csp's @csp_replace sets this attribute; the study is known only in the view.
+        response._csp_replace = {"frame-ancestors": settings.BIASSTUDY_MTURK_FRAME_ANCESTORS}
+        response.frame_cookies = True
+    return response
+
+
+def _check_cookies(request: HttpRequest) -> HttpResponse:
+    query = request.GET.copy()
+    query[FRAME_CHECK] = "1"
+    response = HttpResponseRedirect(f"{request.path}?{query.urlencode()}")
+    response.set_cookie(FRAME_CHECK, "1", max_age=settings.SESSION_COOKIE_AGE, httponly=True)
+    return response
+
+
+def _without(query: QueryDict, name: str) -> str:
+    query = query.copy()
+    query.pop(name, None)
+    return query.urlencode()
+
+
 @require_http_methods(["GET", "POST"])
 @_database_failures_answered
 def study_landing(request: HttpRequest, slug: str) -> HttpResponse:
     study = _study_or_404(request, slug)
+    return _mturk_frame(_landing(request, study), study)
+
+
+def _landing(request: HttpRequest, study: Study) -> HttpResponse:
+    slug = study.slug
     platform_form = PlatformForm(request.GET)
     platform = platform_form.platform()
     preview = platform_form.is_mturk_preview()
     current = _cookie_rater(request, slug)
     if current is not None and (platform is None or platform[1] == current.participant_id):
         return redirect("annotations:task", slug=study.slug)
+    cookies_blocked = False
+    if study.allow_mturk_frame and request.method == "GET":
+        if FRAME_CHECK not in request.GET:
+            return _check_cookies(request)
+        cookies_blocked = FRAME_CHECK not in request.COOKIES
 
     platform_id = platform[1] if platform else None
     form = EnterForm(request.POST or None, platform_id=platform_id)
@@ -175,6 +219,8 @@ def study_landing(request: HttpRequest, slug: str) -> HttpResponse:
         "preview": preview,
         "link_problems": platform_form.id_problems(),
         "query": request.GET.urlencode(),
+        "cookies_blocked": cookies_blocked,
+        "new_tab_query": _without(request.GET, FRAME_CHECK),
     }
     return render(request, "annotations/landing.html", context, status=400 if form.errors else 200)
 
@@ -188,6 +234,11 @@ def study_task(request: HttpRequest, slug: str) -> HttpResponse:
     rater = _cookie_rater(request, slug)
     if rater is None:
         return _to_landing(request, slug)
+    return _mturk_frame(_task(request, rater), rater.study)
+
+
+def _task(request: HttpRequest, rater: Rater) -> HttpResponse:
+    slug = rater.study.slug
     if request.method == "GET":
         return _task_response(request, rater, assignment.lease_next(rater=rater), notice=request.GET.get("notice"))
     form = VoteForm(request.POST)
@@ -270,6 +321,10 @@ def study_done(request: HttpRequest, slug: str) -> HttpResponse:
     rater = _cookie_rater(request, slug)
     if rater is None:
         return redirect("annotations:landing", slug=slug)
+    return _mturk_frame(_done(request, rater), rater.study)
+
+
+def _done(request: HttpRequest, rater: Rater) -> HttpResponse:
     study = rater.study
     if assignment.lease_next(rater=rater) is not None:
         return redirect("annotations:task", slug=study.slug)

@@ -2,7 +2,8 @@
 
 Shapes (documented in docs/API.md and in the schema):
 - 400 from a serializer: {"field": ["message", ...], ...}
-- 400 from a study file: {"detail": "...", "file": "...", "line": 3, "field": "questions[0].bloom"}
+- 400 from a study file: {"detail": "...", "path": "...", "line": 3, "field": "questions[0].bloom",
+  "problems": [every problem in that shape], "more": 0}
 - 401/403/404/405/429: {"detail": "..."}
 - 503 with Retry-After when the database cannot be reached: {"detail": "..."}
 """

@@ -22,7 +22,8 @@ BAD_REQUEST = OpenApiResponse(
     response=OpenApiTypes.OBJECT,
     description=(
         "Bad input. From a form or query string: one list of messages per field, "
-        '{"field": ["message"]}. From a study file: {"detail", "path", "line", "field"}.'
+        '{"field": ["message"]}. From a study file: the first problem as {"detail", "path", "line", "field"}, '
+        'every problem in that shape in "problems" (at most 200) and how many more in "more".'
     ),
 )
 ERRORS = {

@@ -113,8 +113,11 @@ def _extract_json_members(archive: Path, folder: Path, name: str, limit: int) ->
 
 
 def _relative(exc: StudyFileError, root: Path, name: str) -> StudyFileError:
-    try:
-        shown = Path(exc.path).resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        shown = name
-    return StudyFileError(shown if shown != "." else name, exc.message, line=exc.line, field=exc.field)
+    def shown(path: str) -> str:
+        try:
+            inside = Path(path).resolve().relative_to(root.resolve()).as_posix()
+        except ValueError:
+            return name
+        return inside if inside != "." else name
+
+    return exc.renamed(shown)

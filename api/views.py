@@ -48,7 +48,9 @@ class PayloadTooLarge(APIException):
 
 
 def study_file_error_body(exc: StudyFileError) -> dict:
-    return {"detail": exc.message, "path": exc.path, "line": exc.line, "field": exc.field}
+    """The first problem at the top (as before there were several), then every problem."""
+    problems = [{"detail": p.message, "path": p.path, "line": p.line, "field": p.field} for p in exc.problems]
+    return {**problems[0], "problems": problems, "more": exc.more}
 
 
 def not_found(request, *args, **kwargs) -> JsonResponse:

@@ -63,6 +63,8 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    # Before CSRF: it sees the CSRF cookie set, on the rater pages a study lets MTurk frame.
+    "annotations.middleware.FrameCookiesMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -263,6 +265,18 @@ SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", not DEBUG)
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
+# The sites that may frame the rater pages of a study with "allow MTurk frame" on (MTurk shows an
+# ExternalQuestion in an iframe on these); every other page, and every other study, stays DENY
+# and frame-ancestors 'none'. The tests set a loopback origin.
+BIASSTUDY_MTURK_FRAME_ANCESTORS = env_list(
+    "BIASSTUDY_MTURK_FRAME_ANCESTORS",
+    ["https://worker.mturk.com", "https://workersandbox.mturk.com", "https://www.mturk.com"],
+)
+if not BIASSTUDY_MTURK_FRAME_ANCESTORS:  # an empty frame-ancestors would let any site frame the study
+    raise EnvError("BIASSTUDY_MTURK_FRAME_ANCESTORS must name at least one origin")
+for _origin in BIASSTUDY_MTURK_FRAME_ANCESTORS:
+    if not re.fullmatch(r"https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?", _origin):
+        raise EnvError(f"BIASSTUDY_MTURK_FRAME_ANCESTORS: {_origin!r} is not an origin like https://worker.mturk.com")
 
 LOGGING = {
     "version": 1,

@@ -7,7 +7,9 @@ machine's closed network would refuse.
 
 from __future__ import annotations
 
+import json
 import os
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -29,9 +31,9 @@ CHROMIUM_ARGS = [
 
 
 @contextmanager
-def chromium() -> Iterator[Any]:
-    """A launched browser, closed afterwards. Without Chromium the test is skipped, except in CI,
-    where a missing browser is a broken set-up and fails."""
+def _playwright() -> Iterator[Any]:
+    """Playwright, once Chromium is known to be there. Without Chromium the test is skipped,
+    except in CI, where a missing browser is a broken set-up and fails."""
     sync_api = pytest.importorskip("playwright.sync_api")
     if not os.path.exists(CHROMIUM):
         if os.environ.get("CI"):
@@ -40,11 +42,34 @@ def chromium() -> Iterator[Any]:
     # Playwright's sync API keeps an event loop in this thread; our ORM calls are plain sync code.
     os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     with sync_api.sync_playwright() as playwright:
+        yield playwright
+
+
+@contextmanager
+def chromium() -> Iterator[Any]:
+    """A launched browser, closed afterwards. Its pages block third-party cookies (as this
+    Chromium does by default, and any Chromium in an incognito window)."""
+    with _playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             yield browser
         finally:
             browser.close()
+
+
+@contextmanager
+def chromium_with_third_party_cookies() -> Iterator[Any]:
+    """A browser context whose profile allows third-party cookies (the "Allow third-party
+    cookies" setting, `cookie_controls_mode` 0), closed afterwards: a worker's everyday Chrome."""
+    with _playwright() as playwright, tempfile.TemporaryDirectory() as profile:
+        os.mkdir(os.path.join(profile, "Default"))
+        with open(os.path.join(profile, "Default", "Preferences"), "w") as prefs:
+            json.dump({"profile": {"cookie_controls_mode": 0}}, prefs)
+        context = playwright.chromium.launch_persistent_context(profile, executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield context
+        finally:
+            context.close()
 
 
 def session_cookie(user, url: str) -> dict:

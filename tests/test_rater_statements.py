@@ -40,6 +40,7 @@ def test_the_rater_read_matches_the_orm_for_every_field_in_and_out_of_the_study(
         one_variant_per_question=False,
         per_rater_codes=True,
         fast_notice=True,
+        allow_mturk_frame=True,
         gold_min_accuracy=0.625,
         completion_code="C0DE",
     )
