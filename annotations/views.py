@@ -14,12 +14,14 @@ from collections.abc import Callable
 from functools import wraps
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from csp.decorators import csp_replace
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.views.decorators.clickjacking import xframe_options_exempt
 from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
@@ -154,11 +156,13 @@ FRAME_CHECK = "cookie_check"
 def _mturk_frame(response: HttpResponse, study: Study) -> HttpResponse:
     """Let MTurk's sites (settings.BIASSTUDY_MTURK_FRAME_ANCESTORS) frame this rater page, when
     the study allows it; every other page stays DENY and frame-ancestors 'none'."""
-    if study.allow_mturk_frame:
-        response.xframe_options_exempt = True  # what Django's @xframe_options_exempt sets
-        # django-csp's @csp_replace sets this attribute; the study is known only in the view.
-        response._csp_replace = {"frame-ancestors": settings.BIASSTUDY_MTURK_FRAME_ANCESTORS}
-        response.frame_cookies = True
+    if not study.allow_mturk_frame:
+        return response
+    # The study is known only inside the view, so the two libraries' view decorators are
+    # applied to a view that returns the response already made.
+    allow = csp_replace({"frame-ancestors": settings.BIASSTUDY_MTURK_FRAME_ANCESTORS})
+    response = allow(xframe_options_exempt(lambda: response))()
+    response.frame_cookies = True
     return response
 
 
