@@ -3,8 +3,12 @@ per-row model objects, joined in pandas."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
+from django.db.models import TextField
+from django.db.models.functions import Cast
 
 from analysis.frame import COLUMNS, CONTROL, OPTIONAL_COLUMNS, empty_frame, normalise
 from annotations.models import Answer, ComparisonItem, Judge, Rater, Study, Vote
@@ -83,11 +87,29 @@ VOTE_FIELDS = (
 )
 
 
-def study_frame(study: Study) -> pd.DataFrame:
+# Columns with a converter (booleans and dates on SQLite, JSON everywhere) make Django convert
+# every row in Python, which cost half the load of a 100,000-vote study: dates and probabilities
+# are read as text and parsed in bulk, the two flags as the ids of the votes that have them.
+_AS_TEXT = ("received_at", "option_probs")
+_FLAGS = ("not_familiar", "labels_swapped")
+
+
+def _vote_rows(study: Study) -> pd.DataFrame:
+    study_votes = Vote.objects.filter(item__study=study)
+    fields = [Cast(f, TextField()) if f in _AS_TEXT else f for f in VOTE_FIELDS if f not in _FLAGS]
     votes = pd.DataFrame(
-        list(Vote.objects.filter(item__study=study).values_list("id", *VOTE_FIELDS)),
-        columns=["vote_id", *VOTE_FIELDS],
+        list(study_votes.values_list("id", *fields)), columns=["vote_id", *(f for f in VOTE_FIELDS if f not in _FLAGS)]
     )
+    for flag in _FLAGS:
+        votes[flag] = votes["vote_id"].isin(set(study_votes.filter(**{flag: True}).values_list("id", flat=True)))
+    votes["received_at"] = pd.to_datetime(votes["received_at"], utc=True, format="ISO8601")
+    probs = votes["option_probs"]
+    votes["option_probs"] = probs.where(probs.isna(), probs.dropna().map(json.loads)).astype(object)
+    return votes
+
+
+def study_frame(study: Study) -> pd.DataFrame:
+    votes = _vote_rows(study)
     if votes.empty:
         return empty_frame()
     unknown_order = set(Vote.objects.filter(item__study=study, meta__order_known=False).values_list("id", flat=True))
