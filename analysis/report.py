@@ -309,7 +309,8 @@ def _length_controlled(prefs: pd.DataFrame, options: Options) -> dict:
         delta,
         y,
         n,
-        orientation=prefs["orientation"].to_numpy(),
+        # The report adds it for all judges at once; a caller with one judge's prefs may not have.
+        orientation=(prefs["orientation"] if "orientation" in prefs.columns else _orientation(prefs)).to_numpy(),
         control=CONTROL,
         lambdas=options.lc_lambdas,
         seed=options.seed,
@@ -337,11 +338,11 @@ def _length_controlled(prefs: pd.DataFrame, options: Options) -> dict:
     }
 
 
-def _orientation(prefs: pd.DataFrame) -> np.ndarray:
+def _orientation(prefs: pd.DataFrame) -> pd.Series:
     """+1 where an item's A2 is (or was made from) its question's control A2, −1 where it is
     the control's A1, 0 where the judge has no preference on the question's control item (see
     metrics.oriented_pairs)."""
-    judge_code, _ = pd.factorize(prefs["judge"].astype(str))
+    judge_code, _ = pd.factorize(prefs["judge"].astype(str) if "judge" in prefs.columns else np.zeros(len(prefs)))
     key = pd.Series(judge_code.astype(np.int64) * (int(prefs["question_id"].to_numpy().max(initial=0)) + 1)) + prefs[
         "question_id"
     ].to_numpy(dtype=np.int64)
@@ -350,7 +351,7 @@ def _orientation(prefs: pd.DataFrame) -> np.ndarray:
     c_a1 = ctrl["a1_root"].reindex(key).to_numpy()
     c_a2 = ctrl["a2_root"].reindex(key).to_numpy()
     a2 = prefs["a2_root"].to_numpy()
-    return np.where(a2 == c_a2, 1.0, np.where(a2 == c_a1, -1.0, 0.0))
+    return pd.Series(np.where(a2 == c_a2, 1.0, np.where(a2 == c_a1, -1.0, 0.0)), index=prefs.index)
 
 
 def _add_ranks(judges: list[dict], groups: list[str], semantics: dict[str, str]) -> None:
