@@ -60,14 +60,17 @@ def swapped_pairs(votes: pd.DataFrame) -> pd.DataFrame:
     consistent (the same verdict), both unread, primacy (the answer shown first both times),
     recency (the answer shown second both times), and correct in both orders (gold known)."""
     v = votes[_no_rater(votes)]
-    columns = ["item_id", "question_id", "subset", "pairs", "consistent", "both_unread", "primacy", "recency"]
+    columns = ["judge", "item_id", "question_id", "subset", "pairs", "consistent", "both_unread", "primacy", "recency"]
     if not len(v):
         return pd.DataFrame({c: pd.Series(dtype=float) for c in [*columns, "both_correct", "gold_pairs"]})
-    item_code, item_ids = pd.factorize(v["item_id"].to_numpy())
+    # Per judge and item, so that one call serves every judge (the report splits the rows by judge).
+    judge = v["judge"].astype(str).to_numpy()
+    item_code, _ = pd.factorize(pd.MultiIndex.from_arrays([judge, v["item_id"].to_numpy()]))
     order = (v["shown_first"].to_numpy(dtype=object) == "a2").astype(np.int64)
     verdict = _verdicts(v)
     # counts[item, order, verdict]
-    counts = np.bincount(item_code * 8 + order * 4 + verdict, minlength=len(item_ids) * 8).reshape(-1, 2, 4)
+    n_items = int(item_code.max()) + 1
+    counts = np.bincount(item_code * 8 + order * 4 + verdict, minlength=n_items * 8).reshape(-1, 2, 4)
     first, second = counts[:, 0, :].astype(float), counts[:, 1, :].astype(float)
     pairs = first.sum(axis=1) * second.sum(axis=1)
     keep = np.flatnonzero(pairs > 0)
@@ -81,7 +84,8 @@ def swapped_pairs(votes: pd.DataFrame) -> pd.DataFrame:
     rows = np.arange(len(keep))
     return pd.DataFrame(
         {
-            "item_id": np.asarray(item_ids)[keep],
+            "judge": judge[first_vote],
+            "item_id": v["item_id"].to_numpy()[first_vote],
             "question_id": v["question_id"].to_numpy()[first_vote],
             "subset": v["subset"].to_numpy(dtype=object)[first_vote],
             "pairs": pairs[keep],
@@ -102,17 +106,19 @@ def position_consistency(votes: pd.DataFrame, *, pairs: pd.DataFrame | None = No
     pairs = swapped_pairs(votes) if pairs is None else pairs
     parts = _subset_masks(pairs["subset"].to_numpy()) if len(pairs) else [(None, np.zeros(0, bool))]
     base = pairs["pairs"].to_numpy(float)
-    positional = (pairs["primacy"] + pairs["recency"]).to_numpy(float)
+    primacy_n, recency_n = pairs["primacy"].to_numpy(float), pairs["recency"].to_numpy(float)
+    positional = primacy_n + recency_n
+    both_unread = pairs["both_unread"].to_numpy()
+    shares = []
+    for hit, b in ((pairs["consistent"].to_numpy(float), base), (primacy_n, base), (recency_n, base)):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            shares.append((np.where(b > 0, hit / np.where(b > 0, b, 1), 0.0), b))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        shares.append((np.where(positional > 0, primacy_n / np.where(positional > 0, positional, 1), 0.0), positional))
     values, bases = [], []
     for _, mask in parts:
-        for hit, b in (
-            (pairs["consistent"].to_numpy(float), base),
-            (pairs["primacy"].to_numpy(float), base),
-            (pairs["recency"].to_numpy(float), base),
-            (pairs["primacy"].to_numpy(float), positional),
-        ):
-            with np.errstate(invalid="ignore", divide="ignore"):
-                values.append(np.where(b > 0, hit / np.where(b > 0, b, 1), 0.0))
+        for value, b in shares:
+            values.append(value)
             bases.append(np.where(mask, b, 0.0))
     clusters = stats.Clusters(pairs["question_id"].to_numpy())
     rates = _rates(np.stack(values, axis=1), np.stack(bases, axis=1), clusters)
@@ -121,7 +127,7 @@ def position_consistency(votes: pd.DataFrame, *, pairs: pd.DataFrame | None = No
         consistency, primacy, recency, first_share = rates[4 * k : 4 * k + 4]
         part = {
             "consistency": consistency,
-            "both_unread": int(pairs["both_unread"].to_numpy()[mask].sum()),
+            "both_unread": int(both_unread[mask].sum()),
             "primacy": primacy,
             "recency": recency,
             # Which position the inconsistent verdicts favour: the share of those that followed
@@ -143,11 +149,12 @@ def repetition_stability(votes: pd.DataFrame) -> dict:
     display order, label scheme and label order, by a judge without raters), the mean share of
     the repeats that give the request's most frequent verdict (1 = always the same). Only read
     verdicts count."""
-    v = votes[_no_rater(votes) & votes["choice"].notna().to_numpy()]
+    keep = _no_rater(votes) & votes["choice"].notna().to_numpy()
     # Most data asks each item once per order: no repeats, nothing more to look at.
-    item_order = v["item_id"].to_numpy(dtype=np.int64) * 2 + (v["shown_first"].to_numpy(dtype=object) == "a2")
-    if len(np.unique(item_order)) == len(v):
+    item_order = votes["item_id"].to_numpy(dtype=np.int64) * 2 + (votes["shown_first"].to_numpy(dtype=object) == "a2")
+    if len(np.unique(item_order[keep])) == keep.sum():
         return dict(EMPTY_RATE)
+    v = votes[keep]
     request = stats.cluster_codes(
         v["item_id"].to_numpy(),
         v["shown_first"].astype(str).to_numpy(),
@@ -170,11 +177,15 @@ def gold_accuracy(votes: pd.DataFrame, *, rater: np.ndarray | None = None, pairs
     first; a verdict that could not be read is not correct), their average, and correct in both
     orders (order-swapped pairs, as ``swapped_pairs``), overall and by subset. ``rater``: per
     vote, a rater code (−1 none) for the two-way clustering of people's votes."""
-    has_gold = (votes["gold_label"].to_numpy(dtype=object) != "") & votes["order_known"].to_numpy(bool)
-    v = votes[has_gold]
-    correct = (v["choice"].to_numpy(dtype=object) == v["gold_label"].to_numpy(dtype=object)).astype(float)
-    shown = v["shown_first"].to_numpy(dtype=object)
-    parts = _subset_masks(v["subset"].to_numpy()) if len(v) else [(None, np.zeros(0, bool))]
+    gold_label = votes["gold_label"].to_numpy(dtype=object)
+    has_gold = (gold_label != "") & votes["order_known"].to_numpy(bool)
+    # Plain arrays of the votes with a gold label (a frame's boolean indexing copies every column).
+    choice = votes["choice"].to_numpy(dtype=object)[has_gold]
+    correct = (choice == gold_label[has_gold]).astype(float)
+    shown = votes["shown_first"].to_numpy(dtype=object)[has_gold]
+    question_id = votes["question_id"].to_numpy()[has_gold]
+    n_gold = len(correct)
+    parts = _subset_masks(votes["subset"].to_numpy()[has_gold]) if n_gold else [(None, np.zeros(0, bool))]
     bases, values = [], []
     for _, mask in parts:
         for order in ("a1", "a2"):
@@ -183,12 +194,12 @@ def gold_accuracy(votes: pd.DataFrame, *, rater: np.ndarray | None = None, pairs
         # The average of the two orders: each vote weighs 1 / (2 × votes in its order), scaled
         # to the votes of both, so the pooled rate is the mean of the two order rates.
         n1, n2 = bases[-2].sum(), bases[-1].sum()
-        weight = np.zeros(len(v))
+        weight = np.zeros(n_gold)
         if n1 and n2:
             weight = (n1 + n2) * (bases[-2] / (2 * n1) + bases[-1] / (2 * n2))
         bases.append(weight)
         values.append(correct)
-    clusters = stats.Clusters(v["question_id"].to_numpy(), None if rater is None else rater[has_gold])
+    clusters = stats.Clusters(question_id, None if rater is None else rater[has_gold])
     rates = _rates(np.stack(values, axis=1), np.stack(bases, axis=1), clusters)
     pairs = swapped_pairs(votes) if pairs is None else pairs
     pair_parts = _subset_masks(pairs["subset"].to_numpy()) if len(pairs) else [(None, np.zeros(0, bool))]
@@ -208,7 +219,7 @@ def gold_accuracy(votes: pd.DataFrame, *, rater: np.ndarray | None = None, pairs
             strict=True,
         )
     )
-    unread = (v["choice"].isna()).to_numpy()
+    unread = pd.isna(choice)
     out: dict = {}
     for k, (name, mask) in enumerate(parts):
         a1_first, a2_first, average = rates[3 * k : 3 * k + 3]

@@ -302,6 +302,7 @@ METRIC_COLUMNS = [
     "measure",
     "p_value",
     "p_adjusted",
+    "subset",
 ]
 
 
@@ -315,7 +316,94 @@ def _position_records(study: str, name: str, kind: str, bloom: str, pos: dict) -
 
 
 def metric_records(result: dict) -> Iterator[list]:
-    """The analysis report flattened to one row per figure (long format)."""
+    """The analysis report flattened to one row per figure (long format); ``subset`` is set on
+    the figures cut by the items' subset (gold accuracy, position consistency), else empty."""
+    for row in _report_records(result):
+        yield row if len(row) == len(METRIC_COLUMNS) else [*row, ""]
+    yield from _issue21_records(result)
+
+
+def _rate_row(study: str, name: str, kind: str, metric: str, rate: dict, subset: str = "") -> list:
+    lo, hi = rate["ci"]
+    return [study, name, kind, "", metric, "", rate["value"], lo, hi, rate["n"], "", "", "", subset]
+
+
+# Names in the metrics CSV of the position-consistency figures (analysis.consistency).
+CONSISTENCY_METRICS = {
+    "consistency": "position_consistency",
+    "primacy": "primacy",
+    "recency": "recency",
+    "first_share": "inconsistent_first_share",
+}
+
+
+def _issue21_records(result: dict) -> Iterator[list]:
+    """Accuracy against gold labels, position consistency and fairness, repetition stability and
+    self-preference: a row only where its base is not empty (n > 0)."""
+    study = result["study"]
+    for judge in result["judges"]:
+        name, kind = judge["judge"], judge["kind"]
+        gold = judge.get("gold_accuracy") or {}
+        for subset, part in [("", gold), *(gold.get("by_subset") or {}).items()] if gold else []:
+            for key in ("a1_first", "a2_first", "average", "both"):
+                if part[key]["n"]:
+                    yield _rate_row(study, name, kind, f"gold_accuracy_{key}", part[key], subset)
+        consistency = judge.get("position_consistency") or {}
+        for subset, part in [("", consistency), *(consistency.get("by_subset") or {}).items()] if consistency else []:
+            for key in ("consistency", "primacy", "recency", "first_share"):
+                if part[key]["n"]:
+                    yield _rate_row(study, name, kind, CONSISTENCY_METRICS[key], part[key], subset)
+            if part["fairness"] is not None:
+                n = part["consistency"]["n"]
+                yield [
+                    study,
+                    name,
+                    kind,
+                    "",
+                    "preference_fairness",
+                    "",
+                    part["fairness"],
+                    "",
+                    "",
+                    n,
+                    "",
+                    "",
+                    "",
+                    subset,
+                ]
+        stability = judge.get("repetition_stability")
+        if stability and stability["n"]:
+            yield _rate_row(study, name, kind, "repetition_stability", stability)
+    for name, found in (result.get("self_preference") or {}).items():
+        if not found["n_items"]:
+            continue
+        kind = next((j["kind"] for j in result["judges"] if j["judge"] == name), "")
+        group = found["family"]
+        for key in ("own", "others"):
+            row = _rate_row(study, name, kind, f"self_preference_{key}", found[key])
+            row[5] = group
+            yield row
+        lo, hi = found["difference_ci"]
+        diff = found["difference"]
+        yield [
+            study,
+            name,
+            kind,
+            "",
+            "self_preference_difference",
+            group,
+            diff,
+            lo,
+            hi,
+            found["n_items"],
+            "",
+            "",
+            "",
+            "",
+        ]
+
+
+def _report_records(result: dict) -> Iterator[list]:
     study, measure = result["study"], result["measure"]
     for judge in [*result["judges"], result["random_judge"]]:
         name, kind = judge["judge"], judge["kind"]

@@ -21,6 +21,9 @@ class FilterForm(forms.Form):
         required=False, choices=BloomLevel.choices, label="Bloom levels", widget=forms.CheckboxSelectMultiple
     )
     group = forms.MultipleChoiceField(required=False, choices=(), label="Groups", widget=forms.CheckboxSelectMultiple)
+    subset = forms.MultipleChoiceField(
+        required=False, choices=(), label="Subsets", widget=forms.CheckboxSelectMultiple, help_text="Of imported data."
+    )
     since = forms.DateTimeField(required=False, label="Votes from")
     until = forms.DateTimeField(required=False, label="Votes until")
     measure = forms.ChoiceField(required=False, choices=[(m, m) for m in MEASURES], label="Length measure")
@@ -32,9 +35,12 @@ class FilterForm(forms.Form):
         help_text="latest (default: each judge's latest complete run per item), all, or run ids like 3,5.",
     )
 
-    def __init__(self, *args, groups: list[str] = (), known_runs: list[int] | None = None, **kwargs) -> None:
+    def __init__(
+        self, *args, groups: list[str] = (), subsets: list[str] = (), known_runs: list[int] | None = None, **kwargs
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.fields["group"].choices = [(g, g) for g in groups]
+        self.fields["subset"].choices = [(s, s) for s in subsets]
         self.known_runs = known_runs
 
     def clean_runs(self) -> tuple[str, list[int]]:
@@ -68,6 +74,7 @@ class FilterForm(forms.Form):
             include_flagged=bool(d.get("include_flagged")),
             blooms=list(d.get("bloom") or []),
             groups=list(d.get("group") or []),
+            subsets=list(d.get("subset") or []),
             since=d.get("since"),
             until=d.get("until"),
             runs=runs,

@@ -146,6 +146,8 @@ class Filters:
     include_flagged: bool = False
     blooms: list[str] = field(default_factory=list)
     groups: list[str] = field(default_factory=list)
+    # Subsets of an imported data set (Question.subset, e.g. LLMBar's); empty: every vote.
+    subsets: list[str] = field(default_factory=list)
     since: datetime | None = None
     until: datetime | None = None
     runs: str = "latest"
@@ -171,6 +173,7 @@ def exclusion_masks(frame: pd.DataFrame, filters: Filters) -> dict[str, np.ndarr
         "time_range": _outside_range(frame, filters),
         "bloom": ~frame["bloom"].isin(filters.blooms).to_numpy() if filters.blooms else none,
         "group": ~frame["group"].isin(filters.groups).to_numpy() if filters.groups else none,
+        "subset": ~frame["subset"].isin(filters.subsets).to_numpy() if filters.subsets else none,
         "flagged_rater": none if filters.include_flagged else frame["rater_flagged"].to_numpy(),
         "too_fast": _too_fast(frame, filters),
         "not_familiar": none if filters.include_not_familiar else frame["not_familiar"].to_numpy(),

@@ -104,6 +104,8 @@ MAX_RESPONSE_MS = 2**31 - 1
 
 class ImportProblem(ValueError):
     def __init__(self, path: Path | str, line: int | None, field_name: str | None, message: str) -> None:
+        # Kept apart as well, for the API's 400 body (file, line, field, message).
+        self.path, self.line, self.field, self.message = str(path), line, field_name, message
         where = f"{path}" + (f", line {line}" if line else "") + (f", field {field_name!r}" if field_name else "")
         super().__init__(f"{where}: {message}")
 

@@ -3,8 +3,14 @@ per-row model objects, joined in pandas."""
 
 from __future__ import annotations
 
+import json
+import operator
+from functools import reduce
+
 import numpy as np
 import pandas as pd
+from django.db.models import Case, Q, TextField, When
+from django.db.models.functions import Cast
 
 from analysis.frame import COLUMNS, CONTROL, OPTIONAL_COLUMNS, empty_frame, normalise
 from annotations.models import Answer, ComparisonItem, Judge, Rater, Study, Vote
@@ -83,15 +89,39 @@ VOTE_FIELDS = (
 )
 
 
-def study_frame(study: Study) -> pd.DataFrame:
-    votes = pd.DataFrame(
-        list(Vote.objects.filter(item__study=study).values_list("id", *VOTE_FIELDS)),
-        columns=["vote_id", *VOTE_FIELDS],
+# Columns with a converter (booleans and dates on SQLite, JSON everywhere) make Django convert
+# every row in Python, which cost half the load of a 100,000-vote study: dates and probabilities
+# are read as text and parsed in bulk, the flags as the ids of the (few) votes that have them.
+_AS_TEXT = ("received_at", "option_probs")
+# Flag → its bit in one small query over the flagged votes only.
+_FLAGS = {"not_familiar": 1, "labels_swapped": 2, "order_unknown": 4}
+
+
+def _vote_rows(study: Study) -> pd.DataFrame:
+    study_votes = Vote.objects.filter(item__study=study)
+    columns = ["vote_id", *(f for f in VOTE_FIELDS if f not in _FLAGS)]
+    fields = [Cast(f, TextField()) if f in _AS_TEXT else f for f in columns[1:]]
+    votes = pd.DataFrame(list(study_votes.values_list("id", *fields)), columns=columns)
+    conditions = {"not_familiar": Q(not_familiar=True), "labels_swapped": Q(labels_swapped=True)}
+    conditions["order_unknown"] = Q(meta__order_known=False)
+    flags = sum(Case(When(condition, then=_FLAGS[name]), default=0) for name, condition in conditions.items())
+    flagged = dict(
+        study_votes.filter(reduce(operator.or_, conditions.values())).annotate(flags=flags).values_list("id", "flags")
     )
+    bits = votes["vote_id"].map(flagged).fillna(0).astype(np.int64).to_numpy()
+    votes["not_familiar"] = (bits & _FLAGS["not_familiar"]) > 0
+    votes["labels_swapped"] = (bits & _FLAGS["labels_swapped"]) > 0
+    votes["order_known"] = (bits & _FLAGS["order_unknown"]) == 0
+    votes["received_at"] = pd.to_datetime(votes["received_at"], utc=True, format="ISO8601")
+    probs = votes["option_probs"]
+    votes["option_probs"] = probs.where(probs.isna(), probs.dropna().map(json.loads)).astype(object)
+    return votes
+
+
+def study_frame(study: Study) -> pd.DataFrame:
+    votes = _vote_rows(study)
     if votes.empty:
         return empty_frame()
-    unknown_order = set(Vote.objects.filter(item__study=study, meta__order_known=False).values_list("id", flat=True))
-    votes["order_known"] = ~votes["vote_id"].isin(unknown_order)
     judges = pd.DataFrame(
         [
             # Imported votes of people without rater ids (PRD's MTurk votes) count as human votes.

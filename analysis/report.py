@@ -98,7 +98,15 @@ def _analyze(frame, *, study, filters, options, votes_per_item, groups, semantic
         f"len_a2_{options.measure}",
     ]
     counted_by_judge = dict(iter(counted[needed].groupby("judge", observed=True)))
-    asked_by_judge = _asked_by_judge(frame, filters, counted)
+    asked = _asked(frame, filters, counted)
+    asked_by_judge = dict(iter(asked.groupby("judge", observed=True)))
+    # Order-swapped pairs and the LC fit's orientation are counted for all judges at once (a
+    # loop over 77 judges spent most of its time in pandas' per-call overhead), then split.
+    pairs = consistency.swapped_pairs(asked)
+    pairs_by_judge = dict(iter(pairs.groupby("judge", observed=True)))
+    no_pairs = pairs.iloc[0:0]
+    if prefs is not None:
+        prefs = prefs.assign(orientation=_orientation(prefs))
     prefs_by_judge = dict(iter(prefs.groupby("judge", observed=True))) if prefs is not None else {}
 
     judges = []
@@ -117,7 +125,8 @@ def _analyze(frame, *, study, filters, options, votes_per_item, groups, semantic
                 semantics,
                 options,
                 total=int(total_by_judge.get(name, 0)),
-                asked=asked_by_judge.get(name, counted.iloc[0:0]),
+                asked=asked_by_judge.get(name, asked.iloc[0:0]),
+                pairs=pairs_by_judge.get(name, no_pairs),
             )
         )
     _add_ranks(judges, groups, semantics)
@@ -217,18 +226,18 @@ ASKED_COLUMNS = [
 ]
 
 
-def _asked_by_judge(frame: pd.DataFrame, filters: Filters, counted: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """Per judge, its counted votes plus those whose verdict could not be read (the gold-label
-    and consistency measures count such a verdict as wrong, and as not surviving the swap)."""
+def _asked(frame: pd.DataFrame, filters: Filters, counted: pd.DataFrame) -> pd.DataFrame:
+    """The counted votes plus those whose verdict could not be read (the gold-label and
+    consistency measures count such a verdict as wrong, and as not surviving the swap)."""
     asked = counted
     if (frame["parse_status"].astype(str) == "invalid").any():
         kept, _, _ = apply_filters(frame, filters, drop_no_choice=False)
         asked = kept[kept["choice"].notna().to_numpy() | (kept["parse_status"].astype(str) == "invalid").to_numpy()]
-    return dict(iter(asked[ASKED_COLUMNS].groupby("judge", observed=True)))
+    return asked[ASKED_COLUMNS]
 
 
 def _judge_report(
-    name, kind, votes, prefs, question_index, counts, groups, semantics, options, *, total, asked
+    name, kind, votes, prefs, question_index, counts, groups, semantics, options, *, total, asked, pairs
 ) -> dict:
     asr, acc, by_bloom = {g: metrics.rate(0, 0, (None, None)) for g in groups}, {}, {}
     for g in groups:
@@ -251,7 +260,6 @@ def _judge_report(
     if prefs is not None and len(prefs):
         lc_part = _length_controlled(prefs, options)
     verbosity_votes = votes[votes["group"].isin(options.verbosity_groups).to_numpy()]
-    pairs = consistency.swapped_pairs(asked)
     return {
         "judge": name,
         "kind": kind,
@@ -301,7 +309,8 @@ def _length_controlled(prefs: pd.DataFrame, options: Options) -> dict:
         delta,
         y,
         n,
-        orientation=_orientation(prefs),
+        # The report adds it for all judges at once; a caller with one judge's prefs may not have.
+        orientation=(prefs["orientation"] if "orientation" in prefs.columns else _orientation(prefs)).to_numpy(),
         control=CONTROL,
         lambdas=options.lc_lambdas,
         seed=options.seed,
@@ -329,14 +338,20 @@ def _length_controlled(prefs: pd.DataFrame, options: Options) -> dict:
     }
 
 
-def _orientation(prefs: pd.DataFrame) -> np.ndarray:
+def _orientation(prefs: pd.DataFrame) -> pd.Series:
     """+1 where an item's A2 is (or was made from) its question's control A2, −1 where it is
-    the control's A1, 0 where the question has no control item (see metrics.oriented_pairs)."""
-    ctrl = prefs[(prefs["group"] == CONTROL).to_numpy()].drop_duplicates("question_id").set_index("question_id")
-    c_a1 = ctrl["a1_root"].reindex(prefs["question_id"]).to_numpy()
-    c_a2 = ctrl["a2_root"].reindex(prefs["question_id"]).to_numpy()
+    the control's A1, 0 where the judge has no preference on the question's control item (see
+    metrics.oriented_pairs)."""
+    judge_code, _ = pd.factorize(prefs["judge"].astype(str) if "judge" in prefs.columns else np.zeros(len(prefs)))
+    key = pd.Series(judge_code.astype(np.int64) * (int(prefs["question_id"].to_numpy().max(initial=0)) + 1)) + prefs[
+        "question_id"
+    ].to_numpy(dtype=np.int64)
+    is_ctrl = (prefs["group"] == CONTROL).to_numpy()
+    ctrl = prefs[is_ctrl].assign(key=key.to_numpy()[is_ctrl]).drop_duplicates("key").set_index("key")
+    c_a1 = ctrl["a1_root"].reindex(key).to_numpy()
+    c_a2 = ctrl["a2_root"].reindex(key).to_numpy()
     a2 = prefs["a2_root"].to_numpy()
-    return np.where(a2 == c_a2, 1.0, np.where(a2 == c_a1, -1.0, 0.0))
+    return pd.Series(np.where(a2 == c_a2, 1.0, np.where(a2 == c_a1, -1.0, 0.0)), index=prefs.index)
 
 
 def _add_ranks(judges: list[dict], groups: list[str], semantics: dict[str, str]) -> None:

@@ -58,6 +58,12 @@ def system_family(system: str) -> str:
     return SYSTEM_FAMILY.get(system, system) if system else ""
 
 
+def _each_once(values: np.ndarray, fn) -> np.ndarray:
+    """``fn`` of every value, called once per distinct value (there are few systems and judges)."""
+    distinct, code = np.unique(values, return_inverse=True)
+    return np.array([fn(x) for x in distinct], dtype=object)[code.ravel()]
+
+
 def self_preference(votes: pd.DataFrame, *, counts: np.ndarray, question_index: pd.Index) -> dict[str, dict]:
     """Per judge of ``votes``: {family, n_items, own, others, difference, difference_ci}.
     ``counts`` (resamples × questions) and ``question_index`` are the report's bootstrap over
@@ -67,10 +73,10 @@ def self_preference(votes: pd.DataFrame, *, counts: np.ndarray, question_index: 
     votes = votes[votes["choice"].notna().to_numpy()]
     if not len(votes):
         return out
-    fam1 = votes["a1_system"].astype(str).map(system_family).to_numpy()
-    fam2 = votes["a2_system"].astype(str).map(system_family).to_numpy()
+    fam1 = _each_once(votes["a1_system"].astype(str).to_numpy(), system_family)
+    fam2 = _each_once(votes["a2_system"].astype(str).to_numpy(), system_family)
     judge = votes["judge"].astype(str).to_numpy()
-    vote_family = np.array([judge_family(j) or "" for j in judge], dtype=object)
+    vote_family = _each_once(judge, lambda j: judge_family(j) or "")
     item = votes["item_id"].to_numpy()
     choice = votes["choice"].astype(str).to_numpy()
     question = question_index.get_indexer(votes["question_id"].to_numpy())

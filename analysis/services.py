@@ -3,10 +3,14 @@ Views, commands and the admin call these; the maths lives in plain modules."""
 
 from __future__ import annotations
 
+import tempfile
 from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path, PurePosixPath
 
 import numpy as np
 import pandas as pd
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -23,6 +27,12 @@ def study_groups(*, study: Study) -> tuple[list[str], dict[str, str]]:
     kinds = PerturbationKind.objects.filter(id__in=kind_ids).values_list("slug", "semantics")
     semantics = dict(kinds)
     return sorted(semantics), semantics
+
+
+def study_subsets(*, study: Study) -> list[str]:
+    """The subsets the study's questions come from (imported data sets such as LLMBar), sorted."""
+    named = study.questions.exclude(subset="").values_list("subset", flat=True)
+    return sorted(set(named))
 
 
 def study_runs(*, study: Study) -> list[int]:
@@ -258,6 +268,74 @@ def power_table(
     )
     rows = simulate.asr_interval_widths(n_questions=n_questions, votes_per_item=ks, params=params)
     return {"rows": rows, "supplied": supplied, "groups": list(simulate.SYNTHETIC_GROUPS)}
+
+
+class StudyNotFound(ValueError):
+    """No study by that slug, and none may be made (or the slug cannot name one)."""
+
+
+def study_for_votes(*, slug: str, create: bool = False, title: str | None = None) -> Study:
+    """The study votes are imported into; with ``create``, a new draft study when there is none
+    by that slug. Call it inside the import's transaction: a failed import then leaves no empty
+    study behind."""
+    try:
+        return Study.objects.get(slug=slug)
+    except Study.DoesNotExist:
+        if not create:
+            raise StudyNotFound(
+                f"no study with slug {slug!r} (add --create to make it; create=true in the API)"
+            ) from None
+    study = Study(slug=slug, title=title or slug)
+    try:
+        study.full_clean()
+    except ValidationError as exc:
+        problems = "; ".join(f"{field}: {' '.join(messages)}" for field, messages in exc.message_dict.items())
+        raise StudyNotFound(f"cannot create study {slug!r}: {problems}") from None
+    study.save()
+    return study
+
+
+def votes_import_path(
+    *, slug: str, fmt: str, path: Path, create: bool = False, title: str | None = None, limit: int | None = None
+) -> tuple[Study, dict[str, int]]:
+    """Import the vote file (or data-set folder) at ``path`` in format ``fmt`` (importers.FORMATS)
+    into the study ``slug``, made first with ``create``: what ``import_votes``, the admin page and
+    the API all call. One transaction: when it raises (ImportProblem, StudyNotFound) nothing is
+    written, not even the study it would have made."""
+    with transaction.atomic():
+        study = study_for_votes(slug=slug, create=create, title=title)
+        parsed = importers.parse(fmt, path, known_groups=kind_slugs(study=study), limit=limit)
+        return study, votes_import(study=study, parsed=parsed)
+
+
+# Formats read from one file, which the admin page and the API take as an upload. The others
+# read a data set's folder (MT-bench, PRD, LLMBar): `manage.py import_votes` on the server.
+UPLOAD_FORMATS = ("csv",)
+
+
+def votes_import_upload(
+    *, chunks: Iterable[bytes], name: str, fmt: str, slug: str, create: bool = False, title: str | None = None
+) -> tuple[Study, dict[str, int]]:
+    """``votes_import_path`` on an uploaded file (its bytes in ``chunks``; ``name`` is what
+    problems call it). Raises ImportProblem (naming the upload, its line and field) or
+    StudyNotFound; writes nothing when it raises."""
+    name = PurePosixPath(name.replace("\\", "/")).name or "upload"
+    if fmt not in UPLOAD_FORMATS:
+        raise importers.ImportProblem(
+            name,
+            None,
+            "format",
+            f"{fmt} reads a data set's folder: import it with manage.py import_votes on the server",
+        )
+    with tempfile.TemporaryDirectory(prefix="biasstudy-votes-") as tmp:
+        path = Path(tmp) / name
+        with path.open("wb") as out:
+            for chunk in chunks:
+                out.write(chunk)
+        try:
+            return votes_import_path(slug=slug, fmt=fmt, path=path, create=create, title=title)
+        except importers.ImportProblem as exc:
+            raise importers.ImportProblem(name, exc.line, exc.field, exc.message) from None
 
 
 def votes_import(*, study: Study, parsed: importers.Parsed) -> dict[str, int]:

@@ -371,12 +371,19 @@ def _average_ranks(codes: np.ndarray, k: int) -> np.ndarray:
     return (upper - (counts - 1) / 2.0)[codes]
 
 
+def _centred_ranks(codes: np.ndarray, k: int) -> np.ndarray:
+    ranks = _average_ranks(codes, k)
+    ranks -= ranks.mean()
+    return ranks
+
+
 def _pearson_of_ranks(ca: np.ndarray, ka: int, cb: np.ndarray, kb: int) -> float | None:
     if len(ca) < 3:
         return None
-    ra, rb = _average_ranks(ca, ka), _average_ranks(cb, kb)
-    ra -= ra.mean()
-    rb -= rb.mean()
+    return _pearson_of_centred(_centred_ranks(ca, ka), _centred_ranks(cb, kb))
+
+
+def _pearson_of_centred(ra: np.ndarray, rb: np.ndarray) -> float | None:
     denom = math.sqrt(float(ra @ ra) * float(rb @ rb))
     if denom == 0:
         return None
@@ -396,12 +403,22 @@ def spearman_pairs(scores: np.ndarray) -> list[tuple[int, int, float | None, int
     over the units both rated: (i, j, rho, n). Values are coded once per column, so that a
     study with many judges (thousands of pairs) costs a count per pair, not a sort."""
     codes = np.full(scores.shape, -1, dtype=np.int64)
+    # Columns that rated the same units (every judge of a fully crossed design) share their
+    # ranks over them: ranked once per column, not once per pair.
+    mask_of, own_ranks = [], []
+    masks: dict[bytes, int] = {}
     for j in range(scores.shape[1]):
         seen = ~np.isnan(scores[:, j])
         _, codes[seen, j] = np.unique(scores[seen, j], return_inverse=True)
+        mask_of.append(masks.setdefault(seen.tobytes(), len(masks)))
+        own_ranks.append(_centred_ranks(codes[seen, j], int(codes[seen, j].max(initial=-1)) + 1))
     out = []
     for i in range(scores.shape[1]):
         for j in range(i + 1, scores.shape[1]):
+            if mask_of[i] == mask_of[j]:
+                n = len(own_ranks[i])
+                out.append((i, j, _pearson_of_centred(own_ranks[i], own_ranks[j]) if n >= 3 else None, n))
+                continue
             both = (codes[:, i] >= 0) & (codes[:, j] >= 0)
             ci, cj = codes[both, i], codes[both, j]
             # Codes of the shared units, kept in value order: only their counts matter.

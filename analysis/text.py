@@ -61,6 +61,7 @@ def report_lines(report: dict, *, verbose: bool = False) -> Iterator[str]:
         if judge.get("lc_winrate"):
             lc = ", ".join(f"{g} {pct(v)}" for g, v in judge["lc_winrate"].items())
             yield f"  length-controlled win rate of A2/A2p: {lc}"
+        yield from _issue21_lines(judge, verbose=verbose)
         if verbose and judge.get("by_bloom"):
             for bloom, part in judge["by_bloom"].items():
                 asr = ", ".join(f"{g} {rate_text(r)}" for g, r in part["asr"].items())
@@ -68,3 +69,38 @@ def report_lines(report: dict, *, verbose: bool = False) -> Iterator[str]:
     nf = report["human_nf_position"]
     yield ""
     yield f"Human-NF position: {position_text(nf)} n={nf['n']}"
+    found = [(name, sp) for name, sp in (report.get("self_preference") or {}).items() if sp["n_items"]]
+    if found:
+        yield ""
+        yield "Self-preference (own family's answer vs other judges on the same items, a tie counts half):"
+        for name, sp in found:
+            yield (
+                f"  {name} ({sp['family']}): own {rate_text(sp['own'])}, others {rate_text(sp['others'])}, "
+                f"difference {pct(sp['difference'])}{interval(sp['difference_ci'])} over {sp['n_items']} items"
+            )
+
+
+def _issue21_lines(judge: dict, *, verbose: bool) -> Iterator[str]:
+    """Accuracy against gold labels, position consistency and repetition stability, where the
+    data has them (n > 0); by subset when verbose."""
+    gold = judge.get("gold_accuracy") or {}
+    consistency = judge.get("position_consistency") or {}
+    for subset in [None, *(gold.get("by_subset") or {} if verbose else {})]:
+        part = gold if subset is None else gold["by_subset"][subset]
+        if part and part["average"]["n"]:
+            where = "" if subset is None else f" [{subset}]"
+            yield (
+                f"  gold accuracy{where}: A1 first {rate_text(part['a1_first'])}, A2 first {rate_text(part['a2_first'])}, "
+                f"average {rate_text(part['average'])}, correct in both orders {rate_text(part['both'])}"
+            )
+    for subset in [None, *(consistency.get("by_subset") or {} if verbose else {})]:
+        part = consistency if subset is None else consistency["by_subset"][subset]
+        if part and part["consistency"]["n"]:
+            where = "" if subset is None else f" [{subset}]"
+            yield (
+                f"  position consistency{where}: {rate_text(part['consistency'])}; preference fairness "
+                f"(recency - primacy) {pct(part['fairness'])}"
+            )
+    stability = judge.get("repetition_stability")
+    if stability and stability["n"]:
+        yield f"  repetition stability: {rate_text(stability)}"

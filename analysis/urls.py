@@ -1,11 +1,12 @@
 from django.urls import path
 
-from analysis import views
+from analysis import admin, views
 
 app_name = "analysis"
 
 urlpatterns = [
     path("", views.study_list, name="studies"),
+    path("votes/import/", admin.votes_import, name="votes-import"),
     path("<slug:slug>/", views.study_dashboard, name="study"),
     path("<slug:slug>/raters/", views.rater_monitor, name="raters"),
     path("<slug:slug>/power/", views.power, name="power"),

@@ -30,14 +30,15 @@ def study_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
     study = _study(slug)
     groups, _ = services.study_groups(study=study)
     known_runs = services.study_runs(study=study)
-    form = FilterForm(request.GET or None, groups=groups, known_runs=known_runs)
+    subsets = services.study_subsets(study=study)
+    form = FilterForm(request.GET or None, groups=groups, subsets=subsets, known_runs=known_runs)
     context = {"study": study, "form": form, "result": None, "query": request.GET.urlencode()}
     if form.is_bound and not form.is_valid():
         status = 400
     else:
         status = 200
         if not form.is_bound:
-            form = FilterForm({}, groups=groups, known_runs=known_runs)
+            form = FilterForm({}, groups=groups, subsets=subsets, known_runs=known_runs)
             form.is_valid()
         result = services.study_analyze(study=study, filters=form.filters(), options=form.options())
         consistency_rows, consistency_subset_rows = tables.consistency_rows(result)
@@ -84,7 +85,12 @@ def power(request: HttpRequest, slug: str) -> HttpResponse:
 
 def _filter_form(request: HttpRequest, study: Study) -> FilterForm:
     groups, _ = services.study_groups(study=study)
-    form = FilterForm(request.GET, groups=groups, known_runs=services.study_runs(study=study))
+    form = FilterForm(
+        request.GET,
+        groups=groups,
+        subsets=services.study_subsets(study=study),
+        known_runs=services.study_runs(study=study),
+    )
     form.is_valid()
     return form
 

@@ -9,6 +9,7 @@ from django.db.models import Q, QuerySet
 from rest_framework import serializers
 from rest_framework.fields import empty
 
+from analysis.services import UPLOAD_FORMATS
 from annotations.models import Answer, Judge, PerturbationKind, Rater, Study
 from annotations.study_io import READERS
 from api.pagination import MAX_ID
@@ -164,6 +165,16 @@ class StudyImportUpload(StudyImportOptions):
         help_text="biasstudy: the JSON document. chen2024: a zip of the folder (raw.json and one file per kind)."
     )
     format = serializers.ChoiceField(choices=sorted(READERS), default="biasstudy")
+
+
+class VotesImportUpload(serializers.Serializer):
+    """`manage.py import_votes FILE --format F --study S [--create --title T]` as a form."""
+
+    file = serializers.FileField(help_text="The vote file (docs/VOTE_FILES.md).")
+    format = serializers.ChoiceField(choices=list(UPLOAD_FORMATS), default="csv")
+    study = serializers.SlugField(max_length=80, help_text="Slug of the study the votes go into.")
+    create = serializers.BooleanField(default=False, help_text="Make the study when there is none by that slug.")
+    title = serializers.CharField(required=False, max_length=200, help_text="Title of a study made by `create`.")
 
 
 # --------------------------------------------------------------------------- judge runs

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+from django.conf import settings
 from django.db.models import Case, CharField, Count, F, OuterRef, QuerySet, Subquery, Value, When
 from django.http import Http404, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
@@ -23,7 +24,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from analysis import exports
+from analysis import exports, importers
 from analysis import services as analysis_services
 from analysis.forms import FilterForm
 from annotations.models import Answer, ComparisonItem, Judge, Question, Rater, Study, Vote
@@ -179,6 +180,45 @@ class StudiesView(ListView):
         return Response(
             serializers.StudySerializer(study).data, status=status.HTTP_201_CREATED, headers={"Location": location}
         )
+
+
+class VotesImportView(APIView):
+    parser_classes = [MultiPartParser]
+
+    @extend_schema(
+        summary="Import votes",
+        description=(
+            "`manage.py import_votes FILE --format csv --study S [--create]` over HTTP: the same parser and "
+            "writer, one transaction (nothing is written unless the whole file is valid, not even the study "
+            "`create` would make). Folder formats (mtbench, prd, llmbar) are imported with the command. "
+            "A bad file is a 400 naming the file, line and field."
+        ),
+        request={"multipart/form-data": inputs.VotesImportUpload},
+        responses={201: OpenApiTypes.OBJECT, 400: ErrorSerializer, 413: ErrorSerializer},
+    )
+    def post(self, request: Request) -> Response:
+        form = inputs.VotesImportUpload(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        file = data["file"]
+        if file.size > settings.API_IMPORT_MAX_MB * 1024 * 1024:
+            raise PayloadTooLarge(f"The upload is larger than the {settings.API_IMPORT_MAX_MB} MB the API accepts.")
+        try:
+            study, counts = analysis_services.votes_import_upload(
+                chunks=file.chunks(),
+                name=file.name or "upload",
+                fmt=data["format"],
+                slug=data["study"],
+                create=data["create"],
+                title=data.get("title"),
+            )
+        except analysis_services.StudyNotFound as exc:
+            return Response({"detail": str(exc), "field": "study"}, status=status.HTTP_400_BAD_REQUEST)
+        except importers.ImportProblem as exc:
+            body = {"detail": exc.message, "path": exc.path, "line": exc.line, "field": exc.field}
+            return Response(body, status=status.HTTP_400_BAD_REQUEST)
+        location = reverse("api:study-detail", kwargs={"slug": study.slug})
+        return Response({"study": study.slug, **counts}, status=status.HTTP_201_CREATED, headers={"Location": location})
 
 
 class StudyDetailView(DetailView):
@@ -410,7 +450,12 @@ class RunResumeView(APIView):
 def analysis_form(request: Request, study: Study) -> FilterForm:
     """The query string parsed by the dashboard's own filter form (as `analyze` parses its options)."""
     groups, _ = analysis_services.study_groups(study=study)
-    form = FilterForm(request.query_params, groups=groups, known_runs=analysis_services.study_runs(study=study))
+    form = FilterForm(
+        request.query_params,
+        groups=groups,
+        subsets=analysis_services.study_subsets(study=study),
+        known_runs=analysis_services.study_runs(study=study),
+    )
     if not form.is_valid():
         errors = form.errors.get_json_data()
         named = {("non_field_errors" if name == "__all__" else name): errs for name, errs in errors.items()}

@@ -121,6 +121,8 @@ def test_the_admin_review_start_and_run_pages_have_no_violations(browser, live_s
     assert_accessible(page, "start a run")
     page.goto(f"{live_server.url}/admin/judges/judgerun/{run.pk}/change/")
     assert_accessible(page, "run")
+    page.goto(live_server.url + reverse("analysis:votes-import") + "?study=ice")
+    assert_accessible(page, "import votes")
 
 
 def test_the_api_docs_page_has_no_violations(browser, live_server, transactional_db):

@@ -184,6 +184,7 @@ def test_filters_report_how_many_votes_each_one_excluded():
         "time_range": 0,
         "bloom": 0,
         "group": 0,
+        "subset": 0,
         "flagged_rater": 1,
         "too_fast": 2,
         "not_familiar": 1,

@@ -6,7 +6,6 @@ import os
 import tempfile
 from pathlib import Path
 
-from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from analysis import exports, services
@@ -14,23 +13,11 @@ from analysis.forms import FilterForm
 from annotations.models import Study
 
 
-def study_by_slug(slug: str, *, create: bool = False, title: str | None = None) -> Study:
-    """The study; with `create`, a new draft study when there is none by that slug (so votes
-    collected elsewhere need no empty study made by hand first). Call it inside the transaction
-    of the import: a failed import then leaves no empty study behind."""
+def study_by_slug(slug: str) -> Study:
     try:
-        return Study.objects.get(slug=slug)
-    except Study.DoesNotExist:
-        if not create:
-            raise CommandError(f"no study with slug {slug!r} (add --create to make it)") from None
-    study = Study(slug=slug, title=title or slug)
-    try:
-        study.full_clean()
-    except ValidationError as exc:
-        problems = "; ".join(f"{field}: {' '.join(messages)}" for field, messages in exc.message_dict.items())
-        raise CommandError(f"cannot create study {slug!r}: {problems}") from None
-    study.save()
-    return study
+        return services.study_for_votes(slug=slug)
+    except services.StudyNotFound as exc:
+        raise CommandError(str(exc)) from None
 
 
 def add_filter_arguments(parser: CommandParser) -> None:
@@ -40,6 +27,7 @@ def add_filter_arguments(parser: CommandParser) -> None:
     parser.add_argument("--include-flagged", action="store_true", help="count votes of flagged raters")
     parser.add_argument("--bloom", action="append", default=[], help="only this Bloom level (repeatable)")
     parser.add_argument("--group", action="append", default=[], help="only this group (repeatable)")
+    parser.add_argument("--subset", action="append", default=[], help="only this subset of imported data (repeatable)")
     parser.add_argument("--since", help="votes received from (ISO date/time)")
     parser.add_argument("--until", help="votes received until (ISO date/time)")
     parser.add_argument("--measure", default="words", help="length measure: words, chars or bpe")
@@ -49,7 +37,9 @@ def add_filter_arguments(parser: CommandParser) -> None:
     )
 
 
-def filter_form(options: dict, groups: list[str], known_runs: list[int] | None = None) -> FilterForm:
+def filter_form(
+    options: dict, groups: list[str], known_runs: list[int] | None = None, subsets: list[str] = ()
+) -> FilterForm:
     """The command's options parsed by the dashboard's form: one validation for both."""
     data = {
         "min_ms": options.get("min_ms"),
@@ -58,13 +48,15 @@ def filter_form(options: dict, groups: list[str], known_runs: list[int] | None =
         "include_flagged": options.get("include_flagged"),
         "bloom": options.get("bloom") or [],
         "group": options.get("group") or [],
+        "subset": options.get("subset") or [],
         "since": options.get("since"),
         "until": options.get("until"),
         "measure": options.get("measure"),
         "bin_width": options.get("bin_width"),
         "runs": options.get("runs"),
     }
-    form = FilterForm({k: v for k, v in data.items() if v not in (None, False)}, groups=groups, known_runs=known_runs)
+    data = {k: v for k, v in data.items() if v not in (None, False)}
+    form = FilterForm(data, groups=groups, subsets=subsets, known_runs=known_runs)
     if not form.is_valid():
         problems = "; ".join(f"--{k.replace('_', '-')}: {' '.join(v)}" for k, v in form.errors.items())
         raise CommandError(f"bad filter: {problems}")
@@ -88,7 +80,7 @@ class ExportCommand(BaseCommand):
         kwargs = {}
         if self.takes_filters:
             groups, _ = services.study_groups(study=study)
-            form = filter_form(options, groups, services.study_runs(study=study))
+            form = filter_form(options, groups, services.study_runs(study=study), services.study_subsets(study=study))
             kwargs["filters"] = form.filters()
             if self.export == "metrics":
                 kwargs["options"] = form.options()

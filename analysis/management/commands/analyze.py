@@ -27,7 +27,7 @@ class Command(BaseCommand):
     def handle(self, *args, **options) -> None:
         study = study_by_slug(options["study"])
         groups, _ = services.study_groups(study=study)
-        form = filter_form(options, groups, services.study_runs(study=study))
+        form = filter_form(options, groups, services.study_runs(study=study), services.study_subsets(study=study))
         result = services.study_analyze(
             study=study,
             filters=form.filters(),

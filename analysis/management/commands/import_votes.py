@@ -6,10 +6,8 @@ import time
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
-from django.db import transaction
 
 from analysis import importers, services
-from analysis.management.commands._common import study_by_slug
 
 
 class Command(BaseCommand):
@@ -23,19 +21,21 @@ class Command(BaseCommand):
         parser.add_argument("--title", help="title of the study --create makes (default: its slug)")
         parser.add_argument("--limit", type=int, help="import only the first N votes (LLMBar: vote rows)")
 
-    @transaction.atomic  # a study made by --create goes away again when its votes cannot be imported
     def handle(self, *args, **options) -> None:
-        study = study_by_slug(options["study"], create=options["create"], title=options["title"])
         path = Path(options["path"])
         if not path.exists():
             raise CommandError(f"{path}: no such file or folder")
         started = time.perf_counter()
         try:
-            parsed = importers.parse(
-                options["format"], path, known_groups=services.kind_slugs(study=study), limit=options["limit"]
+            study, counts = services.votes_import_path(
+                slug=options["study"],
+                fmt=options["format"],
+                path=path,
+                create=options["create"],
+                title=options["title"],
+                limit=options["limit"],
             )
-            counts = services.votes_import(study=study, parsed=parsed)
-        except importers.ImportProblem as exc:
+        except (importers.ImportProblem, services.StudyNotFound) as exc:
             raise CommandError(str(exc)) from exc
         if options["verbosity"] > 0:
             summary = ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in counts.items())

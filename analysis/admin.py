@@ -1,0 +1,70 @@
+"""Importing votes collected elsewhere from the admin: the page behind the Study admin's "Import
+votes" action, calling the same service as `manage.py import_votes` and the API."""
+
+from __future__ import annotations
+
+from django import forms
+from django.conf import settings
+from django.contrib import admin, messages
+from django.contrib.admin.views.decorators import staff_member_required
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods
+
+from analysis import importers, services
+from annotations.admin import StudyAdmin
+
+
+class VotesImportForm(forms.Form):
+    file = forms.FileField(help_text="A vote file (docs/VOTE_FILES.md).")
+    format = forms.ChoiceField(
+        choices=[(f, f) for f in services.UPLOAD_FORMATS],
+        help_text="MT-bench, PRD and LLMBar read their data set's folder: import those with manage.py import_votes.",
+    )
+    study = forms.SlugField(max_length=80, help_text="Slug of the study the votes go into.")
+    create = forms.BooleanField(required=False, label="Create the study if there is none by that slug")
+    title = forms.CharField(required=False, max_length=200, help_text="Title of a study made here (default: its slug).")
+
+    def clean_file(self):
+        file = self.cleaned_data["file"]
+        if file.size > settings.API_IMPORT_MAX_MB * 1024 * 1024:
+            raise forms.ValidationError(f"larger than the {settings.API_IMPORT_MAX_MB} MB an upload may be")
+        return file
+
+
+@require_http_methods(["GET", "POST"])
+@staff_member_required
+def votes_import(request: HttpRequest) -> HttpResponse:
+    form = VotesImportForm(request.POST or None, request.FILES or None, initial={"study": request.GET.get("study", "")})
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            study, counts = services.votes_import_upload(
+                chunks=data["file"].chunks(),
+                name=data["file"].name,
+                fmt=data["format"],
+                slug=data["study"],
+                create=data["create"],
+                title=data["title"] or None,
+            )
+        except services.StudyNotFound as exc:
+            form.add_error("study", str(exc))
+        except importers.ImportProblem as exc:
+            form.add_error("file", f"nothing was imported: {exc}")
+        else:
+            summary = ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in counts.items())
+            messages.success(request, f"Imported into {study.slug}: {summary}.")
+            return HttpResponseRedirect(reverse("analysis:study", args=[study.slug]))
+    context = {**admin.site.each_context(request), "form": form, "title": "Import votes"}
+    return render(request, "analysis/votes_import.html", context, status=400 if form.errors else 200)
+
+
+@admin.action(description="Import votes into the selected study")
+def import_votes(modeladmin, request: HttpRequest, queryset) -> HttpResponseRedirect:
+    study = queryset.order_by("pk").first()
+    return HttpResponseRedirect(f"{reverse('analysis:votes-import')}?study={study.slug if study else ''}")
+
+
+# The study's admin belongs to the core app, which knows nothing of the analysis: its action is added here.
+StudyAdmin.actions = [*StudyAdmin.actions, import_votes]
