@@ -65,12 +65,13 @@ def self_preference(votes: pd.DataFrame, *, counts: np.ndarray, question_index: 
     judges = sorted(str(j) for j in pd.unique(votes["judge"].astype(str)))
     out = {j: _empty(judge_family(j)) for j in judges}
     votes = votes[votes["choice"].notna().to_numpy()]
-    if not len(votes):
+    if not len(votes) or all(judge_family(j) is None for j in judges):
         return out
-    fam1 = votes["a1_system"].astype(str).map(system_family).to_numpy()
-    fam2 = votes["a2_system"].astype(str).map(system_family).to_numpy()
+    # Each distinct value looked up once (a million votes hold a handful of judges and systems).
+    fam1 = _per_value(votes["a1_system"], system_family)
+    fam2 = _per_value(votes["a2_system"], system_family)
     judge = votes["judge"].astype(str).to_numpy()
-    vote_family = np.array([judge_family(j) or "" for j in judge], dtype=object)
+    vote_family = _per_value(votes["judge"], lambda j: judge_family(j) or "")
     item = votes["item_id"].to_numpy()
     choice = votes["choice"].astype(str).to_numpy()
     question = question_index.get_indexer(votes["question_id"].to_numpy())
@@ -100,6 +101,12 @@ def self_preference(votes: pd.DataFrame, *, counts: np.ndarray, question_index: 
             "difference_ci": _difference_ci(score, question, mine, theirs, counts),
         }
     return out
+
+
+def _per_value(column: pd.Series, function) -> np.ndarray:
+    """`function` of each value of `column` (as text), computed once per distinct value."""
+    codes, uniques = pd.factorize(column.astype(str))
+    return np.array([function(value) for value in uniques] + [""], dtype=object)[codes]
 
 
 def _empty(family: str | None) -> dict:
