@@ -30,6 +30,7 @@ from annotations.models import (
     Slot,
     Study,
 )
+from biasstudy.bulk import insert_rows
 from biasstudy.limits import VOTES_PER_ITEM_MAX
 from biasstudy.rendering import MAX_MARKDOWN_CHARS
 
@@ -805,7 +806,22 @@ def _insert_study(rows: _StudyRows) -> Study:
     for level in rows.answers:  # each parent saved before its children
         Answer.objects.bulk_create(level, batch_size=INSERT_BATCH)
     ComparisonItem.objects.bulk_create(rows.items, batch_size=INSERT_BATCH)
-    Slot.objects.bulk_create(rows.slots, batch_size=INSERT_BATCH)
+    # Slots are most of the rows and nothing refers to them yet: written without bulk_create's
+    # per-value SQL compiling, which held the lock several times longer (bench_import_lock.py).
+    insert_rows(
+        Slot,
+        [
+            {
+                "study_id": rows.study.pk,
+                "item_id": slot.item.pk,
+                "question_id": slot.question.pk,
+                "shown_first": slot.shown_first,
+                "round": slot.round,
+                "rank": slot.rank,
+            }
+            for slot in rows.slots
+        ],
+    )
     return rows.study
 
 
