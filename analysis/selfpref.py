@@ -71,7 +71,7 @@ def self_preference(votes: pd.DataFrame, *, counts: np.ndarray, question_index: 
     judges = sorted(str(j) for j in pd.unique(votes["judge"].astype(str)))
     out = {j: _empty(judge_family(j)) for j in judges}
     votes = votes[votes["choice"].notna().to_numpy()]
-    if not len(votes):
+    if not len(votes) or all(judge_family(j) is None for j in judges):
         return out
     fam1 = _each_once(votes["a1_system"].astype(str).to_numpy(), system_family)
     fam2 = _each_once(votes["a2_system"].astype(str).to_numpy(), system_family)

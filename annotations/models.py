@@ -696,10 +696,7 @@ class SlotQuerySet(models.QuerySet):
             count = {Shown.A1_FIRST: 0, Shown.A2_FIRST: 0}
             for slot in have:
                 count[slot.shown_first] += 1
-            for round_ in range(len(have), quota):
-                order = _lagging(count)
-                count[order] += 1
-                new.append(Slot(study=study, item=item, question_id=item.question_id, shown_first=order, round=round_))
+            new += _added_slots(study, item, count, start=len(have))
             free = sorted((s for s in have if s.vote_id is None and s.lease_id is None), key=lambda s: -s.round)
             while sum(count.values()) > quota:
                 fuller = max(count, key=lambda order: count[order])
@@ -711,6 +708,27 @@ class SlotQuerySet(models.QuerySet):
                 count[fuller] -= 1
         self.bulk_create(new)
         self.filter(pk__in=gone).delete()
+
+    def planned(self, study: Study, items: list[ComparisonItem]) -> list[Slot]:
+        """The slots `sync` would give new items, unsaved: for a bulk import that builds them
+        before its transaction opens. The study and items may be unsaved too; bulk_create takes
+        their ids once they are saved."""
+        return [
+            slot
+            for item in items
+            if not item.question.is_gold
+            for slot in _added_slots(study, item, {Shown.A1_FIRST: 0, Shown.A2_FIRST: 0}, start=0)
+        ]
+
+
+def _added_slots(study: Study, item: ComparisonItem, count: dict[str, int], *, start: int) -> list[Slot]:
+    """Slots for rounds `start` up to the quota, each in the order that lags (`count` is updated)."""
+    added = []
+    for round_ in range(start, study.votes_per_item):
+        order = _lagging(count)
+        count[order] += 1
+        added.append(Slot(study=study, item=item, question=item.question, shown_first=order, round=round_))
+    return added
 
 
 def _lagging(count: dict[str, int]) -> str:

@@ -13,6 +13,7 @@ import json
 import math
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from annotations.models import (
     Slot,
     Study,
 )
+from biasstudy.bulk import insert_rows
 from biasstudy.limits import VOTES_PER_ITEM_MAX
 from biasstudy.rendering import MAX_MARKDOWN_CHARS
 
@@ -756,12 +758,13 @@ def study_import(
 
 
 def study_document_write(document: dict, *, progress: Callable[[int, int], None] | None = None) -> Study:
-    """Write a validated document, all or nothing. What takes time (rendering each text's
-    Markdown, measuring the answers' lengths) is done first, outside the transaction; inside it
-    only the inserts run, in bulk, so the database's write lock (on SQLite: the whole database)
-    is held briefly and raters go on voting during a large import (bench/bench_import_lock.py).
-    `progress(done, total)` is called after each question is prepared (the upload's task shows
-    it to the admin)."""
+    """Write a validated document, all or nothing. Everything that takes time is done first,
+    outside the transaction: rendering each text's Markdown, measuring the answers' lengths,
+    building every row (study, questions, answers, items, slots) as unsaved objects linked to
+    each other. Inside it only the INSERTs run, in batches, so the database's write lock (on
+    SQLite: the whole database) is held briefly and raters go on voting during a large import
+    (bench/bench_import_lock.py, tests/test_reliability_import_lock.py). `progress(done, total)`
+    is called after each question is prepared (the upload's task shows it to the admin)."""
     total = len(document["questions"])
     questions = []
     for done, record in enumerate(document["questions"], start=1):
@@ -769,8 +772,9 @@ def study_document_write(document: dict, *, progress: Callable[[int, int], None]
         if progress is not None:
             progress(done, total)
     gold = [_prepare_gold(record) for record in document.get("gold_items", [])]
+    rows = _study_rows(document, questions, gold)
     with transaction.atomic():
-        return _insert_study(document, questions, gold)
+        return _insert_study(rows)
 
 
 def _rendered(instance):
@@ -814,42 +818,49 @@ def _prepare_gold(record: dict) -> tuple[Question, dict[str, Answer]]:
     return question, answers
 
 
-def _insert_study(document: dict, questions: list, gold: list) -> Study:
-    study = Study.objects.create(**document["study"])
-    for kind in document.get("perturbation_kinds", []):
-        PerturbationKind.objects.get_or_create(
-            slug=kind["slug"],
-            defaults={
-                "name": kind.get("name") or kind["slug"],
-                "description": kind.get("description", ""),
-                "semantics": kind["semantics"],
-                "steps": kind.get("steps", []),
-                "study": study,
-            },
-        )
+# Rows per INSERT: bounds the statement on PostgreSQL (SQLite's own bound on parameters is lower).
+INSERT_BATCH = 1000
+
+
+@dataclass
+class _StudyRows:
+    """A study's rows, unsaved and linked by object (bulk_create copies each parent's id into
+    its children once the parent is saved): what the import writes inside its transaction."""
+
+    study: Study
+    kinds: list[PerturbationKind]  # the study's own kinds that do not exist yet
+    questions: list[Question]
+    answers: list[list[Answer]]  # by level: originals, then variants of originals, and so on
+    items: list[ComparisonItem]
+    slots: list[Slot]
+
+
+def _study_rows(document: dict, questions: list, gold: list) -> _StudyRows:
+    study = Study(**document["study"])
     kinds = {kind.slug: kind for kind in PerturbationKind.objects.all()}
+    new_kinds = []
+    for kind in document.get("perturbation_kinds", []):
+        if kind["slug"] not in kinds:  # an existing slug is reused, whatever the file says of it
+            kinds[kind["slug"]] = PerturbationKind(
+                slug=kind["slug"],
+                name=kind.get("name") or kind["slug"],
+                description=kind.get("description", ""),
+                semantics=kind["semantics"],
+                steps=kind.get("steps", []),
+                study=study,
+            )
+            new_kinds.append(kinds[kind["slug"]])
     for question, _ in questions + gold:
         question.study = study
-    Question.objects.bulk_create([question for question, _ in questions + gold])
-    # Answers: originals first, then variants level by level, each parent stored before its child.
-    pending = []
-    for record, (question, answers) in zip(document["questions"], questions, strict=True):
-        for data in record["answers"]:
-            answer = answers[data["id"]]
-            answer.question, answer.kind = question, kinds.get(data.get("kind"))
-            pending.append((answer, answers.get(data.get("derived_from"))))
-    for question, answers in gold:
-        for answer in answers.values():
-            answer.question = question
-            pending.append((answer, None))
-    while pending:
-        ready = [(answer, parent) for answer, parent in pending if parent is None or parent.pk is not None]
-        for answer, parent in ready:
-            answer.derived_from = parent
-        Answer.objects.bulk_create([answer for answer, _ in ready])
-        pending = [(answer, parent) for answer, parent in pending if answer.pk is None]
+    answers: list[list[Answer]] = []  # by level, so that each parent is saved before its children
     items = []
-    for record, (question, answers) in zip(document["questions"], questions, strict=True):
+    for record, (question, by_id) in zip(document["questions"], questions, strict=True):
+        parents = {data["id"]: data.get("derived_from") for data in record["answers"]}
+        for data in record["answers"]:
+            answer = by_id[data["id"]]
+            answer.question, answer.kind = question, kinds.get(data.get("kind"))
+            answer.derived_from = by_id.get(parents[data["id"]])
+            _at_level(answers, _derivation_level(data["id"], parents)).append(answer)
         listed = record.get("items")
         for item in listed if listed is not None else _derive_items(record):
             items.append(
@@ -857,16 +868,66 @@ def _insert_study(document: dict, questions: list, gold: list) -> Study:
                     study=study,
                     question=question,
                     kind=kinds.get(item.get("kind")),
-                    answer_a1=answers[item["a1"]],
-                    answer_a2=answers[item["a2"]],
+                    answer_a1=by_id[item["a1"]],
+                    answer_a2=by_id[item["a2"]],
                     gold_label=item.get("gold_label", ""),
                 )
             )
-    for question, answers in gold:
-        items.append(ComparisonItem(study=study, question=question, answer_a1=answers["better"], answer_a2=answers["worse"]))
-    ComparisonItem.objects.bulk_create(items)
-    Slot.objects.sync(study)  # the slots ComparisonItem.save() would have made, one item at a time
-    return study
+    for question, by_side in gold:
+        for answer in by_side.values():
+            answer.question = question
+            _at_level(answers, 0).append(answer)
+        better, worse = by_side["better"], by_side["worse"]
+        items.append(ComparisonItem(study=study, question=question, answer_a1=better, answer_a2=worse))
+    return _StudyRows(
+        study=study,
+        kinds=new_kinds,
+        questions=[question for question, _ in questions + gold],
+        answers=answers,
+        items=items,
+        slots=Slot.objects.planned(study, items),  # the slots ComparisonItem.save() would have made
+    )
+
+
+def _derivation_level(answer_id: str, parents: dict[str, str | None]) -> int:
+    """0 for an original, 1 for its variant, and so on (validation bounds the chain)."""
+    level = 0
+    while (answer_id := parents[answer_id]) is not None:
+        level += 1
+    return level
+
+
+def _at_level(levels: list[list[Answer]], level: int) -> list[Answer]:
+    while len(levels) <= level:
+        levels.append([])
+    return levels[level]
+
+
+def _insert_study(rows: _StudyRows) -> Study:
+    rows.study.save()
+    for kind in rows.kinds:
+        kind.save()
+    Question.objects.bulk_create(rows.questions, batch_size=INSERT_BATCH)
+    for level in rows.answers:  # each parent saved before its children
+        Answer.objects.bulk_create(level, batch_size=INSERT_BATCH)
+    ComparisonItem.objects.bulk_create(rows.items, batch_size=INSERT_BATCH)
+    # Slots are most of the rows and nothing refers to them yet: written without bulk_create's
+    # per-value SQL compiling, which held the lock several times longer (bench_import_lock.py).
+    insert_rows(
+        Slot,
+        [
+            {
+                "study_id": rows.study.pk,
+                "item_id": slot.item.pk,
+                "question_id": slot.question.pk,
+                "shown_first": slot.shown_first,
+                "round": slot.round,
+                "rank": slot.rank,
+            }
+            for slot in rows.slots
+        ],
+    )
+    return rows.study
 
 
 def study_export(*, study: Study) -> dict:

@@ -3,8 +3,9 @@
 An upload is stored under settings.STUDY_UPLOAD_DIR in a folder named by a random id; the
 browser only ever holds a signed token naming that id (and the options chosen with the file),
 so it can neither pick a path nor change the options between the preview and the import. A zip
-(the chen2024 folder) is unpacked by us, file by file, keeping only the JSON files of the folder
-that holds raw.json, under their base names: a member's path never becomes ours.
+(the chen2024 folder) is unpacked by `archives.archive_unpack`, the API's routine too: only JSON
+files, within the size limit, no path leaving the upload's folder; the folder that holds
+raw.json becomes the upload's.
 
 Reading, validating and writing are study_io's: the preview is `study_file_read` (what the
 command checks) and the import is `study_import` (what the command writes), in the request or,
@@ -14,20 +15,17 @@ for a large study, in the task worker, which reports its progress in the upload'
 from __future__ import annotations
 
 import json
-import lzma
 import shutil
 import time
 import uuid
-import zipfile
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import IO
 
 from django.conf import settings
 from django.core import signing
 
 from annotations import lengths
+from annotations.archives import ArchiveError, ArchiveLimits, archive_unpack
 from annotations.models import Study
 from annotations.study_io import CHEN_CONTROL_FILE, StudyFileError, study_file_read, study_import
 from annotations.study_io import _derive_items as derive_items  # the import's rule, for the preview
@@ -97,7 +95,12 @@ def study_upload_store(*, name: str, chunks, slug: str = "", title: str = "", st
         if fmt == "chen2024":
             archive = upload.folder / "upload.zip"
             _write_limited(archive, chunks)
-            _unpack_chen(archive, upload.path)
+            unpacked = upload.folder / "unpacked"
+            try:
+                chen_archive_unpack(archive=archive, target=unpacked).rename(upload.path)
+            except ArchiveError as exc:
+                raise UploadError(str(exc)) from None
+            shutil.rmtree(unpacked, ignore_errors=True)  # what was left beside the folder renamed
             archive.unlink()
         else:
             _write_limited(upload.path, chunks)
@@ -256,52 +259,18 @@ def _write_limited(path: Path, chunks) -> None:
             out.write(chunk)
 
 
-def _unpack_chen(archive: Path, target: Path) -> None:
-    """Unpack the JSON files of the zip's folder holding raw.json into `target`, flat."""
-    try:
-        with zipfile.ZipFile(archive) as zipped:
-            members = [m for m in zipped.infolist() if not m.is_dir() and not m.filename.startswith("__MACOSX/")]
-            controls = [m for m in members if PurePosixPath(m.filename).name == CHEN_CONTROL_FILE]
-            if len(controls) != 1:
-                raise UploadError(f"the zip must hold exactly one {CHEN_CONTROL_FILE} (found {len(controls)})")
-            home = PurePosixPath(controls[0].filename).parent
-            wanted = [m for m in members if PurePosixPath(m.filename).parent == home and m.filename.endswith(".json")]
-            target.mkdir()
-            budget = _limit()
-            for member in wanted:
-                # The base name only: "../x.json" or "/etc/x.json" cannot leave the folder.
-                with zipped.open(member) as source, (target / PurePosixPath(member.filename).name).open("wb") as out:
-                    budget = _copy_limited(source, out, budget)
-    except BROKEN_ZIP as exc:
-        if isinstance(exc, OSError) and exc.errno is not None:
-            raise  # the server's own disk, not the archive
-        raise UploadError(f"not a readable zip file: {zip_problem(exc)}") from None
-
-
-# What zipfile raises on a broken archive (the admin upload and the API's import both catch it):
-# a corrupt directory or member, a bad CRC or a size that lies (BadZipFile), an encrypted member
-# (RuntimeError), a compression method zipfile cannot read (NotImplementedError), a corrupt
-# compressed stream (zlib.error, lzma.LZMAError, OSError from bz2) or one that ends early (EOFError).
-BROKEN_ZIP = (zipfile.BadZipFile, RuntimeError, NotImplementedError, zlib.error, lzma.LZMAError, OSError, EOFError)
-
-
-def zip_problem(exc: Exception) -> str:
-    """What went wrong with a broken archive, in words the researcher can act on."""
-    if isinstance(exc, RuntimeError) and "encrypted" in str(exc):
-        return "a member is encrypted (send it without a password)"
-    if isinstance(exc, NotImplementedError):
-        return f"a member uses a compression method this server does not read ({exc}); use deflate"
-    return f"a member is corrupt ({exc or type(exc).__name__})"
-
-
-def _copy_limited(source: IO[bytes], out: IO[bytes], budget: int) -> int:
-    # The sizes a zip declares can lie (a "zip bomb"): count what really comes out.
-    while chunk := source.read(_CHUNK):
-        budget -= len(chunk)
-        if budget < 0:
-            raise UploadError(f"the unpacked files are larger than the limit of {settings.API_IMPORT_MAX_MB} MB")
-        out.write(chunk)
-    return budget
+def chen_archive_unpack(*, archive: Path, target: Path) -> Path:
+    """Unpack a zipped chen2024 folder into `target` (archives.archive_unpack, with the size limit
+    of an upload) and return the folder that holds raw.json: the zip's top, or its single
+    top-level folder. The admin's upload and the API's import both call this. Raises
+    ArchiveError."""
+    archive_unpack(archive=archive, target=target, limits=ArchiveLimits(total_bytes=_limit()))
+    if (target / CHEN_CONTROL_FILE).exists():
+        return target
+    subfolders = [path for path in target.iterdir() if path.is_dir()]
+    if len(subfolders) == 1 and (subfolders[0] / CHEN_CONTROL_FILE).exists():
+        return subfolders[0]
+    raise ArchiveError(f"no {CHEN_CONTROL_FILE} at the top of the archive or in its single folder")
 
 
 def _as_uploaded(exc: StudyFileError, upload: Upload) -> StudyFileError:

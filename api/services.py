@@ -5,19 +5,18 @@ accepts and refuses exactly what the command does."""
 from __future__ import annotations
 
 import tempfile
-import zipfile
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 from django.conf import settings
 from django.db import DatabaseError
 
+from annotations.archives import ArchiveError, ArchiveTooLarge
 from annotations.models import Study
-from annotations.study_io import CHEN_CONTROL_FILE, StudyFileError, study_import
-from annotations.uploads import BROKEN_ZIP, zip_problem
+from annotations.study_io import StudyFileError, study_import
+from annotations.uploads import chen_archive_unpack
 
 _CHUNK = 1024 * 1024
-_MAX_ZIP_MEMBERS = 200
 
 
 class UploadTooLarge(Exception):
@@ -45,7 +44,12 @@ def study_import_upload(
         upload = root / "upload"
         _copy_bounded(stream, upload, limit)
         if fmt == "chen2024":
-            path = _unzip_chen(upload, root / "folder", name, limit)
+            try:
+                path = chen_archive_unpack(archive=upload, target=root / "folder")
+            except ArchiveTooLarge:
+                raise UploadTooLarge(limit) from None
+            except ArchiveError as exc:
+                raise StudyFileError(name, str(exc)) from None
             shown_root = root / "folder"
         else:
             path = root / name
@@ -69,47 +73,6 @@ def _copy_bounded(stream: BinaryIO, target: Path, limit: int) -> None:
             if size > limit:
                 raise UploadTooLarge(limit)
             out.write(chunk)
-
-
-def _unzip_chen(archive: Path, folder: Path, name: str, limit: int) -> Path:
-    """Extract the JSON files of a zip into `folder` and return the folder that holds raw.json
-    (the zip's root or its single top-level folder). Refuses paths that leave the folder, and
-    archives that unpack to more than `limit` bytes."""
-    if not zipfile.is_zipfile(archive):
-        raise StudyFileError(name, "format chen2024 expects a zip of the folder with raw.json and the perturbation files")
-    try:
-        _extract_json_members(archive, folder, name, limit)
-    except UploadTooLarge:
-        raise
-    except BROKEN_ZIP as exc:
-        if isinstance(exc, OSError) and exc.errno is not None:
-            raise  # the server's own disk, not the archive
-        raise StudyFileError(name, f"the archive cannot be read: {zip_problem(exc)}") from None
-    if (folder / CHEN_CONTROL_FILE).exists():
-        return folder
-    subfolders = [p for p in folder.iterdir() if p.is_dir()] if folder.exists() else []
-    if len(subfolders) == 1 and (subfolders[0] / CHEN_CONTROL_FILE).exists():
-        return subfolders[0]
-    raise StudyFileError(name, f"no {CHEN_CONTROL_FILE} at the top of the archive or in its single folder")
-
-
-def _extract_json_members(archive: Path, folder: Path, name: str, limit: int) -> None:
-    with zipfile.ZipFile(archive) as zf:
-        members = [m for m in zf.infolist() if not m.is_dir() and not m.filename.startswith("__MACOSX/")]
-        if len(members) > _MAX_ZIP_MEMBERS:
-            raise StudyFileError(name, f"more than {_MAX_ZIP_MEMBERS} files in the archive")
-        if sum(m.file_size for m in members) > limit:
-            raise UploadTooLarge(limit)
-        for member in members:
-            parts = PurePosixPath(member.filename.replace("\\", "/")).parts
-            if not parts or member.filename.startswith("/") or ".." in parts or len(parts) > 2:
-                raise StudyFileError(name, f"unexpected path {member.filename!r} in the archive")
-            if not parts[-1].endswith(".json"):
-                continue
-            target = folder.joinpath(*parts)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with zf.open(member) as src:
-                _copy_bounded(src, target, limit)
 
 
 def _relative(exc: StudyFileError, root: Path, name: str) -> StudyFileError:

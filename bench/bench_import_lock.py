@@ -2,13 +2,21 @@
 
     python bench/bench_import_lock.py               # a 60 MB biasstudy file
     python bench/bench_import_lock.py --mb 10
+    python bench/bench_import_lock.py --mb 10 --postgres postgres://biasstudy:biasstudy@127.0.0.1:5432/biasstudy_import
 
 A biasstudy document of about --mb megabytes is written (questions with four answers each: two
 originals and two variants, a few KB of Markdown per answer), then imported with
 `manage.py import_study` into a fresh SQLite file (the production settings: WAL, IMMEDIATE).
 Meanwhile a probe in this process takes the write lock (BEGIN IMMEDIATE; COMMIT) every 10 ms, as
 a rater's vote would, and records how long it had to wait each time. The longest wait is the
-lock time a rater would meet; the import's own duration is printed beside it.
+lock time a rater would meet; the import's own duration is printed beside it. A second probe
+takes the lock as a rater's request does, with the app's timeout (DATABASE_SQLITE_TIMEOUT,
+30 s): each time it gives up, a rater would have had the 503 "try again" page.
+
+With --postgres, the import runs on that server in a database of its own (the URL's name plus
+"_lock", dropped and made anew). PostgreSQL locks rows, not the database, so raters never wait
+for an import's INSERTs there; the probe reads pg_stat_activity every 10 ms instead and reports
+how long the import's transaction stayed open.
 """
 
 from __future__ import annotations
@@ -62,9 +70,48 @@ def probe(db: Path, stop: threading.Event, waits: list[float]) -> None:
     conn.close()
 
 
+def rater(db: Path, timeout: float, stop: threading.Event, refused: list[float]) -> None:
+    conn = sqlite3.connect(db, timeout=timeout, isolation_level=None)
+    while not stop.is_set():
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("COMMIT")
+        except sqlite3.OperationalError:  # "database is locked": the app answers 503
+            refused.append(time.perf_counter())
+        time.sleep(0.1)
+    conn.close()
+
+
+def transaction_watch(url: str, stop: threading.Event, ages: list[float]) -> None:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        while not stop.is_set():
+            row = conn.execute(
+                "SELECT max(extract(epoch FROM now() - xact_start)) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            ).fetchone()
+            ages.append(float(row[0] or 0))
+            time.sleep(0.01)
+
+
+def fresh_postgres(url: str) -> str:
+    """The URL of a new, empty database beside the one named in `url`."""
+    import psycopg
+    from psycopg import sql
+
+    base, name = url.rsplit("/", 1)
+    name = f"{name}_lock"
+    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(name)))
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    return f"{base}/{name}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mb", type=float, default=60)
+    parser.add_argument("--postgres", help="a PostgreSQL URL (see above); default: a fresh SQLite file")
     args = parser.parse_args()
     from bench.django_env import bench_env
 
@@ -72,11 +119,20 @@ def main() -> None:
         path, db = Path(tmp) / "big.json", Path(tmp) / "import.sqlite3"
         doc = document(args.mb)
         path.write_text(json.dumps(doc), encoding="utf-8")
-        env = bench_env(f"sqlite:///{db}", settings="biasstudy.settings")
+        url = fresh_postgres(args.postgres) if args.postgres else f"sqlite:///{db}"
+        env = bench_env(url, settings="biasstudy.settings")
         subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], env=env, cwd=ROOT, check=True)
-        stop, waits = threading.Event(), []
-        thread = threading.Thread(target=probe, args=(db, stop, waits))
-        thread.start()
+        timeout = float(env.get("DATABASE_SQLITE_TIMEOUT", 30))
+        stop, waits, refused, ages = threading.Event(), [], [], []
+        if args.postgres:
+            threads = [threading.Thread(target=transaction_watch, args=(url, stop, ages))]
+        else:
+            threads = [
+                threading.Thread(target=probe, args=(db, stop, waits)),
+                threading.Thread(target=rater, args=(db, timeout, stop, refused)),
+            ]
+        for thread in threads:
+            thread.start()
         started = time.perf_counter()
         done = subprocess.run(
             [sys.executable, "manage.py", "import_study", str(path), "--format", "biasstudy"],
@@ -84,20 +140,26 @@ def main() -> None:
         )  # fmt: skip
         elapsed = time.perf_counter() - started
         stop.set()
-        thread.join()
+        for thread in threads:
+            thread.join()
         assert done.returncode == 0, done.stderr[-2000:]
-        print(
-            json.dumps(
-                {
-                    "file_mb": round(path.stat().st_size / 1e6, 1),
-                    "questions": len(doc["questions"]),
-                    "answers": 4 * len(doc["questions"]),
-                    "import_seconds": round(elapsed, 1),
-                    "longest_lock_wait_seconds": round(max(waits), 2),
-                    "probes": len(waits),
-                }
-            )
-        )
+        result = {
+            "database": "postgresql" if args.postgres else "sqlite",
+            "file_mb": round(path.stat().st_size / 1e6, 1),
+            "questions": len(doc["questions"]),
+            "answers": 4 * len(doc["questions"]),
+            "import_seconds": round(elapsed, 1),
+        }
+        if args.postgres:
+            result["longest_transaction_seconds"] = round(max(ages), 2)
+        else:
+            result |= {
+                "longest_lock_wait_seconds": round(max(waits), 2),
+                "probes": len(waits),
+                "rater_timeout_seconds": timeout,
+                "rater_503s": len(refused),
+            }
+        print(json.dumps(result))
 
 
 if __name__ == "__main__":

@@ -129,21 +129,12 @@ def test_a_file_over_the_size_limit_is_refused_and_not_kept(staff_client, settin
     assert list(upload_dir.iterdir()) == []
 
 
-def test_a_zip_member_cannot_write_outside_its_folder(staff_client, upload_dir, tmp_path):
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as zipped:
-        zipped.writestr("raw.json", "")
-        zipped.writestr("../../escaped.json", "{}")
-    post_file(staff_client, "chen.zip", buffer.getvalue())
-    assert not (tmp_path / "escaped.json").exists() and not (upload_dir.parent / "escaped.json").exists()
-
-
 def test_a_zip_without_raw_json_is_refused(staff_client):
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as zipped:
         zipped.writestr("gender.json", "{}")
     response = post_file(staff_client, "chen.zip", buffer.getvalue())
-    assert "exactly one raw.json" in response.content.decode()
+    assert "no raw.json" in response.content.decode()
 
 
 def test_a_zip_bomb_is_stopped_at_the_limit(staff_client, settings, upload_dir):
@@ -217,7 +208,7 @@ def test_a_failed_background_import_says_why_on_the_progress_page(staff_client, 
 
 def test_a_file_named_zip_that_is_not_one_is_refused_and_not_kept(staff_client, upload_dir):
     response = post_file(staff_client, "chen.zip", b"PK\x03\x04 not really a zip")
-    assert "not a readable zip file" in response.content.decode()
+    assert "not a zip archive" in response.content.decode()
     assert list(upload_dir.iterdir()) == []
 
 

@@ -193,9 +193,7 @@ def test_errors_in_a_chen2024_zip_name_the_file_inside_and_its_line(token_client
 @pytest.mark.parametrize(
     ("files", "message"),
     [
-        ({"../raw.json": "{}"}, "unexpected path"),
-        ({"/raw.json": "{}"}, "unexpected path"),
-        ({"a/b/raw.json": "{}"}, "unexpected path"),
+        ({"../raw.json": "{}"}, "unexpected path"),  # every path refused: tests/test_security_zip_members.py
         ({"a/raw.json": "{}", "b/raw.json": "{}"}, "no raw.json"),
         ({"notes.txt": "x"}, "no raw.json"),
     ],
