@@ -11,7 +11,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from analysis import importers, loader, report, simulate
+from analysis import importers, loader, report, results_cache, simulate
 from analysis.frame import Filters
 from annotations.models import ComparisonItem, Judge, PerturbationKind, Rater, Slot, Study, Vote
 from biasstudy import bulk
@@ -47,20 +47,25 @@ def scheme_labels() -> dict[str, tuple[str, str]]:
 
 
 def study_analyze(*, study: Study, filters: Filters | None = None, options: report.Options | None = None) -> dict:
-    groups, semantics = study_groups(study=study)
-    frame = loader.study_frame(study)
+    """The study's report, from the cache while nothing it reads has changed (results_cache)."""
+    filters = filters or Filters()
     options = options or report.Options()
     if not options.scheme_labels:
         options.scheme_labels = scheme_labels()
-    return report.analyze(
-        frame,
-        study=study.slug,
-        filters=filters,
-        options=options,
-        votes_per_item=study.votes_per_item,
-        groups=groups,
-        semantics=semantics,
-    )
+
+    def compute() -> dict:
+        groups, semantics = study_groups(study=study)
+        return report.analyze(
+            loader.study_frame(study),
+            study=study.slug,
+            filters=filters,
+            options=options,
+            votes_per_item=study.votes_per_item,
+            groups=groups,
+            semantics=semantics,
+        )
+
+    return results_cache.cached_report(study, filters, options, compute)
 
 
 def judge_simulate(
