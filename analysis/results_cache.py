@@ -1,4 +1,5 @@
-"""The study's report, kept in Django's default cache per study, filters and options.
+"""The study's report (and the figures drawn from it), kept in Django's default cache per study,
+filters and options.
 
 A dashboard page with its six figures asks for the same report seven times, and its 10-second
 refresh asks again when nothing has changed. The report is kept under a key that names every
@@ -30,6 +31,7 @@ import pickle
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from django.core.cache import cache
 from django.db import transaction
@@ -105,8 +107,9 @@ def _edit_token() -> str:
     return token
 
 
-def cache_key(study: Study, filters, options) -> str:
+def cache_key(study: Study, filters, options, part: str = "report") -> str:
     parts = {
+        "part": part,
         "code": CODE_VERSION,
         "edits": _edit_token(),
         "data": data_version(study),
@@ -131,9 +134,10 @@ def _safely(action: Callable, default=None):
         return default
 
 
-def cached_report(study: Study, filters, options, compute: Callable[[], dict]) -> dict:
-    """The report from the cache when its inputs are unchanged, else ``compute()`` (stored)."""
-    key = _safely(lambda: cache_key(study, filters, options))
+def cached(study: Study, filters, options, compute: Callable[[], Any], *, part: str = "report") -> Any:
+    """``part`` of the study's results (the report, or a figure drawn from it) from the cache
+    when its inputs are unchanged, else ``compute()`` (then stored)."""
+    key = _safely(lambda: cache_key(study, filters, options, part))
     if key is None:
         return compute()
     found = _safely(lambda: cache.get(key))

@@ -46,12 +46,17 @@ def scheme_labels() -> dict[str, tuple[str, str]]:
     return {slug: (scheme.first, scheme.second) for slug, scheme in LABEL_SCHEMES.items()}
 
 
-def study_analyze(*, study: Study, filters: Filters | None = None, options: report.Options | None = None) -> dict:
-    """The study's report, from the cache while nothing it reads has changed (results_cache)."""
-    filters = filters or Filters()
+def _with_scheme_labels(options: report.Options | None) -> report.Options:
     options = options or report.Options()
     if not options.scheme_labels:
         options.scheme_labels = scheme_labels()
+    return options
+
+
+def study_analyze(*, study: Study, filters: Filters | None = None, options: report.Options | None = None) -> dict:
+    """The study's report, from the cache while nothing it reads has changed (results_cache)."""
+    filters = filters or Filters()
+    options = _with_scheme_labels(options)
 
     def compute() -> dict:
         groups, semantics = study_groups(study=study)
@@ -65,7 +70,24 @@ def study_analyze(*, study: Study, filters: Filters | None = None, options: repo
             semantics=semantics,
         )
 
-    return results_cache.cached_report(study, filters, options, compute)
+    return results_cache.cached(study, filters, options, compute)
+
+
+def study_figure(
+    *, study: Study, name: str, fmt: str, filters: Filters | None = None, options: report.Options | None = None
+) -> bytes:
+    """One dashboard figure of the study's report as SVG or PNG bytes, cached as the report is:
+    a page's refresh with nothing new draws nothing again."""
+    from analysis import plots  # matplotlib: loaded by the figure views, not by every command
+
+    filters = filters or Filters()
+    options = _with_scheme_labels(options)
+
+    def draw() -> bytes:
+        result = study_analyze(study=study, filters=filters, options=options)
+        return plots.render(plots.draw(name, result)[0], fmt)
+
+    return results_cache.cached(study, filters, options, draw, part=f"figure:{name}.{fmt}")
 
 
 def judge_simulate(

@@ -52,6 +52,17 @@ def test_the_dashboard_and_its_figures_share_one_report(cached_study, staff_clie
     assert page_then_figure <= cold - 8, (page_then_figure, cold)
 
 
+def test_a_figure_asked_for_again_is_neither_analysed_nor_drawn_again_until_a_vote_arrives(cached_study, staff_client):
+    first = queries(staff_client, plot_url("agreement", "svg"))
+    with CaptureQueriesContext(connection) as again:
+        body = staff_client.get(plot_url("agreement", "svg")).content
+    assert len(again.captured_queries) <= first - 8, (first, len(again.captured_queries))
+    assert body.startswith(b"<?xml") and b"<svg" in body
+    item = cached_study.items.filter(kind__isnull=True).first()
+    make_vote(item, human_pool(cached_study), rater=make_rater(cached_study, participant_id="NEW-2"))
+    assert queries(staff_client, plot_url("agreement", "svg")) >= first - 2  # analysed afresh
+
+
 def test_a_new_vote_is_in_the_next_report_at_once(cached_study):
     before = human_votes(cached_study)
     assert human_votes(cached_study) == before  # from the cache
