@@ -45,7 +45,7 @@ def bench_page(n_votes: int, repeat: int) -> None:
     from tests.factories import make_staff
 
     setup_test_environment()
-    runner = DiscoverRunner(verbosity=0)
+    runner = DiscoverRunner(verbosity=0, interactive=False)  # a test database left behind is replaced
     old = runner.setup_databases()
     try:
         study = seed_study(n_votes)
