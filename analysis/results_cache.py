@@ -95,8 +95,10 @@ def data_version(study: Study) -> dict:
 
 
 def edit_token_renew(**_signal_kwargs) -> None:
-    """A signal receiver: a row the report reads was edited, so no stored report matches."""
-    _safely(lambda: cache.set(EDITS_KEY, uuid.uuid4().hex, None))
+    """A signal receiver: a row the report reads was edited, so no stored report matches. Once
+    the edit is committed: renewed earlier, a report computed meanwhile from the rows before
+    the edit would be stored under the new token."""
+    transaction.on_commit(lambda: _safely(lambda: cache.set(EDITS_KEY, uuid.uuid4().hex, None)))
 
 
 def _edit_token() -> str:

@@ -78,11 +78,13 @@ def test_flagging_a_rater_changes_the_report_at_once(cached_study):
     assert human_votes(cached_study) == before - rater.votes.count()
 
 
-def test_an_edited_bloom_level_changes_the_report_at_once(cached_study):
+def test_an_edited_bloom_level_changes_the_report_once_committed(cached_study, django_capture_on_commit_callbacks):
     assert set(services.study_analyze(study=cached_study)["judges"][0]["by_bloom"]) == {"applying"}
     question = Question.objects.filter(study=cached_study).first()
-    question.bloom_level = "creating"
-    question.save()
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        question.bloom_level = "creating"
+        question.save()
+    assert callbacks  # the edit token is renewed after the commit
     assert set(services.study_analyze(study=cached_study)["judges"][0]["by_bloom"]) == {"applying", "creating"}
 
 
