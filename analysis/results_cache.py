@@ -8,9 +8,11 @@ old entry is never read again (it expires after ``TIMEOUT``):
 
 - the study's own row (thresholds, votes per item, created_at: a study made again under a
   reused id is another study);
-- the data version: per table the report reads, the row count and the highest id (new or
-  deleted rows), plus what changes in place: failed judge requests retried, raters flagged
-  or unflagged, answer lengths (an edited text);
+- the data version: the newest vote id (of any study: reading it costs one index step, where
+  counting a study's votes would scan them), and per other table the report reads the row
+  count and the highest id (new or deleted rows), plus what changes in place: a judge run's
+  heartbeat (failed requests retried), raters flagged or unflagged, answer lengths (an edited
+  text);
 - an edit token, replaced whenever a question, answer, item, judge or perturbation kind is
   saved or deleted one by one (the admin's edits of a Bloom level, a gold label, a judge's
   name), see ``apps.AnalysisConfig.ready``;
@@ -35,7 +37,7 @@ from typing import Any
 
 from django.core.cache import cache
 from django.db import transaction
-from django.db.models import Count, IntegerField, Max, OuterRef, Q, Subquery, Sum
+from django.db.models import Count, Max, OuterRef, Q, Subquery, Sum
 
 from annotations.models import Answer, ComparisonItem, Question, Rater, Study, Vote
 
@@ -55,21 +57,24 @@ def _per_study(queryset, study_path: str, **aggregates) -> dict[str, Subquery]:
     version_…, apart from the study's own fields and relations)."""
     grouped = queryset.filter(**{study_path: OuterRef("pk")}).order_by().values(study_path)
     return {
-        f"version_{name}": Subquery(grouped.annotate(value=aggregate).values("value")[:1], output_field=IntegerField())
+        f"version_{name}": Subquery(grouped.annotate(value=aggregate).values("value")[:1])
         for name, aggregate in aggregates.items()
     }
 
 
 def data_version(study: Study) -> dict:
     """What the report of ``study`` reads, summed up in one query: equal versions, equal inputs
-    (with the edit token for edits made in place)."""
+    (with the edit token for edits made in place).
+
+    Votes are the big table, so they are not scanned: the newest vote id of all studies (one
+    step down the primary key's index) changes with every vote anywhere, and a rater's vote
+    also raises their ``votes_done``, a judge run's writes its ``heartbeat_at``. Votes are
+    never edited or deleted one by one; a judge run's retries rewrite failed votes in place,
+    in the transaction that also beats the run's heart."""
     from judges.models import JudgeRun  # the judges app depends on annotations, not the reverse
 
-    failed = Q(parse_status=Vote.Parse.FAILED)
     fields = {
-        **_per_study(
-            Vote.objects.all(), "item__study", votes=Count("id"), vote_max=Max("id"), failed=Count("id", filter=failed)
-        ),
+        "version_vote_max": Subquery(Vote.objects.order_by("-id").values("id")[:1]),
         **_per_study(
             Rater.objects.all(),
             "study",
@@ -77,6 +82,10 @@ def data_version(study: Study) -> dict:
             rater_max=Max("id"),
             flagged=Count("id", filter=Q(flagged=True)),
             flagged_ids=Sum("id", filter=Q(flagged=True)),
+            # Ids are taken before commit: a vote given id 100 may commit after the vote of id
+            # 101 has been read. Each vote bumps its rater's count, or its run's heartbeat, in
+            # its own transaction, so such a vote still changes the version when it commits.
+            votes_done=Sum("votes_done"),
         ),
         **_per_study(ComparisonItem.objects.all(), "study", items=Count("id"), item_max=Max("id")),
         **_per_study(Question.objects.all(), "study", questions=Count("id"), question_max=Max("id")),
@@ -88,7 +97,14 @@ def data_version(study: Study) -> dict:
             words=Sum("len_words"),
             chars=Sum("len_chars"),
         ),
-        **_per_study(JudgeRun.objects.all(), "study", runs=Count("id"), run_max=Max("id")),
+        **_per_study(
+            JudgeRun.objects.all(),
+            "study",
+            runs=Count("id"),
+            run_max=Max("id"),
+            heartbeat=Max("heartbeat_at"),
+            finished=Max("finished_at"),
+        ),
     }
     row = Study.objects.filter(pk=study.pk).annotate(**fields).values().first()
     return row or {"missing": study.pk}

@@ -115,3 +115,17 @@ def test_a_broken_cache_means_computing_not_an_error(cached_study, staff_client)
     assert human_votes(cached_study) > 0
     response = staff_client.get(plot_url("forest"))
     assert response.status_code == 200 and b"sim" in b"".join(response.streaming_content)
+
+
+def test_a_judge_runs_heartbeat_changes_the_version_as_its_retries_rewrite_failed_votes_in_place(cached_study):
+    from django.utils import timezone
+
+    from judges.models import JudgeRun
+    from judges.services import judge_run_start
+    from tests.factories import make_llm_judge
+
+    run = judge_run_start(study=cached_study, judge=make_llm_judge().judge, enqueue=False)
+    before = results_cache.data_version(cached_study)
+    assert results_cache.data_version(cached_study) == before
+    JudgeRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now())  # as runner.write_outcomes does
+    assert results_cache.data_version(cached_study) != before
