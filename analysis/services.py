@@ -15,7 +15,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from analysis import importers, loader, report, simulate
+from analysis import importers, loader, report, results_cache, simulate
 from analysis.frame import Filters
 from annotations.models import ComparisonItem, Judge, PerturbationKind, Rater, Slot, Study, Vote
 from biasstudy import bulk
@@ -56,21 +56,48 @@ def scheme_labels() -> dict[str, tuple[str, str]]:
     return {slug: (scheme.first, scheme.second) for slug, scheme in LABEL_SCHEMES.items()}
 
 
-def study_analyze(*, study: Study, filters: Filters | None = None, options: report.Options | None = None) -> dict:
-    groups, semantics = study_groups(study=study)
-    frame = loader.study_frame(study)
+def _with_scheme_labels(options: report.Options | None) -> report.Options:
     options = options or report.Options()
     if not options.scheme_labels:
         options.scheme_labels = scheme_labels()
-    return report.analyze(
-        frame,
-        study=study.slug,
-        filters=filters,
-        options=options,
-        votes_per_item=study.votes_per_item,
-        groups=groups,
-        semantics=semantics,
-    )
+    return options
+
+
+def study_analyze(*, study: Study, filters: Filters | None = None, options: report.Options | None = None) -> dict:
+    """The study's report, from the cache while nothing it reads has changed (results_cache)."""
+    filters = filters or Filters()
+    options = _with_scheme_labels(options)
+
+    def compute() -> dict:
+        groups, semantics = study_groups(study=study)
+        return report.analyze(
+            loader.study_frame(study),
+            study=study.slug,
+            filters=filters,
+            options=options,
+            votes_per_item=study.votes_per_item,
+            groups=groups,
+            semantics=semantics,
+        )
+
+    return results_cache.cached(study, filters, options, compute)
+
+
+def study_figure(
+    *, study: Study, name: str, fmt: str, filters: Filters | None = None, options: report.Options | None = None
+) -> bytes:
+    """One dashboard figure of the study's report as SVG or PNG bytes, cached as the report is:
+    a page's refresh with nothing new draws nothing again."""
+    from analysis import plots  # matplotlib: loaded by the figure views, not by every command
+
+    filters = filters or Filters()
+    options = _with_scheme_labels(options)
+
+    def draw() -> bytes:
+        result = study_analyze(study=study, filters=filters, options=options)
+        return plots.render(plots.draw(name, result)[0], fmt)
+
+    return results_cache.cached(study, filters, options, draw, part=f"figure:{name}.{fmt}")
 
 
 def judge_simulate(

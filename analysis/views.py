@@ -147,11 +147,11 @@ def plot(request: HttpRequest, slug: str, name: str, fmt: str) -> HttpResponse:
     form = _filter_form(request, study)
     if form.errors:
         return _bad_filters(form)
-    result = services.study_analyze(study=study, filters=form.filters(), options=form.options())
-    fig, rows = plots.draw(name, result)
     if fmt == "csv":
-        return _csv_response(rows, f"{study.slug}-plot-{name}.csv")
-    response = HttpResponse(plots.render(fig, fmt), content_type=plots.FORMATS[fmt])
+        result = services.study_analyze(study=study, filters=form.filters(), options=form.options())
+        return _csv_response(plots.draw(name, result)[1], f"{study.slug}-plot-{name}.csv")
+    body = services.study_figure(study=study, name=name, fmt=fmt, filters=form.filters(), options=form.options())
+    response = HttpResponse(body, content_type=plots.FORMATS[fmt])
     if "download" in request.GET:
         response["Content-Disposition"] = f'attachment; filename="{study.slug}-{name}.{fmt}"'
     return response

@@ -57,6 +57,17 @@ class LLMJudgeForm(forms.ModelForm):
         if self.instance.pk:
             self.fields["name"].initial = self.instance.judge.name
 
+    def _template(self, field: str) -> str:
+        # Browsers send a textarea's lines ending in CR LF; the prompt a model sees must be the one
+        # configured (and the same as a judge made by the command), so lines end in LF.
+        return self.cleaned_data[field].replace("\r\n", "\n")
+
+    def clean_system_template(self) -> str:
+        return self._template("system_template")
+
+    def clean_user_template(self) -> str:
+        return self._template("user_template")
+
     def clean_name(self) -> str:
         name = self.cleaned_data["name"]
         others = Judge.objects.filter(name=name, study__isnull=True)

@@ -51,6 +51,15 @@ def test_staff_create_a_judge_and_its_judge_row_in_one_go(staff_client, server):
     assert config.label_schemes == ["answer12", "ab"]
 
 
+def test_templates_typed_in_the_browser_keep_the_line_endings_a_judge_made_by_the_command_has(staff_client, server):
+    default = LLMJudge._meta.get_field("user_template").default
+    data = form_data(server, user_template=default.replace("\n", "\r\n"), system_template="Judge.\r\nFairly.")
+    response = staff_client.post(reverse("admin:judges_llmjudge_add"), data)
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    config = LLMJudge.objects.get()
+    assert (config.user_template, config.system_template) == (default, "Judge.\nFairly.")
+
+
 def test_the_form_names_a_bad_template_field_and_a_key_given_instead_of_its_variable(staff_client, server):
     data = form_data(server, user_template="{question} {answr}", api_key_env="sk-live-123")
     response = staff_client.post(reverse("admin:judges_llmjudge_add"), data)
