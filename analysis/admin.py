@@ -17,10 +17,12 @@ from annotations.admin import StudyAdmin
 
 
 class VotesImportForm(forms.Form):
-    file = forms.FileField(help_text="A vote file (docs/VOTE_FILES.md).")
+    file = forms.FileField(
+        help_text="A vote file (docs/VOTE_FILES.md); for mtbench, prd and llmbar a zip of the data set's folder."
+    )
     format = forms.ChoiceField(
         choices=[(f, f) for f in services.UPLOAD_FORMATS],
-        help_text="MT-bench, PRD and LLMBar read their data set's folder: import those with manage.py import_votes.",
+        help_text="csv: one file. MT-bench, PRD and LLMBar read their data set's folder: upload it zipped.",
     )
     study = forms.SlugField(max_length=80, help_text="Slug of the study the votes go into.")
     create = forms.BooleanField(required=False, label="Create the study if there is none by that slug")

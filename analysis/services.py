@@ -10,6 +10,7 @@ from pathlib import Path, PurePosixPath
 
 import numpy as np
 import pandas as pd
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Q
@@ -17,6 +18,7 @@ from django.utils import timezone
 
 from analysis import importers, loader, report, results_cache, simulate
 from analysis.frame import Filters
+from annotations.archives import ArchiveError, ArchiveLimits, archive_root, archive_unpack
 from annotations.models import ComparisonItem, Judge, PerturbationKind, Rater, Slot, Study, Vote
 from biasstudy import bulk
 
@@ -335,34 +337,49 @@ def votes_import_path(
         return study, votes_import(study=study, parsed=parsed)
 
 
-# Formats read from one file, which the admin page and the API take as an upload. The others
-# read a data set's folder (MT-bench, PRD, LLMBar): `manage.py import_votes` on the server.
-UPLOAD_FORMATS = ("csv",)
+# What the admin page and the API take as an upload: a `csv` file, or a folder format (MT-bench,
+# PRD, LLMBar) as a zip of its folder. The zip's data sits at its top or in its single folder,
+# whichever holds the file or folder named here (every copy of the data set has it).
+ZIPPED_FOLDERS = {"mtbench": "question.jsonl", "prd": "vicuna80", "llmbar": "evaluator_votes.csv.gz"}
+UPLOAD_FORMATS = ("csv", *ZIPPED_FOLDERS)
+# Sized for the real folders zipped, with room: PRD is 234 files, 20 MB unpacked, four levels deep
+# counting its own folder (prd/vicuna80/ratings-gpt4/….jsonl); LLMBar 2 MB. The bytes are the
+# upload's limit (API_IMPORT_MAX_MB), and only the files the formats read are unpacked.
+ZIP_MEMBERS, ZIP_DEPTH = 1000, 4
+ZIP_SUFFIXES = (".csv", ".csv.gz", ".json", ".jsonl")
 
 
 def votes_import_upload(
     *, chunks: Iterable[bytes], name: str, fmt: str, slug: str, create: bool = False, title: str | None = None
 ) -> tuple[Study, dict[str, int]]:
     """``votes_import_path`` on an uploaded file (its bytes in ``chunks``; ``name`` is what
-    problems call it). Raises ImportProblem (naming the upload, its line and field) or
-    StudyNotFound; writes nothing when it raises."""
+    problems call it): a vote file, or for a folder format a zip of the folder, unpacked by
+    ``archives.archive_unpack``. Raises ImportProblem (naming the upload, the file inside a zip,
+    its line and field) or StudyNotFound; writes nothing when it raises."""
     name = PurePosixPath(name.replace("\\", "/")).name or "upload"
     if fmt not in UPLOAD_FORMATS:
-        raise importers.ImportProblem(
-            name,
-            None,
-            "format",
-            f"{fmt} reads a data set's folder: import it with manage.py import_votes on the server",
-        )
+        raise importers.ImportProblem(name, None, "format", f"{fmt} is not a format an upload can have")
     with tempfile.TemporaryDirectory(prefix="biasstudy-votes-") as tmp:
         path = Path(tmp) / name
         with path.open("wb") as out:
             for chunk in chunks:
                 out.write(chunk)
+        if fmt in ZIPPED_FOLDERS:
+            unpacked = Path(tmp) / "folder"
+            limits = ArchiveLimits(total_bytes=settings.API_IMPORT_MAX_MB << 20, members=ZIP_MEMBERS, depth=ZIP_DEPTH)
+            try:
+                archive_unpack(archive=path, target=unpacked, limits=limits, suffixes=ZIP_SUFFIXES)
+                path = archive_root(unpacked, ZIPPED_FOLDERS[fmt])
+            except ArchiveError as exc:
+                raise importers.ImportProblem(
+                    name, None, "file", f"{fmt} is uploaded as a zip of its folder: {exc}"
+                ) from None
         try:
             return votes_import_path(slug=slug, fmt=fmt, path=path, create=create, title=title)
         except importers.ImportProblem as exc:
-            raise importers.ImportProblem(name, exc.line, exc.field, exc.message) from None
+            inside = Path(exc.path).relative_to(path).as_posix() if Path(exc.path).is_relative_to(path) else "."
+            shown = name if inside == "." or fmt not in ZIPPED_FOLDERS else f"{name}: {inside}"
+            raise importers.ImportProblem(shown, exc.line, exc.field, exc.message) from None
 
 
 def votes_import(*, study: Study, parsed: importers.Parsed) -> dict[str, int]:

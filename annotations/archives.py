@@ -75,6 +75,18 @@ def archive_unpack(
         raise ArchiveError(f"the archive cannot be read: {zip_problem(exc)}") from None
 
 
+def archive_root(target: Path, marker: str) -> Path:
+    """The folder an unpacked archive's data lives in: `target` itself when `marker` (a file or
+    folder the data always has) is at its top, else its single folder when the marker is there
+    (a folder zipped whole). Raises ArchiveError naming the marker."""
+    if (target / marker).exists():
+        return target
+    subfolders = [path for path in target.iterdir() if path.is_dir()] if target.is_dir() else []
+    if len(subfolders) == 1 and (subfolders[0] / marker).exists():
+        return subfolders[0]
+    raise ArchiveError(f"no {marker} at the top of the archive or in its single folder")
+
+
 def zip_problem(exc: Exception) -> str:
     """What went wrong with a broken archive, in words the researcher can act on."""
     if isinstance(exc, RuntimeError) and "encrypted" in str(exc):

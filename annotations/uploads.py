@@ -25,7 +25,7 @@ from django.conf import settings
 from django.core import signing
 
 from annotations import lengths
-from annotations.archives import ArchiveError, ArchiveLimits, archive_unpack
+from annotations.archives import ArchiveError, ArchiveLimits, archive_root, archive_unpack
 from annotations.models import Study
 from annotations.study_io import CHEN_CONTROL_FILE, StudyFileError, study_file_read, study_import
 from annotations.study_io import _derive_items as derive_items  # the import's rule, for the preview
@@ -265,12 +265,7 @@ def chen_archive_unpack(*, archive: Path, target: Path) -> Path:
     top-level folder. The admin's upload and the API's import both call this. Raises
     ArchiveError."""
     archive_unpack(archive=archive, target=target, limits=ArchiveLimits(total_bytes=_limit()))
-    if (target / CHEN_CONTROL_FILE).exists():
-        return target
-    subfolders = [path for path in target.iterdir() if path.is_dir()]
-    if len(subfolders) == 1 and (subfolders[0] / CHEN_CONTROL_FILE).exists():
-        return subfolders[0]
-    raise ArchiveError(f"no {CHEN_CONTROL_FILE} at the top of the archive or in its single folder")
+    return archive_root(target, CHEN_CONTROL_FILE)
 
 
 def _as_uploaded(exc: StudyFileError, upload: Upload) -> StudyFileError:

@@ -170,7 +170,9 @@ class StudyImportUpload(StudyImportOptions):
 class VotesImportUpload(serializers.Serializer):
     """`manage.py import_votes FILE --format F --study S [--create --title T]` as a form."""
 
-    file = serializers.FileField(help_text="The vote file (docs/VOTE_FILES.md).")
+    file = serializers.FileField(
+        help_text="The vote file (docs/VOTE_FILES.md); for mtbench, prd and llmbar a zip of the data set's folder."
+    )
     format = serializers.ChoiceField(choices=list(UPLOAD_FORMATS), default="csv")
     study = serializers.SlugField(max_length=80, help_text="Slug of the study the votes go into.")
     create = serializers.BooleanField(default=False, help_text="Make the study when there is none by that slug.")

@@ -190,7 +190,7 @@ class VotesImportView(APIView):
         description=(
             "`manage.py import_votes FILE --format csv --study S [--create]` over HTTP: the same parser and "
             "writer, one transaction (nothing is written unless the whole file is valid, not even the study "
-            "`create` would make). Folder formats (mtbench, prd, llmbar) are imported with the command. "
+            "`create` would make). Folder formats (mtbench, prd, llmbar) are uploaded as a zip of the folder. "
             "A bad file is a 400 naming the file, line and field."
         ),
         request={"multipart/form-data": inputs.VotesImportUpload},

@@ -53,12 +53,14 @@ def test_an_unknown_study_without_create_is_a_400(token_client, tmp_path):
     assert "nowhere" in response.json()["detail"] and not Vote.objects.exists()
 
 
-def test_a_folder_format_is_refused_with_a_pointer_to_the_command(token_client, tmp_path):
+def test_a_folder_format_sent_as_a_plain_file_is_a_400_asking_for_a_zip_of_the_folder(token_client, tmp_path):
     make_study(slug="there")
     response = token_client.post(
         URL, {"file": upload(tmp_path), "study": "there", "format": "llmbar"}, format="multipart"
     )
-    assert response.status_code == 400 and "format" in response.json()
+    assert response.status_code == 400 and response.json()["field"] == "file"
+    assert "llmbar is uploaded as a zip of its folder: not a zip archive" in response.json()["detail"]
+    assert not Vote.objects.exists()
 
 
 def test_only_staff_may_import(client, db, tmp_path):
