@@ -43,4 +43,13 @@ def test_the_docs_page_renders_every_endpoint_without_leaving_the_machine(live_s
     assert any("/static/drf_spectacular_sidecar/swagger-ui-dist/" in url for url in requested)
     assert any(url.startswith(f"{live_server.url}/api/schema/") for url in requested)
     assert "biasstudy API" in title
-    assert operations == 30  # every /api/v1/ operation
+    assert operations == len(schema_operations()) > 0  # every operation of the schema is drawn
+
+
+def schema_operations() -> list[tuple[str, str]]:
+    """(path, method) of every operation the OpenAPI schema holds, as drf-spectacular makes it."""
+    from drf_spectacular.generators import SchemaGenerator
+
+    paths = SchemaGenerator().get_schema(request=None, public=True)["paths"]
+    methods = {"get", "post", "put", "patch", "delete"}
+    return [(path, method) for path, item in paths.items() for method in item if method in methods]
