@@ -218,7 +218,7 @@ def _validate_settings(study: dict, fail: Callable, problems: _Problems) -> None
         if isinstance(value, bool) and expected is not bool or not isinstance(value, expected):
             check(fail, f"must be {_type_name(expected)}, got {value!r}", f"study.{key}", key)
     for required in ("slug", "title"):
-        if not study.get(required):
+        if study.get(required, "") == "":  # missing or empty; a value of the wrong type was named above
             check(fail, "required", f"study.{required}")
     for key in ("instructions", "consent"):
         check(_check_text_size, study.get(key, ""), f"study.{key}", fail, key)

@@ -42,7 +42,7 @@ BAD_ARGUMENTS: dict[str, list[tuple[list[str], str]]] = {
     "export_items": [([], "--study"), (["--study", "nope", "-o", "x.csv"], "no study with slug 'nope'")],
     "export_metrics": [([], "--study"), (["--study", "nope", "-o", "x.csv"], "no study with slug 'nope'")],
     "import_votes": [([], "path"), (["x.csv", "--format", "yaml", "--study", "cmd"], "invalid choice"),
-                     (["x.csv", "--format", "csv", "--study", "nope"], "no study with slug 'nope'")],
+                     (["x.csv", "--format", "csv", "--study", "nope"], "x.csv: no such file or folder")],
     "simulate": [([], "--study"), (["--study", "nope"], "no study with slug 'nope'"),
                  (["--study", "cmd", "--tie-rate", "2"], "--tie-rate")],
 }  # fmt: skip

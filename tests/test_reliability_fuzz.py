@@ -95,7 +95,8 @@ def _import_either_way(path: Path, fmt: str) -> None:
         except StudyFileError as error:
             assert error.path.startswith(str(path)), error
             assert error.field or error.line or error.message, error
-            assert str(error).startswith(error.path)
+            for problem in error.problems:  # one, or "N problems:" and one line each
+                assert str(problem).startswith(problem.path) and problem.path.startswith(str(path)), error
             assert _counts() == before, f"a failed import wrote something: {error}"
         else:
             assert study.pk
