@@ -202,7 +202,7 @@ _RULE_DTYPES = {
 }
 
 
-def rules_frame(study: Study, *, chunk_size: int = 50_000) -> pd.DataFrame:
+def rules_frame(study: Study, *, chunk_size: int = 10_000) -> pd.DataFrame:
     """Every vote of the study (in id order) with only the columns that decide whether the
     default analysis counts it, read in chunks into numbers and categories: tens of MB at a
     million votes, where ``study_frame`` takes gigabytes. For ``exclusion_masks`` with the
@@ -211,20 +211,24 @@ def rules_frame(study: Study, *, chunk_size: int = 50_000) -> pd.DataFrame:
     rows = rows.iterator(chunk_size=chunk_size)
     chunks = []
     while batch := list(islice(rows, chunk_size)):
-        chunks.append(_rules_chunk(batch))
-    frame = pd.concat(chunks or [_rules_chunk([])], ignore_index=True)
-    frame["words"] = (frame["len_a1_words"] + frame["len_a2_words"]).fillna(0).astype(np.int64)
-    frame["threshold_ms"] = threshold_ms(study, frame["words"])
-    names = dict(Judge.objects.filter(id__in=frame["judge_id"].unique().tolist()).values_list("id", "name"))
-    frame["judge"] = frame["judge_id"].map(names).astype("category")
+        chunks.append(_rules_chunk(study, batch))
+    # Each chunk is already in its final (small) columns, ~45 bytes a vote: the peak is the join,
+    # which holds them twice.
+    frame = pd.concat(chunks or [_rules_chunk(study, [])], ignore_index=True)
+    del chunks
+    judge_ids = frame.pop("judge_id")
+    names = dict(Judge.objects.filter(id__in=judge_ids.unique().tolist()).values_list("id", "name"))
+    frame["judge"] = judge_ids.map(names).astype("category")
     frame["run_complete"] = run_complete(frame, study)
     return frame
 
 
-def _rules_chunk(rows: list[tuple]) -> pd.DataFrame:
-    chunk = pd.DataFrame(rows, columns=[c for c, _ in _RULE_FIELDS])
+def _rules_chunk(study: Study, rows: list[tuple]) -> pd.DataFrame:
+    chunk = pd.DataFrame(rows, columns=[c for c, _ in _RULE_FIELDS]).astype(_RULE_DTYPES)
     chunk["choice"] = pd.Categorical(chunk["choice"], categories=list(CHOICES))
     chunk["parse_status"] = pd.Categorical(chunk["parse_status"], categories=list(Vote.Parse.values))
     # No rater (an LLM's vote): not flagged.
     chunk["rater_flagged"] = chunk["rater_flagged"].astype("boolean").fillna(False).astype(bool)
-    return chunk.astype(_RULE_DTYPES)
+    words = (chunk.pop("len_a1_words") + chunk.pop("len_a2_words")).fillna(0).astype(np.int64)
+    chunk["threshold_ms"] = threshold_ms(study, words)
+    return chunk
