@@ -6,7 +6,8 @@ file is the one that carries platform participant ids, because a platform pays b
 
 Each export is a generator of rows (first the header) so the commands and the dashboard stream
 it the same way; ``csv_lines`` turns rows into CSV text. The votes export walks the database
-with ``iterator()`` in chunks, so memory stays flat however many votes there are.
+with ``iterator()`` in chunks, so memory stays flat however many votes there are; what counts is
+decided beforehand on a few small columns of every vote (``loader.rules_frame``, ~45 bytes a vote).
 
 Text cells that a spreadsheet would run as a formula (starting with = + - @ tab or CR) get a
 leading apostrophe. Numbers are written as numbers and left alone.
@@ -115,12 +116,14 @@ def _run_fields() -> list[str]:
     return ["config"] if "config" in {f.name for f in JudgeRun._meta.get_fields()} else []
 
 
-def exclusions(study: Study, filters: Filters | None = None) -> dict[int, list[str]]:
-    """Vote id → every reason the analysis leaves it out (votes it counts are absent)."""
-    frame = loader.study_frame(study)
+def exclusions(study: Study) -> dict[int, list[str]]:
+    """Vote id → every reason the default analysis (the study's own settings) leaves it out
+    (votes it counts are absent). The analysis's own rules (``exclusion_masks``) run on the few
+    columns they read (``loader.rules_frame``), not on the whole study frame."""
+    frame = loader.rules_frame(study)
     ids = frame["vote_id"].to_numpy()
     out: dict[int, list[str]] = {}
-    for name, mask in exclusion_masks(frame, filters or Filters()).items():
+    for name, mask in exclusion_masks(frame, Filters()).items():
         for vote_id in ids[np.flatnonzero(mask)]:
             out.setdefault(int(vote_id), []).append(REASONS[name])
     return out

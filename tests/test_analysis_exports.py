@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 from django.core.management import CommandError, call_command
 
-from analysis import exports, services
+from analysis import exports, loader, services
+from analysis.frame import Filters, exclusion_masks
 from analysis.simulate import JudgeParams
 from annotations.models import Vote
 from tests.factories import make_judge, make_question, make_study, make_variant
@@ -106,8 +107,33 @@ def test_an_export_command_rejects_an_unknown_study_and_writes_nothing(db, tmp_p
 def test_the_votes_export_streams_in_chunks(exported_study, django_assert_max_num_queries):
     out = StringIO()
     rows = exports.votes_rows(exported_study, chunk_size=5)
-    # The votes (in chunks), the judges, and the loader's handful that decides what counts.
-    with django_assert_max_num_queries(8):
+    # The votes and their judges, twice: once for the few columns that decide what counts
+    # (loader.rules_frame; a run's configuration only when there are runs), once for the rows.
+    with django_assert_max_num_queries(4):
         for line in exports.csv_lines(rows):
             out.write(line)
     assert out.getvalue().count("\n") > 20
+
+
+def test_the_export_decides_what_counts_as_the_analysis_does_on_the_whole_study_frame(exported_study):
+    exported_study.min_response_ms = 500
+    exported_study.save()
+    Vote.objects.filter(id=Vote.objects.filter(item__study=exported_study, rater__isnull=False).first().id).update(
+        client_ms=1, not_familiar=True
+    )
+    exported_study.raters.filter(id=exported_study.raters.order_by("id").last().id).update(flagged=True)
+    full, slim = loader.study_frame(exported_study), loader.rules_frame(exported_study)
+    assert slim["vote_id"].tolist() == sorted(full["vote_id"])
+    full = full.sort_values("vote_id", ignore_index=True)
+    expected, got = exclusion_masks(full, Filters()), exclusion_masks(slim, Filters())
+    assert list(got) == list(expected)
+    for name in expected:
+        assert got[name].tolist() == expected[name].tolist(), name
+    hit = {name for name, mask in got.items() if mask.any()}
+    assert {"too_fast", "not_familiar", "flagged_rater", "no_choice"} <= hit
+
+
+def test_the_rules_frame_of_a_study_without_votes_is_empty(db):
+    study = make_study(slug="exp-empty")
+    assert len(loader.rules_frame(study)) == 0
+    assert exports.exclusions(study) == {}

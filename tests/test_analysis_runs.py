@@ -7,7 +7,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from analysis import services
+from analysis import exports, services
 from analysis.forms import FilterForm
 from annotations.models import ComparisonItem, Vote
 from judges.models import JudgeRun
@@ -99,3 +99,13 @@ def test_the_command_takes_runs_and_says_which_it_used(two_runs):
     call_command("analyze", "--study", study.slug, "--json", "--bootstrap", "50", "--runs", "all", stdout=out)
     result = json.loads(out.getvalue())
     assert result["filters"]["runs"] == "all" and judge_row(result, judge)["n_votes"] == 11
+
+
+def test_the_votes_csv_names_the_runs_the_analysis_leaves_out(two_runs):
+    study, judge, older, newer = two_runs
+    rows = list(exports.votes_rows(study))
+    header, body = rows[0], rows[1:]
+    because = [r[header.index("excluded_because")] for r in body]
+    assert because.count("other_run") == 5
+    counted = sum(r[header.index("counted")] for r in body)
+    assert counted == services.study_analyze(study=study)["filters"]["n_votes_counted"] == 7
