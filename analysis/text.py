@@ -80,27 +80,31 @@ def report_lines(report: dict, *, verbose: bool = False) -> Iterator[str]:
             )
 
 
+def _cuts(measure: dict, rate: str, verbose: bool) -> Iterator[tuple[str, dict]]:
+    """(" [subset]" or "", part) of a measure: the whole, then each subset when verbose; only
+    parts whose `rate` has n > 0."""
+    subsets = measure.get("by_subset") or {} if verbose else {}
+    for subset in [None, *subsets]:
+        part = measure if subset is None else subsets[subset]
+        if part and part[rate]["n"]:
+            yield ("" if subset is None else f" [{subset}]"), part
+
+
 def _issue21_lines(judge: dict, *, verbose: bool) -> Iterator[str]:
     """Accuracy against gold labels, position consistency and repetition stability, where the
     data has them (n > 0); by subset when verbose."""
     gold = judge.get("gold_accuracy") or {}
     consistency = judge.get("position_consistency") or {}
-    for subset in [None, *(gold.get("by_subset") or {} if verbose else {})]:
-        part = gold if subset is None else gold["by_subset"][subset]
-        if part and part["average"]["n"]:
-            where = "" if subset is None else f" [{subset}]"
-            yield (
-                f"  gold accuracy{where}: A1 first {rate_text(part['a1_first'])}, A2 first {rate_text(part['a2_first'])}, "
-                f"average {rate_text(part['average'])}, correct in both orders {rate_text(part['both'])}"
-            )
-    for subset in [None, *(consistency.get("by_subset") or {} if verbose else {})]:
-        part = consistency if subset is None else consistency["by_subset"][subset]
-        if part and part["consistency"]["n"]:
-            where = "" if subset is None else f" [{subset}]"
-            yield (
-                f"  position consistency{where}: {rate_text(part['consistency'])}; preference fairness "
-                f"(recency - primacy) {pct(part['fairness'])}"
-            )
+    for where, part in _cuts(gold, "average", verbose):
+        yield (
+            f"  gold accuracy{where}: A1 first {rate_text(part['a1_first'])}, A2 first {rate_text(part['a2_first'])}, "
+            f"average {rate_text(part['average'])}, correct in both orders {rate_text(part['both'])}"
+        )
+    for where, part in _cuts(consistency, "consistency", verbose):
+        yield (
+            f"  position consistency{where}: {rate_text(part['consistency'])}; preference fairness "
+            f"(recency - primacy) {pct(part['fairness'])}"
+        )
     stability = judge.get("repetition_stability")
     if stability and stability["n"]:
         yield f"  repetition stability: {rate_text(stability)}"
