@@ -15,14 +15,18 @@ from tests.judge_server import JudgeServer
 KEY_VARIABLE = "BIASSTUDY_TEST_ANTHROPIC_KEY"
 SECRET = "sk-ant-test-0123456789abcdef"
 # directive in the better answer -> (parse status, what the error says, or None)
-CASES = {
+CASES = {  # no more than two failing cases in a row: ten failures in a row trip the run's breaker
     "": (Vote.Parse.OK, None),
-    "429x1": (Vote.Parse.OK, None),
-    "slowx1": (Vote.Parse.OK, None),
     "500": (Vote.Parse.FAILED, "HTTP 500"),
     "malformed": (Vote.Parse.FAILED, "gave up"),
+    "429x1": (Vote.Parse.OK, None),
     "negtokens": (Vote.Parse.FAILED, "tokens_in"),
+    "hugetokens": (Vote.Parse.FAILED, "tokens_in"),
     "nul": (Vote.Parse.OK, None),
+    "megabyte": (Vote.Parse.FAILED, "characters"),
+    "dropx2": (Vote.Parse.FAILED, "gave up"),  # no usable body on the try nor on its one retry
+    "slowx1": (Vote.Parse.OK, None),
+    "cutbodyx2": (Vote.Parse.FAILED, "gave up"),
 }
 
 
