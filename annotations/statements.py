@@ -1,8 +1,9 @@
 """The rater path's busiest statements, written out as static SQL.
 
 Every vote runs these, and on a small server the ORM's work to build them (joins, select
-lists, model instances) cost more than the database did: about half a vote's CPU. Each is one
-string fixed when the module loads, run through Django's public `raw()` or a cursor;
+lists) cost more than the database did: about half a vote's CPU; even `raw()`, which matches
+every column to a field, cost more than running the statement. So each is a constant string
+run on a cursor, its row turned into model instances by `_loaded`, and
 tests/test_rater_statements.py holds each equal to its ORM twin on both databases. Everything
 else on the path uses the ORM.
 
@@ -17,16 +18,37 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import connection
+from django.db import connection, models
+from django.utils import timezone
 from django.utils.safestring import SafeString
 
 from annotations.models import Lease, Rater, Slot, Study, stored_html
 
-# The study's columns are read with the rater as `study_<column>`: all but its creation time,
-# which the rater path does not need (None), so that such a Study is never saved. A field added
-# to Study without its column here fails every rater page (and tests/test_rater_statements.py).
-_STUDY_FIELDS = [field for field in Study._meta.concrete_fields if field.name not in ("id", "created_at")]
 
+def _row(statement: str, params: list | dict) -> dict | None:
+    """The statement's first row as {column name: value}, or None."""
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        row = cursor.fetchone()
+        return None if row is None else dict(zip((column[0] for column in cursor.description), row, strict=True))
+
+
+def _loaded(model: type[models.Model], row: dict, prefix: str = "") -> models.Model:
+    """An instance of `model` from its columns in `row` (each named `<prefix><column>`), as the
+    ORM loads one: JSON decoded, datetimes aware (SQLite gives them naive, in the connection's
+    time zone). Booleans, numbers and text come from both databases as they are."""
+    values = {}
+    for field in model._meta.concrete_fields:
+        value = row[prefix + field.column]
+        if isinstance(value, datetime) and timezone.is_naive(value):
+            value = timezone.make_aware(value, connection.timezone)
+        elif isinstance(field, models.JSONField):
+            value = field.from_db_value(value, None, connection)
+        values[field.attname] = value
+    return model(**values)
+
+
+# The study's columns come with the rater as `study_<column>`, its id as the rater's study_id.
 RATER_IN_STUDY = """
 SELECT r.*,
        s.title AS study_title, s.slug AS study_slug, s.status AS study_status,
@@ -37,7 +59,8 @@ SELECT r.*,
        s.completion_code AS study_completion_code, s.per_rater_codes AS study_per_rater_codes,
        s.prolific_completion_url AS study_prolific_completion_url, s.gold_every AS study_gold_every,
        s.gold_min_accuracy AS study_gold_min_accuracy, s.max_length_ratio AS study_max_length_ratio,
-       s.fast_notice AS study_fast_notice, s.allow_mturk_frame AS study_allow_mturk_frame
+       s.fast_notice AS study_fast_notice, s.allow_mturk_frame AS study_allow_mturk_frame,
+       s.created_at AS study_created_at
 FROM annotations_rater r
 JOIN annotations_study s ON s.id = r.study_id
 WHERE r.id = %s AND s.slug = %s
@@ -47,11 +70,11 @@ WHERE r.id = %s AND s.slug = %s
 def rater_in_study(rater_id: int, slug: str) -> Rater | None:
     """The rater with this id in the study with this slug, `rater.study` filled; None if there
     is no such rater there."""
-    rater = next(iter(Rater.objects.raw(RATER_IN_STUDY, [rater_id, slug])), None)
-    if rater is not None:
-        # raw() converts the model's own columns only: the study's booleans are 0/1 on SQLite.
-        values = {field.attname: field.to_python(getattr(rater, f"study_{field.column}")) for field in _STUDY_FIELDS}
-        rater.study = Study(id=rater.study_id, created_at=None, **values)
+    row = _row(RATER_IN_STUDY, [rater_id, slug])
+    if row is None:
+        return None
+    rater = _loaded(Rater, row)
+    rater.study = _loaded(Study, row, prefix="study_")
     return rater
 
 
@@ -79,13 +102,14 @@ class Shown:
 def pending_lease(rater_id: int) -> Lease | None:
     """The rater's pending lease (at most one: a constraint), expired or not, with `page`: the
     question and the two answers in the order shown, rendered."""
-    lease = next(iter(Lease.objects.raw(PENDING_LEASE, [rater_id])), None)
-    if lease is not None:
-        a1 = Shown(stored_html(lease.a1_text, lease.a1_html, lease.a1_key))
-        a2 = Shown(stored_html(lease.a2_text, lease.a2_html, lease.a2_key))
-        left, right = (a1, a2) if lease.shown_first == "a1" else (a2, a1)
-        question = Shown(stored_html(lease.question_text, lease.question_html, lease.question_key))
-        lease.page = {"question": question, "left": left, "right": right}
+    row = _row(PENDING_LEASE, [rater_id])
+    if row is None:
+        return None
+    lease = _loaded(Lease, row)
+    a1, a2 = (Shown(stored_html(row[f"{a}_text"], row[f"{a}_html"], row[f"{a}_key"])) for a in ("a1", "a2"))
+    left, right = (a1, a2) if lease.shown_first == "a1" else (a2, a1)
+    question = Shown(stored_html(row["question_text"], row["question_html"], row["question_key"]))
+    lease.page = {"question": question, "left": left, "right": right}
     return lease
 
 
@@ -117,12 +141,14 @@ def lease_to_vote(rater: Rater, token: str) -> Lease | None:
     lease (on SQLite the transaction holds the database's one write lock) and refreshes
     LOCKED_RATER_FIELDS and the study's status on `rater`. Run it inside the vote's transaction."""
     statement = LEASE_TO_VOTE + ("FOR UPDATE OF r, l\n" if connection.features.has_select_for_update_of else "")
-    lease = next(iter(Lease.objects.raw(statement, [rater.pk, token])), None)
-    if lease is not None:
-        for name in LOCKED_RATER_FIELDS:
-            setattr(rater, name, getattr(lease, f"rater_{name}"))
-        rater.flagged = bool(rater.flagged)  # 0/1 on SQLite
-        rater.study.status = lease.study_status
+    row = _row(statement, [rater.pk, token])
+    if row is None:
+        return None
+    for name in LOCKED_RATER_FIELDS:
+        setattr(rater, name, row[f"rater_{name}"])
+    rater.study.status = row["study_status"]
+    lease = _loaded(Lease, row)
+    lease.words, lease.human_pool_id = row["words"], row["human_pool_id"]
     return lease
 
 

@@ -16,7 +16,7 @@ from tests.factories import human_pool, make_question, make_rater, make_study, m
 pytestmark = pytest.mark.django_db
 
 _RATER_FIELDS = [field.attname for field in Rater._meta.concrete_fields]
-_STUDY_FIELDS = [field.attname for field in Study._meta.concrete_fields if field.name != "created_at"]
+_STUDY_FIELDS = [field.attname for field in Study._meta.concrete_fields]
 _LEASE_FIELDS = [field.attname for field in Lease._meta.concrete_fields]
 
 
@@ -66,7 +66,7 @@ def test_the_rater_read_matches_the_orm_for_every_field_in_and_out_of_the_study(
         Rater.objects.filter(pk=rater.pk).update(finished_at=timezone.now(), completion_code="AB12", votes_done=3)
     read = statements.rater_in_study(rater.pk, study.slug)
     assert read.study.per_rater_codes is True and read.study.one_variant_per_question is False
-    assert read.study.created_at is None and read.finished_at is not None
+    assert read.finished_at is not None and read.source_meta == {"STUDY_ID": "x"}
     assert statements.rater_in_study(rater.pk, other.slug) is None
 
 
