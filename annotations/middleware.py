@@ -2,7 +2,7 @@
 
 A browser sends a cookie from inside a cross-site iframe only when it is `SameSite=None; Secure`
 (and third-party cookies are not blocked). Views mark such a response with `frame_cookies = True`
-(see annotations.views); this middleware, placed before CsrfViewMiddleware, sees every cookie of
+(annotations.pages.mturk_frame); this middleware, placed before CsrfViewMiddleware, sees every cookie of
 that response, Django's CSRF cookie included, and gives each those two attributes. Every other
 response keeps the settings' SameSite=Lax.
 """

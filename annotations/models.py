@@ -122,6 +122,10 @@ class Study(models.Model):
         if old_quota is not None and old_quota != self.votes_per_item:
             Slot.objects.sync(self)
 
+    def is_gold_turn(self, votes_done: int) -> bool:
+        """Whether a rater's item after `votes_done` votes is an attention check."""
+        return self.gold_every > 0 and (votes_done + 1) % (self.gold_every + 1) == 0
+
     def threshold_ms(self, words: int) -> int:
         """The response-time threshold for an item whose two answers have `words` words."""
         return self.min_response_ms + self.ms_per_word * words
@@ -498,6 +502,31 @@ class Rater(models.Model):
     def __str__(self) -> str:
         return self.participant_id
 
+    def may_get_items(self) -> bool:
+        """The study is collecting and the rater has not reached their target."""
+        return self.study.status == Study.Status.COLLECTING and self.votes_done < self.target
+
+    def score_attention_check(self, *, correct: bool) -> None:
+        """Count one attention check and (un)flag the rater against the study's bar, once they
+        have had GOLD_MIN_SEEN of them (one slip does not flag). Saved by the caller."""
+        self.gold_seen += 1
+        self.gold_correct += int(correct)
+        if self.gold_seen < GOLD_MIN_SEEN:
+            return
+        bar = self.study.gold_min_accuracy
+        if self.gold_correct / self.gold_seen < bar:
+            self.flagged = True
+            self.flag_reason = f"{GOLD_FLAG}: {self.gold_correct}/{self.gold_seen} correct, under {bar:.0%}"
+        elif self.flagged and self.flag_reason.startswith(GOLD_FLAG):
+            self.flagged = False
+            self.flag_reason = ""
+
+
+# Attention checks a rater must have had before their accuracy can flag them, and how the flag's
+# reason begins (analysis.services looks for it).
+GOLD_MIN_SEEN = 3
+GOLD_FLAG = "attention checks"
+
 
 class Shown(models.TextChoices):
     A1_FIRST = "a1", "A1 first (left)"
@@ -674,9 +703,13 @@ class Lease(models.Model):
 
 
 class SlotQuerySet(models.QuerySet):
-    def open(self) -> SlotQuerySet:
-        """Slots still waiting for their counted vote (free, held, or held by a lease that expired)."""
-        return self.filter(vote__isnull=True)
+    def rateable(self) -> SlotQuerySet:
+        """Slots still waiting for their counted vote (free or held) on items raters may be shown
+        (both answers approved)."""
+        approved = Answer.Review.APPROVED
+        return self.filter(
+            vote__isnull=True, item__answer_a1__review_status=approved, item__answer_a2__review_status=approved
+        )
 
     def sync(self, study: Study, *, items: list[ComparisonItem] | None = None) -> None:
         """Give each item of the study (or each of `items`) as many slots as its quota: new

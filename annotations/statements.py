@@ -1,13 +1,15 @@
-"""The rater path's three busiest reads, written out as static SQL.
+"""The rater path's busiest statements, written out as static SQL.
 
 Every vote runs these, and on a small server the ORM's work to build them (joins, select
-lists, model instances with their JSON fields) cost more than the database did: about half a
-vote's CPU. Each statement here is one constant string, run through Django's public `raw()` or
-a cursor, and tests/test_rater_statements.py checks each against its ORM twin (`*_orm`, kept
-beside it) on both databases. Everything else on the path uses the ORM.
+lists) cost more than the database did: about half a vote's CPU; even `raw()`, which matches
+every column to a field, cost more than running the statement. So each is a constant string
+run on a cursor, its row turned into model instances by `_loaded`, and
+tests/test_rater_statements.py holds each equal to its ORM twin on both databases. Everything
+else on the path uses the ORM.
 
-- `RATER_IN_STUDY`: the rater a cookie names, with their study (one row, or none).
+- `RATER_IN_STUDY`: the rater a cookie names, with their study.
 - `PENDING_LEASE`: the rater's pending lease with what the task page shows of its item.
+- `LEASE_TO_VOTE`: the lease a vote names, with the rater's row, both locked.
 - `FREE_SLOT`: the next slot a rater may claim (the hand-out order), locked on PostgreSQL.
 """
 
@@ -16,27 +18,37 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import connection
-from django.db.models import OuterRef, Q, QuerySet, Subquery
+from django.db import connection, models
+from django.utils import timezone
 from django.utils.safestring import SafeString
 
-from annotations.models import Answer, Judge, Lease, Rater, Slot, Study, stored_html
+from annotations.models import Lease, Rater, Slot, Study, stored_html
 
-# The study's columns, read with the rater as `study_<name>`; the study's creation time is not
-# needed on the rater path and is left out (None), so such a Study is never saved.
-_STUDY_COLUMNS = (
-    "title", "slug", "status", "instructions", "consent", "votes_per_item", "min_response_ms", "ms_per_word",
-    "target_per_rater", "one_variant_per_question", "lease_seconds", "completion_code", "per_rater_codes",
-    "prolific_completion_url", "gold_every", "gold_min_accuracy", "max_length_ratio", "fast_notice",
-    "allow_mturk_frame",
-)  # fmt: skip
-_STUDY_BOOLEANS = (
-    "one_variant_per_question",
-    "per_rater_codes",
-    "fast_notice",
-    "allow_mturk_frame",
-)  # 0/1 on SQLite: raw() converts model fields only
 
+def _row(statement: str, params: list | dict) -> dict | None:
+    """The statement's first row as {column name: value}, or None."""
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        row = cursor.fetchone()
+        return None if row is None else dict(zip((column[0] for column in cursor.description), row, strict=True))
+
+
+def _loaded(model: type[models.Model], row: dict, prefix: str = "") -> models.Model:
+    """An instance of `model` from its columns in `row` (each named `<prefix><column>`), as the
+    ORM loads one: JSON decoded, datetimes aware (SQLite gives them naive, in the connection's
+    time zone). Booleans, numbers and text come from both databases as they are."""
+    values = {}
+    for field in model._meta.concrete_fields:
+        value = row[prefix + field.column]
+        if isinstance(value, datetime) and timezone.is_naive(value):
+            value = timezone.make_aware(value, connection.timezone)
+        elif isinstance(field, models.JSONField):
+            value = field.from_db_value(value, None, connection)
+        values[field.attname] = value
+    return model(**values)
+
+
+# The study's columns come with the rater as `study_<column>`, its id as the rater's study_id.
 RATER_IN_STUDY = """
 SELECT r.*,
        s.title AS study_title, s.slug AS study_slug, s.status AS study_status,
@@ -48,7 +60,7 @@ SELECT r.*,
        s.prolific_completion_url AS study_prolific_completion_url, s.gold_every AS study_gold_every,
        s.gold_min_accuracy AS study_gold_min_accuracy, s.max_length_ratio AS study_max_length_ratio,
        s.fast_notice AS study_fast_notice, s.allow_mturk_frame AS study_allow_mturk_frame,
-       (SELECT MIN(j.id) FROM annotations_judge j WHERE j.study_id = r.study_id AND j.kind = 'human') AS human_pool_id
+       s.created_at AS study_created_at
 FROM annotations_rater r
 JOIN annotations_study s ON s.id = r.study_id
 WHERE r.id = %s AND s.slug = %s
@@ -56,30 +68,21 @@ WHERE r.id = %s AND s.slug = %s
 
 
 def rater_in_study(rater_id: int, slug: str) -> Rater | None:
-    """The rater with this id in the study with this slug, `rater.study` filled and
-    `rater.human_pool_id` (the study's human Judge, where their votes go); None if there is no
-    such rater there."""
-    rater = next(iter(Rater.objects.raw(RATER_IN_STUDY, [rater_id, slug])), None)
-    if rater is None:
+    """The rater with this id in the study with this slug, `rater.study` filled; None if there
+    is no such rater there."""
+    row = _row(RATER_IN_STUDY, [rater_id, slug])
+    if row is None:
         return None
-    values = {name: getattr(rater, f"study_{name}") for name in _STUDY_COLUMNS}
-    values.update({name: bool(values[name]) for name in _STUDY_BOOLEANS})
-    rater.study = Study(id=rater.study_id, created_at=None, **values)
+    rater = _loaded(Rater, row)
+    rater.study = _loaded(Study, row, prefix="study_")
     return rater
-
-
-def rater_in_study_orm(rater_id: int, slug: str) -> Rater | None:
-    pool = Judge.objects.filter(study_id=OuterRef("study_id"), kind=Judge.Kind.HUMAN).order_by("pk").values("pk")[:1]
-    queryset = Rater.objects.select_related("study").annotate(human_pool_id=Subquery(pool))
-    return queryset.filter(pk=rater_id, study__slug=slug).first()
 
 
 PENDING_LEASE = """
 SELECT l.*,
        q.text AS question_text, q.text_html AS question_html, q.text_html_key AS question_key,
        a1.text AS a1_text, a1.text_html AS a1_html, a1.text_html_key AS a1_key,
-       a2.text AS a2_text, a2.text_html AS a2_html, a2.text_html_key AS a2_key,
-       a1.len_words + a2.len_words AS words
+       a2.text AS a2_text, a2.text_html AS a2_html, a2.text_html_key AS a2_key
 FROM annotations_lease l
 JOIN annotations_comparisonitem i ON i.id = l.item_id
 JOIN annotations_question q ON q.id = i.question_id
@@ -97,23 +100,56 @@ class Shown:
 
 
 def pending_lease(rater_id: int) -> Lease | None:
-    """The rater's pending lease (at most one: a constraint), expired or not, with `words`
-    (both answers' lengths, for the too-fast threshold) and `page`: the question and the two
-    answers in the order shown, rendered."""
-    lease = next(iter(Lease.objects.raw(PENDING_LEASE, [rater_id])), None)
-    if lease is None:
+    """The rater's pending lease (at most one: a constraint), expired or not, with `page`: the
+    question and the two answers in the order shown, rendered."""
+    row = _row(PENDING_LEASE, [rater_id])
+    if row is None:
         return None
-    a1 = Shown(stored_html(lease.a1_text, lease.a1_html, lease.a1_key))
-    a2 = Shown(stored_html(lease.a2_text, lease.a2_html, lease.a2_key))
+    lease = _loaded(Lease, row)
+    a1, a2 = (Shown(stored_html(row[f"{a}_text"], row[f"{a}_html"], row[f"{a}_key"])) for a in ("a1", "a2"))
     left, right = (a1, a2) if lease.shown_first == "a1" else (a2, a1)
-    question = Shown(stored_html(lease.question_text, lease.question_html, lease.question_key))
+    question = Shown(stored_html(row["question_text"], row["question_html"], row["question_key"]))
     lease.page = {"question": question, "left": left, "right": right}
     return lease
 
 
-def pending_lease_orm(rater_id: int) -> Lease | None:
-    page = ("item__question", "item__answer_a1", "item__answer_a2")
-    return Lease.objects.pending().select_related(*page).filter(rater_id=rater_id).first()
+# What a rater's other requests change, refreshed from their row whenever it is locked.
+LOCKED_RATER_FIELDS = ("votes_done", "target", "gold_seen", "gold_correct", "flagged", "flag_reason")
+
+# The rater's row and the lease are locked together, the rater first as in every transaction of
+# the rater path: a statement that waited for the lock then reads both rows as the transaction
+# it waited for left them (PostgreSQL reads a locked row afresh, the other rows of a join not).
+LEASE_TO_VOTE = """
+SELECT l.*, a1.len_words + a2.len_words AS words, s.status AS study_status,
+       r.votes_done AS rater_votes_done, r.target AS rater_target, r.gold_seen AS rater_gold_seen,
+       r.gold_correct AS rater_gold_correct, r.flagged AS rater_flagged, r.flag_reason AS rater_flag_reason,
+       (SELECT MIN(j.id) FROM annotations_judge j WHERE j.study_id = r.study_id AND j.kind = 'human') AS human_pool_id
+FROM annotations_rater r
+JOIN annotations_study s ON s.id = r.study_id
+JOIN annotations_lease l ON l.rater_id = r.id
+JOIN annotations_comparisonitem i ON i.id = l.item_id
+JOIN annotations_answer a1 ON a1.id = i.answer_a1_id
+JOIN annotations_answer a2 ON a2.id = i.answer_a2_id
+WHERE r.id = %s AND l.token = %s
+"""
+
+
+def lease_to_vote(rater: Rater, token: str) -> Lease | None:
+    """The rater's lease with this token, whatever its state, with `words` (both answers'
+    lengths, for the too-fast threshold) and `human_pool_id` (the study's human Judge, None
+    before there is one); None if the rater has no such lease. Locks the rater's row and the
+    lease (on SQLite the transaction holds the database's one write lock) and refreshes
+    LOCKED_RATER_FIELDS and the study's status on `rater`. Run it inside the vote's transaction."""
+    statement = LEASE_TO_VOTE + ("FOR UPDATE OF r, l\n" if connection.features.has_select_for_update_of else "")
+    row = _row(statement, [rater.pk, token])
+    if row is None:
+        return None
+    for name in LOCKED_RATER_FIELDS:
+        setattr(rater, name, row[f"rater_{name}"])
+    rater.study.status = row["study_status"]
+    lease = _loaded(Lease, row)
+    lease.words, lease.human_pool_id = row["words"], row["human_pool_id"]
+    return lease
 
 
 # SKIP LOCKED: a claim never waits for another rater's claim of the same slot, it takes the
@@ -132,7 +168,6 @@ WHERE s.study_id = %(study)s AND s.vote_id IS NULL
 ORDER BY s.round, s.rank
 LIMIT 1
 """
-_FREE_SLOT_LOCKED = FREE_SLOT + "FOR UPDATE OF s SKIP LOCKED\n"
 
 
 def free_slot(*, study: Study, rater_id: int, claimed_before: datetime) -> tuple[int, int, int, str] | None:
@@ -147,23 +182,7 @@ def free_slot(*, study: Study, rater_id: int, claimed_before: datetime) -> tuple
         # The field's own conversion, as the ORM would send it (text on SQLite).
         "expired": Slot._meta.get_field("claimed_at").get_db_prep_value(claimed_before, connection),
     }
-    statement = _FREE_SLOT_LOCKED if connection.features.has_select_for_update_skip_locked else FREE_SLOT
+    skip_locked = connection.features.has_select_for_update_skip_locked
     with connection.cursor() as cursor:
-        cursor.execute(statement, params)
+        cursor.execute(FREE_SLOT + ("FOR UPDATE OF s SKIP LOCKED\n" if skip_locked else ""), params)
         return cursor.fetchone()
-
-
-def free_slot_orm(*, study: Study, rater_id: int, claimed_before: datetime) -> QuerySet:
-    approved = Answer.Review.APPROVED
-    seen = Lease.objects.filter(rater_id=rater_id)
-    slots = Slot.objects.open().filter(
-        Q(lease__isnull=True) | Q(claimed_at__lte=claimed_before),
-        study=study,
-        item__answer_a1__review_status=approved,
-        item__answer_a2__review_status=approved,
-    )
-    if study.one_variant_per_question:
-        slots = slots.exclude(question_id__in=seen.values("question_id"))
-    else:
-        slots = slots.exclude(item_id__in=seen.values("item_id"))
-    return slots.order_by("round", "rank").values_list("pk", "item_id", "question_id", "shown_first")

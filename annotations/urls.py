@@ -1,12 +1,12 @@
 from django.urls import path
 
-from annotations import views
+from annotations import pages, views
 
 app_name = "annotations"
 
 urlpatterns = [
-    path("", views.home, name="home"),
-    path("s/<slug:slug>/", views.study_landing, name="landing"),
+    path("", pages.home, name="home"),
+    path("s/<slug:slug>/", pages.study_landing, name="landing"),
     path("s/<slug:slug>/task/", views.study_task, name="task"),
-    path("s/<slug:slug>/done/", views.study_done, name="done"),
+    path("s/<slug:slug>/done/", pages.study_done, name="done"),
 ]

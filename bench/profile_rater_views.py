@@ -1,7 +1,10 @@
 """Profile the task page and the vote in process (pyinstrument), on a fresh SQLite database
-seeded like bench_rater_flow.py, with the slowest SQL statements listed.
+seeded like bench_rater_flow.py, with the slowest SQL statements listed, and the median CPU
+time of this process per page and per vote (steadier than wall time on a shared machine; the
+database server's own CPU is not in it).
 
     python bench/profile_rater_views.py --loops 200 --questions 6000 [--html profile.html]
+    python bench/profile_rater_views.py --postgres --loops 400 --no-profile   # CPU medians only
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=6000)
     parser.add_argument("--html", help="write pyinstrument's HTML report here")
     parser.add_argument("--postgres", action="store_true", help="on a fresh PostgreSQL database (BENCH_POSTGRES_URL)")
+    parser.add_argument("--no-profile", action="store_true", help="no pyinstrument: only the timings")
     args = parser.parse_args()
     from bench.bench_rater_flow import rater_in_process
 
@@ -37,9 +41,8 @@ def run(args: argparse.Namespace, cycle) -> None:
 
     def loop(n: int, timings: dict) -> None:
         for _ in range(n):
-            page, submit = cycle()
-            timings["page"].append(page)
-            timings["submit"].append(submit)
+            for kind, seconds in zip(("page", "submit", "page CPU", "submit CPU"), cycle(), strict=True):
+                timings[kind].append(seconds)
 
     loop(5, defaultdict(list))  # warm up
     timings: dict = defaultdict(list)
@@ -65,15 +68,19 @@ def run(args: argparse.Namespace, cycle) -> None:
         print(f"  {n / 100:4.2f} x {1000 * total / n:5.3f} ms  {sql}")
     timings = defaultdict(list)
     profiler = Profiler(interval=0.0005)
-    profiler.start()
+    if not args.no_profile:
+        profiler.start()
     loop(args.loops, timings)
-    profiler.stop()
+    if not args.no_profile:
+        profiler.stop()
     for kind, values in timings.items():
         values.sort()
         print(
             f"{kind}: mean {1000 * sum(values) / len(values):.1f} ms, median {1000 * values[len(values) // 2]:.1f} ms"
         )
     print(f"load {os.getloadavg()}")
+    if args.no_profile:
+        return
     print(profiler.output_text(unicode=False, color=False, show_all=False))
     if args.html:
         Path(args.html).write_text(profiler.output_html())

@@ -145,7 +145,7 @@ STORAGES = {
 
 LOGIN_URL = "admin:login"
 
-# Sessions (staff only: raters are known by a signed cookie, annotations/views.py) are Django's
+# Sessions (staff only: raters are known by a signed cookie, annotations/pages.py) are Django's
 # database sessions.
 
 # Background work goes through Django's Tasks interface; the database-backed queue needs no

@@ -7,7 +7,8 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from annotations.assignment import LeaseNotFound, TooManyVotes, lease_next, rater_enter, vote_record
+from annotations.assignment import LeaseNotFound, TooManyVotes, lease_next, vote_record
+from annotations.completion import rater_enter
 from annotations.models import Answer, ComparisonItem, Judge, Lease, Rater, Slot, Study, Vote
 from tests.factories import make_question, make_rater, make_study, make_variant
 

@@ -9,6 +9,7 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from annotations.assignment import lease_next, vote_record
+from annotations.completion import rater_can_get_more, rater_finish
 from annotations.models import Rater, Study, items_reachable
 from tests.factories import make_question, make_rater, make_study, make_variant
 
@@ -120,8 +121,6 @@ def test_a_rater_who_finished_is_listed_with_their_code():
     rater = make_rater(study)
     lease = lease_next(rater=rater)
     vote_record(rater=rater, token=lease.token, choice_shown="tie", client_ms=5000)
-    from annotations.assignment import rater_can_get_more, rater_finish
-
     assert not rater_can_get_more(rater=rater)
     assert rater_finish(rater=rater) == "LIST-1"
     finished = Rater.objects.filter(study=study, finished_at__isnull=False)

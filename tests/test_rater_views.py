@@ -11,7 +11,7 @@ from django.http import HttpResponse
 from django.test import Client
 from django.urls import reverse
 
-from annotations import views
+from annotations import pages
 from annotations.assignment import lease_next
 from annotations.models import Lease, Rater, Slot, Study, Vote
 from tests.factories import make_question, make_rater, make_study
@@ -143,7 +143,7 @@ def test_a_rater_cookie_of_one_study_does_not_open_another(rater):
 
 def test_entering_sets_a_signed_http_only_cookie_and_no_session(rater):
     client = signed_in(rater)
-    cookie = client.cookies[views.rater_cookie_name(rater.study.slug)]
+    cookie = client.cookies[pages.rater_cookie_name(rater.study.slug)]
     assert cookie["httponly"] and cookie["samesite"] == "Lax"
     assert cookie.value.split(":")[0] == str(rater.pk)  # the id, then a timestamp and the signature
     assert not Session.objects.exists()
@@ -153,7 +153,7 @@ def test_entering_sets_a_signed_http_only_cookie_and_no_session(rater):
 def test_a_rater_cookie_that_was_not_signed_for_this_study_and_rater_is_refused(rater, change):
     """Each of these lands on the entry page; the rater's own cookie, put back, works again."""
     client = signed_in(rater)
-    task, name = urls(rater.study)["task"], views.rater_cookie_name(rater.study.slug)
+    task, name = urls(rater.study)["task"], pages.rater_cookie_name(rater.study.slug)
     token = token_in(client.get(task))
     own = client.cookies[name].value
     other = make_rater(rater.study)
@@ -164,12 +164,12 @@ def test_a_rater_cookie_that_was_not_signed_for_this_study_and_rater_is_refused(
     elif change == "too old":
         with mock.patch("django.core.signing.time.time", return_value=time.time() - settings.SESSION_COOKIE_AGE - 60):
             response = HttpResponse()
-            response.set_signed_cookie(name, str(rater.pk), salt=views._RATER_SALT)
+            response.set_signed_cookie(name, str(rater.pk), salt=pages._RATER_SALT)
         client.cookies[name] = response.cookies[name].value
     else:  # signed with the key, but naming a rater of another study (the statement checks it)
         stranger = make_rater(make_study())
         response = HttpResponse()
-        response.set_signed_cookie(name, str(stranger.pk), salt=views._RATER_SALT)
+        response.set_signed_cookie(name, str(stranger.pk), salt=pages._RATER_SALT)
         client.cookies[name] = response.cookies[name].value
     refused = client.get(task)
     assert refused.status_code == 302 and refused["Location"] == urls(rater.study)["landing"]
@@ -380,11 +380,11 @@ def test_a_vote_hands_out_the_next_item_and_the_page_after_it_is_a_read(rater, d
     client = signed_in(rater)
     task = urls(rater.study)["task"]
     token = token_in(client.get(task))
-    # the rater with their study; in a transaction (savepoint and release): the rater locked,
-    # the voted lease with its answers' lengths, the vote inserted, the lease, the slot and the
-    # rater updated, the next free slot claimed, its lease inserted and the slot given to it
-    # (the rate is not checked: the rater has fewer votes in all than it allows)
-    with django_assert_num_queries(12):
+    # the rater with their study; in a transaction (savepoint and release): the rater and the
+    # voted lease locked together, with its answers' lengths; the vote inserted, the lease, the
+    # slot and the rater updated, the next free slot claimed, its lease inserted and the slot
+    # given to it (the rate is not checked: the rater has fewer votes in all than it allows)
+    with django_assert_num_queries(11):
         assert client.post(task, {"token": token, "choice": "first", "client_ms": "3000"}).status_code == 302
     with django_assert_num_queries(2):
         response = client.get(task)
@@ -396,7 +396,7 @@ def test_the_htmx_vote_query_count_is_pinned(rater, django_assert_num_queries):
     task = urls(rater.study)["task"]
     token = token_in(client.get(task))
     # the form's vote, then the lease it handed out with what the fragment shows
-    with django_assert_num_queries(13):
+    with django_assert_num_queries(12):
         response = client.post(task, {"token": token, "choice": "first", "client_ms": "3000"}, **HX)
     assert response.status_code == 200
     assert Slot.objects.filter(vote__isnull=False).count() == 1
