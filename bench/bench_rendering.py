@@ -13,8 +13,8 @@ entity handling, is rendered by both pipelines, uncached (the LRU cache of `_ren
   cleaning parse by bleach's `LinkifyFilter`).
 
 It prints how many renders differ (with the first few differences) and the CPU time per text
-of each pipeline: the rounds alternate before / now so that both meet the same machine load;
-the median round is reported.
+of each pipeline on the chen2024 texts and on bench_import_lock's 2 KB answers: the rounds
+alternate before / now so that both meet the same machine load; the median round is reported.
 """
 
 from __future__ import annotations
@@ -114,24 +114,23 @@ def main() -> None:
               f" {len(differing)} rendered differently")  # fmt: skip
         for text in differing[:3]:
             print(f"  text:   {text[:200]!r}\n  before: {two_pass(text)[:300]!r}\n  now:    {now(text)[:300]!r}")
-    texts = [text for name in ("chen2024", "bench_import_lock") for text in dict.fromkeys(corpora[name])]
-    before, after = [], []
-    for _ in range(args.rounds):
-        before.append(cpu_per_text(two_pass, texts))
-        after.append(cpu_per_text(now, texts))
-    print(
-        json.dumps(
-            {
-                "texts": len(texts),
-                "mean_characters": round(statistics.mean(map(len, texts))),
-                "rounds": args.rounds,
-                "before_cpu_ms_per_text": round(1000 * statistics.median(before), 2),
-                "now_cpu_ms_per_text": round(1000 * statistics.median(after), 2),
-                "before_rounds_ms": [round(1000 * x, 2) for x in before],
-                "now_rounds_ms": [round(1000 * x, 2) for x in after],
-            }
-        )
-    )
+    for name in ("chen2024", "bench_import_lock"):
+        texts = list(dict.fromkeys(corpora[name]))
+        before, after = [], []
+        for _ in range(args.rounds):
+            before.append(cpu_per_text(two_pass, texts))
+            after.append(cpu_per_text(now, texts))
+        result = {
+            "corpus": name,
+            "texts": len(texts),
+            "mean_characters": round(statistics.mean(map(len, texts))),
+            "rounds": args.rounds,
+            "before_cpu_ms_per_text": round(1000 * statistics.median(before), 2),
+            "now_cpu_ms_per_text": round(1000 * statistics.median(after), 2),
+            "before_rounds_ms": [round(1000 * x, 2) for x in before],
+            "now_rounds_ms": [round(1000 * x, 2) for x in after],
+        }
+        print(json.dumps(result))
 
 
 if __name__ == "__main__":
