@@ -428,8 +428,8 @@ def first_unstorable(document: Any) -> tuple[str, str] | None:
     while stack:
         where, depth, node = stack.pop()
         if isinstance(node, str):
-            if "\x00" in node:
-                return where, "contains a NUL character (\\u0000), which cannot be stored"
+            if (why := _unstorable_text(node)) is not None:
+                return where, why
         elif isinstance(node, float) and not math.isfinite(node):
             return where, f"{node} is not a number that can be stored"
         elif isinstance(node, int) and not isinstance(node, bool) and abs(node) > MAX_INTEGER:
@@ -440,9 +440,21 @@ def first_unstorable(document: Any) -> tuple[str, str] | None:
             items = list(node.items() if isinstance(node, dict) else enumerate(node))
             for key, value in reversed(items):
                 path = f"{where}[{key}]" if isinstance(node, list) else f"{where}.{key}" if where else str(key)
-                if isinstance(key, str) and "\x00" in key:
-                    return path, "contains a NUL character (\\u0000), which cannot be stored"
+                if isinstance(key, str) and (why := _unstorable_text(key)) is not None:
+                    return path, why
                 stack.append((path, depth + 1, value))
+    return None
+
+
+def _unstorable_text(text: str) -> str | None:
+    """Why `text` cannot be stored, or None: a NUL character, or a lone surrogate (JSON's
+    "\\ud800" without its pair), which is not valid UTF-8."""
+    if "\x00" in text:
+        return "contains a NUL character (\\u0000), which cannot be stored"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"contains a lone surrogate (\\u{ord(text[exc.start]):04x}), which is not valid UTF-8 and cannot be stored"
     return None
 
 
