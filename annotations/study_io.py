@@ -10,15 +10,17 @@ leaves the database untouched.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
-from django.db import transaction
+from django.db import models, transaction
 
 from annotations.models import (
     Answer,
@@ -30,9 +32,11 @@ from annotations.models import (
     Slot,
     Study,
 )
-from biasstudy.bulk import insert_rows
+from biasstudy.bulk import PreparedRows, insert_prepared, insert_prepared_returning_ids, prepare_rows
 from biasstudy.limits import VOTES_PER_ITEM_MAX
 from biasstudy.rendering import MAX_MARKDOWN_CHARS
+
+log = logging.getLogger(__name__)
 
 FORMAT_NAME = "biasstudy"
 FORMAT_VERSION = 1
@@ -424,8 +428,8 @@ def first_unstorable(document: Any) -> tuple[str, str] | None:
     while stack:
         where, depth, node = stack.pop()
         if isinstance(node, str):
-            if "\x00" in node:
-                return where, "contains a NUL character (\\u0000), which cannot be stored"
+            if (why := _unstorable_text(node)) is not None:
+                return where, why
         elif isinstance(node, float) and not math.isfinite(node):
             return where, f"{node} is not a number that can be stored"
         elif isinstance(node, int) and not isinstance(node, bool) and abs(node) > MAX_INTEGER:
@@ -436,9 +440,21 @@ def first_unstorable(document: Any) -> tuple[str, str] | None:
             items = list(node.items() if isinstance(node, dict) else enumerate(node))
             for key, value in reversed(items):
                 path = f"{where}[{key}]" if isinstance(node, list) else f"{where}.{key}" if where else str(key)
-                if isinstance(key, str) and "\x00" in key:
-                    return path, "contains a NUL character (\\u0000), which cannot be stored"
+                if isinstance(key, str) and (why := _unstorable_text(key)) is not None:
+                    return path, why
                 stack.append((path, depth + 1, value))
+    return None
+
+
+def _unstorable_text(text: str) -> str | None:
+    """Why `text` cannot be stored, or None: a NUL character, or a lone surrogate (JSON's
+    "\\ud800" without its pair), which is not valid UTF-8."""
+    if "\x00" in text:
+        return "contains a NUL character (\\u0000), which cannot be stored"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"contains a lone surrogate (\\u{ord(text[exc.start]):04x}), which is not valid UTF-8 and cannot be stored"
     return None
 
 
@@ -761,7 +777,7 @@ def study_document_write(document: dict, *, progress: Callable[[int, int], None]
     """Write a validated document, all or nothing. Everything that takes time is done first,
     outside the transaction: rendering each text's Markdown, measuring the answers' lengths,
     building every row (study, questions, answers, items, slots) as unsaved objects linked to
-    each other. Inside it only the INSERTs run, in batches, so the database's write lock (on
+    each other and converting their values for the database. Inside it only the INSERTs run, in batches, so the database's write lock (on
     SQLite: the whole database) is held briefly and raters go on voting during a large import
     (bench/bench_import_lock.py, tests/test_reliability_import_lock.py). `progress(done, total)`
     is called after each question is prepared (the upload's task shows it to the admin)."""
@@ -773,8 +789,18 @@ def study_document_write(document: dict, *, progress: Callable[[int, int], None]
             progress(done, total)
     gold = [_prepare_gold(record) for record in document.get("gold_items", [])]
     rows = _study_rows(document, questions, gold)
+    started, cpu = time.perf_counter(), time.thread_time()
     with transaction.atomic():
-        return _insert_study(rows)
+        study = _insert_study(rows)
+    # How long raters' votes could not be written (SQLite) or the transaction stayed open.
+    log.info(
+        "study %s: %d rows written in one transaction in %.2f s (%.2f s CPU)",
+        study.slug,
+        rows.count(),
+        time.perf_counter() - started,
+        time.thread_time() - cpu,
+    )
+    return study
 
 
 def _rendered(instance):
@@ -818,21 +844,20 @@ def _prepare_gold(record: dict) -> tuple[Question, dict[str, Answer]]:
     return question, answers
 
 
-# Rows per INSERT: bounds the statement on PostgreSQL (SQLite's own bound on parameters is lower).
-INSERT_BATCH = 1000
-
-
 @dataclass
 class _StudyRows:
-    """A study's rows, unsaved and linked by object (bulk_create copies each parent's id into
-    its children once the parent is saved): what the import writes inside its transaction."""
+    """A study's rows, built and converted for the database before the import's transaction:
+    the study and its new kinds as objects (saved one by one), then each table's rows in the
+    order they are written (answers level by level, so each parent is saved before its
+    children), with the objects that take the new ids (None when no row refers to them). A
+    row's foreign keys are still its parent objects: their ids are read at the INSERT."""
 
     study: Study
     kinds: list[PerturbationKind]  # the study's own kinds that do not exist yet
-    questions: list[Question]
-    answers: list[list[Answer]]  # by level: originals, then variants of originals, and so on
-    items: list[ComparisonItem]
-    slots: list[Slot]
+    tables: list[tuple[list[models.Model] | None, PreparedRows]]
+
+    def count(self) -> int:
+        return 1 + len(self.kinds) + sum(len(rows.values) for _, rows in self.tables)
 
 
 def _study_rows(document: dict, questions: list, gold: list) -> _StudyRows:
@@ -879,14 +904,24 @@ def _study_rows(document: dict, questions: list, gold: list) -> _StudyRows:
             _at_level(answers, 0).append(answer)
         better, worse = by_side["better"], by_side["worse"]
         items.append(ComparisonItem(study=study, question=question, answer_a1=better, answer_a2=worse))
-    return _StudyRows(
-        study=study,
-        kinds=new_kinds,
-        questions=[question for question, _ in questions + gold],
-        answers=answers,
-        items=items,
-        slots=Slot.objects.planned(study, items),  # the slots ComparisonItem.save() would have made
-    )
+    slots = Slot.objects.planned(study, items)  # the slots ComparisonItem.save() would have made
+    parents = [(Question, [question for question, _ in questions + gold])]
+    parents += [(Answer, level) for level in answers] + [(ComparisonItem, items)]
+    tables = [(objs, _prepared(model, objs)) for model, objs in parents]
+    return _StudyRows(study=study, kinds=new_kinds, tables=[*tables, (None, _prepared(Slot, slots))])
+
+
+def _prepared(model: type[models.Model], objs: list[models.Model]) -> PreparedRows:
+    """The objects' rows, each column's value converted for the database but a foreign key's,
+    which stays the object it was linked to (saved by the time these rows are written)."""
+    rows = []
+    for obj in objs:
+        row = {}
+        for field in obj._meta.concrete_fields:
+            if not field.primary_key:
+                row[field.attname] = getattr(obj, field.name if field.is_relation else field.attname)
+        rows.append(row)
+    return prepare_rows(model, rows)
 
 
 def _derivation_level(answer_id: str, parents: dict[str, str | None]) -> int:
@@ -907,26 +942,14 @@ def _insert_study(rows: _StudyRows) -> Study:
     rows.study.save()
     for kind in rows.kinds:
         kind.save()
-    Question.objects.bulk_create(rows.questions, batch_size=INSERT_BATCH)
-    for level in rows.answers:  # each parent saved before its children
-        Answer.objects.bulk_create(level, batch_size=INSERT_BATCH)
-    ComparisonItem.objects.bulk_create(rows.items, batch_size=INSERT_BATCH)
-    # Slots are most of the rows and nothing refers to them yet: written without bulk_create's
-    # per-value SQL compiling, which held the lock several times longer (bench_import_lock.py).
-    insert_rows(
-        Slot,
-        [
-            {
-                "study_id": rows.study.pk,
-                "item_id": slot.item.pk,
-                "question_id": slot.question.pk,
-                "shown_first": slot.shown_first,
-                "round": slot.round,
-                "rank": slot.rank,
-            }
-            for slot in rows.slots
-        ],
-    )
+    # Every other row goes in without bulk_create's compiling of each value, which held the lock
+    # several times longer (bench_import_lock.py): the values were converted beforehand.
+    for objs, prepared in rows.tables:
+        if objs is None:
+            insert_prepared(prepared)
+        else:
+            for obj, pk in zip(objs, insert_prepared_returning_ids(prepared), strict=True):
+                obj.pk = pk
     return rows.study
 
 

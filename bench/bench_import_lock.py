@@ -17,12 +17,18 @@ With --postgres, the import runs on that server in a database of its own (the UR
 "_lock", dropped and made anew). PostgreSQL locks rows, not the database, so raters never wait
 for an import's INSERTs there; the probe reads pg_stat_activity every 10 ms instead and reports
 how long the import's transaction stayed open.
+
+Both modes also print what the import logs of its transaction (`annotations.study_io`): how
+long it took and how much CPU it used (the lock phase's own work, whatever the machine's load),
+and the load average before and after.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -37,6 +43,12 @@ sys.path.insert(0, str(ROOT))
 PARAGRAPH = (
     "The **answer** explains the effect in plain words, with a list:\n\n- one point about *scattering*\n"
     "- another about [wavelengths](https://example.org/w) and `code`\n\n"
+)
+
+
+# The line annotations.study_io logs after the import's transaction.
+TRANSACTION_LOG = re.compile(
+    r"(?P<rows>\d+) rows written in one transaction in (?P<seconds>[\d.]+) s \((?P<cpu>[\d.]+) s CPU\)"
 )
 
 
@@ -133,22 +145,29 @@ def main() -> None:
             ]
         for thread in threads:
             thread.start()
+        load_before = os.getloadavg()
         started = time.perf_counter()
         done = subprocess.run(
             [sys.executable, "manage.py", "import_study", str(path), "--format", "biasstudy"],
-            env=env, cwd=ROOT, capture_output=True, text=True,
+            env=env | {"DJANGO_LOG_LEVEL": "INFO"}, cwd=ROOT, capture_output=True, text=True,
         )  # fmt: skip
         elapsed = time.perf_counter() - started
         stop.set()
         for thread in threads:
             thread.join()
         assert done.returncode == 0, done.stderr[-2000:]
+        transaction = TRANSACTION_LOG.search(done.stderr)
         result = {
             "database": "postgresql" if args.postgres else "sqlite",
             "file_mb": round(path.stat().st_size / 1e6, 1),
             "questions": len(doc["questions"]),
             "answers": 4 * len(doc["questions"]),
             "import_seconds": round(elapsed, 1),
+            "transaction_rows": int(transaction["rows"]),
+            "transaction_seconds": float(transaction["seconds"]),
+            "transaction_cpu_seconds": float(transaction["cpu"]),
+            "load_before": [round(x, 1) for x in load_before],
+            "load_after": [round(x, 1) for x in os.getloadavg()],
         }
         if args.postgres:
             result["longest_transaction_seconds"] = round(max(ages), 2)

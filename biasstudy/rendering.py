@@ -10,10 +10,12 @@ from __future__ import annotations
 import hashlib
 import html as html_lib
 import re
-from functools import lru_cache
+import threading
+from functools import lru_cache, partial
 
 import bleach
 import markdown as md
+from bleach.linkifier import LinkifyFilter
 from django.utils.safestring import SafeString, mark_safe
 
 ALLOWED_TAGS = frozenset(
@@ -67,18 +69,11 @@ def _set_link_rel(attrs: dict, new: bool = False) -> dict:
     return attrs
 
 
-_cleaner = bleach.Cleaner(
-    tags=ALLOWED_TAGS,
-    attributes={**ALLOWED_ATTRIBUTES, "a": ["href", "title", "rel", "target"]},
-    protocols=ALLOWED_PROTOCOLS,
-    strip=True,
-    strip_comments=True,
-    filters=[],
-)
-
-
 # What the stored renders (annotations.models.RenderedText) depend on besides the text: when any
-# of it changes, every stored render stops matching and the text is rendered anew.
+# of it changes, every stored render stops matching and the text is rendered anew (on each view
+# until a migration such as 0016_refresh_stored_renders stores the new render). The last entry
+# names how the pipeline runs: since links are found in the cleaning parse, an entity in inline
+# code is no longer escaped twice and a bare URL no longer swallows the entity after it.
 RENDERING_FINGERPRINT = repr(
     (
         sorted(ALLOWED_TAGS),
@@ -88,6 +83,7 @@ RENDERING_FINGERPRINT = repr(
         md.__version__,
         bleach.__version__,
         "links: nofollow noopener noreferrer, _blank",
+        "links found in the cleaning parse (LinkifyFilter)",
     )
 )
 
@@ -175,9 +171,34 @@ def render_markdown(text: str) -> SafeString:
 def _render(text: str) -> str:
     if not renders_as_markdown(text):
         return _plain(text)
-    html = md.markdown(text, extensions=_EXTENSIONS, output_format="html")
-    cleaned = _cleaner.clean(html)
-    return bleach.linkify(cleaned, callbacks=[_set_link_rel], skip_tags={"pre", "code"}, parse_email=False)
+    converter, cleaner = _pipeline()
+    converter.reset()  # a converter keeps its last text's footnotes, abbreviations and HTML stash
+    return cleaner.clean(converter.convert(text))
+
+
+# Building a Markdown converter (its extensions) and an html5lib parser costs more than
+# rendering a short answer, so each thread keeps one of each: neither is thread-safe (bleach:
+# "create a separate cleaner per thread"), and gunicorn's gthread workers render in several
+# threads. Links are found in the cleaner's own parse: bleach runs LinkifyFilter on the tokens
+# its sanitiser let through, one html5lib parse instead of clean() and then linkify(), which
+# parsed the cleaned HTML again. The filter makes links only of the URLs it finds in text
+# (never inside pre, code or an existing link) and passes every link, old or new, to
+# _set_link_rel.
+_pipelines = threading.local()
+
+
+def _pipeline() -> tuple[md.Markdown, bleach.Cleaner]:
+    if not hasattr(_pipelines, "converter"):
+        _pipelines.converter = md.Markdown(extensions=_EXTENSIONS, output_format="html")
+        _pipelines.cleaner = bleach.Cleaner(
+            tags=ALLOWED_TAGS,
+            attributes={**ALLOWED_ATTRIBUTES, "a": ["href", "title", "rel", "target"]},
+            protocols=ALLOWED_PROTOCOLS,
+            strip=True,
+            strip_comments=True,
+            filters=[partial(LinkifyFilter, callbacks=[_set_link_rel], skip_tags={"pre", "code"}, parse_email=False)],
+        )
+    return _pipelines.converter, _pipelines.cleaner
 
 
 def _plain(text: str) -> str:

@@ -5,8 +5,8 @@ from datetime import UTC, datetime
 import pytest
 from django.forms.models import model_to_dict
 
-from annotations.models import Vote
-from biasstudy.bulk import insert_ignoring_conflicts
+from annotations.models import Answer, Question, Vote
+from biasstudy.bulk import insert_ignoring_conflicts, insert_prepared, insert_prepared_returning_ids, prepare_rows
 from judges.models import CachedResponse
 from tests.factories import make_question, make_study
 
@@ -74,3 +74,38 @@ def test_plain_rows_come_out_as_bulk_create_writes_them_and_a_broken_one_raises(
     with pytest.raises(IntegrityError), transaction.atomic():
         insert_rows(CachedResponse, [{**row, "text": "again"}])  # the same key twice
     assert CachedResponse.objects.get(key="ours").text == "t"
+
+
+def test_rows_given_back_their_ids_in_order_across_statements_and_as_bulk_create_writes_them():
+    from django.db import connection
+
+    fields = {"backend": "openai_compatible", "model": "m", "option_probs": {"a1": 0.5}, "tokens_in": 1}
+    CachedResponse.objects.bulk_create([_entry("by-django", text="t", **fields)])
+    columns = [f for f in CachedResponse._meta.concrete_fields if not f.primary_key]
+    # More rows than one statement takes on SQLite (999 parameters) or than a chunk, so the ids
+    # of several statements are joined; each id must name the row given at its place.
+    n = 2 * connection.ops.bulk_batch_size(columns, [None] * 5_000) + 3 if connection.vendor == "sqlite" else 2_003
+    rows = [{f.attname: getattr(_entry(f"k{i}", text=f"t{i}", **fields), f.attname) for f in columns} for i in range(n)]
+    ids = insert_prepared_returning_ids(prepare_rows(CachedResponse, rows))
+    assert len(ids) == len(set(ids)) == n
+    assert dict(CachedResponse.objects.filter(pk__in=ids).values_list("pk", "key")) == {
+        pk: f"k{i}" for i, pk in enumerate(ids)
+    }
+    assert {**_stored("k0"), "text": "t"} == _stored("by-django")
+    assert insert_prepared_returning_ids(prepare_rows(CachedResponse, [])) == []
+
+
+def test_a_prepared_row_takes_the_id_its_parent_got_after_it_was_prepared():
+    study = make_study()
+    question = Question(study=study, external_id="q", text="Q?", bloom_level="remembering")
+    prepared = prepare_rows(
+        Question, [{"study_id": study, "external_id": "late", "text": "Q", "bloom_level": "creating"}]
+    )
+    unsaved = prepare_rows(Answer, [{"question_id": question, "external_id": "a", "text": "A"}])
+    with pytest.raises(ValueError, match="not saved"):
+        insert_prepared(unsaved)
+    question.save()
+    insert_prepared(prepared)
+    insert_prepared(prepare_rows(Answer, [{"question_id": question, "external_id": "a", "text": "A"}]))
+    assert Question.objects.get(external_id="late").study == study
+    assert Answer.objects.get(external_id="a").question == question

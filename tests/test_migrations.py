@@ -5,7 +5,8 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from annotations import assignment
-from annotations.models import ComparisonItem, Lease, Slot
+from annotations.models import Answer, ComparisonItem, Lease, Question, Slot
+from biasstudy import rendering
 from tests.factories import make_question, make_rater, make_study, make_variant
 
 
@@ -58,3 +59,25 @@ def test_items_from_before_0011_get_their_slots_closed_by_their_counted_votes_an
     assert (closed.item_id, closed.shown_first) == (lease.item_id, lease.shown_first)
     held = Slot.objects.get(lease__isnull=False, vote__isnull=True)
     assert (held.lease_id, held.shown_first) == (pending.pk, pending.shown_first)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_renders_stored_before_0016_are_stored_again_under_the_new_rendering_code():
+    study = make_study()
+    question = make_question(study, text="Run `a&b`, see https://example.org&#160;now.", a1="Plain *first*.")
+    first, second = question.answers.order_by("pk")
+    # Renders as the code before 0016 stored them: another key (and here another HTML).
+    Question.objects.filter(pk=question.pk).update(text_html="<p>old</p>", text_html_key="0" * 40)
+    Answer.objects.filter(pk=first.pk).update(text_html="<p>old</p>", text_html_key="0" * 40)
+    kept = Answer.objects.values_list("text_html", "text_html_key").get(pk=second.pk)
+    _migrate_to("0015_study_allow_mturk_frame")
+    try:
+        _migrate_to("0016_refresh_stored_renders")
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())
+    for row in [Question.objects.get(pk=question.pk), Answer.objects.get(pk=first.pk)]:
+        assert row.text_html_key == rendering.render_key(row.text)
+        assert row.text_html == rendering.render_markdown(row.text) != "<p>old</p>"
+    assert Question.objects.get(pk=question.pk).text_html.count("<code>a&amp;b</code>") == 1
+    assert Answer.objects.values_list("text_html", "text_html_key").get(pk=second.pk) == kept

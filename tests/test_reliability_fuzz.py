@@ -232,6 +232,18 @@ def test_a_nul_character_is_refused_naming_where_it_is(db, tmp_path):
     assert not Study.objects.exists()
 
 
+def test_a_lone_surrogate_is_refused_naming_where_it_is(db, tmp_path):
+    """JSON may escape half a surrogate pair ("\\ud800"): not valid UTF-8, it crashed the render."""
+    document = minimal_document()
+    document["questions"][0]["answers"][1]["text"] = "Blue \ud800 sky."
+    path = tmp_path / "surrogate.json"
+    path.write_text(json.dumps(document), encoding="utf-8")  # ensure_ascii: written as \ud800
+    with pytest.raises(StudyFileError, match="surrogate") as error:
+        study_import(path=path, fmt="biasstudy")
+    assert error.value.field == "questions[0].answers[1].text"
+    assert not Study.objects.exists()
+
+
 def test_a_chen2024_question_id_that_is_not_a_string_is_a_clear_error(db, tmp_path):
     (tmp_path / "raw.json").write_text(json.dumps({**CHEN_RAW, "question_id": ["c1"]}), encoding="utf-8")
     with pytest.raises(StudyFileError) as error:

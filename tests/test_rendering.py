@@ -1,5 +1,8 @@
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
+from biasstudy import rendering
 from biasstudy.rendering import render_markdown
 
 
@@ -37,3 +40,29 @@ def test_links_open_safely():
     html = render_markdown("[site](https://example.org)")
     assert 'href="https://example.org"' in html
     assert "noopener" in html
+
+
+def test_bare_urls_become_safe_links_except_in_code():
+    html = render_markdown("Read https://example.org/?a=1&b=2 now, not `https://example.org/code`.")
+    assert '<a href="https://example.org/?a=1&amp;b=2" rel="nofollow noopener noreferrer" target="_blank">' in html
+    assert "<code>https://example.org/code</code>" in html
+
+
+def test_an_ampersand_in_inline_code_is_escaped_once():
+    assert render_markdown("Use `a&b` here.") == "<p>Use <code>a&amp;b</code> here.</p>"
+
+
+def test_a_footnote_of_one_text_never_reaches_the_next():
+    """The converter is reused between texts: a definition must not outlive its text."""
+    assert "<sup>" in render_markdown("One[^n] note.\n\n[^n]: Defined here.")
+    assert render_markdown("Two[^n] with no definition.") == "<p>Two[^n] with no definition.</p>"
+
+
+def test_texts_rendered_in_several_threads_come_out_as_in_one():
+    """Each thread renders with its own converter and cleaner (neither is thread-safe)."""
+    render = rendering._render.__wrapped__  # uncached: every call goes through the pipeline
+    texts = [f"Text {i}: **bold**, a [link](https://example.org/{i}) and `code {i}`\n\n- item {i}" for i in range(300)]
+    expected = [render(text) for text in texts]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(lambda k: [render(text) for text in texts[k::4]], range(4)))
+    assert results == [expected[k::4] for k in range(4)]
