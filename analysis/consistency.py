@@ -65,7 +65,7 @@ def swapped_pairs(votes: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame({c: pd.Series(dtype=float) for c in [*columns, "both_correct", "gold_pairs"]})
     # Per judge and item, so that one call serves every judge (the report splits the rows by judge).
     judge = v["judge"].astype(str).to_numpy()
-    item_code, _ = pd.factorize(pd.MultiIndex.from_arrays([judge, v["item_id"].to_numpy()]))
+    item_code = stats.cluster_codes(judge, v["item_id"].to_numpy())
     order = (v["shown_first"].to_numpy(dtype=object) == "a2").astype(np.int64)
     verdict = _verdicts(v)
     # counts[item, order, verdict]
