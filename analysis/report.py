@@ -75,8 +75,7 @@ def _analyze(frame, *, study, filters, options, votes_per_item, groups, semantic
 
     judge_kinds = {str(j): str(k) for j, k in frame[["judge", "judge_kind"]].drop_duplicates().itertuples(index=False)}
     has_raters = {
-        str(j): bool(n)
-        for j, n in frame.assign(r=frame["rater"].astype(str) != "").groupby("judge", observed=True)["r"].sum().items()
+        str(j): bool(n) for j, n in (frame["rater"] != "").groupby(frame["judge"], observed=True).sum().items()
     }
     total_by_judge = frame.groupby("judge", observed=True).size()
     # Per-judge work needs a few columns only; splitting the slim frame copies far less.
@@ -230,7 +229,7 @@ def _asked(frame: pd.DataFrame, filters: Filters, counted: pd.DataFrame) -> pd.D
     """The counted votes plus those whose verdict could not be read (the gold-label and
     consistency measures count such a verdict as wrong, and as not surviving the swap)."""
     asked = counted
-    if (frame["parse_status"].astype(str) == "invalid").any():
+    if (frame["parse_status"] == "invalid").any():
         kept, _, _ = apply_filters(frame, filters, drop_no_choice=False)
         asked = kept[kept["choice"].notna().to_numpy() | (kept["parse_status"].astype(str) == "invalid").to_numpy()]
     return asked[ASKED_COLUMNS]

@@ -29,7 +29,8 @@ def choice_counts(votes: pd.DataFrame, items: pd.Index) -> np.ndarray:
     votes = votes[votes["choice"].notna().to_numpy()]
     if len(votes):
         row = items.get_indexer(votes["item_id"].to_numpy())
-        col = pd.Categorical(votes["choice"].astype(str), categories=["a1", "a2", "tie"]).codes
+        # The frame's choice is the categorical of analysis.frame.CHOICES (a1, a2, tie): its codes.
+        col = votes["choice"].cat.codes.to_numpy()
         keep = col >= 0  # bincount: np.add.at is many times slower on a million votes
         out += np.bincount(row[keep] * 3 + col[keep], minlength=out.size).reshape(out.shape)
     return out
