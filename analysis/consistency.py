@@ -188,10 +188,11 @@ def gold_accuracy(votes: pd.DataFrame, *, rater: np.ndarray | None = None, pairs
     question_id = votes["question_id"].to_numpy()[has_gold]
     n_gold = len(correct)
     parts = _subset_masks(votes["subset"].to_numpy()[has_gold]) if n_gold else [(None, np.zeros(0, bool))]
+    in_order = [shown == order for order in ("a1", "a2")]
     bases, values = [], []
     for _, mask in parts:
-        for order in ("a1", "a2"):
-            bases.append((mask & (shown == order)).astype(float))
+        for order_mask in in_order:
+            bases.append((mask & order_mask).astype(float))
             values.append(correct)
         # The average of the two orders: each vote weighs 1 / (2 × votes in its order), scaled
         # to the votes of both, so the pooled rate is the mean of the two order rates.
@@ -221,7 +222,7 @@ def gold_accuracy(votes: pd.DataFrame, *, rater: np.ndarray | None = None, pairs
             strict=True,
         )
     )
-    unread = pd.isna(choice)
+    unread = votes["choice"].isna().to_numpy()[has_gold]
     out: dict = {}
     for k, (name, mask) in enumerate(parts):
         a1_first, a2_first, average = rates[3 * k : 3 * k + 3]
