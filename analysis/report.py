@@ -243,9 +243,13 @@ def _judge_report(
         if semantics[g] == "degrading":
             acc[g] = metrics.rate(0, 0, (None, None))
     lc_part: dict = {key: {} for key in LC_KEYS}
-    overall_position, bloom_positions = metrics.positions(votes, by="bloom" if options.by_bloom else None)
-    # Without perturbation groups there is no ASR or accuracy (nor their Bloom parts) to compute.
-    if prefs is not None and len(prefs) and groups:
+    # Without perturbation groups there is no ASR or accuracy (nor their Bloom parts) to compute,
+    # and no Bloom part for a position either.
+    with_parts = prefs is not None and len(prefs) and groups
+    overall_position, bloom_positions = metrics.positions(
+        votes, by="bloom" if options.by_bloom and with_parts else None
+    )
+    if with_parts:
         indicators = metrics.asr_indicators(metrics.oriented_pairs(prefs))
         got_asr, got_acc, parts = metrics.asr_and_accuracy(
             indicators, question_index, counts, groups, semantics, by="bloom" if options.by_bloom else None
