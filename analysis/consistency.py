@@ -65,7 +65,7 @@ def swapped_pairs(votes: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame({c: pd.Series(dtype=float) for c in [*columns, "both_correct", "gold_pairs"]})
     # Per judge and item, so that one call serves every judge (the report splits the rows by judge).
     judge = v["judge"].astype(str).to_numpy()
-    item_code, _ = pd.factorize(pd.MultiIndex.from_arrays([judge, v["item_id"].to_numpy()]))
+    item_code = stats.cluster_codes(judge, v["item_id"].to_numpy())
     order = (v["shown_first"].to_numpy(dtype=object) == "a2").astype(np.int64)
     verdict = _verdicts(v)
     # counts[item, order, verdict]
@@ -150,24 +150,26 @@ def repetition_stability(votes: pd.DataFrame) -> dict:
     the repeats that give the request's most frequent verdict (1 = always the same). Only read
     verdicts count."""
     keep = _no_rater(votes) & votes["choice"].notna().to_numpy()
+    item = votes["item_id"].to_numpy(dtype=np.int64)
     # Most data asks each item once per order: no repeats, nothing more to look at.
-    item_order = votes["item_id"].to_numpy(dtype=np.int64) * 2 + (votes["shown_first"].to_numpy(dtype=object) == "a2")
+    item_order = item * 2 + (votes["shown_first"].to_numpy(dtype=object) == "a2")
     if len(np.unique(item_order[keep])) == keep.sum():
         return dict(EMPTY_RATE)
-    v = votes[keep]
+    # Codes of the text columns stand for them: a request is which votes share all four.
     request = stats.cluster_codes(
-        v["item_id"].to_numpy(),
-        v["shown_first"].astype(str).to_numpy(),
-        v["label_scheme"].astype(str).to_numpy(),
-        v["labels_swapped"].to_numpy(bool),
+        item[keep],
+        pd.factorize(votes["shown_first"])[0][keep],
+        pd.factorize(votes["label_scheme"])[0][keep],
+        votes["labels_swapped"].to_numpy(bool)[keep],
     )
-    counts = np.bincount(request * 3 + _verdicts(v), minlength=(int(request.max()) + 1) * 3).reshape(-1, 3)
+    verdict, question_id = _verdicts(votes)[keep], votes["question_id"].to_numpy()[keep]
+    counts = np.bincount(request * 3 + verdict, minlength=(int(request.max()) + 1) * 3).reshape(-1, 3)
     n = counts.sum(axis=1)
     repeated = n >= 2
     if not repeated.any():
         return dict(EMPTY_RATE)
     question = np.zeros(len(n), dtype=np.int64)
-    question[request] = v["question_id"].to_numpy()
+    question[request] = question_id
     share = counts.max(axis=1)[repeated] / n[repeated]
     return _rates(share[:, None], np.ones((len(share), 1)), stats.Clusters(question[repeated]))[0]
 
@@ -186,10 +188,11 @@ def gold_accuracy(votes: pd.DataFrame, *, rater: np.ndarray | None = None, pairs
     question_id = votes["question_id"].to_numpy()[has_gold]
     n_gold = len(correct)
     parts = _subset_masks(votes["subset"].to_numpy()[has_gold]) if n_gold else [(None, np.zeros(0, bool))]
+    in_order = [shown == order for order in ("a1", "a2")]
     bases, values = [], []
     for _, mask in parts:
-        for order in ("a1", "a2"):
-            bases.append((mask & (shown == order)).astype(float))
+        for order_mask in in_order:
+            bases.append((mask & order_mask).astype(float))
             values.append(correct)
         # The average of the two orders: each vote weighs 1 / (2 × votes in its order), scaled
         # to the votes of both, so the pooled rate is the mean of the two order rates.
@@ -219,7 +222,7 @@ def gold_accuracy(votes: pd.DataFrame, *, rater: np.ndarray | None = None, pairs
             strict=True,
         )
     )
-    unread = pd.isna(choice)
+    unread = votes["choice"].isna().to_numpy()[has_gold]
     out: dict = {}
     for k, (name, mask) in enumerate(parts):
         a1_first, a2_first, average = rates[3 * k : 3 * k + 3]

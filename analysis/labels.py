@@ -29,6 +29,8 @@ includes any preference for the first label.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
@@ -75,11 +77,18 @@ def _fit(x: np.ndarray, y: np.ndarray, n: np.ndarray) -> np.ndarray:
     raise ArithmeticError("the label/position model did not converge in 100 Newton steps")
 
 
+@lru_cache(maxsize=256)
+def _t_quantile(level: float, df: int) -> float:
+    """The two-sided ``level`` quantile of t with ``df`` degrees of freedom (scipy's call costs
+    more than the rest of an effect; a study's judges share a few values of df)."""
+    return float(sps.t.ppf(0.5 + level / 2, df))
+
+
 def _effect(beta: float, se: float | None, df: int, level: float) -> dict:
     if se is None or df < 1:
         ci, p = [None, None], None
     else:
-        t = float(sps.t.ppf(0.5 + level / 2, df))
+        t = _t_quantile(level, df)
         ci = [float(beta - t * se), float(beta + t * se)]
         p = float(2 * sps.t.sf(abs(beta) / se, df)) if se > 0 else None
     return {
@@ -120,19 +129,20 @@ def label_and_position(
     scheme not in it but named "<first>/<second>" is read from its name. None when there is no
     decisive vote of known order."""
     scheme_labels = scheme_labels or {}
-    # Comparisons and factorize on the categorical columns: string arrays would cost most of the time.
-    first = (votes["choice_shown"] == "first").to_numpy()
-    ties = int((votes["choice_shown"] == "tie").sum())
-    keep = (first | (votes["choice_shown"] == "second").to_numpy()) & votes["order_known"].to_numpy(dtype=bool)
+    # Plain arrays of the few columns read: a judge's votes are few, and pandas' per-call cost
+    # on each comparison and selection was most of the time in a study of many judges.
+    choice_shown = votes["choice_shown"].to_numpy(dtype=object)
+    first = choice_shown == "first"
+    ties = int((choice_shown == "tie").sum())
+    keep = (first | (choice_shown == "second")) & votes["order_known"].to_numpy(dtype=bool)
     if not keep.any():
         return None
-    sub = votes.loc[keep, ["question_id", "shown_first", "labels_swapped", "label_scheme"]]
     y = first[keep].astype(float)
-    o = np.where((sub["shown_first"] == "a1").to_numpy(), 1.0, -1.0)
-    s = np.where(sub["labels_swapped"].to_numpy(dtype=bool), -1.0, 1.0)
-    question, questions = pd.factorize(sub["question_id"])
+    o = np.where(votes["shown_first"].to_numpy(dtype=object)[keep] == "a1", 1.0, -1.0)
+    s = np.where(votes["labels_swapped"].to_numpy(dtype=bool)[keep], -1.0, 1.0)
+    question, questions = pd.factorize(votes["question_id"].to_numpy()[keep])
     n_questions = len(questions)
-    scheme_code, scheme_values = pd.factorize(sub["label_scheme"], sort=True)
+    scheme_code, scheme_values = pd.factorize(votes["label_scheme"].to_numpy(dtype=object)[keep], sort=True)
     schemes = [str(name) for name in scheme_values]
 
     # Aggregate to (question, scheme, order, label order): the model only sees these.

@@ -152,6 +152,10 @@ class GLM:
         """The unique minimiser (n_g × X's columns): scipy's trust-region Newton with the exact
         Hessian, from zero (a start that is its own mirror)."""
         k = self.X.shape[1]
+        if not len(self.y):
+            # No items (a study without perturbations has none in the second stage): the
+            # penalty alone, whose minimiser is the start; scipy would return it untouched.
+            return np.zeros((self.n_g, k))
         out = minimize(
             self.objective, np.zeros(self.n_g * k), jac=True, hess=self.hessian, method="trust-exact",
             options={"gtol": GTOL},

@@ -146,13 +146,26 @@ def study_frame(study: Study) -> pd.DataFrame:
     # who entered but have not voted), the votes' column is all None and would not merge.
     votes["rater_id"] = votes["rater_id"].astype("Int64")
     raters["rater_id"] = raters["rater_id"].astype("Int64")
-    frame = votes.merge(study_items(study), on="item_id", how="left").merge(judges, on="judge_id", how="left")
-    frame = frame.merge(raters, on="rater_id", how="left")
+    frame = pd.concat(
+        [
+            votes,
+            _looked_up(votes["item_id"], study_items(study), "item_id"),
+            _looked_up(votes["judge_id"], judges, "judge_id"),
+            _looked_up(votes["rater_id"], raters, "rater_id"),
+        ],
+        axis=1,
+    )
     frame["rater"] = frame["rater"].fillna("")
     frame["rater_flagged"] = frame["rater_flagged"].astype("boolean").fillna(False).astype(bool)
     frame["run_id"] = frame["run_id"].astype(float)
     frame["run_complete"] = run_complete(frame, study)
     return normalise(frame[[*COLUMNS, *OPTIONAL_COLUMNS]].copy())
+
+
+def _looked_up(keys: pd.Series, table: pd.DataFrame, key: str) -> pd.DataFrame:
+    """The other columns of ``table``'s row for each of ``keys`` (missing: NaN), in the keys'
+    order: a left join on a unique key that copies the small table's columns, not the votes'."""
+    return table.set_index(key).reindex(keys.to_numpy()).reset_index(drop=True)
 
 
 def run_complete(frame: pd.DataFrame, study: Study) -> np.ndarray:

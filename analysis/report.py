@@ -75,8 +75,7 @@ def _analyze(frame, *, study, filters, options, votes_per_item, groups, semantic
 
     judge_kinds = {str(j): str(k) for j, k in frame[["judge", "judge_kind"]].drop_duplicates().itertuples(index=False)}
     has_raters = {
-        str(j): bool(n)
-        for j, n in frame.assign(r=frame["rater"].astype(str) != "").groupby("judge", observed=True)["r"].sum().items()
+        str(j): bool(n) for j, n in (frame["rater"] != "").groupby(frame["judge"], observed=True).sum().items()
     }
     total_by_judge = frame.groupby("judge", observed=True).size()
     # Per-judge work needs a few columns only; splitting the slim frame copies far less.
@@ -230,7 +229,7 @@ def _asked(frame: pd.DataFrame, filters: Filters, counted: pd.DataFrame) -> pd.D
     """The counted votes plus those whose verdict could not be read (the gold-label and
     consistency measures count such a verdict as wrong, and as not surviving the swap)."""
     asked = counted
-    if (frame["parse_status"].astype(str) == "invalid").any():
+    if (frame["parse_status"] == "invalid").any():
         kept, _, _ = apply_filters(frame, filters, drop_no_choice=False)
         asked = kept[kept["choice"].notna().to_numpy() | (kept["parse_status"].astype(str) == "invalid").to_numpy()]
     return asked[ASKED_COLUMNS]
@@ -244,9 +243,13 @@ def _judge_report(
         if semantics[g] == "degrading":
             acc[g] = metrics.rate(0, 0, (None, None))
     lc_part: dict = {key: {} for key in LC_KEYS}
-    overall_position, bloom_positions = metrics.positions(votes, by="bloom" if options.by_bloom else None)
-    # Without perturbation groups there is no ASR or accuracy (nor their Bloom parts) to compute.
-    if prefs is not None and len(prefs) and groups:
+    # Without perturbation groups there is no ASR or accuracy (nor their Bloom parts) to compute,
+    # and no Bloom part for a position either.
+    with_parts = prefs is not None and len(prefs) and groups
+    overall_position, bloom_positions = metrics.positions(
+        votes, by="bloom" if options.by_bloom and with_parts else None
+    )
+    if with_parts:
         indicators = metrics.asr_indicators(metrics.oriented_pairs(prefs))
         got_asr, got_acc, parts = metrics.asr_and_accuracy(
             indicators, question_index, counts, groups, semantics, by="bloom" if options.by_bloom else None

@@ -68,10 +68,12 @@ def self_preference(votes: pd.DataFrame, *, counts: np.ndarray, question_index: 
     """Per judge of ``votes``: {family, n_items, own, others, difference, difference_ci}.
     ``counts`` (resamples × questions) and ``question_index`` are the report's bootstrap over
     questions. A judge without a family or without such pairs has null figures with n = 0."""
-    judges = sorted(str(j) for j in pd.unique(votes["judge"].astype(str)))
+    judges = sorted(str(j) for j in pd.unique(votes["judge"]))
     out = {j: _empty(judge_family(j)) for j in judges}
+    if all(judge_family(j) is None for j in judges):
+        return out
     votes = votes[votes["choice"].notna().to_numpy()]
-    if not len(votes) or all(judge_family(j) is None for j in judges):
+    if not len(votes):
         return out
     fam1 = _each_once(votes["a1_system"].astype(str).to_numpy(), system_family)
     fam2 = _each_once(votes["a2_system"].astype(str).to_numpy(), system_family)

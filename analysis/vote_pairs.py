@@ -29,7 +29,9 @@ def choice_counts(votes: pd.DataFrame, items: pd.Index) -> np.ndarray:
     votes = votes[votes["choice"].notna().to_numpy()]
     if len(votes):
         row = items.get_indexer(votes["item_id"].to_numpy())
-        col = pd.Categorical(votes["choice"].astype(str), categories=["a1", "a2", "tie"]).codes
+        # No conversion to text: the frame's choice is a categorical of these already (recoded
+        # by its codes), a plain column is coded by its values.
+        col = pd.Categorical(votes["choice"], categories=["a1", "a2", "tie"]).codes
         keep = col >= 0  # bincount: np.add.at is many times slower on a million votes
         out += np.bincount(row[keep] * 3 + col[keep], minlength=out.size).reshape(out.shape)
     return out
@@ -86,8 +88,10 @@ def vote_pair_agreement(
     item_question[items.get_indexer(votes["item_id"].to_numpy())] = question_index.get_indexer(
         votes["question_id"].to_numpy()
     )
-    human = choice_counts(votes[human_mask], items)
+    human = choice_counts(votes.loc[human_mask, ["item_id", "choice"]], items)
     out["among_humans"] = summarise(among(human), item_question, counts)
-    for name, own in votes[~human_mask].groupby(votes["judge"][~human_mask].astype(str)):
+    # Only the two columns the counts read: splitting the whole frame copies every column.
+    others = votes.loc[~human_mask, ["item_id", "choice"]]
+    for name, own in others.groupby(votes["judge"][~human_mask].astype(str)):
         out["vs_humans"][name] = summarise(judge_vs_humans(choice_counts(own, items), human), item_question, counts)
     return out

@@ -122,6 +122,16 @@ def test_each_stage_reaches_the_global_optimum(length_biased):
             assert other.reshape(best.shape)[has_items] == pytest.approx(best[has_items], abs=1e-3)
 
 
+def test_a_problem_without_items_is_its_penalty_alone_with_its_minimum_at_zero():
+    empty = np.zeros(0)
+    problem = lc.GLM(np.zeros((0, 2)), np.zeros(0, int), 3, empty, empty, empty, lc._penalty(1.0))
+    best = problem.fit()
+    assert best.shape == (3, 2)
+    assert (best == 0).all()
+    value, grad = problem.objective(best.ravel())
+    assert value == 0 and (grad == 0).all()
+
+
 def test_a_pure_length_preference_is_taken_out():
     # The judge likes length and nothing else: the perturbations add 15 and 25 words.
     prefs = judged_items(n_q=400, length_per_token=0.03, susceptibility={}, noise=0.5, tie_rate=0.0)

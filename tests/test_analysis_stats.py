@@ -81,3 +81,32 @@ def test_bootstrap_counts_draw_every_resample_to_full_size_with_a_fixed_seed():
 def test_ranks_put_the_best_first_share_ties_and_skip_undefined():
     got = stats.ranks({"a": 0.1, "b": 0.3, "c": 0.1, "d": None}, lower_is_better=True)
     assert got == {"a": 1, "b": 3, "c": 1, "d": None}
+
+
+def test_spearman_of_every_pair_is_spearman_over_the_units_both_rated():
+    nan = np.nan
+    # Three sets of rated units (columns 0 and 1 share one, 2 and 3 another, 4 its own), so
+    # pairs across sets rank each column over the units it shares with the other.
+    scores = np.array(
+        [
+            [1.0, 2.0, nan, nan, 3.0],
+            [2.0, 1.0, 5.0, 1.0, nan],
+            [3.0, 3.0, 4.0, 2.0, 1.0],
+            [4.0, 5.0, 3.0, 3.0, 2.0],
+            [5.0, 4.0, 2.0, 2.0, 5.0],
+            [nan, nan, 1.0, 4.0, 4.0],
+        ]
+    )
+    pairs = stats.spearman_pairs(scores)
+    assert len(pairs) == 10
+    for i, j, rho, n in pairs:
+        both = ~np.isnan(scores[:, i]) & ~np.isnan(scores[:, j])
+        assert n == both.sum()
+        assert rho == pytest.approx(stats.spearman(scores[both, i], scores[both, j]))
+    # By hand: columns 0 and 1 over rows 0-4 (ranks 1 2 3 4 5 and 2 1 3 5 4): 1 - 6·4 / (5·24) = 0.8.
+    assert pairs[0] == (0, 1, pytest.approx(0.8), 5)
+
+
+def test_spearman_over_fewer_than_three_shared_units_is_undefined():
+    scores = np.array([[1.0, 2.0], [2.0, np.nan], [3.0, np.nan], [np.nan, 1.0]])
+    assert stats.spearman_pairs(scores) == [(0, 1, None, 1)]
