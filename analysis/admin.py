@@ -1,5 +1,6 @@
 """Importing votes collected elsewhere from the admin: the page behind the Study admin's "Import
-votes" action, calling the same service as `manage.py import_votes` and the API."""
+votes" action. The file is kept (analysis/uploads.py) and imported by the task worker through the
+service `manage.py import_votes` calls (as the API's uploads are); a progress page follows it."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from analysis import importers, services
+from analysis import importers, services, uploads
+from analysis.tasks import votes_upload_import_queue
 from annotations.admin import StudyAdmin
+from annotations.uploads import UploadError
 
 
 class VotesImportForm(forms.Form):
@@ -38,28 +41,55 @@ class VotesImportForm(forms.Form):
 @require_http_methods(["GET", "POST"])
 @staff_member_required
 def votes_import(request: HttpRequest) -> HttpResponse:
+    """The file and the study; the task worker imports it, the progress page follows."""
     form = VotesImportForm(request.POST or None, request.FILES or None, initial={"study": request.GET.get("study", "")})
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
-            study, counts = services.votes_import_upload(
+            upload = uploads.votes_upload_store(
                 chunks=data["file"].chunks(),
                 name=data["file"].name,
                 fmt=data["format"],
                 slug=data["study"],
                 create=data["create"],
-                title=data["title"] or None,
+                title=data["title"],
             )
         except services.StudyNotFound as exc:
             form.add_error("study", str(exc))
-        except importers.ImportProblem as exc:
+        except (importers.ImportProblem, UploadError) as exc:
             form.add_error("file", f"nothing was imported: {exc}")
         else:
-            summary = ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in counts.items())
-            messages.success(request, f"Imported into {study.slug}: {summary}.")
-            return HttpResponseRedirect(reverse("analysis:study", args=[study.slug]))
+            votes_upload_import_queue(upload=upload)
+            return HttpResponseRedirect(reverse("analysis:votes-import-progress", args=[upload.token]))
     context = {**admin.site.each_context(request), "form": form, "title": "Import votes"}
     return render(request, "analysis/votes_import.html", context, status=400 if form.errors else 200)
+
+
+@require_http_methods(["GET"])
+@staff_member_required
+def votes_import_progress(request: HttpRequest, token: str) -> HttpResponse:
+    """The task worker's progress, polled by htmx: its steps, then the counts or every problem."""
+    try:
+        upload = uploads.votes_upload_get(token=token)
+    except UploadError as exc:
+        messages.error(request, str(exc))
+        return HttpResponseRedirect(reverse("analysis:votes-import"))
+    progress = uploads.votes_upload_progress(upload=upload)
+    context = {
+        **admin.site.each_context(request),
+        "title": "Import votes",
+        "upload": upload,
+        "progress": progress,
+        "counts": [(name.replace("_", " "), n) for name, n in progress.get("counts", {}).items()],
+        "steps": services.VOTES_IMPORT_STEPS,
+        "unit": "steps done",
+        "running_title": "importing",
+        "done_template": "analysis/_votes_import_done.html",
+        "again_url": f"{reverse('analysis:votes-import')}?study={upload.slug}",
+        "breadcrumbs_template": "analysis/_votes_import_breadcrumbs.html",
+    }
+    template = "admin/upload_progress.html"  # the study upload's page (annotations/admin.py)
+    return render(request, f"{template}#progress" if request.htmx else template, context)
 
 
 @admin.action(description="Import votes into the selected study")

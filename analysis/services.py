@@ -3,14 +3,12 @@ Views, commands and the admin call these; the maths lives in plain modules."""
 
 from __future__ import annotations
 
-import tempfile
 from collections import Counter
-from collections.abc import Iterable
-from pathlib import Path, PurePosixPath
+from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Q
@@ -18,7 +16,6 @@ from django.utils import timezone
 
 from analysis import importers, loader, report, results_cache, simulate
 from analysis.frame import Filters
-from annotations.archives import ArchiveError, ArchiveLimits, archive_root, archive_unpack
 from annotations.models import ComparisonItem, Judge, PerturbationKind, Rater, Slot, Study, Vote
 from biasstudy import bulk
 
@@ -311,9 +308,7 @@ def study_for_votes(*, slug: str, create: bool = False, title: str | None = None
         return Study.objects.get(slug=slug)
     except Study.DoesNotExist:
         if not create:
-            raise StudyNotFound(
-                f"no study with slug {slug!r} (add --create to make it; create=true in the API)"
-            ) from None
+            raise _no_study(slug) from None
     study = Study(slug=slug, title=title or slug)
     try:
         study.full_clean()
@@ -324,22 +319,48 @@ def study_for_votes(*, slug: str, create: bool = False, title: str | None = None
     return study
 
 
+def study_for_votes_check(*, slug: str, create: bool = False) -> None:
+    """Raise StudyNotFound now, before an upload waits for the task worker, when the import
+    could not find its study. (A study made by ``create`` is checked when it is made.)"""
+    if not create and not Study.objects.filter(slug=slug).exists():
+        raise _no_study(slug)
+
+
+def _no_study(slug: str) -> StudyNotFound:
+    return StudyNotFound(f"no study with slug {slug!r} (add --create to make it; create=true in the API)")
+
+
+# What an import does, in order: `progress` is called with each step's index as it begins.
+VOTES_IMPORT_STEPS = ("reading the votes", "writing questions, answers and items", "writing votes")
+
+
 def votes_import_path(
-    *, slug: str, fmt: str, path: Path, create: bool = False, title: str | None = None, limit: int | None = None
+    *,
+    slug: str,
+    fmt: str,
+    path: Path,
+    create: bool = False,
+    title: str | None = None,
+    limit: int | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> tuple[Study, dict[str, int]]:
     """Import the vote file (or data-set folder) at ``path`` in format ``fmt`` (importers.FORMATS)
-    into the study ``slug``, made first with ``create``: what ``import_votes``, the admin page and
-    the API all call. One transaction: when it raises (ImportProblem, StudyNotFound) nothing is
-    written, not even the study it would have made."""
+    into the study ``slug``, made first with ``create``: what ``import_votes`` and the task
+    worker (for the admin page and the API) call. One transaction: when it raises
+    (ImportProblem, StudyNotFound) nothing is written, not even the study it would have made.
+    ``progress(step)`` is told each of VOTES_IMPORT_STEPS as it begins."""
+    progress = progress or (lambda step: None)
     with transaction.atomic():
         study = study_for_votes(slug=slug, create=create, title=title)
+        progress(0)
         parsed = importers.parse(fmt, path, known_groups=kind_slugs(study=study), limit=limit)
-        return study, votes_import(study=study, parsed=parsed)
+        return study, votes_import(study=study, parsed=parsed, progress=progress)
 
 
-# What the admin page and the API take as an upload: a `csv` file, or a folder format (MT-bench,
-# PRD, LLMBar) as a zip of its folder. The zip's data sits at its top or in its single folder,
-# whichever holds the file or folder named here (every copy of the data set has it).
+# What the admin page and the API take as an upload (analysis/uploads.py): a `csv` file, or a
+# folder format (MT-bench, PRD, LLMBar) as a zip of its folder. The zip's data sits at its top or
+# in its single folder, whichever holds the file or folder named here (every copy of the data set
+# has it).
 ZIPPED_FOLDERS = {"mtbench": "question.jsonl", "prd": "vicuna80", "llmbar": "evaluator_votes.csv.gz"}
 UPLOAD_FORMATS = ("csv", *ZIPPED_FOLDERS)
 # Sized for the real folders zipped, with room: PRD is 234 files, 20 MB unpacked, four levels deep
@@ -349,49 +370,21 @@ ZIP_MEMBERS, ZIP_DEPTH = 1000, 4
 ZIP_SUFFIXES = (".csv", ".csv.gz", ".json", ".jsonl")
 
 
-def votes_import_upload(
-    *, chunks: Iterable[bytes], name: str, fmt: str, slug: str, create: bool = False, title: str | None = None
-) -> tuple[Study, dict[str, int]]:
-    """``votes_import_path`` on an uploaded file (its bytes in ``chunks``; ``name`` is what
-    problems call it): a vote file, or for a folder format a zip of the folder, unpacked by
-    ``archives.archive_unpack``. Raises ImportProblem (naming the upload, the file inside a zip,
-    its line and field) or StudyNotFound; writes nothing when it raises."""
-    name = PurePosixPath(name.replace("\\", "/")).name or "upload"
-    if fmt not in UPLOAD_FORMATS:
-        raise importers.ImportProblem(name, None, "format", f"{fmt} is not a format an upload can have")
-    with tempfile.TemporaryDirectory(prefix="biasstudy-votes-") as tmp:
-        path = Path(tmp) / name
-        with path.open("wb") as out:
-            for chunk in chunks:
-                out.write(chunk)
-        if fmt in ZIPPED_FOLDERS:
-            unpacked = Path(tmp) / "folder"
-            limits = ArchiveLimits(total_bytes=settings.API_IMPORT_MAX_MB << 20, members=ZIP_MEMBERS, depth=ZIP_DEPTH)
-            try:
-                archive_unpack(archive=path, target=unpacked, limits=limits, suffixes=ZIP_SUFFIXES)
-                path = archive_root(unpacked, ZIPPED_FOLDERS[fmt])
-            except ArchiveError as exc:
-                raise importers.ImportProblem(
-                    name, None, "file", f"{fmt} is uploaded as a zip of its folder: {exc}"
-                ) from None
-        try:
-            return votes_import_path(slug=slug, fmt=fmt, path=path, create=create, title=title)
-        except importers.ImportProblem as exc:
-            inside = Path(exc.path).relative_to(path).as_posix() if Path(exc.path).is_relative_to(path) else "."
-            shown = name if inside == "." or fmt not in ZIPPED_FOLDERS else f"{name}: {inside}"
-            raise importers.ImportProblem(shown, exc.line, exc.field, exc.message) from None
-
-
-def votes_import(*, study: Study, parsed: importers.Parsed) -> dict[str, int]:
+def votes_import(
+    *, study: Study, parsed: importers.Parsed, progress: Callable[[int], None] | None = None
+) -> dict[str, int]:
     """Write parsed votes as the study's rows: questions, original (and variant) answers, items,
     one imported judge per judge name, raters, votes. All in one transaction: a problem found
     while writing leaves nothing behind. Questions already in the study are reused when they
-    match (so human and model votes on the same pairs can come from separate files)."""
+    match (so human and model votes on the same pairs can come from separate files).
+    ``progress`` is told steps 1 and 2 of VOTES_IMPORT_STEPS as they begin."""
+    progress = progress or (lambda step: None)
     from annotations.models import Answer, Question, choice_from_shown
 
     kinds = {k.slug: k for k in PerturbationKind.objects.all()}
     counts = {"questions": 0, "answers": 0, "items": 0, "judges": 0, "raters": 0, "votes": 0, "repeats_unlinked": 0}
     with transaction.atomic():
+        progress(1)
         judge_names = sorted({v.judge for v in parsed.votes})
         taken = set(
             Vote.objects.filter(item__study=study, judge__name__in=judge_names).values_list("judge__name", flat=True)
@@ -528,6 +521,7 @@ def votes_import(*, study: Study, parsed: importers.Parsed) -> dict[str, int]:
             {r.participant_id: r for r in Rater.objects.filter(study=study, participant_id__in=list(rater_votes))}
         )
 
+        progress(2)
         seen: set[tuple[int, int]] = set()
         # A rater id met again in a later file is the same rater: one vote per item still holds.
         earlier = set(

@@ -7,6 +7,7 @@ app_name = "analysis"
 urlpatterns = [
     path("", views.study_list, name="studies"),
     path("votes/import/", admin.votes_import, name="votes-import"),
+    path("votes/import/<str:token>/", admin.votes_import_progress, name="votes-import-progress"),
     path("<slug:slug>/", views.study_dashboard, name="study"),
     path("<slug:slug>/raters/", views.rater_monitor, name="raters"),
     path("<slug:slug>/power/", views.power, name="power"),

@@ -186,13 +186,18 @@ class StudyAdmin(admin.ModelAdmin):
         except uploads.UploadError as exc:
             messages.error(request, str(exc))
             return HttpResponseRedirect(reverse("admin:annotations_study_upload"))
-        progress = uploads.study_upload_progress(upload=upload)
-        template = "admin/annotations/study/upload_progress.html"
-        return render(
+        context = self._upload_context(
             request,
-            f"{template}#progress" if request.htmx else template,
-            self._upload_context(request, upload=upload, progress=progress),
+            upload=upload,
+            progress=uploads.study_upload_progress(upload=upload),
+            unit="questions written",
+            running_title="writing questions",
+            done_template="admin/annotations/study/_upload_done.html",
+            again_url=reverse("admin:annotations_study_upload"),
+            breadcrumbs_template="admin/annotations/study/_upload_breadcrumbs.html",
         )
+        template = "admin/upload_progress.html"  # shared with the vote files' (analysis/admin.py)
+        return render(request, f"{template}#progress" if request.htmx else template, context)
 
     @admin.display(description="most items one rater can get")
     def most_items_per_rater(self, obj: Study) -> int | str:

@@ -2,7 +2,9 @@
 
 An upload is stored under settings.STUDY_UPLOAD_DIR in a folder named by a random id; the
 browser only ever holds a signed token naming that id (and the options chosen with the file),
-so it can neither pick a path nor change the options between the preview and the import. A zip
+so it can neither pick a path nor change the options between the preview and the import. The
+folder and the token are `StoredUpload`'s, the progress file is `upload_progress_*`: the vote
+files uploaded in the admin and the API (analysis/uploads.py) are kept and followed the same way. A zip
 (the chen2024 folder) is unpacked by `archives.archive_unpack`, the API's routine too: only JSON
 files, within the size limit, no path leaving the upload's folder; the folder that holds
 raw.json becomes the upload's.
@@ -14,12 +16,14 @@ for a large study, in the task worker, which reports its progress in the upload'
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import ClassVar, Self
 
 from django.conf import settings
 from django.core import signing
@@ -42,9 +46,42 @@ class UploadError(ValueError):
     """An upload that cannot be used (expired or tampered token, bad zip, too large)."""
 
 
+class StoredUpload:
+    """What every kept upload has: a folder named by its random `id` and a signed token naming
+    it with the options chosen with the file. A subclass is a frozen dataclass of those options
+    (`id` first) with its own `salt`, so one kind's token never opens another kind."""
+
+    salt: ClassVar[str]
+    id: str
+
+    @property
+    def folder(self) -> Path:
+        return upload_folder(self.id)
+
+    @property
+    def token(self) -> str:
+        return signing.dumps(dataclasses.asdict(self), salt=self.salt)
+
+    @classmethod
+    def from_token(cls, token: str) -> Self:
+        """The upload a token names, while it is still there; raises UploadError."""
+        try:
+            data = signing.loads(token, salt=cls.salt, max_age=settings.STUDY_UPLOAD_MAX_AGE_SECONDS)
+        except signing.SignatureExpired:
+            raise UploadError("this upload has expired; upload the file again") from None
+        except signing.BadSignature:
+            raise UploadError("this upload link is not valid; upload the file again") from None
+        upload = cls(**data)
+        if not upload.folder.is_dir():
+            raise UploadError("this upload is no longer on the server; upload the file again")
+        return upload
+
+
 @dataclass(frozen=True)
-class Upload:
-    """One stored upload, as its token describes it."""
+class Upload(StoredUpload):
+    """One stored study file, as its token describes it."""
+
+    salt: ClassVar[str] = SALT
 
     id: str
     name: str  # the file's name on the researcher's computer, for messages only
@@ -54,47 +91,27 @@ class Upload:
     status: str = ""
 
     @property
-    def folder(self) -> Path:
-        return Path(settings.STUDY_UPLOAD_DIR) / self.id
-
-    @property
     def path(self) -> Path:
         """What the reader of its format opens: the JSON file, or the unpacked chen2024 folder."""
         return self.folder / (CHEN_FOLDER if self.fmt == "chen2024" else JSON_NAME)
-
-    @property
-    def token(self) -> str:
-        return signing.dumps(
-            {
-                "id": self.id,
-                "name": self.name,
-                "fmt": self.fmt,
-                "slug": self.slug,
-                "title": self.title,
-                "status": self.status,
-            },
-            salt=SALT,
-        )
 
 
 def study_upload_store(*, name: str, chunks, slug: str = "", title: str = "", status: str = "") -> Upload:
     """Keep an uploaded file (an iterable of byte chunks) for preview and import. A name ending in
     .zip is the chen2024 folder, anything else our JSON format."""
-    _prune()
     fmt = "chen2024" if name.lower().endswith(".zip") else "biasstudy"
     upload = Upload(
-        id=uuid.uuid4().hex,
-        name=PurePosixPath(name.replace("\\", "/")).name[:200],
+        id=upload_folder_new(),
+        name=upload_name(name),
         fmt=fmt,
         slug=slug,
         title=title,
         status=status,
     )
-    upload.folder.mkdir(parents=True)
     try:
         if fmt == "chen2024":
             archive = upload.folder / "upload.zip"
-            _write_limited(archive, chunks)
+            upload_file_write(archive, chunks)
             unpacked = upload.folder / "unpacked"
             try:
                 chen_archive_unpack(archive=archive, target=unpacked).rename(upload.path)
@@ -103,7 +120,7 @@ def study_upload_store(*, name: str, chunks, slug: str = "", title: str = "", st
             shutil.rmtree(unpacked, ignore_errors=True)  # what was left beside the folder renamed
             archive.unlink()
         else:
-            _write_limited(upload.path, chunks)
+            upload_file_write(upload.path, chunks)
     except BaseException:
         shutil.rmtree(upload.folder, ignore_errors=True)
         raise
@@ -111,16 +128,7 @@ def study_upload_store(*, name: str, chunks, slug: str = "", title: str = "", st
 
 
 def study_upload_get(*, token: str) -> Upload:
-    try:
-        data = signing.loads(token, salt=SALT, max_age=settings.STUDY_UPLOAD_MAX_AGE_SECONDS)
-    except signing.SignatureExpired:
-        raise UploadError("this upload has expired; upload the file again") from None
-    except signing.BadSignature:
-        raise UploadError("this upload link is not valid; upload the file again") from None
-    upload = Upload(**data)
-    if not upload.folder.is_dir():
-        raise UploadError("this upload is no longer on the server; upload the file again")
-    return upload
+    return Upload.from_token(token)
 
 
 def study_upload_read(*, upload: Upload) -> dict:
@@ -152,13 +160,15 @@ def study_upload_import(*, upload: Upload) -> Study:
         )
     except StudyFileError as exc:
         shown = _as_uploaded(exc, upload)
-        _progress(upload, state="failed", error=f"import failed, nothing was written: {shown}")
+        problems = [{"path": p.path, "line": p.line, "field": p.field, "message": p.message} for p in shown.problems]
+        error = f"import failed, nothing was written: {shown}"
+        _progress(upload, state="failed", error=error, problems=problems, more=shown.more)
         raise shown from None
     except Exception as exc:
         _progress(upload, state="failed", error=f"import failed, nothing was written: {type(exc).__name__}: {exc}")
         raise
     finally:
-        _discard(upload.path)
+        upload_discard(upload.path)
     _progress(upload, state="done", study=study.slug, study_id=study.pk)
     return study
 
@@ -169,13 +179,7 @@ def study_upload_queued(*, upload: Upload) -> None:
 
 def study_upload_progress(*, upload: Upload) -> dict:
     """{"state": queued | running | done | failed, "done", "total", "percent", "error", "study"}."""
-    try:
-        data = json.loads((upload.folder / PROGRESS_NAME).read_text(encoding="utf-8"))
-    except (FileNotFoundError, json.JSONDecodeError):
-        data = {"state": "new"}  # not confirmed yet
-    done, total = data.get("done", 0), data.get("total", 0)
-    data["percent"] = round(100 * done / total, 1) if total else (100.0 if data["state"] == "done" else 0.0)
-    return data
+    return upload_progress_read(upload.folder)
 
 
 def needs_worker(document: dict) -> bool:
@@ -249,7 +253,46 @@ def _limit() -> int:
     return settings.API_IMPORT_MAX_MB * _CHUNK
 
 
-def _write_limited(path: Path, chunks) -> None:
+def upload_folder(upload_id: str) -> Path:
+    return Path(settings.STUDY_UPLOAD_DIR) / upload_id
+
+
+def upload_folder_new() -> str:
+    """The id of a new, empty upload folder (expired ones are removed first)."""
+    _prune()
+    upload_id = uuid.uuid4().hex
+    upload_folder(upload_id).mkdir(parents=True)
+    return upload_id
+
+
+def upload_name(name: str) -> str:
+    """The file's own name, without the folders a browser may send, for messages only."""
+    return PurePosixPath(name.replace("\\", "/")).name[:200] or "upload"
+
+
+def upload_progress_write(folder: Path, **state) -> None:
+    """Record an upload's state for the pages and the API that follow it (the task worker
+    writes it; `upload_progress_read` reads it)."""
+    # Written whole and renamed, so the page polling it never reads half a file.
+    partial = folder / (PROGRESS_NAME + ".part")
+    partial.write_text(json.dumps(state), encoding="utf-8")
+    partial.replace(folder / PROGRESS_NAME)
+
+
+def upload_progress_read(folder: Path) -> dict:
+    """{"state": new | queued | running | done | failed, "done", "total", "percent", ...}: what
+    was last written, with the share done; "new" before anything was."""
+    try:
+        data = json.loads((folder / PROGRESS_NAME).read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError):
+        data = {"state": "new"}  # not confirmed yet
+    done, total = data.get("done", 0), data.get("total", 0)
+    data["percent"] = round(100 * done / total, 1) if total else (100.0 if data["state"] == "done" else 0.0)
+    return data
+
+
+def upload_file_write(path: Path, chunks) -> None:
+    """Write the uploaded bytes (an iterable of chunks) to `path`, within API_IMPORT_MAX_MB."""
     limit, written = _limit(), 0
     with path.open("wb") as out:
         for chunk in chunks:
@@ -281,7 +324,7 @@ def _as_uploaded(exc: StudyFileError, upload: Upload) -> StudyFileError:
     return exc.renamed(shown)
 
 
-def _discard(path: Path) -> None:
+def upload_discard(path: Path) -> None:
     if path.is_dir():
         shutil.rmtree(path, ignore_errors=True)
     else:
@@ -289,10 +332,7 @@ def _discard(path: Path) -> None:
 
 
 def _progress(upload: Upload, **state) -> None:
-    # Written whole and renamed, so the page polling it never reads half a file.
-    partial = upload.folder / (PROGRESS_NAME + ".part")
-    partial.write_text(json.dumps(state), encoding="utf-8")
-    partial.replace(upload.folder / PROGRESS_NAME)
+    upload_progress_write(upload.folder, **state)
 
 
 def _prune() -> None:

@@ -25,6 +25,7 @@ v1 = [
     path("judges/<int:pk>/", views.JudgeDetailView.as_view(), name="judge-detail"),
     path("votes/", views.VotesView.as_view(), name="votes"),
     path("votes/import/", views.VotesImportView.as_view(), name="votes-import"),
+    path("votes/import/<str:token>/", views.VotesImportJobView.as_view(), name="votes-import-job"),
     path("votes/<int:pk>/", views.VoteDetailView.as_view(), name="vote-detail"),
     path("llm-judges/", views.LLMJudgesView.as_view(), name="llm-judges"),
     path("llm-judges/<int:pk>/", views.LLMJudgeDetailView.as_view(), name="llm-judge-detail"),

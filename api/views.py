@@ -15,7 +15,7 @@ from django.http import Http404, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, status
 from rest_framework.exceptions import APIException, ValidationError
 from rest_framework.parsers import BaseParser, MultiPartParser
@@ -27,8 +27,11 @@ from rest_framework.views import APIView
 from analysis import exports, importers
 from analysis import services as analysis_services
 from analysis.forms import FilterForm
+from analysis.tasks import votes_upload_import_queue
+from analysis.uploads import votes_upload_get, votes_upload_progress, votes_upload_store
 from annotations.models import Answer, ComparisonItem, Judge, Question, Rater, Study, Vote
 from annotations.study_io import StudyFileError, study_export
+from annotations.uploads import UploadError
 from api import inputs, serializers
 from api.pagination import MAX_ID, IdCursorPagination, VoteCursorPagination
 from api.schema import ErrorSerializer, form_parameters
@@ -188,13 +191,15 @@ class VotesImportView(APIView):
     @extend_schema(
         summary="Import votes",
         description=(
-            "`manage.py import_votes FILE --format csv --study S [--create]` over HTTP: the same parser and "
-            "writer, one transaction (nothing is written unless the whole file is valid, not even the study "
-            "`create` would make). Folder formats (mtbench, prd, llmbar) are uploaded as a zip of the folder. "
-            "A bad file is a 400 naming the file, line and field."
+            "`manage.py import_votes FILE --format csv --study S [--create]` over HTTP, in the task worker: the "
+            "same parser and writer, one transaction (nothing is written unless the whole file is valid, not even "
+            "the study `create` would make). Folder formats (mtbench, prd, llmbar) are uploaded as a zip of the "
+            "folder. The answer is a 202 whose `url` (also the Location header) gives the import's state: poll it "
+            "until `state` is done (the counts) or failed (the problem, naming the file, line and field). A study "
+            "that is not there (without `create`) or a zip that cannot be unpacked is a 400 at once."
         ),
         request={"multipart/form-data": inputs.VotesImportUpload},
-        responses={201: OpenApiTypes.OBJECT, 400: ErrorSerializer, 413: ErrorSerializer},
+        responses={202: OpenApiTypes.OBJECT, 400: ErrorSerializer, 413: ErrorSerializer},
     )
     def post(self, request: Request) -> Response:
         form = inputs.VotesImportUpload(data=request.data)
@@ -204,21 +209,62 @@ class VotesImportView(APIView):
         if file.size > settings.API_IMPORT_MAX_MB * 1024 * 1024:
             raise PayloadTooLarge(f"The upload is larger than the {settings.API_IMPORT_MAX_MB} MB the API accepts.")
         try:
-            study, counts = analysis_services.votes_import_upload(
+            upload = votes_upload_store(
                 chunks=file.chunks(),
                 name=file.name or "upload",
                 fmt=data["format"],
                 slug=data["study"],
                 create=data["create"],
-                title=data.get("title"),
+                title=data.get("title") or "",
             )
         except analysis_services.StudyNotFound as exc:
             return Response({"detail": str(exc), "field": "study"}, status=status.HTTP_400_BAD_REQUEST)
         except importers.ImportProblem as exc:
             body = {"detail": exc.message, "path": exc.path, "line": exc.line, "field": exc.field}
             return Response(body, status=status.HTTP_400_BAD_REQUEST)
-        location = reverse("api:study-detail", kwargs={"slug": study.slug})
-        return Response({"study": study.slug, **counts}, status=status.HTTP_201_CREATED, headers={"Location": location})
+        votes_upload_import_queue(upload=upload)
+        url = request.build_absolute_uri(reverse("api:votes-import-job", kwargs={"token": upload.token}))
+        body = {**votes_import_state(votes_upload_progress(upload=upload), request), "url": url}
+        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": url})
+
+
+class VotesImportJobView(APIView):
+    @extend_schema(
+        summary="State of a vote import",
+        description=(
+            "`state` is queued, running (with the `step` under way, `done` of `total` steps and `percent`), "
+            "done (`study`, `study_url` and the `counts`: questions, answers, items, judges, raters, votes, ...) "
+            'or failed (nothing was written: the first problem as {"detail", "path", "line", "field"} and every '
+            'problem in that shape in "problems"). An unknown, expired or forged token is a 404.'
+        ),
+        parameters=[
+            # What django.core.signing writes: URL-safe base64 and colons.
+            OpenApiParameter("token", OpenApiTypes.STR, OpenApiParameter.PATH, pattern=r"^[-A-Za-z0-9_:]+$")
+        ],
+        responses={200: OpenApiTypes.OBJECT},
+    )
+    def get(self, request: Request, token: str) -> Response:
+        try:
+            upload = votes_upload_get(token=token)
+        except UploadError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_404_NOT_FOUND)
+        return Response(votes_import_state(votes_upload_progress(upload=upload), request))
+
+
+def votes_import_state(progress: dict, request: Request) -> dict:
+    """The upload's progress (analysis.uploads) as the API tells it."""
+    state = {key: progress[key] for key in ("state", "step", "done", "total", "percent") if key in progress}
+    state["steps"] = list(analysis_services.VOTES_IMPORT_STEPS)
+    if progress["state"] == "done":
+        study_url = request.build_absolute_uri(reverse("api:study-detail", kwargs={"slug": progress["study"]}))
+        state.update(study=progress["study"], study_url=study_url, counts=progress["counts"])
+    elif progress["state"] == "failed":
+        problems = [
+            {"detail": p["message"], "path": p["path"], "line": p["line"], "field": p["field"]}
+            for p in progress["problems"]
+        ]
+        state.update(problems[0], problems=problems)
+    return state
 
 
 class StudyDetailView(DetailView):

@@ -70,6 +70,14 @@ def prepare(env: dict[str, str], seed: str | None = None) -> None:
     run_django(code, env)
 
 
+def db_worker(env: dict[str, str], *extra: str) -> subprocess.Popen:
+    """The database queue's task worker (`manage.py db_worker`), polling every 0.2 s; stop() it."""
+    return subprocess.Popen(
+        [PYTHON, "manage.py", "db_worker", "--no-reload", "--no-startup-delay", "--interval", "0.2", *extra],
+        env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
 def stop(process: subprocess.Popen, *, timeout: float = 10) -> None:
     if process.poll() is None:
         process.terminate()

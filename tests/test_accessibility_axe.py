@@ -1,5 +1,6 @@
 """Every page a person uses, checked by axe-core at WCAG 2.1 A and AA in a real browser: the
-rater's pages, the dashboard, the admin's review, start and run pages, and the API docs.
+rater's pages, the dashboard, the admin's review, start and run pages, an upload's progress page,
+and the API docs.
 
 axe-core comes from npm (package.json pins it; scripts/test.sh runs `npm ci`). It is injected
 with the page's Content-Security-Policy bypassed, which only lets the test's own script in.
@@ -12,6 +13,9 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
+from analysis.services import VOTES_IMPORT_STEPS
+from analysis.uploads import votes_upload_store
+from annotations.uploads import upload_progress_write
 from judges.services import judge_run_start
 from perturbations.services import perturbation_generate
 from tests.browser import chromium, session_cookie
@@ -123,6 +127,23 @@ def test_the_admin_review_start_and_run_pages_have_no_violations(browser, live_s
     assert_accessible(page, "run")
     page.goto(live_server.url + reverse("analysis:votes-import") + "?study=ice")
     assert_accessible(page, "import votes")
+
+
+def test_the_upload_progress_page_has_no_violations_while_running_and_after_a_failure(
+    browser, live_server, transactional_db, settings, tmp_path
+):
+    settings.STUDY_UPLOAD_DIR = tmp_path / "uploads"
+    make_study(slug="ice")
+    upload = votes_upload_store(chunks=[b"question_id\n"], name="votes.csv", fmt="csv", slug="ice")
+    url = live_server.url + reverse("analysis:votes-import-progress", args=[upload.token])
+    page = staff_page(browser, live_server)
+    upload_progress_write(upload.folder, state="running", step=VOTES_IMPORT_STEPS[1], done=1, total=3)
+    page.goto(url)
+    assert_accessible(page, "import running")
+    problem = {"path": "votes.csv", "line": 3, "field": "winner", "message": "'both' is not a1, a2 or tie"}
+    upload_progress_write(upload.folder, state="failed", error="import failed", problems=[problem])
+    page.goto(url)
+    assert_accessible(page, "import failed")
 
 
 def test_the_api_docs_page_has_no_violations(browser, live_server, transactional_db):

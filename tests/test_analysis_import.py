@@ -187,6 +187,16 @@ def test_a_generic_csv_is_imported_with_its_perturbation_rows(db, tmp_path):
     assert (vote.shown_first, vote.choice_shown, vote.choice, vote.client_ms) == ("a2", "first", "a2", 4100)
 
 
+def test_at_verbosity_two_the_command_names_each_step_as_it_begins(db, tmp_path):
+    make_study(slug="gen")
+    out = StringIO()
+    path = write_csv(tmp_path / "votes.csv", GOOD_ROWS)
+    call_command("import_votes", str(path), "--format", "csv", "--study", "gen", verbosity=2, stdout=out)
+    lines = out.getvalue().splitlines()
+    assert lines[:3] == [f"{step} …" for step in services.VOTES_IMPORT_STEPS]
+    assert lines[3].startswith("imported into gen: 1 questions, 3 answers, 2 items,") and len(lines) == 4
+
+
 @pytest.mark.parametrize(
     ("line", "column", "value", "message"),
     [

@@ -21,7 +21,7 @@ import time
 import pytest
 
 from tests.judge_server import JudgeServer
-from tests.live import PYTHON, ROOT, free_port, live_env, manage, prepare, run_django, stop
+from tests.live import db_worker, free_port, live_env, manage, prepare, run_django, stop
 
 pytestmark = pytest.mark.slow
 
@@ -83,13 +83,6 @@ def _wait_for(env: dict, done, *, timeout: float) -> dict:
         time.sleep(0.5)
 
 
-def _worker(env: dict, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [PYTHON, "manage.py", "db_worker", "--no-reload", "--no-startup-delay", "--interval", "0.2", *extra],
-        env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-
-
 def _ok(done: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return done
@@ -108,7 +101,7 @@ def test_a_worker_killed_mid_run_loses_and_doubles_nothing_after_a_resume(live_d
         queued = _ok(manage("run_judge", "--study", SLUG, "--judge", JUDGE, env=env))
         assert "queued" in queued.stdout and "manage.py db_worker" in queued.stdout
 
-        worker = _worker(env)
+        worker = db_worker(env)
         try:
             deadline = time.monotonic() + 30
             while len(server.log) < TOTAL // 3:
@@ -138,7 +131,7 @@ def test_a_worker_killed_mid_run_loses_and_doubles_nothing_after_a_resume(live_d
         # ... after it, it can: a new worker finishes what is missing.
         if early.returncode != 0:
             _ok(manage("run_judge", "--study", SLUG, "--judge", JUDGE, "--resume", env=env))
-        second = _worker(env)
+        second = db_worker(env)
         try:
             final = _wait_for(env, lambda s: s["status"] in ("done", "failed"), timeout=60)
         finally:

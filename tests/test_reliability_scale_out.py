@@ -16,7 +16,6 @@ import json
 import os
 import re
 import signal
-import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
@@ -24,7 +23,7 @@ from contextlib import ExitStack
 import pytest
 
 from tests.judge_server import JudgeServer
-from tests.live import PYTHON, ROOT, gunicorn, live_env, manage, prepare, run_django, stop
+from tests.live import db_worker, gunicorn, live_env, manage, prepare, run_django, stop
 
 httpx = pytest.importorskip("httpx")
 
@@ -79,13 +78,6 @@ def _report(env: dict) -> dict:
     return json.loads(run_django("from tests.test_reliability_scale_out import report; report()", env))
 
 
-def _worker(env: dict) -> subprocess.Popen:
-    return subprocess.Popen(
-        [PYTHON, "manage.py", "db_worker", "--no-reload", "--no-startup-delay", "--interval", "0.2"],
-        env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-
-
 def _enter(base_url: str, participant: str) -> int:
     with httpx.Client(base_url=base_url, timeout=30) as client:
         landing = client.get(f"/s/{SLUG}/")
@@ -114,7 +106,7 @@ def test_two_web_instances_and_two_workers_share_limits_and_finish_a_killed_work
 
         queued = manage("run_judge", "--study", SLUG, "--judge", JUDGE, env=task_env)
         assert queued.returncode == 0, queued.stderr
-        first = _worker(task_env)
+        first = db_worker(task_env)
         second = None
         try:
             deadline = time.monotonic() + 60
@@ -122,7 +114,7 @@ def test_two_web_instances_and_two_workers_share_limits_and_finish_a_killed_work
                 assert first.poll() is None, first.stderr.read()[-3000:]
                 assert time.monotonic() < deadline, "the worker did not start the run"
                 time.sleep(0.05)
-            second = _worker(task_env)  # idle: the run is the first one's
+            second = db_worker(task_env)  # idle: the run is the first one's
             time.sleep(0.8)
             os.kill(first.pid, signal.SIGKILL)
             first.wait(timeout=10)

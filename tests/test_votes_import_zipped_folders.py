@@ -1,7 +1,8 @@
 """The folder formats (mtbench, prd, llmbar) through the admin's "Import votes" page and
 POST /api/v1/votes/import/: a zip of the data set's folder, unpacked by the one zip routine
-(annotations.archives.archive_unpack) and imported by the service the command calls. A zip that
-cannot be unpacked is a 400 with the archive's reason, and nothing is written."""
+(annotations.archives.archive_unpack) when it is uploaded and imported by the task worker
+through the service the command calls. A zip that cannot be unpacked is a 400 at once with the
+archive's reason, and nothing is kept or written."""
 
 import io
 import zipfile
@@ -43,16 +44,32 @@ def upload(data: bytes, name: str = "folder.zip") -> SimpleUploadedFile:
     return SimpleUploadedFile(name, data, content_type="application/zip")
 
 
+@pytest.fixture(autouse=True)
+def upload_dir(settings, tmp_path):
+    settings.STUDY_UPLOAD_DIR = tmp_path / "uploads"
+    return settings.STUDY_UPLOAD_DIR
+
+
 def nothing_written(slug: str) -> bool:
     return not Study.objects.filter(slug=slug).exists() and not Vote.objects.exists() and not Question.objects.exists()
 
 
+def api_import(client, capture, data) -> dict:
+    """The API's import run by the task worker (the test settings' immediate backend): its state."""
+    with capture(execute=True):
+        accepted = client.post(API, data, format="multipart")
+    assert accepted.status_code == 202, accepted.json()
+    return client.get(accepted["Location"]).json()
+
+
 @needs_data
-def test_the_api_imports_a_zipped_mtbench_folder_whose_files_sit_in_one_folder(token_client, mtbench_subset):
+def test_the_api_imports_a_zipped_mtbench_folder_whose_files_sit_in_one_folder(
+    token_client, mtbench_subset, django_capture_on_commit_callbacks
+):
     data = {"file": upload(zip_folder(mtbench_subset, inside="mtbench")), "format": "mtbench", "study": "mt"}
-    response = token_client.post(API, {**data, "create": "true"}, format="multipart")
-    assert response.status_code == 201, response.json()
-    assert response.json()["votes"] == 450  # 300 human and 150 GPT-4 votes, as the command imports them
+    state = api_import(token_client, django_capture_on_commit_callbacks, {**data, "create": "true"})
+    assert state["state"] == "done", state
+    assert state["counts"]["votes"] == 450  # 300 human and 150 GPT-4 votes, as the command imports them
     study = Study.objects.get(slug="mt")
     assert Vote.objects.filter(item__study=study).count() == 450
     assert set(Judge.objects.filter(study=study).values_list("name", flat=True)) == {
@@ -62,25 +79,32 @@ def test_the_api_imports_a_zipped_mtbench_folder_whose_files_sit_in_one_folder(t
 
 
 @needs_data
-def test_the_admin_imports_a_zipped_prd_folder_three_levels_deep(staff_client, prd_subset):
+def test_the_admin_imports_a_zipped_prd_folder_three_levels_deep(
+    staff_client, prd_subset, django_capture_on_commit_callbacks
+):
     study = make_study(slug="prd")
-    response = staff_client.post(ADMIN, {"file": upload(zip_folder(prd_subset)), "format": "prd", "study": "prd"})
+    with django_capture_on_commit_callbacks(execute=True):
+        response = staff_client.post(ADMIN, {"file": upload(zip_folder(prd_subset)), "format": "prd", "study": "prd"})
     assert response.status_code == 302, response.content.decode()[-2000:]
-    assert response["Location"] == reverse("analysis:study", args=["prd"])
+    page = staff_client.get(response["Location"])
+    assert page.context["progress"]["state"] == "done", page.context["progress"]
+    assert reverse("analysis:study", args=["prd"]) in page.content.decode()
     votes = Vote.objects.filter(item__study=study)
     assert votes.count() > 0
     assert {"human", "gpt4", "gpt35"} <= {name.split("-")[-1] for name in votes.values_list("judge__name", flat=True)}
 
 
 @needs_data
-def test_a_problem_in_a_zipped_file_names_the_upload_the_file_inside_and_its_line(token_client, mtbench_subset):
+def test_a_problem_in_a_zipped_file_names_the_upload_the_file_inside_and_its_line(
+    token_client, mtbench_subset, django_capture_on_commit_callbacks
+):
     lines = (mtbench_subset / "human.csv").read_text(encoding="utf-8").splitlines(keepends=True)
     lines[3] = "not,a,vote\n"
     (mtbench_subset / "human.csv").write_text("".join(lines), encoding="utf-8")
     data = {"file": upload(zip_folder(mtbench_subset), "mt.zip"), "format": "mtbench", "study": "mt", "create": "true"}
-    response = token_client.post(API, data, format="multipart")
-    assert response.status_code == 400
-    assert response.json()["path"] == "mt.zip: human.csv" and response.json()["line"] == 4, response.json()
+    state = api_import(token_client, django_capture_on_commit_callbacks, data)
+    assert state["state"] == "failed"
+    assert state["path"] == "mt.zip: human.csv" and state["line"] == 4, state
     assert nothing_written("mt")
 
 
@@ -115,14 +139,14 @@ BAD_ZIPS = {
 
 
 @pytest.mark.parametrize("make, reason", BAD_ZIPS.values(), ids=BAD_ZIPS.keys())
-def test_a_zip_that_cannot_be_unpacked_is_a_400_with_its_reason_through_the_api(token_client, make, reason):
+def test_a_zip_that_cannot_be_unpacked_is_a_400_with_its_reason_through_the_api(token_client, upload_dir, make, reason):
     data = {"file": upload(make(), "bad.zip"), "format": "prd", "study": "fresh", "create": "true"}
     response = token_client.post(API, data, format="multipart")
     assert response.status_code == 400
     body = response.json()
     assert body["path"] == "bad.zip" and body["field"] == "file" and reason in body["detail"], body
     assert "zip of its folder" in body["detail"]
-    assert nothing_written("fresh")
+    assert nothing_written("fresh") and not list(upload_dir.iterdir())
 
 
 @pytest.mark.parametrize("make, reason", BAD_ZIPS.values(), ids=BAD_ZIPS.keys())

@@ -1,4 +1,7 @@
-"""python manage.py import_votes PATH --format csv|mtbench|prd|llmbar --study S (formats: analysis.importers.FORMATS)."""
+"""python manage.py import_votes PATH --format csv|mtbench|prd|llmbar --study S (formats: analysis.importers.FORMATS).
+
+The task worker's job for a file uploaded in the admin or the API calls the same service
+(`services.votes_import_path`, by way of analysis/uploads.py)."""
 
 from __future__ import annotations
 
@@ -26,6 +29,8 @@ class Command(BaseCommand):
         if not path.exists():
             raise CommandError(f"{path}: no such file or folder")
         started = time.perf_counter()
+        steps = services.VOTES_IMPORT_STEPS
+        progress = (lambda step: self.stdout.write(f"{steps[step]} …")) if options["verbosity"] > 1 else None
         try:
             study, counts = services.votes_import_path(
                 slug=options["study"],
@@ -34,6 +39,7 @@ class Command(BaseCommand):
                 create=options["create"],
                 title=options["title"],
                 limit=options["limit"],
+                progress=progress,
             )
         except (importers.ImportProblem, services.StudyNotFound) as exc:
             raise CommandError(str(exc)) from exc

@@ -1,0 +1,27 @@
+"""Background work of the analysis app: importing an uploaded vote file (a thin wrapper)."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from django.db import transaction
+from django_tasks import task
+
+from analysis import importers, services
+from analysis.uploads import VotesUpload, votes_upload_get, votes_upload_import, votes_upload_queued
+from annotations.uploads import UploadError
+
+
+@task()
+def import_votes_upload(*, token: str) -> dict | None:
+    try:
+        study, counts = votes_upload_import(upload=votes_upload_get(token=token))
+    except (importers.ImportProblem, services.StudyNotFound, UploadError):
+        return None  # the reason is in the upload's progress, which the admin's page and the API show
+    return {"study": study.slug, **counts}
+
+
+def votes_upload_import_queue(*, upload: VotesUpload) -> None:
+    """Import the upload in the task worker once the current transaction commits."""
+    votes_upload_queued(upload=upload)
+    transaction.on_commit(partial(import_votes_upload.enqueue, token=upload.token))
