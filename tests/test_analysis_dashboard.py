@@ -176,3 +176,19 @@ def test_a_bloom_tables_votes_are_that_levels_not_the_judges_total(db, staff_cli
     body = staff_client.get(reverse("analysis:study", args=["blooms-s"])).content.decode()
     applying = body[body.index("<h3>Applying</h3>") :]
     assert '<td class="name">simulated</td><td>8</td>' in applying[: applying.index("</table>")]
+
+
+def test_filtering_by_a_perturbation_group_keeps_the_control_items_in_the_base(dash_study, staff_client):
+    # ASR compares each perturbed item with its question's control item: a filter that dropped
+    # the control votes would leave every ASR without a base (n/a).
+    response = staff_client.get(reverse("analysis:study", args=["dash-s"]), {"group": "reference"})
+    result = response.context["result"]
+    unfiltered = services.study_analyze(study=dash_study)
+    for judge, whole in zip(result["judges"], unfiltered["judges"], strict=True):
+        asr, whole_asr = judge["asr"]["reference"], whole["asr"]["reference"]
+        assert (asr["value"], asr["n"]) == (whole_asr["value"], whole_asr["n"]), judge["judge"]
+        assert asr["n"] > 0 and asr["value"] is not None
+        assert judge["asr"]["factual_error"]["n"] == 0  # the group not picked is left out
+    assert result["filters"]["groups"] == ["reference", "control"]
+    assert 'value="control"' not in response.content.decode()  # kept without being offered as a filter
+
