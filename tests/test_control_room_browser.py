@@ -2,7 +2,8 @@
 log in to the admin, make a study and its questions in the forms, generate and approve
 variants, open the study, let a rater (another browser) vote to the completion code, set up an
 LLM judge and start its run against a loopback OpenAI-compatible server, then read the
-dashboard with its figures and download the votes and payment files.
+dashboard with its figures and download each figure (SVG, PNG and the CSV of its numbers) and
+every CSV: votes, item preferences, metrics, the rater monitor and the payment file.
 
 Set BIASSTUDY_SCREENSHOT_DIR to keep a screenshot of each stage there.
 """
@@ -152,11 +153,33 @@ def dashboard(page, url: str) -> None:
     shot(page, "dashboard")
 
 
-def download(page, link_text: str, href_part: str) -> list[dict]:
+def downloaded(page, link) -> tuple[str, bytes]:
+    """Click `link` as a person would; the file's suggested name and its bytes."""
     with page.expect_download() as info:
-        page.locator(f"a[href*='{href_part}']", has_text=link_text).first.click()
-    path = info.value.path()
-    return list(csv.DictReader(io.StringIO(Path(path).read_text(encoding="utf-8"))))
+        link.click()
+    return info.value.suggested_filename, Path(info.value.path()).read_bytes()
+
+
+def download(page, link_text: str, href_part: str) -> list[dict]:
+    _name, body = downloaded(page, page.locator(f"a[href*='{href_part}']", has_text=link_text).first)
+    return list(csv.DictReader(io.StringIO(body.decode("utf-8"))))
+
+
+def every_figure_downloads(page) -> None:
+    """Each figure's three links give what they say: an SVG, a PNG and the CSV of its numbers."""
+    figures = page.locator("figure.plot")
+    assert figures.count() == len(plots.PLOTS)
+    for name in plots.PLOTS:
+        figure = page.locator("figure.plot", has=page.locator(f"img[src*='/plot/{name}.svg']"))
+        svg_name, svg = downloaded(page, figure.get_by_role("link", name="SVG", exact=True))
+        assert svg_name == f"sky-ice-{name}.svg" and b"<svg" in svg[:1000], name
+        png_name, png = downloaded(page, figure.get_by_role("link", name="PNG", exact=True))
+        assert png_name == f"sky-ice-{name}.png" and png.startswith(b"\x89PNG\r\n\x1a\n"), name
+        csv_name, numbers = downloaded(page, figure.get_by_role("link", name="CSV of its numbers"))
+        rows = list(csv.reader(io.StringIO(numbers.decode("utf-8"))))
+        assert csv_name == f"sky-ice-plot-{name}.csv" and len(rows) >= 2, (name, rows)
+        if name in ("forest", "position"):  # one row per judge: the loopback judge's is there
+            assert any("Loopback judge" in row for row in rows[1:]), (name, rows)
 
 
 def test_a_researcher_runs_a_whole_study_from_the_browser(live_server, settings):
@@ -180,10 +203,17 @@ def test_a_researcher_runs_a_whole_study_from_the_browser(live_server, settings)
         assert Vote.objects.filter(item__study=study, run__isnull=False, choice="a1").count() == 12
 
         dashboard(page, url)
+        every_figure_downloads(page)
         votes = download(page, "votes", "/export/votes.csv")
         assert len(votes) == 15
         assert len({v["counted"] for v in votes}) == 1 and not any(v["excluded_because"] for v in votes), votes[0]
+        items = download(page, "item preferences", "/export/items.csv")
+        assert len(items) >= len(QUESTIONS) and "Loopback judge" in {row["judge"] for row in items}, items[:2]
+        metrics = download(page, "metrics", "/export/metrics.csv")
+        assert {"Humans", "Loopback judge"} <= {row["judge"] for row in metrics}, metrics[:2]
         page.goto(f"{url}/dashboard/sky-ice/raters/")
+        raters = download(page, "Download this table as CSV", "/export/raters.csv")
+        assert [(r["status"], r["votes"]) for r in raters] == [("finished", "3")], raters
         payment = download(page, "Payment file", "/payment.csv")
         assert len(payment) == 1, payment
         row = payment[0]
