@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
-from analysis.frame import MEASURES, RUNS, Filters
+from analysis.frame import CONTROL, MEASURES, RUNS, Filters
 from analysis.report import Options
 from annotations.models import BloomLevel
 
@@ -67,13 +67,16 @@ class FilterForm(forms.Form):
     def filters(self) -> Filters:
         d = self.cleaned_data
         runs, run_ids = d.get("runs") or ("latest", [])
+        # A perturbation group is measured against its question's control item (ASR, the LC
+        # effect): picking groups keeps the control votes, or every ASR would have no base.
+        groups = [*d.get("group"), CONTROL] if d.get("group") else []
         return Filters(
             min_ms=d.get("min_ms"),
             ms_per_word=d.get("ms_per_word"),
             include_not_familiar=bool(d.get("include_not_familiar")),
             include_flagged=bool(d.get("include_flagged")),
             blooms=list(d.get("bloom") or []),
-            groups=list(d.get("group") or []),
+            groups=groups,
             subsets=list(d.get("subset") or []),
             since=d.get("since"),
             until=d.get("until"),

@@ -152,25 +152,23 @@ class StudyAdmin(admin.ModelAdmin):
         if uploads.study_upload_progress(upload=upload)["state"] != "new":
             # Confirmed already (a second click, or back to this page): follow that import.
             return HttpResponseRedirect(reverse("admin:annotations_study_upload_progress", args=[token]))
-        try:
-            document = uploads.study_upload_read(upload=upload)
-        except StudyFileError as exc:
-            return self._upload_report(request, upload, exc)
+        report = uploads.study_upload_report(upload=upload)  # the file is read and checked once
+        if report.problem is not None:
+            return self._upload_report(request, upload, report.problem)
         if request.method == "POST":
-            if uploads.needs_worker(document):
+            if report.in_worker:
                 study_upload_import_queue(upload=upload)
                 return HttpResponseRedirect(reverse("admin:annotations_study_upload_progress", args=[token]))
             try:
                 study = uploads.study_upload_import(upload=upload)
             except StudyFileError as exc:
                 return self._upload_report(request, upload, exc)
-            messages.success(request, f"Imported {study.title}: {len(document['questions'])} questions.")
+            messages.success(request, f"Imported {study.title}: {report.preview.totals['questions']} questions.")
             return HttpResponseRedirect(reverse("admin:annotations_study_change", args=[study.pk]))
-        preview = uploads.study_preview(document)
         return render(
             request,
             "admin/annotations/study/upload_preview.html",
-            self._upload_context(request, upload=upload, preview=preview, in_worker=uploads.needs_worker(document)),
+            self._upload_context(request, upload=upload, preview=report.preview, in_worker=report.in_worker),
         )
 
     def _upload_report(self, request: HttpRequest, upload: uploads.Upload, problem: StudyFileError) -> HttpResponse:

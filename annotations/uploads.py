@@ -12,6 +12,9 @@ raw.json becomes the upload's.
 Reading, validating and writing are study_io's: the preview is `study_file_read` (what the
 command checks) and the import is `study_import` (what the command writes), in the request or,
 for a large study, in the task worker, which reports its progress in the upload's folder.
+The validation report (the problems, or the preview) is made once, the first time it is asked
+for, and kept in the upload's folder beside the file: looking at it again reads that, not the
+file (`study_upload_report`).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import json
 import shutil
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import ClassVar, Self
 
@@ -38,6 +41,7 @@ SALT = "annotations.study-upload"
 JSON_NAME = "study.json"
 CHEN_FOLDER = "chen2024"
 PROGRESS_NAME = "progress.json"
+REPORT_NAME = "report.json"
 PREVIEW_QUESTIONS = 50  # rows shown in the preview; the totals count all of them
 _CHUNK = 1 << 20
 
@@ -143,6 +147,58 @@ def study_upload_read(*, upload: Upload) -> dict:
         )
     except StudyFileError as exc:
         raise _as_uploaded(exc, upload) from None
+
+
+@dataclass
+class UploadReport:
+    """What the checks found in an upload: its problems, or else the preview of what an import
+    would write and whether the task worker would write it."""
+
+    problem: StudyFileError | None = None
+    preview: Preview | None = None
+    in_worker: bool = False
+
+    def to_json(self) -> dict:
+        problem = self.problem
+        return {
+            "problems": [
+                {"path": p.path, "line": p.line, "field": p.field, "message": p.message} for p in problem.problems
+            ]
+            if problem
+            else [],
+            "more": problem.more if problem else 0,
+            "preview": asdict(self.preview) if self.preview else None,
+            "in_worker": self.in_worker,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> UploadReport:
+        problems = [StudyFileError(p["path"], p["message"], line=p["line"], field=p["field"]) for p in data["problems"]]
+        return cls(
+            problem=StudyFileError.of(problems, data["more"]) if problems else None,
+            preview=Preview(**data["preview"]) if data["preview"] else None,
+            in_worker=data["in_worker"],
+        )
+
+
+def study_upload_report(*, upload: Upload) -> UploadReport:
+    """The upload's validation report. Reading and checking the file is done once, the first time
+    (seconds for a large study); the report is kept in the upload's folder and read from there
+    after that, however often the page is looked at. The import checks the file again, so a
+    study made meanwhile under the same slug is still refused."""
+    stored = upload.folder / REPORT_NAME
+    try:
+        return UploadReport.from_json(json.loads(stored.read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        pass
+    try:
+        document = study_upload_read(upload=upload)
+    except StudyFileError as exc:
+        report = UploadReport(problem=exc)
+    else:
+        report = UploadReport(preview=study_preview(document), in_worker=needs_worker(document))
+    _write_json(stored, report.to_json())
+    return report
 
 
 def study_upload_import(*, upload: Upload) -> Study:
@@ -273,10 +329,7 @@ def upload_name(name: str) -> str:
 def upload_progress_write(folder: Path, **state) -> None:
     """Record an upload's state for the pages and the API that follow it (the task worker
     writes it; `upload_progress_read` reads it)."""
-    # Written whole and renamed, so the page polling it never reads half a file.
-    partial = folder / (PROGRESS_NAME + ".part")
-    partial.write_text(json.dumps(state), encoding="utf-8")
-    partial.replace(folder / PROGRESS_NAME)
+    _write_json(folder / PROGRESS_NAME, state)
 
 
 def upload_progress_read(folder: Path) -> dict:
@@ -333,6 +386,13 @@ def upload_discard(path: Path) -> None:
 
 def _progress(upload: Upload, **state) -> None:
     upload_progress_write(upload.folder, **state)
+
+
+def _write_json(path: Path, data: dict) -> None:
+    # Written whole and renamed, so a page reading it (the progress page polls) never reads half a file.
+    partial = path.with_name(f"{path.name}.{uuid.uuid4().hex}.part")  # two writers never share one
+    partial.write_text(json.dumps(data), encoding="utf-8")
+    partial.replace(path)
 
 
 def _prune() -> None:

@@ -27,13 +27,16 @@ class StudySerializer(serializers.ModelSerializer):
             "target_per_rater",
             "min_response_ms",
             "ms_per_word",
+            "fast_notice",
             "lease_seconds",
             "one_variant_per_question",
             "gold_every",
             "gold_min_accuracy",
             "max_length_ratio",
             "completion_code",
+            "per_rater_codes",
             "prolific_completion_url",
+            "allow_mturk_frame",
             "created_at",
         ]
         read_only_fields = fields

@@ -10,7 +10,8 @@ a free loopback port; the judge run is an OpenAI-compatible stand-in on loopback
 
 Writes docs/img/{rater-task,rater-phone,study-form,review,admin-run,dashboard}.png at 1280 px
 wide (the phone shot 390 px), each cut to what it shows and reduced to 256 colours so that
-every file stays small. A rater session is started with a throwaway participant id.
+every file stays small. A rater session is started with a throwaway participant id. Emoji need
+Debian's fonts-noto-color-emoji (scripts/test.sh installs it with chromium), or they are boxes.
 """
 
 from __future__ import annotations

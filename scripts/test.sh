@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Install what the tests need (Debian's chromium, postgresql; the Python packages; axe-core from
-# npm for the accessibility tests) and run the
+# Install what the tests need (Debian's chromium with a colour emoji font, postgresql; the Python
+# packages; axe-core from npm for the accessibility tests) and run the
 # whole suite: lint, then all tests on SQLite, then again on PostgreSQL (TEST_DATABASE_URL, or a
 # local Debian cluster started on 127.0.0.1 when we may install and start one).
 set -euo pipefail
@@ -8,7 +8,9 @@ cd "$(dirname "$0")/.."
 source scripts/lib.sh
 
 ensure_build_tools
-ensure_apt chromium redis-server
+# Without an emoji font Chromium draws a box where an answer has an emoji (the screenshots, the
+# pages the browser tests look at).
+ensure_apt chromium fonts-noto-color-emoji redis-server
 ensure_venv
 pip_install requirements.txt requirements-test.txt
 ensure_node_tools

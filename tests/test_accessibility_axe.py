@@ -1,11 +1,12 @@
 """Every page a person uses, checked by axe-core at WCAG 2.1 A and AA in a real browser: the
 rater's pages, the dashboard, the admin's review, start and run pages, an upload's progress page,
-and the API docs.
+the study's upload and forms, and the API docs.
 
 axe-core comes from npm (package.json pins it; scripts/test.sh runs `npm ci`). It is injected
 with the page's Content-Security-Policy bypassed, which only lets the test's own script in.
 """
 
+import json
 import os
 import re
 from pathlib import Path
@@ -15,11 +16,13 @@ from django.urls import reverse
 
 from analysis.services import VOTES_IMPORT_STEPS
 from analysis.uploads import votes_upload_store
+from annotations import uploads
 from annotations.uploads import upload_progress_write
 from judges.services import judge_run_start
 from perturbations.services import perturbation_generate
 from tests.browser import chromium, session_cookie
 from tests.factories import make_llm_judge, make_question, make_rater, make_staff, make_study, make_vote
+from tests.test_study_import import minimal_document
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -144,6 +147,37 @@ def test_the_upload_progress_page_has_no_violations_while_running_and_after_a_fa
     upload_progress_write(upload.folder, state="failed", error="import failed", problems=[problem])
     page.goto(url)
     assert_accessible(page, "import failed")
+
+
+def test_the_study_upload_and_the_study_forms_have_no_violations(
+    browser, live_server, transactional_db, settings, tmp_path
+):
+    settings.STUDY_UPLOAD_DIR = tmp_path / "uploads"
+    good = minimal_document()
+    broken = minimal_document(slug="bad slug")
+    broken["questions"][0]["bloom"] = "memorising"
+    page = staff_page(browser, live_server)
+    for name, document in (("upload report", broken), ("upload preview", good)):
+        page.goto(live_server.url + reverse("admin:annotations_study_upload"))
+        assert_accessible(page, "upload")
+        page.get_by_label("Study file").set_input_files(
+            {"name": "study.json", "mimeType": "application/json", "buffer": json.dumps(document).encode()}
+        )
+        page.get_by_role("button", name="Check the file").click()
+        page.wait_for_url(re.compile(r"/upload/[^/]+/$"))
+        assert_accessible(page, name)
+    upload = uploads.study_upload_store(name="study.json", chunks=[json.dumps(good).encode()])
+    uploads.study_upload_queued(upload=upload)
+    page.goto(live_server.url + reverse("admin:annotations_study_upload_progress", args=[upload.token]))
+    assert_accessible(page, "upload progress")
+    study = make_study(title="Sky colours")
+    for name, url in (
+        ("study form", reverse("admin:annotations_study_change", args=[study.pk])),
+        ("question form", reverse("admin:annotations_question_add") + f"?study={study.pk}"),
+        ("generate form", f"/admin/perturbations/perturbationstudy/generate/?ids={study.pk}"),
+    ):
+        page.goto(live_server.url + url)
+        assert_accessible(page, name)
 
 
 def test_the_api_docs_page_has_no_violations(browser, live_server, transactional_db):

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from annotations import uploads
@@ -236,3 +238,46 @@ def test_confirming_twice_imports_once_and_then_shows_the_study(staff_client):
     page = staff_client.get(again["Location"]).content.decode()
     study = Study.objects.get()
     assert reverse("admin:annotations_study_change", args=[study.pk]) in page
+
+
+def reads_the_file(queries: CaptureQueriesContext) -> bool:
+    """Whether a request ran the file's checks: they look up the perturbation kinds the file may
+    name and whether its slug is taken."""
+    return any(
+        "perturbationkind" in query["sql"] or 'FROM "annotations_study"' in query["sql"]
+        for query in queries.captured_queries
+    )
+
+
+def test_the_report_is_made_once_and_a_second_view_shows_it_without_reading_the_file(staff_client, upload_dir):
+    response = post_file(staff_client, "mini.json", json.dumps(minimal_document()).encode())
+    with CaptureQueriesContext(connection) as first_queries:
+        first = staff_client.get(response["Location"])
+    assert reads_the_file(first_queries)
+    # The file on the server changes under the upload: a view that read it again would say so.
+    (folder,) = list(upload_dir.iterdir())
+    (folder / uploads.JSON_NAME).write_text("not JSON at all", encoding="utf-8")
+    with CaptureQueriesContext(connection) as second_queries:
+        second = staff_client.get(response["Location"])
+    assert not reads_the_file(second_queries)
+    assert len(second_queries) < len(first_queries)
+    assert second.context["preview"] == first.context["preview"]
+    assert second.context["preview"].totals["items"] == 3 and "no problems found" in second.content.decode()
+    # The import reads the file for itself, so it is refused as it now is, and nothing is written.
+    refused = staff_client.post(response["Location"])
+    assert "not valid JSON" in refused.context["problem"].message
+    assert not Study.objects.exists()
+
+
+def test_a_report_of_problems_is_kept_too_with_every_file_line_and_field(staff_client):
+    document = minimal_document(colour="red")
+    document["questions"][0]["bloom"] = "memorising"
+    response = post_file(staff_client, "mini.json", json.dumps(document, indent=2).encode())
+    first = staff_client.get(response["Location"]).context["problem"]
+    with CaptureQueriesContext(connection) as queries:
+        second = staff_client.get(response["Location"]).context["problem"]
+    assert not reads_the_file(queries)
+    shown = [(p.path, p.line, p.field, p.message) for p in second.problems]
+    assert shown == [(p.path, p.line, p.field, p.message) for p in first.problems]
+    assert [field for _path, _line, field, _message in shown] == ["study.colour", "questions[0].bloom"]
+    assert all(line and line > 1 for _path, line, _field, _message in shown)

@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from analysis import services, tables
 from analysis.simulate import JudgeParams
-from tests.factories import make_question, make_study, make_variant
+from tests.factories import human_pool, make_judge, make_question, make_rater, make_study, make_variant, make_vote
 
 
 @pytest.fixture
@@ -176,3 +176,34 @@ def test_a_bloom_tables_votes_are_that_levels_not_the_judges_total(db, staff_cli
     body = staff_client.get(reverse("analysis:study", args=["blooms-s"])).content.decode()
     applying = body[body.index("<h3>Applying</h3>") :]
     assert '<td class="name">simulated</td><td>8</td>' in applying[: applying.index("</table>")]
+
+
+def test_filtering_by_a_perturbation_group_keeps_the_control_items_in_the_base(dash_study, staff_client):
+    # ASR compares each perturbed item with its question's control item: a filter that dropped
+    # the control votes would leave every ASR without a base (n/a).
+    response = staff_client.get(reverse("analysis:study", args=["dash-s"]), {"group": "reference"})
+    result = response.context["result"]
+    unfiltered = services.study_analyze(study=dash_study)
+    for judge, whole in zip(result["judges"], unfiltered["judges"], strict=True):
+        asr, whole_asr = judge["asr"]["reference"], whole["asr"]["reference"]
+        assert (asr["value"], asr["n"]) == (whole_asr["value"], whole_asr["n"]), judge["judge"]
+        assert asr["n"] > 0 and asr["value"] is not None
+        assert judge["asr"]["factual_error"]["n"] == 0  # the group not picked is left out
+    assert result["filters"]["groups"] == ["reference", "control"]
+    assert 'value="control"' not in response.content.decode()  # kept without being offered as a filter
+
+
+def test_the_mean_probability_is_explained_as_not_the_share_of_choices_whoever_is_listed_first(db, staff_client):
+    # The people vote without token probabilities; the machine's are averaged. The explanation
+    # stands before the first judge that has them, whether or not a judge without them comes first.
+    study = make_study(slug="probs-s", votes_per_item=2)
+    item = make_question(study).items.get()
+    make_vote(item, human_pool(study), rater=make_rater(study), client_ms=4000)
+    for name in ("a-machine", "b-machine"):
+        machine = make_judge(name=name)
+        for shown_first in ("a1", "a2"):
+            probs = {"first": 0.55, "second": 0.4, "tie": 0.05}
+            make_vote(item, machine, shown_first=shown_first, choice_shown="first", option_probs=probs)
+    body = staff_client.get(reverse("analysis:study", args=["probs-s"])).content.decode()
+    assert "a-machine: mean probability on A1 47.5%" in body and "b-machine: mean probability" in body
+    assert body.count("It measures how sure the model is, not how often it chose") == 1

@@ -238,3 +238,21 @@ def test_a_study_exports_as_its_document_and_imports_back(voted_study, token_cli
     copy = token_client.get(reverse("api:study-export", args=["copy"])).json()
     document["study"]["slug"] = "copy"
     assert copy == document
+
+
+def test_a_study_that_lets_mturk_frame_it_is_imported_and_shown_so(token_client):
+    response = post_json(token_client, minimal_document(allow_mturk_frame=True, fast_notice=True))
+    assert response.status_code == 201, response.content
+    assert (response.json()["allow_mturk_frame"], response.json()["fast_notice"]) == (True, True)
+    shown = token_client.get(reverse("api:study-detail", args=["mini"])).json()
+    assert (shown["allow_mturk_frame"], shown["fast_notice"], shown["per_rater_codes"]) == (True, True, False)
+    exported = token_client.get(reverse("api:study-export", args=["mini"])).json()
+    assert exported["study"]["allow_mturk_frame"] is True
+
+
+def test_an_mturk_frame_setting_that_is_not_true_or_false_is_a_400_naming_it(token_client):
+    response = post_json(token_client, minimal_document(allow_mturk_frame="on"))
+    assert response.status_code == 400
+    assert response.json()["field"] == "study.allow_mturk_frame"
+    assert "must be true/false" in response.json()["detail"]
+    assert not Study.objects.exists()

