@@ -47,6 +47,7 @@ SETTINGS = {
     "completion_code": st.from_regex(r"[A-Z0-9]{0,12}", fullmatch=True),
     "per_rater_codes": st.booleans(),
     "fast_notice": st.booleans(),
+    "allow_mturk_frame": st.booleans(),
     "prolific_completion_url": st.sampled_from(
         ["", "https://app.prolific.com/submissions/complete?cc=C1"] * 3 + ["no url"]
     ),
