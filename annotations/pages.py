@@ -16,7 +16,7 @@ from collections.abc import Callable
 from functools import wraps
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from csp.decorators import csp_replace
+from csp.decorators import csp_replace, csp_update
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import InterfaceError, OperationalError
@@ -242,8 +242,8 @@ def _done(request: HttpRequest, rater: Rater) -> HttpResponse:
     response = render(request, "annotations/done.html", context)
     if mturk:
         # The page posts the assignment to MTurk (or a loopback stand-in): allow that one target.
-        # This is what django-csp's own @csp_update decorator sets, for an origin known only now.
-        response._csp_update = {"form-action": [mturk["origin"]]}
+        # The origin is known only now, so django-csp's decorator wraps a view returning the response.
+        response = csp_update({"form-action": [mturk["origin"]]})(lambda: response)()
     return response
 
 
