@@ -27,6 +27,7 @@ from perturbations.services import (
     answers_review,
     kind_new_group,
     perturbation_generate,
+    variant_checks,
 )
 from perturbations.tasks import perturbation_generate_queue
 
@@ -239,7 +240,7 @@ class PerturbationStudyAdmin(admin.ModelAdmin):
         variants = (
             Answer.objects.variants()
             .filter(question__study=study)
-            .select_related("question", "kind", "derived_from")
+            .select_related("question__study", "kind", "derived_from")
             .order_by("question__external_id", "kind__slug", "external_id")
         )
         page_number = 1
@@ -253,6 +254,9 @@ class PerturbationStudyAdmin(admin.ModelAdmin):
                 variants = variants.filter(checks__ok=False)
             page_number = data["page"] or 1
         page = Paginator(variants, REVIEW_PAGE_SIZE).get_page(page_number)
+        for variant in page:
+            if not variant.checks:  # imported with its study: checked for this page only
+                variant.checks = variant_checks(answer=variant)
         query = request.GET.copy()
         query.pop("page", None)
         return render(

@@ -71,6 +71,15 @@ def test_the_review_page_shows_both_sides_the_diff_and_the_checks(staff_client, 
     assert '<td class="pt-over">' in page  # two short sentences plus a reference list: over the bound
 
 
+def test_a_variant_imported_without_checks_is_checked_for_the_review_page(staff_client, study, variants):
+    over = staff_client.get(review_url(study)).content.decode().count('<td class="pt-over">')
+    assert over >= 2
+    Answer.objects.filter(pk__in=[v.pk for v in variants]).update(checks={})  # as a study file import leaves them
+    page = staff_client.get(review_url(study)).content.decode()
+    assert page.count('<td class="pt-over">') == over  # the length table is filled as for generated variants
+    assert not Answer.objects.filter(pk__in=[v.pk for v in variants]).exclude(checks={}).exists()  # a GET writes nothing
+
+
 def test_the_review_page_filters_by_status_and_warnings(staff_client, study, variants):
     staff_client.post(review_url(study), {"single": f"approve:{variants[0].pk}"})
     page = staff_client.get(review_url(study), {"status": "approved"}).content.decode()
