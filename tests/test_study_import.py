@@ -254,5 +254,6 @@ def test_the_demo_study_loads_with_six_questions_per_bloom_level(db):
         groups = set(question.items.values_list("kind__slug", flat=True))
         assert groups == {None, "factual_error", "reference", "rich_content"}
     assert all(a.inserted_errors for a in Answer.objects.filter(question__study=study, kind__slug="factual_error"))
+    assert not Answer.objects.variants().filter(question__study=study, checks={}).exists()  # checked, for the review
     call_command("load_demo", verbosity=0)  # a second call changes nothing
     assert Study.objects.filter(slug="demo").count() == 1
