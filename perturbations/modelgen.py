@@ -131,6 +131,7 @@ def prompt_template_for(slug: str, custom: str = "") -> str:
     return custom.strip() or DEFAULT_PROMPTS.get(slug, GENERIC_PROMPT)
 
 
+_OPENING = re.compile(rf"{FENCE}[ \t]*(?P<tag>{ANSWER_TAG}|{ERRORS_TAG})[ \t]*\n", re.IGNORECASE)
 _ANSWER_BLOCK = FENCE + ANSWER_TAG
 _ERRORS_BLOCK = FENCE + ERRORS_TAG
 
@@ -163,6 +164,9 @@ def parse_output(raw: str, *, wants_errors: bool) -> ModelRewrite:
     blocks: dict[str, str] = {}
     for match in _BLOCK.finditer(raw):
         blocks.setdefault(match.group("tag").lower(), match.group("body"))
+    unclosed = sorted({match.group("tag").lower() for match in _OPENING.finditer(raw)} - blocks.keys())
+    if unclosed:  # a reply cut off mid-block: say so, rather than that the block is missing
+        raise ModelOutputError(f"the {FENCE}{unclosed[0]} block is never closed (did the reply reach max_tokens?)", raw)
     if ANSWER_TAG not in blocks:
         raise ModelOutputError(f"no {_ANSWER_BLOCK} block in the model output", raw)
     text = blocks[ANSWER_TAG].strip()
