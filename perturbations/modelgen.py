@@ -180,6 +180,11 @@ def parse_output(raw: str, *, wants_errors: bool) -> ModelRewrite:
     return ModelRewrite(text=text, errors=errors, raw=raw)
 
 
+# Control characters and what str.strip() removes, as a GBNF character range: a field that must
+# not be blank starts with none of these.
+_SPACE = r"\x00-\x20\x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000"
+
+
 def reply_grammar(*, wants_errors: bool) -> str:
     """A GBNF grammar (llama.cpp's server `grammar` field) admitting only replies in the format
     above, each of which `parse_output` accepts: an answer block whose text starts with a visible
@@ -199,7 +204,7 @@ def reply_grammar(*, wants_errors: bool) -> str:
         "root ::= answer-block" + (r' "\n" "\n"? errors-block' if wants_errors else ""),
         f"answer-block ::= {answer_open} text {answer_close}",
         # Text starts visibly and never has three backticks in a row: the block ends where we end it.
-        r"text ::= [^`\x00-\x20] text-char*",
+        f"text ::= [^`{_SPACE}] text-char*",
         r'text-char ::= [^`] | "`" [^`] | "``" [^`]',
     ]
     if wants_errors:
@@ -207,7 +212,7 @@ def reply_grammar(*, wants_errors: bool) -> str:
             f"errors-block ::= {errors_open} ws {entries} ws {errors_close}",
             f'entry ::= "{{" {entry} "}}"',
             r'string ::= "\"" char* "\""',
-            r'text-string ::= "\"" [^"\\`\x00-\x20\x7F] char* "\""',
+            f'text-string ::= "\\"" [^"\\\\`\\x7F{_SPACE}] char* "\\""',
             # No \u escapes: one could smuggle in a NUL (PostgreSQL refuses it) or a backtick.
             r'char ::= [^"\\`\x00-\x1F\x7F] | "\\" ["\\/bfnrt]',
             r"ws ::= [ \n]?",

@@ -60,6 +60,8 @@ def test_the_grammar_admits_replies_in_the_format_and_each_parses(grammar, reply
         pytest.param(CANONICAL.replace("45 days.\n", "45 ``` days.\n"), id="a fence inside the answer"),
         pytest.param("```answer\nX.\n```\n```errors\n[]\n```", id="empty errors list"),
         pytest.param(CANONICAL.replace('"original": "gravity"', '"original": " gravity"'), id="blank original"),
+        pytest.param(CANONICAL.replace("answer\nThe", "answer\n\u00a0The"), id="answer starts with a no-break space"),
+        pytest.param(CANONICAL.replace('"error": "magnetism"', '"error": "\u3000magnetism"'), id="error starts blank"),
         pytest.param(CANONICAL.replace('"error": "45 days", ', ""), id="an entry without its error"),
         pytest.param(CANONICAL.replace("27 days", "27\\u0000days"), id="a unicode escape"),
         pytest.param(CANONICAL + "\nThanks!", id="text after the blocks"),
