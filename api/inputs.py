@@ -15,7 +15,7 @@ from annotations.study_io import READERS
 from api.pagination import MAX_ID
 from biasstudy.limits import BOOTSTRAP_MAX, SEED_MAX, VOTES_PER_ITEM_MAX
 from judges.models import JudgeRun, LLMJudge
-from perturbations.services import DECISIONS, METHODS, PerturbationError, kind_for_study
+from perturbations.services import DECISIONS, METHODS, PerturbationError, grammar_refusal, kind_for_study
 
 
 def _id_field(help_text: str) -> serializers.IntegerField:
@@ -249,6 +249,13 @@ class PerturbationGenerateInput(serializers.Serializer):
         help_text="With method `model`: the name of the LLM judge configuration that rewrites (default: the local SmolLM2 one).",
     )
 
+    constrain_format = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="With method `model` and a generator on the OpenAI-compatible backend (e.g. llama.cpp's server): "
+        "send a GBNF grammar so the reply can only be the fenced blocks the generator reads.",
+    )
+
     def validate_kind(self, slug: str) -> PerturbationKind:
         try:
             return kind_for_study(study=self.context["study"], slug=slug)
@@ -265,6 +272,14 @@ class PerturbationGenerateInput(serializers.Serializer):
     def validate(self, attrs: dict) -> dict:
         if attrs.get("generator") is not None and attrs.get("method") != "model":
             raise serializers.ValidationError({"generator": "only with method 'model'"})
+        if attrs.get("constrain_format"):
+            refusal = (
+                "only with method 'model'"
+                if attrs.get("method") != "model"
+                else grammar_refusal(attrs.get("generator"))
+            )
+            if refusal:
+                raise serializers.ValidationError({"constrain_format": refusal})
         return attrs
 
 

@@ -641,6 +641,7 @@ class StudyPerturbationsView(StudyListView):
                 of=args["of"],
                 user=request.user,
                 generator=args.get("generator"),
+                constrain_format=args["constrain_format"],
             )
             detail = f"Queued model-based {args['kind'].slug} variants of {study.slug}; they appear here as pending."
             return Response({"queued": True, "detail": detail}, status=status.HTTP_202_ACCEPTED)

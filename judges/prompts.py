@@ -11,6 +11,8 @@ from __future__ import annotations
 import string
 from dataclasses import dataclass
 
+from biasstudy import gbnf
+
 
 class PromptStyle:
     EXPLAIN_THEN_VOTE = "explain_then_vote"
@@ -116,16 +118,12 @@ def check_template(template: str, *, where: str) -> None:
         )
 
 
-def _gbnf_literal(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
 def vote_grammar(*, style: str, scheme: LabelScheme) -> str:
     """A GBNF grammar (llama.cpp's format) that lets the model write only what the prompt style
     asks for, with the vote line naming exactly one of the scheme's labels. A server that
     applies it cannot answer "The answer is..." where one label was asked for, so every vote
     parses; the model still chooses which label."""
-    labels = " | ".join(_gbnf_literal(label) for label in scheme.labels().values())
+    labels = gbnf.one_of(scheme.labels().values())
     rules = {
         PromptStyle.VOTE_ONLY: "root ::= vote",
         PromptStyle.VOTE_THEN_EXPLAIN: 'root ::= vote ("\\n" [^\\x00]*)?',

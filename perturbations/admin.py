@@ -166,6 +166,7 @@ class PerturbationStudyAdmin(admin.ModelAdmin):
                         of=data["of"],
                         user=request.user,
                         generator=data["generator"],
+                        constrain_format=data["constrain_format"],
                     )
                     messages.info(
                         request,

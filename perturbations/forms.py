@@ -12,6 +12,7 @@ from judges.models import LLMJudge
 from perturbations.services import (
     METHODS,
     generator_can_write_errors,
+    grammar_refusal,
     kind_wants_errors,
     questions_with_voted_items,
     study_vote_summary,
@@ -39,6 +40,15 @@ class GenerateForm(forms.Form):
         label="Generator model",
         help_text="For method model: the LLM judge configuration whose model rewrites the answers.",
     )
+    constrain_format = forms.BooleanField(
+        required=False,
+        label="Constrain the reply's format with a grammar",
+        help_text="For method model, with a generator on the OpenAI-compatible backend, such as a small model on "
+        "a local llama.cpp server: send a GBNF grammar (the server's `grammar` field) so that the reply can only "
+        "be the fenced blocks the generator reads (```answer, and for factual errors the ```errors list). The "
+        "model still chooses the words; the review shows what it wrote. Servers without grammar support reject "
+        "or ignore it.",
+    )
     new_group = forms.BooleanField(
         required=False,
         label="As a new group",
@@ -60,7 +70,8 @@ class GenerateForm(forms.Form):
                 if able
                 else "no such configuration yet; add an LLM judge on the OpenAI-compatible or Anthropic backend"
             )
-            + ". The local SmolLM2 model cannot write them."
+            + ". The local SmolLM2 model cannot write them. A small model behind a local llama.cpp server (the "
+            "OpenAI-compatible backend) answers in the right format when you tick the grammar option below."
         )
 
     def vote_summaries(self) -> list[tuple[Study, dict]]:
@@ -79,6 +90,13 @@ class GenerateForm(forms.Form):
                 f"{generator} runs the local SmolLM2 model, which cannot write {kind.slug} variants (it fails "
                 "every question); choose a configuration on the OpenAI-compatible or Anthropic backend.",
             )
+        if data.get("constrain_format"):
+            if data.get("method") != "model":
+                self.add_error(
+                    "constrain_format", "only a model's reply is constrained by a grammar: choose method model"
+                )
+            elif generator and (refusal := grammar_refusal(generator)):
+                self.add_error("constrain_format", refusal)
         if kind and not data.get("new_group"):
             for study in self.studies:
                 voted = questions_with_voted_items(study=study, kind=kind)

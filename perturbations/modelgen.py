@@ -20,9 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from biasstudy import gbnf
+
 
 class Complete(Protocol):
-    def __call__(self, system: str, user: str) -> str: ...
+    # `grammar` (a GBNF grammar of the reply format) is passed only when generation asks to
+    # constrain the format; a callable that never gets such a request may leave it out.
+    def __call__(self, system: str, user: str, *, grammar: str | None = None) -> str: ...
 
 
 class ModelOutputError(ValueError):
@@ -40,11 +44,26 @@ SYSTEM_PROMPT = (
     "the fenced blocks you are asked for and no other text."
 )
 
-_OUTPUT_FORMAT = "Reply with the rewritten answer inside a fenced block that starts with ```answer and ends with ```."
+# The reply format, defined once: the prompt's instructions, the parser and the grammar all read it.
+FENCE = "```"
+ANSWER_TAG = "answer"
+ERRORS_TAG = "errors"
+# One entry of the errors list: key -> (what the prompt says it holds, whether the parser requires it).
+ERROR_FIELDS: dict[str, tuple[str, bool]] = {
+    "original": ("the exact words you replaced", True),
+    "error": ("the exact new words as they appear in your answer", True),
+    "explanation": ("one sentence on why it is wrong", False),
+}
+MAX_ERRORS = 5  # what the grammar admits; the prompt asks for two or three
+
+_OUTPUT_FORMAT = (
+    f"Reply with the rewritten answer inside a fenced block that starts with {FENCE}{ANSWER_TAG} and ends with {FENCE}."
+)
 _ERRORS_FORMAT = (
-    "Then add a second fenced block that starts with ```errors and ends with ```, holding a JSON list with "
-    'one object per mistake you planted: {"original": the exact words you replaced, "error": the exact new '
-    'words as they appear in your answer, "explanation": one sentence on why it is wrong}.'
+    f"Then add a second fenced block that starts with {FENCE}{ERRORS_TAG} and ends with {FENCE}, holding a JSON list "
+    "with one object per mistake you planted: {"
+    + ", ".join(f'"{key}": {what}' for key, (what, _required) in ERROR_FIELDS.items())
+    + "}."
 )
 
 # Our own wording for each built-in kind. A kind's `model_prompt` overrides it.
@@ -81,7 +100,10 @@ GENERIC_PROMPT = (
     "Rewrite this answer as follows: {description} Keep everything else as it is. {output_format}"
 )
 
-_BLOCK = re.compile(r"```[ \t]*(?P<tag>answer|errors)[ \t]*\n(?P<body>.*?)(?:\n```|```)", re.DOTALL | re.IGNORECASE)
+_BLOCK = re.compile(
+    rf"{FENCE}[ \t]*(?P<tag>{ANSWER_TAG}|{ERRORS_TAG})[ \t]*\n(?P<body>.*?)(?:\n{FENCE}|{FENCE})",
+    re.DOTALL | re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -100,7 +122,7 @@ def build_user_prompt(*, template: str, question: str, answer: str, description:
         .replace("{description}", description)
         .replace("{output_format}", output_format)
     )
-    if "```answer" not in prompt:
+    if FENCE + ANSWER_TAG not in prompt:
         prompt += "\n\n" + output_format
     return prompt
 
@@ -109,29 +131,32 @@ def prompt_template_for(slug: str, custom: str = "") -> str:
     return custom.strip() or DEFAULT_PROMPTS.get(slug, GENERIC_PROMPT)
 
 
+_OPENING = re.compile(rf"{FENCE}[ \t]*(?P<tag>{ANSWER_TAG}|{ERRORS_TAG})[ \t]*\n", re.IGNORECASE)
+_ANSWER_BLOCK = FENCE + ANSWER_TAG
+_ERRORS_BLOCK = FENCE + ERRORS_TAG
+
+
 def _parse_errors(body: str, raw: str) -> list[dict]:
     try:
         data = json.loads(body)
     except json.JSONDecodeError as exc:
-        raise ModelOutputError(f"the ```errors block is not valid JSON: {exc.msg} at line {exc.lineno}", raw) from exc
+        raise ModelOutputError(
+            f"the {_ERRORS_BLOCK} block is not valid JSON: {exc.msg} at line {exc.lineno}", raw
+        ) from exc
     if not isinstance(data, list) or not data:
-        raise ModelOutputError("the ```errors block must be a non-empty JSON list of objects", raw)
+        raise ModelOutputError(f"the {_ERRORS_BLOCK} block must be a non-empty JSON list of objects", raw)
     errors = []
     for i, entry in enumerate(data, start=1):
         if not isinstance(entry, dict):
-            raise ModelOutputError(f"entry {i} of the ```errors block is not an object", raw)
+            raise ModelOutputError(f"entry {i} of the {_ERRORS_BLOCK} block is not an object", raw)
         missing = [
-            key for key in ("original", "error") if not isinstance(entry.get(key), str) or not entry[key].strip()
+            key
+            for key, (_what, required) in ERROR_FIELDS.items()
+            if required and (not isinstance(entry.get(key), str) or not entry[key].strip())
         ]
         if missing:
-            raise ModelOutputError(f"entry {i} of the ```errors block lacks {', '.join(missing)}", raw)
-        errors.append(
-            {
-                "original": entry["original"].strip(),
-                "error": entry["error"].strip(),
-                "explanation": str(entry.get("explanation", "")).strip(),
-            }
-        )
+            raise ModelOutputError(f"entry {i} of the {_ERRORS_BLOCK} block lacks {', '.join(missing)}", raw)
+        errors.append({key: str(entry.get(key, "")).strip() for key in ERROR_FIELDS})
     return errors
 
 
@@ -139,37 +164,96 @@ def parse_output(raw: str, *, wants_errors: bool) -> ModelRewrite:
     blocks: dict[str, str] = {}
     for match in _BLOCK.finditer(raw):
         blocks.setdefault(match.group("tag").lower(), match.group("body"))
-    if "answer" not in blocks:
-        raise ModelOutputError("no ```answer block in the model output", raw)
-    text = blocks["answer"].strip()
+    unclosed = sorted({match.group("tag").lower() for match in _OPENING.finditer(raw)} - blocks.keys())
+    if unclosed:  # a reply cut off mid-block: say so, rather than that the block is missing
+        raise ModelOutputError(f"the {FENCE}{unclosed[0]} block is never closed (did the reply reach max_tokens?)", raw)
+    if ANSWER_TAG not in blocks:
+        raise ModelOutputError(f"no {_ANSWER_BLOCK} block in the model output", raw)
+    text = blocks[ANSWER_TAG].strip()
     if not text:
-        raise ModelOutputError("the ```answer block is empty", raw)
+        raise ModelOutputError(f"the {_ANSWER_BLOCK} block is empty", raw)
     errors: list[dict] = []
     if wants_errors:
-        if "errors" not in blocks:
-            raise ModelOutputError("no ```errors block listing the inserted errors", raw)
-        errors = _parse_errors(blocks["errors"], raw)
+        if ERRORS_TAG not in blocks:
+            raise ModelOutputError(f"no {_ERRORS_BLOCK} block listing the inserted errors", raw)
+        errors = _parse_errors(blocks[ERRORS_TAG], raw)
     return ModelRewrite(text=text, errors=errors, raw=raw)
 
 
+# Control characters and what str.strip() removes, as a GBNF character range: a field that must
+# not be blank starts with none of these.
+_SPACE = r"\x00-\x20\x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000"
+
+
+def reply_grammar(*, wants_errors: bool) -> str:
+    """A GBNF grammar (llama.cpp's server `grammar` field) admitting only replies in the format
+    above, each of which `parse_output` accepts: an answer block whose text starts with a visible
+    character and holds no fence, and for factual errors an errors block with a JSON list of one to
+    MAX_ERRORS objects carrying ERROR_FIELDS in order, the required ones non-empty. A reply cut off
+    at max_tokens still fails to parse, with its raw output kept. The model still chooses the words."""
+    entry = ' ", " '.join(
+        f"{gbnf.literal(json.dumps(key) + ': ')} {'text-string' if required else 'string'}"
+        for key, (_what, required) in ERROR_FIELDS.items()
+    )
+    answer_open, errors_open = gbnf.literal(_ANSWER_BLOCK + "\n"), gbnf.literal(_ERRORS_BLOCK + "\n[")
+    answer_close, errors_close = gbnf.literal("\n" + FENCE), gbnf.literal("]\n" + FENCE)
+    entries = "entry"
+    for _ in range(MAX_ERRORS - 1):
+        entries = f'entry ("," ws {entries})?'
+    rules = [
+        "root ::= answer-block" + (r' "\n" "\n"? errors-block' if wants_errors else ""),
+        f"answer-block ::= {answer_open} text {answer_close}",
+        # Text starts visibly and never has three backticks in a row: the block ends where we end it.
+        f"text ::= [^`{_SPACE}] text-char*",
+        r'text-char ::= [^`] | "`" [^`] | "``" [^`]',
+    ]
+    if wants_errors:
+        rules += [
+            f"errors-block ::= {errors_open} ws {entries} ws {errors_close}",
+            f'entry ::= "{{" {entry} "}}"',
+            r'string ::= "\"" char* "\""',
+            f'text-string ::= "\\"" [^"\\\\`\\x7F{_SPACE}] char* "\\""',
+            # No \u escapes: one could smuggle in a NUL (PostgreSQL refuses it) or a backtick.
+            r'char ::= [^"\\`\x00-\x1F\x7F] | "\\" ["\\/bfnrt]',
+            r"ws ::= [ \n]?",
+        ]
+    return "\n".join(rules) + "\n"
+
+
 def rewrite_with_model(
-    complete: Complete, *, slug: str, question: str, answer: str, custom_prompt: str = "", description: str = ""
+    complete: Complete,
+    *,
+    slug: str,
+    question: str,
+    answer: str,
+    custom_prompt: str = "",
+    description: str = "",
+    constrain_format: bool = False,
 ) -> tuple[ModelRewrite, dict]:
-    """Ask the model for one rewrite; returns it and the prompt used (for provenance)."""
+    """Ask the model for one rewrite; returns it and the prompt used (for provenance). With
+    `constrain_format`, the model is also given the grammar of the reply format (`reply_grammar`)."""
     wants_errors = slug == "factual_error"
     template = prompt_template_for(slug, custom_prompt)
     user = build_user_prompt(
         template=template, question=question, answer=answer, description=description, wants_errors=wants_errors
     )
-    raw = complete(SYSTEM_PROMPT, user)
+    prompt = {"system": SYSTEM_PROMPT, "user": user}
+    if constrain_format:
+        prompt["grammar"] = reply_grammar(wants_errors=wants_errors)
+        raw = complete(SYSTEM_PROMPT, user, grammar=prompt["grammar"])
+    else:
+        raw = complete(SYSTEM_PROMPT, user)
     if not isinstance(raw, str):
         raise ModelOutputError("the model returned no text", "")
-    return parse_output(raw, wants_errors=wants_errors), {"system": SYSTEM_PROMPT, "user": user}
+    return parse_output(raw, wants_errors=wants_errors), prompt
 
 
 # --- the adapter: an LLM judge's configuration --------------------------------------------------
 
 REWRITE_MIN_TOKENS = 1024  # a judge may be set up for an 8-token vote; a rewrite needs room
+
+
+GRAMMAR_BACKEND_ONLY = "only the OpenAI-compatible backend sends a grammar (llama.cpp's server)"
 
 
 class GeneratorError(RuntimeError):
@@ -215,9 +299,13 @@ class JudgeModel:
                 raise GeneratorError(f"{self._where()}: {exc}") from exc
         return self._backend
 
-    def __call__(self, system: str, user: str) -> str:
+    def __call__(self, system: str, user: str, *, grammar: str | None = None) -> str:
         from judges.backends import BackendError, Request, TransientError, backoff_delay
+        from judges.models import LLMJudge
 
+        if grammar and self.snapshot["backend"] != LLMJudge.Backend.OPENAI_COMPATIBLE:
+            # The other backends would drop it silently: the reply would look constrained and not be.
+            raise GeneratorError(f"{self._where()}: {GRAMMAR_BACKEND_ONLY}")
         backend = self.backend()
         request = Request(
             messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
@@ -230,6 +318,7 @@ class JudgeModel:
             style="rewrite",
             labels={},
             generate=True,
+            grammar=grammar,
         )
         retries = self.snapshot["max_retries"]
         for attempt in range(retries + 1):

@@ -111,6 +111,16 @@ def generator_can_write_errors(generator: LLMJudge) -> bool:
     return generator.backend != LLMJudge.Backend.LOCAL
 
 
+def grammar_refusal(generator: LLMJudge | None) -> str | None:
+    """Why `generator` cannot have its reply's format constrained by a grammar, or None when it can:
+    only the OpenAI-compatible backend sends one (llama.cpp's server applies it). The form, the API
+    and perturbation_generate all ask here. None stands for the default, the local demo judge."""
+    if generator is not None and generator.backend == LLMJudge.Backend.OPENAI_COMPATIBLE:
+        return None
+    name = generator or "the default local generator"
+    return f"{name}: {modelgen.GRAMMAR_BACKEND_ONLY}; choose a configuration on that backend"
+
+
 def questions_with_voted_items(*, study: Study, kind: PerturbationKind) -> dict[str, int]:
     """{question external id: votes} for the questions whose item of this kind already has votes.
     A new variant of that kind could never be approved there: approving it would change the
@@ -185,7 +195,14 @@ class GenerateResult:
 
 
 def _rewrite_by_model(
-    complete: modelgen.Complete, *, study: Study, question: Question, text: str, steps: list[str], seed: int
+    complete: modelgen.Complete,
+    *,
+    study: Study,
+    question: Question,
+    text: str,
+    steps: list[str],
+    seed: int,
+    constrain_format: bool,
 ) -> tuple[str, list[dict], list[dict]]:
     errors: list[dict] = []
     provenance = []
@@ -199,6 +216,7 @@ def _rewrite_by_model(
             answer=text,
             custom_prompt=step_kind.model_prompt,
             description=step_kind.description,
+            constrain_format=constrain_format,
         )
         provenance.append(
             {
@@ -225,6 +243,7 @@ def perturbation_generate(
     questions: Iterable[Question] | None = None,
     complete: modelgen.Complete | None = None,
     generator: LLMJudge | None = None,
+    constrain_format: bool = False,
     user=None,
     dry_run: bool = False,
 ) -> GenerateResult:
@@ -236,7 +255,9 @@ def perturbation_generate(
     With method "model", the model is that of the LLM judge configuration `generator` (default: the
     embedded local judge), asked through the judges' backends; `complete` replaces it (tests).
     A generator whose backend cannot be set up (missing key variable or model file) raises
-    PerturbationError before anything is written.
+    PerturbationError before anything is written. `constrain_format` sends the grammar of the reply
+    format (modelgen.reply_grammar) with every request, so that a small model on llama.cpp's server
+    can only answer in blocks we parse; only a generator on the OpenAI-compatible backend takes it.
     """
     if method not in METHODS:
         raise PerturbationError(f"method must be one of {', '.join(METHODS)}, not {method!r}")
@@ -247,7 +268,11 @@ def perturbation_generate(
     steps = _steps(kind)
     if method == "rule" and not all(rules.has_rule(step) for step in steps):
         raise PerturbationError(f"kind {kind.slug} has no rule generator; use method 'model'")
+    if constrain_format and method != "model":
+        raise PerturbationError("only a model's reply is constrained by a grammar; use method 'model'")
     if method == "model" and complete is None:
+        if constrain_format and (refusal := grammar_refusal(generator)):
+            raise PerturbationError(refusal)
         if generator is None:
             from judges.services import llm_judge_demo_create
 
@@ -292,7 +317,13 @@ def perturbation_generate(
                 text, step_provenance = rules.apply_rule_steps(base.text, steps, seed)
             else:
                 text, errors, step_provenance = _rewrite_by_model(
-                    complete, study=study, question=question, text=base.text, steps=steps, seed=seed
+                    complete,
+                    study=study,
+                    question=question,
+                    text=base.text,
+                    steps=steps,
+                    seed=seed,
+                    constrain_format=constrain_format,
                 )
         except modelgen.ModelOutputError as exc:
             result.failed.append((question.external_id, str(exc)))

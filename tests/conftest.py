@@ -117,3 +117,4 @@ def voted_study(small_study, rater):
 # --------------------------------------------------------------------------- live processes
 
 from tests.live import live_database  # noqa: E402,F401 - the fresh database of live-server tests
+from tests.llama_server import llama_server  # noqa: E402,F401 - llama.cpp's OpenAI-compatible server

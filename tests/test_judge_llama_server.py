@@ -1,54 +1,13 @@
 """The OpenAI-compatible path end to end against llama.cpp's own server on the SmolLM2 file."""
 
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-
 import pytest
 
-from biasstudy.localmodel import default_gguf_path
 from judges.models import CachedResponse, JudgeRun
 from judges.services import judge_run_execute, judge_run_start, llm_judge_test_connection
 from tests.factories import make_llm_judge, make_question, make_study
+from tests.llama_server import needs_gguf
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(default_gguf_path() is None, reason="SmolLM2 GGUF not installed"),
-]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def llama_server():
-    pytest.importorskip("uvicorn", reason="pip install -r requirements-test.txt (llama-cpp-python[server] extras)")
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(default_gguf_path()), "--host", "127.0.0.1",
-         "--port", str(port), "--n_ctx", "2048", "--n_threads", "1", "--verbose", "False"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    base_url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                urllib.request.urlopen(f"{base_url}/models", timeout=2).read()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"llama_cpp.server did not start: {process.stderr.read()[-2000:]!r}") from None
-                time.sleep(0.3)
-        yield base_url
-    finally:
-        process.terminate()
-        process.wait(timeout=20)
+pytestmark = [pytest.mark.slow, needs_gguf]
 
 
 def run_votes(study, config):

@@ -1,5 +1,5 @@
-"""python manage.py perturb --study S --kind reference --seed 1 [--method rule|model] [--generator NAME] [--of a2]
-[--dry-run]"""
+"""python manage.py perturb --study S --kind reference --seed 1 [--method rule|model] [--generator NAME]
+[--constrain-format] [--of a2] [--dry-run]"""
 
 from __future__ import annotations
 
@@ -23,6 +23,12 @@ class Command(BaseCommand):
             "--generator",
             help="With --method model: the name of the LLM judge whose model rewrites (default: the local one).",
         )
+        parser.add_argument(
+            "--constrain-format",
+            action="store_true",
+            help="With --method model and a generator on the OpenAI-compatible backend (e.g. llama.cpp's server): "
+            "send a grammar so the reply can only be the fenced blocks the generator reads.",
+        )
         parser.add_argument("--of", choices=("a1", "a2"), default="a2", help="Which original to perturb.")
         parser.add_argument("--dry-run", action="store_true", help="Generate and check, write nothing.")
 
@@ -39,6 +45,7 @@ class Command(BaseCommand):
                 seed=options["seed"],
                 method=options["method"],
                 generator=generator,
+                constrain_format=options["constrain_format"],
                 of=options["of"],
                 dry_run=options["dry_run"],
             )
