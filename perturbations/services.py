@@ -56,7 +56,9 @@ def kind_for_study(*, study: Study, slug: str) -> PerturbationKind:
 
 
 def _root(answer: Answer) -> Answer:
-    while answer.derived_from_id is not None:
+    # By the object, not derived_from_id: a study file's variants are checked before they and
+    # their originals are saved (variants_checks_fill).
+    while answer.derived_from is not None:
         answer = answer.derived_from
     return answer
 
@@ -462,6 +464,15 @@ def answer_edit(*, answer: Answer, text: str, user=None, note: str = "") -> Answ
         answer.checks = variant_checks(answer=answer)
         answer.save(update_fields=["text", "provenance", "checks"])
     return answer
+
+
+def variants_checks_fill(*, answers: Iterable[Answer]) -> None:
+    """Set the checks of the variants among `answers` that have none, unsaved: a study file's,
+    linked to their originals, kinds and questions but not yet written (the file's own checks,
+    where it carries them, are kept). The review page's "with warnings only" reads stored checks."""
+    for answer in answers:
+        if answer.derived_from is not None and not answer.checks:
+            answer.checks = variant_checks(answer=answer)
 
 
 def answers_checks_run(*, answers: Iterable[Answer]) -> int:
