@@ -14,8 +14,8 @@ and costs a few Redis commands.
 Here every worker runs its maintenance every MAINTENANCE_SECONDS and never waits for a job
 longer than that, so a surviving (or newly started) worker takes the lapsed lock within about
 MAINTENANCE_SECONDS, and the run is resumed about 70 s after the kill (with the default
-JUDGE_RUN_STALE_SECONDS; tests/test_reliability_judge_worker.py). A worker busy with a job does its maintenance once
-the job ends, as in RQ; that worker could not run the resumed run meanwhile anyway.
+JUDGE_RUN_STALE_SECONDS; tests/test_reliability_judge_worker.py). A worker busy with a job does
+its maintenance once the job ends, as in RQ; it could not run the resumed run meanwhile anyway.
 """
 
 from __future__ import annotations
