@@ -83,8 +83,10 @@ def _steps(kind: PerturbationKind) -> list[str]:
     return list(kind.steps) or [kind.slug]
 
 
-def variant_checks(*, answer: Answer) -> dict:
-    """Run the checks of one variant against the original it was made from."""
+def variant_checks(*, answer: Answer, lengths_measured: bool = False) -> dict:
+    """Run the checks of one variant against the original it was made from. `lengths_measured`:
+    both answers' len_* fields are those of their texts as they are (a study file's answers,
+    measured as they were prepared), so the length check need not measure them again."""
     original = _root(answer)
     question = answer.question
     return checks.run_checks(
@@ -95,7 +97,12 @@ def variant_checks(*, answer: Answer) -> dict:
         max_ratio=question.study.max_length_ratio,
         question=question.text,
         errors=answer.inserted_errors,
+        measured=(_measured(original), _measured(answer)) if lengths_measured else None,
     )
+
+
+def _measured(answer: Answer) -> dict:
+    return {"words": answer.len_words, "chars": answer.len_chars, "bpe": answer.len_bpe}
 
 
 # Kinds that need the model to list the errors it planted (see modelgen), and which the local
@@ -472,7 +479,7 @@ def variants_checks_fill(*, answers: Iterable[Answer]) -> None:
     where it carries them, are kept). The review page's "with warnings only" reads stored checks."""
     for answer in answers:
         if answer.derived_from is not None and not answer.checks:
-            answer.checks = variant_checks(answer=answer)
+            answer.checks = variant_checks(answer=answer, lengths_measured=True)
 
 
 def answers_checks_run(*, answers: Iterable[Answer]) -> int:

@@ -9,6 +9,7 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from annotations.models import Answer, Study
+from perturbations.services import variant_checks
 from tests.test_study_import import minimal_document, write
 
 LONG = "q1-a2-long"
@@ -76,3 +77,14 @@ def test_checks_the_file_carries_are_kept_as_they_are(db, tmp_path):
     checks = stored_checks()
     assert checks[LONG] == carried
     assert checks["q1-a1-fe"]["ok"] is True  # the variant without checks in the file was checked
+
+
+def test_the_checks_stored_on_import_are_those_the_admin_would_compute_for_the_saved_variants(db, tmp_path):
+    """The import reuses the lengths it measured; running the checks afresh gives the same result."""
+    call_command(
+        "import_study", str(write(tmp_path, document_with_a_long_variant())), "--format", "biasstudy", verbosity=0
+    )
+    variants = Answer.objects.variants().select_related("question__study", "kind", "derived_from")
+    assert len(variants) == 2
+    for variant in variants:
+        assert variant.checks == variant_checks(answer=variant)
