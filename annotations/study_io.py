@@ -32,6 +32,7 @@ from annotations.models import (
     Slot,
     Study,
 )
+from annotations.signals import study_answers_prepared
 from biasstudy.bulk import PreparedRows, insert_prepared, insert_prepared_returning_ids, prepare_rows
 from biasstudy.limits import VOTES_PER_ITEM_MAX
 from biasstudy.rendering import MAX_MARKDOWN_CHARS
@@ -905,6 +906,7 @@ def _study_rows(document: dict, questions: list, gold: list) -> _StudyRows:
             _at_level(answers, 0).append(answer)
         better, worse = by_side["better"], by_side["worse"]
         items.append(ComparisonItem(study=study, question=question, answer_a1=better, answer_a2=worse))
+    study_answers_prepared.send(sender=Study, study=study, answers=[answer for level in answers for answer in level])
     slots = Slot.objects.planned(study, items)  # the slots ComparisonItem.save() would have made
     parents = [(Question, [question for question, _ in questions + gold])]
     parents += [(Answer, level) for level in answers] + [(ComparisonItem, items)]

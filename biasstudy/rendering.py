@@ -12,6 +12,7 @@ import html as html_lib
 import re
 import threading
 from functools import lru_cache, partial
+from urllib.parse import urlsplit
 
 import bleach
 import markdown as md
@@ -61,6 +62,16 @@ ALLOWED_PROTOCOLS = frozenset({"http", "https", "mailto"})
 _EXTENSIONS = ["extra", "sane_lists", "nl2br"]
 
 
+def _drop_new_links_of_other_protocols(attrs: dict, new: bool = False) -> dict | None:
+    """Linkify finds bare URLs of any protocol html5lib knows (ftp://, ssh://, data://...) and
+    links them after the sanitiser has checked the protocols of the links in the markdown: a new
+    link whose protocol is not allowed stays text (None drops it). A URL without a protocol
+    gets "http://" from linkify."""
+    if new and urlsplit(attrs.get((None, "href"), "")).scheme.lower() not in ALLOWED_PROTOCOLS:
+        return None
+    return attrs
+
+
 def _set_link_rel(attrs: dict, new: bool = False) -> dict:
     href_key = (None, "href")
     if href_key in attrs:
@@ -71,9 +82,10 @@ def _set_link_rel(attrs: dict, new: bool = False) -> dict:
 
 # What the stored renders (annotations.models.RenderedText) depend on besides the text: when any
 # of it changes, every stored render stops matching and the text is rendered anew (on each view
-# until a migration such as 0016_refresh_stored_renders stores the new render). The last entry
-# names how the pipeline runs: since links are found in the cleaning parse, an entity in inline
-# code is no longer escaped twice and a bare URL no longer swallows the entity after it.
+# until a migration such as 0016_refresh_stored_renders stores the new render: a change here
+# comes with such a migration, as 0017 did). The last entries name how the pipeline runs: since
+# links are found in the cleaning parse, an entity in inline code is no longer escaped twice and
+# a bare URL no longer swallows the entity after it; bare ftp://, ssh://... URLs stay text.
 RENDERING_FINGERPRINT = repr(
     (
         sorted(ALLOWED_TAGS),
@@ -84,6 +96,7 @@ RENDERING_FINGERPRINT = repr(
         bleach.__version__,
         "links: nofollow noopener noreferrer, _blank",
         "links found in the cleaning parse (LinkifyFilter)",
+        "bare URLs linked only with the allowed protocols",
     )
 )
 
@@ -182,8 +195,8 @@ def _render(text: str) -> str:
 # threads. Links are found in the cleaner's own parse: bleach runs LinkifyFilter on the tokens
 # its sanitiser let through, one html5lib parse instead of clean() and then linkify(), which
 # parsed the cleaned HTML again. The filter makes links only of the URLs it finds in text
-# (never inside pre, code or an existing link) and passes every link, old or new, to
-# _set_link_rel.
+# (never inside pre, code or an existing link), keeps as text those of other protocols than
+# ALLOWED_PROTOCOLS, and passes every link, old or new, to _set_link_rel.
 _pipelines = threading.local()
 
 
@@ -196,7 +209,14 @@ def _pipeline() -> tuple[md.Markdown, bleach.Cleaner]:
             protocols=ALLOWED_PROTOCOLS,
             strip=True,
             strip_comments=True,
-            filters=[partial(LinkifyFilter, callbacks=[_set_link_rel], skip_tags={"pre", "code"}, parse_email=False)],
+            filters=[
+                partial(
+                    LinkifyFilter,
+                    callbacks=[_drop_new_links_of_other_protocols, _set_link_rel],
+                    skip_tags={"pre", "code"},
+                    parse_email=False,
+                )
+            ],
         )
     return _pipelines.converter, _pipelines.cleaner
 

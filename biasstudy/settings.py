@@ -168,9 +168,12 @@ STUDY_UPLOAD_DIR = Path(env_str("STUDY_UPLOAD_DIR", str(BASE_DIR / "var" / "uplo
 STUDY_UPLOAD_MAX_AGE_SECONDS = env_int("STUDY_UPLOAD_MAX_AGE_SECONDS", 24 * 3600)
 STUDY_UPLOAD_BACKGROUND_QUESTIONS = env_int("STUDY_UPLOAD_BACKGROUND_QUESTIONS", 500)
 
-# The Redis queue (workers: `manage.py rqworker default --job-class django_tasks_rq.Job`). Its
-# app, with admin pages that talk to Redis, is installed only when Redis is the queue.
+# The Redis queue (workers: judges.tasks.worker_command()). Its app, with admin pages that talk
+# to Redis, is installed only when Redis is the queue. Every `rqworker` runs our worker class:
+# RQ's, with its maintenance every 10 s (a dead worker's scheduler lock is taken over within
+# about a minute instead of 10; biasstudy/rq_worker.py).
 RQ_QUEUES = {"default": {"URL": env_str("REDIS_URL", "redis://127.0.0.1:6379/0"), "DEFAULT_TIMEOUT": 3600}}
+RQ = {"WORKER_CLASS": "biasstudy.rq_worker.Worker"}
 if TASKS["default"]["BACKEND"] == "django_tasks_rq.RQBackend":
     INSTALLED_APPS.append("django_rq")
 

@@ -78,9 +78,9 @@ def _changes(before: str, after: str) -> list[dict]:
     ]
 
 
-def length_check(original: str, variant: str, *, max_ratio: float) -> dict:
-    measured_original = lengths.measure_all(original)
-    measured_variant = lengths.measure_all(variant)
+def length_check(original: str, variant: str, *, max_ratio: float, measured: tuple[dict, dict] | None = None) -> dict:
+    """`measured`: both texts' lengths (lengths.measure_all) when the caller has them already."""
+    measured_original, measured_variant = measured or (lengths.measure_all(original), lengths.measure_all(variant))
     ratios, over = {}, []
     for measure in lengths.MEASURES:
         before, after = measured_original.get(measure), measured_variant.get(measure)
@@ -186,11 +186,12 @@ def run_checks(
     max_ratio: float,
     question: str = "",
     errors: list[dict] | None = None,
+    measured: tuple[dict, dict] | None = None,
 ) -> dict:
     """All checks that apply to a variant of this kind, with a list of human-readable warnings."""
     warnings: list[str] = []
     result: dict = {"version": CHECKS_VERSION, "kind": slug, "semantics": semantics}
-    length = length_check(original, variant, max_ratio=max_ratio)
+    length = length_check(original, variant, max_ratio=max_ratio, measured=measured)
     result["length"] = length
     for measure in length["over"]:
         warnings.append(

@@ -56,7 +56,9 @@ def kind_for_study(*, study: Study, slug: str) -> PerturbationKind:
 
 
 def _root(answer: Answer) -> Answer:
-    while answer.derived_from_id is not None:
+    # By the object, not derived_from_id: a study file's variants are checked before they and
+    # their originals are saved (variants_checks_fill).
+    while answer.derived_from is not None:
         answer = answer.derived_from
     return answer
 
@@ -81,8 +83,10 @@ def _steps(kind: PerturbationKind) -> list[str]:
     return list(kind.steps) or [kind.slug]
 
 
-def variant_checks(*, answer: Answer) -> dict:
-    """Run the checks of one variant against the original it was made from."""
+def variant_checks(*, answer: Answer, lengths_measured: bool = False) -> dict:
+    """Run the checks of one variant against the original it was made from. `lengths_measured`:
+    both answers' len_* fields are those of their texts as they are (a study file's answers,
+    measured as they were prepared), so the length check need not measure them again."""
     original = _root(answer)
     question = answer.question
     return checks.run_checks(
@@ -93,7 +97,12 @@ def variant_checks(*, answer: Answer) -> dict:
         max_ratio=question.study.max_length_ratio,
         question=question.text,
         errors=answer.inserted_errors,
+        measured=(_measured(original), _measured(answer)) if lengths_measured else None,
     )
+
+
+def _measured(answer: Answer) -> dict:
+    return {"words": answer.len_words, "chars": answer.len_chars, "bpe": answer.len_bpe}
 
 
 # Kinds that need the model to list the errors it planted (see modelgen), and which the local
@@ -493,6 +502,15 @@ def answer_edit(*, answer: Answer, text: str, user=None, note: str = "") -> Answ
         answer.checks = variant_checks(answer=answer)
         answer.save(update_fields=["text", "provenance", "checks"])
     return answer
+
+
+def variants_checks_fill(*, answers: Iterable[Answer]) -> None:
+    """Set the checks of the variants among `answers` that have none, unsaved: a study file's,
+    linked to their originals, kinds and questions but not yet written (the file's own checks,
+    where it carries them, are kept). The review page's "with warnings only" reads stored checks."""
+    for answer in answers:
+        if answer.derived_from is not None and not answer.checks:
+            answer.checks = variant_checks(answer=answer, lengths_measured=True)
 
 
 def answers_checks_run(*, answers: Iterable[Answer]) -> int:

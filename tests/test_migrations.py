@@ -81,3 +81,21 @@ def test_renders_stored_before_0016_are_stored_again_under_the_new_rendering_cod
         assert row.text_html == rendering.render_markdown(row.text) != "<p>old</p>"
     assert Question.objects.get(pk=question.pk).text_html.count("<code>a&amp;b</code>") == 1
     assert Answer.objects.values_list("text_html", "text_html_key").get(pk=second.pk) == kept
+
+
+@pytest.mark.django_db(transaction=True)
+def test_renders_stored_before_0017_with_a_linked_ftp_url_are_stored_again_as_text():
+    study = make_study()
+    question = make_question(study, text="Fetch ftp://example.org/file or https://example.org.")
+    # As the code before 0017 stored it: the ftp URL linked.
+    old = '<p>Fetch <a href="ftp://example.org/file">ftp://example.org/file</a> or https://example.org.</p>'
+    Question.objects.filter(pk=question.pk).update(text_html=old, text_html_key="0" * 40)
+    _migrate_to("0016_refresh_stored_renders")
+    try:
+        _migrate_to("0017_refresh_stored_renders_link_protocols")
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())
+    row = Question.objects.get(pk=question.pk)
+    assert row.text_html_key == rendering.render_key(row.text)
+    assert row.text_html.startswith('<p>Fetch ftp://example.org/file or <a href="https://example.org"')

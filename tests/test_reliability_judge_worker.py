@@ -4,7 +4,9 @@
   the run resumed once its heartbeat is stale, a new worker started: every planned vote is
   stored once, none is missing;
 - the Redis queue (TASKS_BACKEND=django_tasks_rq.RQBackend) with Debian's redis-server on a free
-  loopback port: a run queued by `manage.py run_judge` is executed by `manage.py rqworker`.
+  loopback port: a run queued by `manage.py run_judge` is executed by `manage.py rqworker`; and an
+  RQ worker killed with its work-horse and scheduler in the middle of a run (the scheduler lock
+  held by the dead) has its run resumed by a new worker within about a minute and a half.
 
 The model is the scriptable OpenAI-compatible JudgeServer in this process, on loopback.
 """
@@ -13,15 +15,18 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import shutil
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
 from tests.judge_server import JudgeServer
-from tests.live import db_worker, free_port, live_env, manage, prepare, run_django, stop
+from tests.live import PYTHON, ROOT, db_worker, free_port, live_env, manage, prepare, run_django, stop
 
 pytestmark = pytest.mark.slow
 
@@ -202,3 +207,116 @@ def test_the_redis_queue_runs_a_judge_run_queued_by_the_command(live_database, r
     assert final["status"] == "done", final
     assert final["votes"] == final["slots"] == final["ok"] == TOTAL, final
     assert len(server.log) == TOTAL
+
+
+# RQ's scheduler lock lapses 61 s after the dead scheduler's last beat; the new worker takes it at
+# its next maintenance (biasstudy/rq_worker.py: every 10 s), its scheduler enqueues the watchdog,
+# which queues the run again, and the remaining votes take a few seconds: about 85 s in all,
+# the rest is room for a busy machine. With RQ's own worker the maintenance, and so the resume,
+# comes after 405 s of waiting for a job, or 10 minutes.
+RQ_RESUME_SECONDS = 120
+# The watchdog's first look comes this long after the run is queued: the worker is killed
+# before, so the watchdog waits in RQ's scheduled registry for a scheduler to enqueue it.
+RQ_STALE_SECONDS = 40
+
+
+def _rq_worker(env: dict, command: str, log: Path) -> subprocess.Popen:
+    """The worker command run_judge printed, as a process group of its own (the scheduler joins it)."""
+    args = shlex.split(command)
+    assert args[:2] == ["manage.py", "rqworker"], command
+    return subprocess.Popen(
+        [PYTHON, *args], env=env, cwd=ROOT, stdout=log.open("a"), stderr=subprocess.STDOUT, start_new_session=True
+    )
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile
+        if ppid == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _kill_with_children(process: subprocess.Popen) -> None:
+    """SIGKILL the worker, its work-horse and its scheduler at once, as when a host is lost."""
+    children = _children(process.pid)
+    assert len(children) == 2, f"expected a work-horse and a scheduler under the worker, got {children}"
+    for pid in [process.pid, *children]:
+        os.kill(pid, signal.SIGKILL)
+    process.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while any(Path(f"/proc/{pid}").exists() and "Z" not in _state(pid) for pid in children):
+        assert time.monotonic() < deadline, "the work-horse or scheduler survived SIGKILL"
+        time.sleep(0.05)
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return "Z"
+
+
+@pytest.mark.parametrize("live_database", ["sqlite"], indirect=True)
+def test_a_killed_rq_worker_holding_the_scheduler_lock_has_its_run_finished_by_a_new_worker_within_two_minutes(
+    live_database, redis_url, tmp_path
+):
+    import redis
+    from rq import Queue
+    from rq.registry import ScheduledJobRegistry
+
+    log = tmp_path / "rqworker.log"
+    with JudgeServer(delay=0.1) as server:
+        env = live_env(
+            live_database,
+            DJANGO_SETTINGS_MODULE="biasstudy.settings",
+            TASKS_BACKEND="django_tasks_rq.RQBackend",
+            REDIS_URL=redis_url,
+            JUDGE_RUN_STALE_SECONDS=str(RQ_STALE_SECONDS),
+            TEST_JUDGE_URL=server.base_url,
+        )
+        prepare(env, seed="tests.test_reliability_judge_worker:seed")
+        queued = _ok(manage("run_judge", "--study", SLUG, "--judge", JUDGE, env=env))
+        queued_at = time.monotonic()
+        command = re.search(r"\((manage\.py rqworker [^)]*)\)", queued.stdout).group(1)
+        assert "--with-scheduler" in command  # the watchdog is a deferred job: only a scheduler enqueues it
+
+        first = _rq_worker(env, command, log)  # alone on a fresh Redis: it takes the scheduler lock
+        second = None
+        try:
+            deadline = time.monotonic() + 60
+            while len(server.log) < TOTAL // 3:
+                assert first.poll() is None, log.read_text()[-3000:]
+                assert time.monotonic() < deadline, "the worker did not start the run: " + log.read_text()[-3000:]
+                time.sleep(0.05)
+            time.sleep(0.8)  # the runner writes finished votes at least every half second
+            _kill_with_children(first)
+            killed_at = time.monotonic()
+            assert killed_at - queued_at < RQ_STALE_SECONDS - 5, "too slow to kill the worker before the watchdog"
+            asked_before_kill = len(server.log)
+            # The watchdog waits for a scheduler, none in the queue: only a scheduler can resume the run.
+            connection = redis.Redis.from_url(redis_url)
+            assert Queue("default", connection=connection).count == 0
+            assert ScheduledJobRegistry("default", connection=connection).count == 1
+            killed = _report(env)
+            assert killed["status"] == "running" and 0 < killed["votes"] < TOTAL, killed
+
+            second = _rq_worker(env, command, log)
+            final = _wait_for(env, lambda s: s["status"] in ("done", "failed"), timeout=RQ_RESUME_SECONDS)
+            finished_after = time.monotonic() - killed_at
+        finally:
+            stop(first)
+            if second is not None:
+                stop(second)
+
+    assert final["status"] == "done", (final, log.read_text()[-3000:])
+    assert finished_after < RQ_RESUME_SECONDS
+    assert final["runs"] == 1
+    assert final["votes"] == final["slots"] == final["ok"] == TOTAL, final
+    assert final["doubled"] == 0
+    # The resumed run asked only for what had not been stored (plus what was in flight).
+    assert len(server.log) - asked_before_kill <= TOTAL - killed["votes"] + 2 * 2

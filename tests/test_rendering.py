@@ -48,6 +48,21 @@ def test_bare_urls_become_safe_links_except_in_code():
     assert "<code>https://example.org/code</code>" in html
 
 
+@pytest.mark.parametrize(
+    "url",
+    ["ftp://example.org/file", "ssh://host.example.org", "irc://irc.example.org/#python", "data://example.org/x"],
+)
+def test_bare_urls_of_other_protocols_than_http_https_mailto_stay_text(url):
+    assert render_markdown(f"Fetch {url} today.") == f"<p>Fetch {url} today.</p>"
+
+
+def test_bare_http_https_and_mailto_urls_still_become_links_whatever_their_case():
+    html = render_markdown("HTTP://EXAMPLE.ORG, https://example.org/a, mailto:me@example.org and example.org")
+    for href in ("HTTP://EXAMPLE.ORG", "https://example.org/a", "mailto:me@example.org", "http://example.org"):
+        assert f'<a href="{href}" rel="nofollow noopener noreferrer" target="_blank">' in html
+    assert html.count("<a ") == 4
+
+
 def test_an_ampersand_in_inline_code_is_escaped_once():
     assert render_markdown("Use `a&b` here.") == "<p>Use <code>a&amp;b</code> here.</p>"
 

@@ -5,9 +5,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from analysis.services import judge_simulate
 from analysis.simulate import JudgeParams
-from annotations.models import Answer, Study
+from annotations.models import Study
 from annotations.study_io import StudyFileError, study_import
-from perturbations.services import answers_checks_run
 
 DEMO_FILE = Path(settings.BASE_DIR) / "fixtures" / "demo_study.json"
 DEMO_SLUG = "demo"
@@ -40,12 +39,6 @@ class Command(BaseCommand):
             study = study_import(path=DEMO_FILE, fmt="biasstudy")
         except StudyFileError as exc:
             raise CommandError(f"the demo study could not be loaded: {exc}") from None
-        # The file carries no checks: run them, so the review page's "with warnings only" finds its variants.
-        answers_checks_run(
-            answers=Answer.objects.variants()
-            .filter(question__study=study)
-            .select_related("question__study", "kind", "derived_from")
-        )
         if verbosity:
             self.stdout.write(
                 self.style.SUCCESS(
