@@ -21,6 +21,8 @@ matplotlib.use("Agg")  # set in code: never a display backend on a server
 
 from matplotlib import rc_context  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.font_manager import FontProperties  # noqa: E402
+from matplotlib.textpath import TextPath  # noqa: E402
 
 from analysis import tables  # noqa: E402
 
@@ -61,6 +63,13 @@ def empty_figure(title: str, message: str = "No data yet: no counted votes match
 
 def _height(rows: int, per_row: float = 0.32, minimum: float = 2.2) -> float:
     return max(minimum, 1.2 + per_row * rows)
+
+
+def _text_inches(labels: list[str], size: float = _RC["font.size"]) -> float:
+    """Width in inches of the widest label as drawn, so a figure can grow by its names instead
+    of the layout squeezing the drawing to make room for them."""
+    widths = [TextPath((0, 0), label, size=size, prop=FontProperties(family=_RC["font.family"])) for label in labels]
+    return max((w.get_extents().width for w in widths), default=0.0) / 72
 
 
 # ---------------------------------------------------------------------------- forest plot
@@ -288,19 +297,24 @@ def agreement(result: dict) -> tuple[Figure, Rows]:
         i, k = index[p["a"]], index[p["b"]]
         grid[i][k] = grid[k][i] = _none(p["rho"])
         ns[(i, k)] = ns[(k, i)] = p["n"]
-    size = max(3.5, 0.8 * len(names) + 2.2)
-    fig = Figure(figsize=(size + 1.5, size), layout="constrained")
+    # Each cell keeps 0.8 in, room for its two lines of numbers, however long the names
+    # down the side are: the figure grows by their width (beside the matrix: the colour bar).
+    labels = [f"{i + 1}. {n}" for i, n in enumerate(names)]
+    side = max(2.0, 0.8 * len(names))
+    fig = Figure(figsize=(max(6.4, _text_inches(labels) + side + 2.4), side + 1.4), layout="constrained")
     ax = fig.subplots()
-    image = ax.imshow(grid, cmap="RdBu", vmin=-1, vmax=1)
+    # "auto": the matrix fills the room the layout leaves it (a square one would be fitted to
+    # the height and push the names off the canvas).
+    image = ax.imshow(grid, cmap="RdBu", vmin=-1, vmax=1, aspect="auto")
     for i in range(len(names)):
         for k in range(len(names)):
             v = grid[i][k]
             text = "" if i == k else ("n/a" if math.isnan(v) else f"{v:.2f}\nn={ns[(i, k)]}")
-            ax.text(k, i, text, ha="center", va="center", fontsize=8)
+            ax.text(k, i, text, ha="center", va="center", fontsize=8, color="white" if abs(v) > 0.6 else "black")
     # Names once, in full, down the side; the columns carry their numbers (long names slanted
     # under the columns would run off the canvas).
     ax.set_xticks(range(len(names)), [str(i + 1) for i in range(len(names))])
-    ax.set_yticks(range(len(names)), [f"{i + 1}. {n}" for i, n in enumerate(names)])
+    ax.set_yticks(range(len(names)), labels)
     fig.colorbar(image, ax=ax, shrink=0.7, label="Spearman's ρ (1: same ranking of items)")
     fig.suptitle(title, fontsize=11)
     return fig, rows

@@ -174,3 +174,24 @@ def test_anonymous_visitors_and_non_staff_users_get_no_plot(plot_study, anon_cli
         for fmt in ("svg", "png", "csv"):
             response = client.get(url("plot-s", "forest", fmt))
             assert response.status_code == 302 and "/admin/login/" in response["Location"]
+
+
+def test_the_agreement_matrix_keeps_its_cells_readable_beside_a_long_judge_name():
+    # Three judges, one with a long name: the names down the side once squeezed the matrix to
+    # a corner of the figure, its cells' numbers printed over each other.
+    names = [
+        "GPT-4 / Metrics_Reference",
+        "Humans",
+        "SmolLM2 local (vote-only, answer12 labels, a very long judge name)",
+    ]
+    pairs = [{"a": a, "b": b, "rho": 0.25, "n": 710} for i, a in enumerate(names) for b in names[i + 1 :]]
+    fig, _ = plots.draw("agreement", {"agreement": {"spearman": pairs}})
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    cells = [t.get_window_extent(renderer) for t in fig.axes[0].texts if t.get_text()]
+    assert len(cells) == 6
+    assert not [(a, b) for i, a in enumerate(cells) for b in cells[i + 1 :] if a.overlaps(b)]
+    matrix = fig.axes[0].get_window_extent(renderer)
+    assert matrix.width / fig.dpi >= 0.8 * len(names) - 0.01  # each cell at least 0.8 in wide
+    assert any(names[2] in t.get_text() for t in fig.axes[0].get_yticklabels())
