@@ -54,11 +54,21 @@ def _err(value: float | None, lo: float | None, hi: float | None) -> tuple[float
     return (max(0.0, value - lo), max(0.0, hi - value))
 
 
-def empty_figure(title: str, message: str = "No data yet: no counted votes match these filters.") -> Figure:
+NO_VOTES = "No data yet: no counted votes match these filters."
+NO_GROUPS = "No perturbed items: ASR and accuracy compare a perturbed item with its question's control item."
+
+
+def empty_figure(title: str, message: str = NO_VOTES) -> Figure:
     fig = Figure(figsize=(6.4, 1.6))
     fig.suptitle(title, fontsize=11, x=0.02, ha="left")
     fig.text(0.5, 0.4, message, ha="center", va="center", color="#5f6368")
     return fig
+
+
+def _no_rates(result: dict, cols: list) -> str:
+    """Why a figure of ASR and accuracy is empty: a study of votes on unperturbed pairs only
+    (imported MT-bench, PRD or LLMBar data) has votes but nothing to compute them on."""
+    return NO_GROUPS if result["filters"].get("n_votes_counted") and not cols else NO_VOTES
 
 
 def _height(rows: int, per_row: float = 0.32, minimum: float = 2.2) -> float:
@@ -90,7 +100,7 @@ def forest(result: dict) -> tuple[Figure, Rows]:
         rows.append(["random judge", c["metric"], c["group"], cell["value"], "", "", "", "chance level"])
     title = "Attack success rate (ASR) and accuracy per judge, 95% intervals"
     if not cols or not judges or all(cell["value"] is None for r in judges for cell in r["cells"]):
-        return empty_figure(title), rows
+        return empty_figure(title, _no_rates(result, cols)), rows
     fig = Figure(figsize=(max(6.4, 2.3 * len(cols) + 2), _height(len(judges))), layout="constrained")
     axes = fig.subplots(1, len(cols), sharey=True, squeeze=False)[0]
     ys = list(range(len(judges)))[::-1]
@@ -262,7 +272,7 @@ def bloom(result: dict) -> tuple[Figure, Rows]:
             counts.append(ns)
     title = "ASR and accuracy by Bloom level (cell: rate and its own n)"
     if not levels or all(math.isnan(v) for line in grid for v in line):
-        return empty_figure(title), rows
+        return empty_figure(title, _no_rates(result, cols)), rows
     fig = Figure(figsize=(max(6.4, 1.3 * len(levels) + 3), _height(len(labels), 0.4)), layout="constrained")
     ax = fig.subplots()
     image = ax.imshow(grid, cmap="viridis", vmin=0, vmax=1, aspect="auto")

@@ -195,3 +195,14 @@ def test_the_agreement_matrix_keeps_its_cells_readable_beside_a_long_judge_name(
     matrix = fig.axes[0].get_window_extent(renderer)
     assert matrix.width / fig.dpi >= 0.8 * len(names) - 0.01  # each cell at least 0.8 in wide
     assert any(names[2] in t.get_text() for t in fig.axes[0].get_yticklabels())
+
+
+def test_votes_on_unperturbed_pairs_only_say_there_are_no_perturbed_items_not_no_data(db, staff_client):
+    # Imported MT-bench, PRD or LLMBar data: thousands of counted votes, no perturbation group.
+    study = make_study(slug="pairs-s", votes_per_item=2)
+    make_question(study)
+    services.judge_simulate(study=study, name="judge", params=JudgeParams(), seed=1)
+    for name in ("forest", "bloom"):
+        body = staff_client.get(url("pairs-s", name, "svg")).content.decode()
+        assert "No perturbed items" in body and "No data yet" not in body, name
+    assert "No data yet" not in staff_client.get(url("pairs-s", "position", "svg")).content.decode()
