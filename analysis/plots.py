@@ -198,7 +198,11 @@ def verbosity(result: dict) -> tuple[Figure, Rows]:
     title = "Preference for the longer answer by length difference, 95% intervals"
     if not series:
         return empty_figure(title), rows
-    fig = Figure(figsize=(7.2, 3.8), layout="constrained")
+    # The legend sits below the axes in two columns: the figure grows by its rows and by the
+    # longest name, so that many judges (LLMBar has 77) do not squash the axes to nothing.
+    legend_rows = math.ceil((len(series) + 1) / 2)
+    width = max(7.2, 2 * (_text_inches([name for name, _ in series]) + 0.8))
+    fig = Figure(figsize=(width, 3.8 + 0.2 * legend_rows), layout="constrained")
     ax = fig.subplots()
     for k, (name, points) in enumerate(series):
         colour = PALETTE[k % len(PALETTE)]
@@ -291,6 +295,9 @@ def bloom(result: dict) -> tuple[Figure, Rows]:
 # ---------------------------------------------------------------------------- agreement
 
 
+MATRIX_NUMBERS = 12
+
+
 def agreement(result: dict) -> tuple[Figure, Rows]:
     """Spearman's ρ between every two judges' item scores (the agreement matrix)."""
     pairs = result["agreement"].get("spearman", [])
@@ -309,21 +316,25 @@ def agreement(result: dict) -> tuple[Figure, Rows]:
         ns[(i, k)] = ns[(k, i)] = p["n"]
     # Each cell keeps 0.8 in, room for its two lines of numbers, however long the names
     # down the side are: the figure grows by their width (beside the matrix: the colour bar).
+    # Beyond MATRIX_NUMBERS judges the cells are colour only, a name's line high: LLMBar's 77
+    # judges in numbered cells made a 66-inch figure that took minutes to draw. The numbers are
+    # in the figure's CSV.
     labels = [f"{i + 1}. {n}" for i, n in enumerate(names)]
-    side = max(2.0, 0.8 * len(names))
+    numbered = len(names) <= MATRIX_NUMBERS
+    side = max(2.0, (0.8 if numbered else 0.2) * len(names))
     fig = Figure(figsize=(max(6.4, _text_inches(labels) + side + 2.4), side + 1.4), layout="constrained")
     ax = fig.subplots()
     # "auto": the matrix fills the room the layout leaves it (a square one would be fitted to
     # the height and push the names off the canvas).
     image = ax.imshow(grid, cmap="RdBu", vmin=-1, vmax=1, aspect="auto")
-    for i in range(len(names)):
+    for i in range(len(names) if numbered else 0):
         for k in range(len(names)):
             v = grid[i][k]
             text = "" if i == k else ("n/a" if math.isnan(v) else f"{v:.2f}\nn={ns[(i, k)]}")
             ax.text(k, i, text, ha="center", va="center", fontsize=8, color="white" if abs(v) > 0.6 else "black")
     # Names once, in full, down the side; the columns carry their numbers (long names slanted
     # under the columns would run off the canvas).
-    ax.set_xticks(range(len(names)), [str(i + 1) for i in range(len(names))])
+    ax.set_xticks(range(len(names)), [str(i + 1) for i in range(len(names))], fontsize=None if numbered else 6)
     ax.set_yticks(range(len(names)), labels)
     fig.colorbar(image, ax=ax, shrink=0.7, label="Spearman's ρ (1: same ranking of items)")
     fig.suptitle(title, fontsize=11)
