@@ -447,6 +447,8 @@ def _agreement_records(study: str, agreement: dict) -> Iterator[list]:
     for name, k in agreement.get("vs_human_majority", {}).items():
         lo, hi = k.get("cohen_kappa_ci") or (None, None)
         yield [study, name, "", "", "cohen_kappa_vs_human_majority", "", k["cohen_kappa"], lo, hi, k["n"], "", "", ""]
+        lo, hi = k.get("agreement_ci") or (None, None)
+        yield [study, name, "", "", "agreement_vs_human_majority", "", k["agreement"], lo, hi, k["n"], "", "", ""]
 
 
 def _label_and_position_records(study: str, name: str, kind: str, found: dict | None) -> Iterator[list]:

@@ -21,6 +21,8 @@ matplotlib.use("Agg")  # set in code: never a display backend on a server
 
 from matplotlib import rc_context  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.font_manager import FontProperties  # noqa: E402
+from matplotlib.textpath import TextPath  # noqa: E402
 
 from analysis import tables  # noqa: E402
 
@@ -52,15 +54,32 @@ def _err(value: float | None, lo: float | None, hi: float | None) -> tuple[float
     return (max(0.0, value - lo), max(0.0, hi - value))
 
 
-def empty_figure(title: str, message: str = "No data yet: no counted votes match these filters.") -> Figure:
+NO_VOTES = "No data yet: no counted votes match these filters."
+NO_GROUPS = "No perturbed items: ASR and accuracy compare a perturbed item with its question's control item."
+
+
+def empty_figure(title: str, message: str = NO_VOTES) -> Figure:
     fig = Figure(figsize=(6.4, 1.6))
     fig.suptitle(title, fontsize=11, x=0.02, ha="left")
     fig.text(0.5, 0.4, message, ha="center", va="center", color="#5f6368")
     return fig
 
 
+def _no_rates(result: dict, cols: list) -> str:
+    """Why a figure of ASR and accuracy is empty: a study of votes on unperturbed pairs only
+    (imported MT-bench, PRD or LLMBar data) has votes but nothing to compute them on."""
+    return NO_GROUPS if result["filters"].get("n_votes_counted") and not cols else NO_VOTES
+
+
 def _height(rows: int, per_row: float = 0.32, minimum: float = 2.2) -> float:
     return max(minimum, 1.2 + per_row * rows)
+
+
+def _text_inches(labels: list[str], size: float = _RC["font.size"]) -> float:
+    """Width in inches of the widest label as drawn, so a figure can grow by its names instead
+    of the layout squeezing the drawing to make room for them."""
+    widths = [TextPath((0, 0), label, size=size, prop=FontProperties(family=_RC["font.family"])) for label in labels]
+    return max((w.get_extents().width for w in widths), default=0.0) / 72
 
 
 # ---------------------------------------------------------------------------- forest plot
@@ -81,7 +100,7 @@ def forest(result: dict) -> tuple[Figure, Rows]:
         rows.append(["random judge", c["metric"], c["group"], cell["value"], "", "", "", "chance level"])
     title = "Attack success rate (ASR) and accuracy per judge, 95% intervals"
     if not cols or not judges or all(cell["value"] is None for r in judges for cell in r["cells"]):
-        return empty_figure(title), rows
+        return empty_figure(title, _no_rates(result, cols)), rows
     fig = Figure(figsize=(max(6.4, 2.3 * len(cols) + 2), _height(len(judges))), layout="constrained")
     axes = fig.subplots(1, len(cols), sharey=True, squeeze=False)[0]
     ys = list(range(len(judges)))[::-1]
@@ -179,7 +198,11 @@ def verbosity(result: dict) -> tuple[Figure, Rows]:
     title = "Preference for the longer answer by length difference, 95% intervals"
     if not series:
         return empty_figure(title), rows
-    fig = Figure(figsize=(7.2, 3.8), layout="constrained")
+    # The legend sits below the axes in two columns: the figure grows by its rows and by the
+    # longest name, so that many judges (LLMBar has 77) do not squash the axes to nothing.
+    legend_rows = math.ceil((len(series) + 1) / 2)
+    width = max(7.2, 2 * (_text_inches([name for name, _ in series]) + 0.8))
+    fig = Figure(figsize=(width, 3.8 + 0.2 * legend_rows), layout="constrained")
     ax = fig.subplots()
     for k, (name, points) in enumerate(series):
         colour = PALETTE[k % len(PALETTE)]
@@ -253,7 +276,7 @@ def bloom(result: dict) -> tuple[Figure, Rows]:
             counts.append(ns)
     title = "ASR and accuracy by Bloom level (cell: rate and its own n)"
     if not levels or all(math.isnan(v) for line in grid for v in line):
-        return empty_figure(title), rows
+        return empty_figure(title, _no_rates(result, cols)), rows
     fig = Figure(figsize=(max(6.4, 1.3 * len(levels) + 3), _height(len(labels), 0.4)), layout="constrained")
     ax = fig.subplots()
     image = ax.imshow(grid, cmap="viridis", vmin=0, vmax=1, aspect="auto")
@@ -272,6 +295,9 @@ def bloom(result: dict) -> tuple[Figure, Rows]:
 # ---------------------------------------------------------------------------- agreement
 
 
+MATRIX_NUMBERS = 12
+
+
 def agreement(result: dict) -> tuple[Figure, Rows]:
     """Spearman's ρ between every two judges' item scores (the agreement matrix)."""
     pairs = result["agreement"].get("spearman", [])
@@ -288,19 +314,28 @@ def agreement(result: dict) -> tuple[Figure, Rows]:
         i, k = index[p["a"]], index[p["b"]]
         grid[i][k] = grid[k][i] = _none(p["rho"])
         ns[(i, k)] = ns[(k, i)] = p["n"]
-    size = max(3.5, 0.8 * len(names) + 2.2)
-    fig = Figure(figsize=(size + 1.5, size), layout="constrained")
+    # Each cell keeps 0.8 in, room for its two lines of numbers, however long the names
+    # down the side are: the figure grows by their width (beside the matrix: the colour bar).
+    # Beyond MATRIX_NUMBERS judges the cells are colour only, a name's line high: LLMBar's 77
+    # judges in numbered cells made a 66-inch figure that took minutes to draw. The numbers are
+    # in the figure's CSV.
+    labels = [f"{i + 1}. {n}" for i, n in enumerate(names)]
+    numbered = len(names) <= MATRIX_NUMBERS
+    side = max(2.0, (0.8 if numbered else 0.2) * len(names))
+    fig = Figure(figsize=(max(6.4, _text_inches(labels) + side + 2.4), side + 1.4), layout="constrained")
     ax = fig.subplots()
-    image = ax.imshow(grid, cmap="RdBu", vmin=-1, vmax=1)
-    for i in range(len(names)):
+    # "auto": the matrix fills the room the layout leaves it (a square one would be fitted to
+    # the height and push the names off the canvas).
+    image = ax.imshow(grid, cmap="RdBu", vmin=-1, vmax=1, aspect="auto")
+    for i in range(len(names) if numbered else 0):
         for k in range(len(names)):
             v = grid[i][k]
             text = "" if i == k else ("n/a" if math.isnan(v) else f"{v:.2f}\nn={ns[(i, k)]}")
-            ax.text(k, i, text, ha="center", va="center", fontsize=8)
+            ax.text(k, i, text, ha="center", va="center", fontsize=8, color="white" if abs(v) > 0.6 else "black")
     # Names once, in full, down the side; the columns carry their numbers (long names slanted
     # under the columns would run off the canvas).
-    ax.set_xticks(range(len(names)), [str(i + 1) for i in range(len(names))])
-    ax.set_yticks(range(len(names)), [f"{i + 1}. {n}" for i, n in enumerate(names)])
+    ax.set_xticks(range(len(names)), [str(i + 1) for i in range(len(names))], fontsize=None if numbered else 6)
+    ax.set_yticks(range(len(names)), labels)
     fig.colorbar(image, ax=ax, shrink=0.7, label="Spearman's ρ (1: same ranking of items)")
     fig.suptitle(title, fontsize=11)
     return fig, rows

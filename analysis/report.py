@@ -414,6 +414,9 @@ def _agreement(
             common = own.index.intersection(majority_pref.index)
             a, b = own.loc[common].to_numpy(), majority_pref.loc[common].to_numpy()
             question = question_index.get_indexer(own_prefs.loc[common, "question_id"])
+            # Items that agree per question, over the same question resamples as kappa's.
+            agree = np.bincount(question, weights=(a == b), minlength=len(question_index))
+            rated = np.bincount(question, minlength=len(question_index)).astype(np.float64)
             out["vs_human_majority"][name] = {
                 "cohen_kappa": stats.cohen_kappa(a, b),
                 "cohen_kappa_ci": list(
@@ -422,6 +425,7 @@ def _agreement(
                     )
                 ),
                 "agreement": float((a == b).mean()) if len(common) else None,
+                "agreement_ci": list(stats.bootstrap_ratio_ci(counts, agree[:, None], rated[:, None])[0]),
                 "n": int(len(common)),
             }
     # Rank correlation of judges: Spearman of their mean item scores over the items both rated.

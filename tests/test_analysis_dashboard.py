@@ -207,3 +207,23 @@ def test_the_mean_probability_is_explained_as_not_the_share_of_choices_whoever_i
     body = staff_client.get(reverse("analysis:study", args=["probs-s"])).content.decode()
     assert "a-machine: mean probability on A1 47.5%" in body and "b-machine: mean probability" in body
     assert body.count("It measures how sure the model is, not how often it chose") == 1
+
+
+def test_a_judges_agreement_with_the_human_majority_carries_its_interval(db, staff_client):
+    # Four questions; on their control items two people vote A1, and the judge agrees on three
+    # of the four: 75% of the items, with an interval over questions (shown, and in the CSV).
+    study = make_study(slug="agree-s", votes_per_item=2)
+    judge = make_judge(name="judge-agrees")
+    for n in range(4):
+        item = make_question(study).items.get(kind__isnull=True)
+        for _ in range(2):
+            make_vote(item, human_pool(study), rater=make_rater(study), client_ms=4000)
+        make_vote(item, judge, choice_shown="first" if n < 3 else "second")
+    found = services.study_analyze(study=study)["agreement"]["vs_human_majority"]["judge-agrees"]
+    assert (found["agreement"], found["n"]) == (0.75, 4)
+    lo, hi = found["agreement_ci"]
+    assert lo < 0.75 < hi <= 1
+    body = staff_client.get(reverse("analysis:study", args=["agree-s"])).content.decode()
+    assert re.search(r"75\.0%<span class=\"ci\">\[\d+\.\d%, \d+\.\d%\]</span></td><td>4</td>", body)
+    metrics = b"".join(staff_client.get(reverse("analysis:export", args=["agree-s", "metrics"])).streaming_content)
+    assert b"judge-agrees,,,agreement_vs_human_majority,,0.75," in metrics

@@ -3,8 +3,9 @@ repetition stability, self-preference) in the metrics CSV and the plain-text rep
 in ``analyze --json``; absent where their base is empty (n = 0)."""
 
 import pytest
+from django.template.loader import render_to_string
 
-from analysis import exports
+from analysis import exports, tables
 from analysis.report import analyze
 from analysis.text import report_lines
 from tests.analysis_frames import frame, item
@@ -92,3 +93,20 @@ def test_the_text_report_shows_the_new_measures_and_their_subsets_when_verbose(r
     assert "[T]" not in short
     verbose = "\n".join(report_lines(result, verbose=True))
     assert "gold accuracy [T]: A1 first 0.0%" in verbose and "position consistency [S]: 100.0%" in verbose
+
+
+def test_the_dashboard_table_gives_each_rate_its_own_n(result):
+    # Beside "Pairs" (the base of consistency), the rates with other bases carry theirs: the one
+    # inconsistent pair for "first, of those", the votes per order for gold accuracy, and n = 0
+    # where no request was repeated.
+    rows, _ = tables.consistency_rows(result)
+    html = render_to_string("analysis/_consistency.html", {"rows": rows, "by_subset": False})
+    gpt4 = next(row for row in html.split("<tr>") if "prd-gpt4" in row)
+    cells = [cell.split("</td>")[0] for cell in gpt4.split("<td>")[1:]]
+    first_of_those, pairs, a1_first, a2_first, average, both, stability = cells[3:10]
+    assert first_of_those.startswith("100.0%") and "n=1<" in first_of_those
+    assert pairs.strip() == "2"
+    assert a1_first.startswith("50.0%") and "n=2<" in a1_first
+    assert a2_first.startswith("100.0%") and "n=2<" in a2_first
+    assert "n=4<" in average and "n=2<" in both
+    assert stability.startswith("n/a") and "n=0<" in stability

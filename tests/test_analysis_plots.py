@@ -174,3 +174,71 @@ def test_anonymous_visitors_and_non_staff_users_get_no_plot(plot_study, anon_cli
         for fmt in ("svg", "png", "csv"):
             response = client.get(url("plot-s", "forest", fmt))
             assert response.status_code == 302 and "/admin/login/" in response["Location"]
+
+
+def test_the_agreement_matrix_keeps_its_cells_readable_beside_a_long_judge_name():
+    # Three judges, one with a long name: the names down the side once squeezed the matrix to
+    # a corner of the figure, its cells' numbers printed over each other.
+    names = [
+        "GPT-4 / Metrics_Reference",
+        "Humans",
+        "SmolLM2 local (vote-only, answer12 labels, a very long judge name)",
+    ]
+    pairs = [{"a": a, "b": b, "rho": 0.25, "n": 710} for i, a in enumerate(names) for b in names[i + 1 :]]
+    fig, _ = plots.draw("agreement", {"agreement": {"spearman": pairs}})
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    cells = [t.get_window_extent(renderer) for t in fig.axes[0].texts if t.get_text()]
+    assert len(cells) == 6
+    assert not [(a, b) for i, a in enumerate(cells) for b in cells[i + 1 :] if a.overlaps(b)]
+    matrix = fig.axes[0].get_window_extent(renderer)
+    assert matrix.width / fig.dpi >= 0.8 * len(names) - 0.01  # each cell at least 0.8 in wide
+    assert any(names[2] in t.get_text() for t in fig.axes[0].get_yticklabels())
+
+
+def test_votes_on_unperturbed_pairs_only_say_there_are_no_perturbed_items_not_no_data(db, staff_client):
+    # Imported MT-bench, PRD or LLMBar data: thousands of counted votes, no perturbation group.
+    study = make_study(slug="pairs-s", votes_per_item=2)
+    make_question(study)
+    services.judge_simulate(study=study, name="judge", params=JudgeParams(), seed=1)
+    for name in ("forest", "bloom"):
+        body = staff_client.get(url("pairs-s", name, "svg")).content.decode()
+        assert "No perturbed items" in body and "No data yet" not in body, name
+    assert "No data yet" not in staff_client.get(url("pairs-s", "position", "svg")).content.decode()
+
+
+def many_judges(n: int) -> dict:
+    """A report of ``n`` judges (LLMBar has 77) with one verbosity bin each and every pair ranked."""
+    names = [f"Evaluator {i} / Strategy_with_a_name" for i in range(n)]
+    bins = [{"lo": 0, "hi": 10, "value": 0.5, "ci": [0.4, 0.6], "n": 10}]
+    return {
+        "measure": "words",
+        "judges": [{"judge": name, "verbosity": {"bins": bins, "bin_width": 10}} for name in names],
+        "agreement": {
+            "spearman": [{"a": a, "b": b, "rho": 0.5, "n": 9} for i, a in enumerate(names) for b in names[i + 1 :]]
+        },
+    }
+
+
+def laid_out(fig):
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    return canvas.get_renderer()
+
+
+def test_forty_judges_leave_the_verbosity_curve_its_axes_and_their_legend_on_the_canvas():
+    fig, _ = plots.draw("verbosity", many_judges(40))
+    renderer = laid_out(fig)
+    assert fig.axes[0].get_window_extent(renderer).height / fig.dpi > 2  # once squashed to nothing
+    drawn, (width, height) = fig.get_tightbbox(renderer), fig.get_size_inches()
+    assert drawn.x0 >= -0.06 and drawn.y0 >= -0.06 and drawn.x1 <= width + 0.06 and drawn.y1 <= height + 0.06
+
+
+def test_a_matrix_of_many_judges_is_drawn_in_colour_only_and_its_numbers_are_in_the_csv():
+    fig, rows = plots.draw("agreement", many_judges(40))
+    laid_out(fig)
+    # 0.8 in per numbered cell made LLMBar's matrix 66 inches wide and minutes to draw.
+    assert fig.get_size_inches()[1] <= 0.2 * 40 + 1.5
+    assert not [t for t in fig.axes[0].texts if t.get_text()]
+    assert len(rows) == 1 + 40 * 39 // 2

@@ -155,6 +155,10 @@ def local_judge_run(page, url: str, study: Study) -> None:
 
 def dashboard(page, url: str) -> None:
     page.goto(f"{url}/dashboard/sky-ice/")
+    # The study is collecting, so the results refresh themselves every 10 s, replacing every
+    # figure; reading them one by one on a busy machine takes longer. Pause, as a reader would.
+    page.get_by_role("button", name="Pause updates").click()
+    expect(page.get_by_role("button", name="Resume updates")).to_be_visible()
     summary = page.locator("#results p.muted").first.inner_text()
     # 3 from the rater, 12 from each judge
     assert re.search(r"\b27 of 27 votes counted\b", summary), summary
