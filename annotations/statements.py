@@ -36,16 +36,17 @@ def _row(statement: str, params: list | dict) -> dict | None:
 def _loaded(model: type[models.Model], row: dict, prefix: str = "") -> models.Model:
     """An instance of `model` from its columns in `row` (each named `<prefix><column>`), as the
     ORM loads one: JSON decoded, datetimes aware (SQLite gives them naive, in the connection's
-    time zone). Booleans, numbers and text come from both databases as they are."""
-    values = {}
+    time zone). Booleans, numbers and text come from both databases as they are. The values go
+    to the model in the order of its fields, as the ORM gives them (half the cost of keywords)."""
+    values = []
     for field in model._meta.concrete_fields:
         value = row[prefix + field.column]
         if isinstance(value, datetime) and timezone.is_naive(value):
             value = timezone.make_aware(value, connection.timezone)
         elif isinstance(field, models.JSONField):
             value = field.from_db_value(value, None, connection)
-        values[field.attname] = value
-    return model(**values)
+        values.append(value)
+    return model(*values)
 
 
 # The study's columns come with the rater as `study_<column>`, its id as the rater's study_id;
