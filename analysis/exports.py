@@ -515,21 +515,18 @@ PAYMENT_COLUMNS = [
     "completion_code",
     "suggested_action",
     "bonus",
+    "suggested_because",
 ]
 
 
 def payment_rows(study: Study, *, bonus_per_counted_vote: Decimal = Decimal("0")) -> Iterator[list]:
     """One row per rater for the platform's bulk approve / reject and bonus pages: the
     participant id (the platform's own: this is the one export that carries it), what they did,
-    and a suggested action. Finished raters are approved and get ``bonus_per_counted_vote`` for
-    each counted vote; those who failed the attention checks are suggested for rejection;
-    the rest (left before the end, flagged by hand) are for a person to review."""
+    and a suggested action (services.suggested_action). Approved raters get
+    ``bonus_per_counted_vote`` for each counted vote."""
     yield PAYMENT_COLUMNS
     for r in services.raters_monitor(study=study):
-        rater = r["rater"]
-        action = {"finished": "approve", "failed attention checks": "reject"}.get(r["status"], "review")
-        if action == "approve" and rater.flagged:
-            action = "review"
+        rater, action = r["rater"], r["action"]
         bonus = bonus_per_counted_vote * r["counted"] if action == "approve" else Decimal("0")
         yield [
             rater.participant_id,
@@ -543,6 +540,7 @@ def payment_rows(study: Study, *, bonus_per_counted_vote: Decimal = Decimal("0")
             rater.completion_code,
             action,
             f"{bonus.quantize(Decimal('0.01'))}",
+            r["action_because"],
         ]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -222,11 +223,33 @@ def rater_status(rater: Rater) -> str:
     return "finished" if rater.finished_at else "partial"
 
 
+# A finished rater with more than this share of their votes too fast (faster than the study's
+# threshold: they cannot have read both answers) is suggested for review, not approval. Their
+# too-fast votes counted toward their target, as every answer does (annotations.completion).
+TOO_FAST_REVIEW_SHARE = Fraction(1, 3)
+
+
+def suggested_action(rater: Rater, status: str, votes: int, too_fast: int) -> tuple[str, str]:
+    """What to do with the rater's submission on the platform, and why: reject who failed the
+    attention checks, approve who finished, unless flagged by hand or too fast too often; the
+    rest (left before the end) is for a person to review."""
+    if status == "failed attention checks":
+        return "reject", "failed the attention checks"
+    if status != "finished":
+        return "review", "did not finish"
+    if rater.flagged:
+        return "review", f"flagged: {rater.flag_reason}" if rater.flag_reason else "flagged"
+    if too_fast > votes * TOO_FAST_REVIEW_SHARE:
+        return "review", f"{too_fast} of {votes} votes too fast"
+    return "approve", ""
+
+
 def raters_monitor(*, study: Study) -> list[dict]:
     """Per rater: votes (counted, too fast, not familiar), median response time, share of left
     choices, tie rate, attention-check accuracy, flags, completion status and total time (entry
-    to completion code, or to the last vote for those who have not finished), so careless raters
-    can be replaced in time and everyone paid right."""
+    to completion code, or to the last vote for those who have not finished), and the suggested
+    action for payment with its reason (`suggested_action`), so careless raters can be replaced
+    in time and everyone paid right."""
     columns = ["rater_id", "client_ms", "choice_shown", "not_familiar", "meta"]
     votes = pd.DataFrame(
         list(Vote.objects.filter(item__study=study, rater__isnull=False).values_list(*columns)), columns=columns
@@ -258,6 +281,8 @@ def raters_monitor(*, study: Study) -> list[dict]:
     for rater in Rater.objects.filter(study=study).order_by("participant_id"):
         s = stats_by_rater.get(rater.id, {})
         end = rater.finished_at or rater.last_seen_at
+        status = rater_status(rater)
+        action, because = suggested_action(rater, status, s.get("votes", 0), s.get("too_fast", 0))
         rows.append(
             {
                 "rater": rater,
@@ -271,7 +296,9 @@ def raters_monitor(*, study: Study) -> list[dict]:
                 "not_familiar": s.get("not_familiar"),
                 "gold": rater.gold_correct / rater.gold_seen if rater.gold_seen else None,
                 "below_gold": bool(rater.gold_seen) and rater.gold_correct / rater.gold_seen < study.gold_min_accuracy,
-                "status": rater_status(rater),
+                "status": status,
+                "action": action,
+                "action_because": because,
                 "total_seconds": round((end - rater.created_at).total_seconds()) if end else None,
             }
         )

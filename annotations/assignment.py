@@ -57,12 +57,14 @@ class VoteOutcome:
     late: bool  # arrived after the lease had expired
 
 
-def lease_next(*, rater: Rater, now: datetime | None = None) -> Lease | None:
+def lease_next(*, rater: Rater, pending: Lease | None = None, now: datetime | None = None) -> Lease | None:
     """The rater's current item: their pending lease if it still holds (or can be renewed),
     else a new one, with its `page` (what the task page shows). None when the rater gets
-    nothing now: target reached, study not collecting, or no slot free for them."""
+    nothing now: target reached, study not collecting, or no slot free for them. `pending` is
+    their pending lease if the caller has just read it (statements.rater_in_study reads it
+    with the rater), to save reading it again; never one read before a vote."""
     now = now or timezone.now()
-    lease = statements.pending_lease(rater.pk)
+    lease = pending or statements.pending_lease(rater)
     if lease is not None and lease.expires_at > now:
         return lease
     # As little Python as can be under the write lock (SQLite's is the whole database's): the
@@ -76,7 +78,7 @@ def lease_next(*, rater: Rater, now: datetime | None = None) -> Lease | None:
             lease = None
         if lease is None and _lease_claim(rater, now=now) is None:
             return None
-    return statements.pending_lease(rater.pk)
+    return statements.pending_lease(rater)
 
 
 def vote_record(

@@ -5,6 +5,13 @@ which they cannot change. They get the completion code only after voting at leas
 the study can give them nothing more (their target reached counts as that): whether it can is
 asked with the hand-out's own rules (annotations.assignment), whoever holds a slot now. A study
 whose every slot has its counted vote is full and takes nobody new.
+
+Every answer counts toward the target (`Rater.votes_done`): a not-familiar vote is an honest
+answer, and a too-fast one is still work handed in. Neither counts for the metrics, and each
+frees its slot for someone else. Speed is judged at payment, not here: the payment file
+suggests review instead of approval for a rater with more than a third of their votes too fast
+(analysis.services.suggested_action, shown in the rater monitor), and a study can tell raters
+at once that a vote was too fast (`fast_notice`).
 """
 
 from __future__ import annotations

@@ -90,8 +90,9 @@ def remember_rater(response: HttpResponse, rater: Rater) -> HttpResponse:
 
 
 def cookie_rater(request: HttpRequest, slug: str) -> Rater | None:
-    """The rater the cookie names in the study of this slug, with their study (one query);
-    None without a valid cookie. A draft is not found for anyone but staff."""
+    """The rater the cookie names in the study of this slug, with their study and their pending
+    lease (one query: statements.rater_in_study); None without a valid cookie. A draft is not
+    found for anyone but staff."""
     value = request.get_signed_cookie(
         rater_cookie_name(slug), default=None, salt=_RATER_SALT, max_age=settings.SESSION_COOKIE_AGE
     )
@@ -224,7 +225,7 @@ def study_done(request: HttpRequest, slug: str) -> HttpResponse:
 
 def _done(request: HttpRequest, rater: Rater) -> HttpResponse:
     study = rater.study
-    if assignment.lease_next(rater=rater) is not None:
+    if assignment.lease_next(rater=rater, pending=rater.pending_lease) is not None:
         return redirect("annotations:task", slug=study.slug)
     waiting = completion.rater_can_get_more(rater=rater)
     code = completion.rater_finish(rater=rater) if not waiting and rater.votes_done > 0 else None

@@ -7,8 +7,8 @@ run on a cursor, its row turned into model instances by `_loaded`, and
 tests/test_rater_statements.py holds each equal to its ORM twin on both databases. Everything
 else on the path uses the ORM.
 
-- `RATER_IN_STUDY`: the rater a cookie names, with their study.
-- `PENDING_LEASE`: the rater's pending lease with what the task page shows of its item.
+- `RATER_WITH_LEASE`: the rater a cookie names, with their study and their pending lease
+  with what the task page shows of its item: a task page that finds its lease is one statement.
 - `LEASE_TO_VOTE`: the lease a vote names, with the rater's row, both locked.
 - `FREE_SLOT`: the next slot a rater may claim (the hand-out order), locked on PostgreSQL.
 """
@@ -36,20 +36,23 @@ def _row(statement: str, params: list | dict) -> dict | None:
 def _loaded(model: type[models.Model], row: dict, prefix: str = "") -> models.Model:
     """An instance of `model` from its columns in `row` (each named `<prefix><column>`), as the
     ORM loads one: JSON decoded, datetimes aware (SQLite gives them naive, in the connection's
-    time zone). Booleans, numbers and text come from both databases as they are."""
-    values = {}
+    time zone). Booleans, numbers and text come from both databases as they are. The values go
+    to the model in the order of its fields, as the ORM gives them (half the cost of keywords)."""
+    values = []
     for field in model._meta.concrete_fields:
         value = row[prefix + field.column]
         if isinstance(value, datetime) and timezone.is_naive(value):
             value = timezone.make_aware(value, connection.timezone)
         elif isinstance(field, models.JSONField):
             value = field.from_db_value(value, None, connection)
-        values[field.attname] = value
-    return model(**values)
+        values.append(value)
+    return model(*values)
 
 
-# The study's columns come with the rater as `study_<column>`, its id as the rater's study_id.
-RATER_IN_STUDY = """
+# The study's columns come with the rater as `study_<column>`, its id as the rater's study_id;
+# the pending lease's (at most one: a constraint) as `lease_<column>`, all NULL without one, with
+# the texts of its item. A plain read: the vote path locks with LEASE_TO_VOTE.
+RATER_WITH_LEASE = """
 SELECT r.*,
        s.title AS study_title, s.slug AS study_slug, s.status AS study_status,
        s.instructions AS study_instructions, s.consent AS study_consent,
@@ -60,35 +63,22 @@ SELECT r.*,
        s.prolific_completion_url AS study_prolific_completion_url, s.gold_every AS study_gold_every,
        s.gold_min_accuracy AS study_gold_min_accuracy, s.max_length_ratio AS study_max_length_ratio,
        s.fast_notice AS study_fast_notice, s.allow_mturk_frame AS study_allow_mturk_frame,
-       s.created_at AS study_created_at
-FROM annotations_rater r
-JOIN annotations_study s ON s.id = r.study_id
-WHERE r.id = %s AND s.slug = %s
-"""
-
-
-def rater_in_study(rater_id: int, slug: str) -> Rater | None:
-    """The rater with this id in the study with this slug, `rater.study` filled; None if there
-    is no such rater there."""
-    row = _row(RATER_IN_STUDY, [rater_id, slug])
-    if row is None:
-        return None
-    rater = _loaded(Rater, row)
-    rater.study = _loaded(Study, row, prefix="study_")
-    return rater
-
-
-PENDING_LEASE = """
-SELECT l.*,
+       s.created_at AS study_created_at,
+       l.id AS lease_id, l.study_id AS lease_study_id, l.rater_id AS lease_rater_id, l.item_id AS lease_item_id,
+       l.question_id AS lease_question_id, l.token AS lease_token, l.shown_first AS lease_shown_first,
+       l.is_gold AS lease_is_gold, l.created_at AS lease_created_at, l.expires_at AS lease_expires_at,
+       l.voted_at AS lease_voted_at, l.released_at AS lease_released_at,
        q.text AS question_text, q.text_html AS question_html, q.text_html_key AS question_key,
        a1.text AS a1_text, a1.text_html AS a1_html, a1.text_html_key AS a1_key,
        a2.text AS a2_text, a2.text_html AS a2_html, a2.text_html_key AS a2_key
-FROM annotations_lease l
-JOIN annotations_comparisonitem i ON i.id = l.item_id
-JOIN annotations_question q ON q.id = i.question_id
-JOIN annotations_answer a1 ON a1.id = i.answer_a1_id
-JOIN annotations_answer a2 ON a2.id = i.answer_a2_id
-WHERE l.rater_id = %s AND l.voted_at IS NULL AND l.released_at IS NULL
+FROM annotations_rater r
+JOIN annotations_study s ON s.id = r.study_id
+LEFT JOIN annotations_lease l ON l.rater_id = r.id AND l.voted_at IS NULL AND l.released_at IS NULL
+LEFT JOIN annotations_comparisonitem i ON i.id = l.item_id
+LEFT JOIN annotations_question q ON q.id = i.question_id
+LEFT JOIN annotations_answer a1 ON a1.id = i.answer_a1_id
+LEFT JOIN annotations_answer a2 ON a2.id = i.answer_a2_id
+WHERE r.id = %s AND s.slug = %s
 """
 
 
@@ -99,13 +89,26 @@ class Shown:
     html: SafeString
 
 
-def pending_lease(rater_id: int) -> Lease | None:
-    """The rater's pending lease (at most one: a constraint), expired or not, with `page`: the
-    question and the two answers in the order shown, rendered."""
-    row = _row(PENDING_LEASE, [rater_id])
+def rater_in_study(rater_id: int, slug: str) -> Rater | None:
+    """The rater with this id in the study with this slug, `rater.study` filled, and
+    `rater.pending_lease`: their pending lease, expired or not, with `page` (the question and
+    the two answers in the order shown, rendered), or None. None if there is no such rater there."""
+    row = _row(RATER_WITH_LEASE, [rater_id, slug])
     if row is None:
         return None
-    lease = _loaded(Lease, row)
+    rater = _loaded(Rater, row)
+    rater.study = _loaded(Study, row, prefix="study_")
+    rater.pending_lease = None if row["lease_id"] is None else _with_page(_loaded(Lease, row, prefix="lease_"), row)
+    return rater
+
+
+def pending_lease(rater: Rater) -> Lease | None:
+    """The rater's pending lease as `rater_in_study` reads it (None too if the rater is gone)."""
+    fresh = rater_in_study(rater.pk, rater.study.slug)
+    return None if fresh is None else fresh.pending_lease
+
+
+def _with_page(lease: Lease, row: dict) -> Lease:
     a1, a2 = (Shown(stored_html(row[f"{a}_text"], row[f"{a}_html"], row[f"{a}_key"])) for a in ("a1", "a2"))
     left, right = (a1, a2) if lease.shown_first == "a1" else (a2, a1)
     question = Shown(stored_html(row["question_text"], row["question_html"], row["question_key"]))

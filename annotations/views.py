@@ -18,7 +18,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from annotations import assignment
 from annotations.forms import VoteForm
-from annotations.models import Rater, Study
+from annotations.models import Lease, Rater, Study
 from annotations.pages import cookie_rater, database_failures_answered, leave_for, mturk_frame, try_again
 
 
@@ -35,11 +35,13 @@ def study_task(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 def _task(request: HttpRequest, rater: Rater) -> HttpResponse:
+    # The rater's pending lease was read with them: the page needs no other read, unless a vote
+    # changed it.
     if request.method == "GET":
-        return _task_response(request, rater, notice=request.GET.get("notice"))
+        return _task_response(request, rater, rater.pending_lease, notice=request.GET.get("notice"))
     form = VoteForm(request.POST)
     if not form.is_valid():
-        return _task_response(request, rater, form=form, status=400)
+        return _task_response(request, rater, rater.pending_lease, form=form, status=400)
     data = form.cleaned_data
     try:
         outcome = assignment.vote_record(
@@ -61,7 +63,7 @@ def _task(request: HttpRequest, rater: Rater) -> HttpResponse:
         notice = _vote_notice(outcome, rater.study)
     if not request.htmx:
         return HttpResponseRedirect(request.path + (f"?notice={notice}" if notice else ""))
-    return _task_response(request, rater, notice=notice)
+    return _task_response(request, rater, None, notice=notice)
 
 
 # What the task page tells a rater about the vote they just sent, when it is not the usual
@@ -85,10 +87,16 @@ def _vote_notice(outcome: assignment.VoteOutcome, study: Study) -> str | None:
 
 
 def _task_response(
-    request: HttpRequest, rater: Rater, *, form: VoteForm | None = None, status: int = 200, notice: str | None = None
+    request: HttpRequest,
+    rater: Rater,
+    pending: Lease | None,
+    *,
+    form: VoteForm | None = None,
+    status: int = 200,
+    notice: str | None = None,
 ) -> HttpResponse:
     """The rater's current item (handed out now if need be), or off to the done page."""
-    lease = assignment.lease_next(rater=rater)
+    lease = assignment.lease_next(rater=rater, pending=pending)
     study = rater.study
     if lease is None:
         return leave_for(request, reverse("annotations:done", args=[study.slug]))

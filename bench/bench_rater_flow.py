@@ -237,6 +237,19 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
 
 
+def _outcome(response) -> str:
+    """What a response that was not the expected one was, for the error counts: its status,
+    where it sends the browser (a redirect, or htmx's HX-Redirect), else why it holds no next
+    token, so that a run explains its errors without --json."""
+    where = response.headers.get("location") or response.headers.get("hx-redirect")
+    if where:
+        return f"{response.status_code} to {urlsplit(where).path}"
+    if response.status_code == 200:
+        return "200 without a token"
+    reason = re.search(r"<title>([^<]*)</title>", response.text)
+    return f"{response.status_code} {reason.group(1).strip()[:60] if reason else response.text[:60]!r}"
+
+
 class Rater(threading.Thread):
     def __init__(
         self, url: str, target: str, name: str, start: threading.Barrier, stop: threading.Event, think: float = 0
@@ -273,12 +286,12 @@ class Rater(threading.Thread):
         page = self.client.get(page_url)
         s.page_ms.append((time.perf_counter() - t0) * 1000)
         if page.status_code != 200:
-            s.error(f"page {page.status_code}")
+            s.error(f"page {_outcome(page)}")
             return
         if self.target == "ours":
             match = _TOKEN.search(page.text)
             if match is None:
-                s.error("page without token")
+                s.error(f"page {_outcome(page)}")
                 return
             data = {"token": match.group(1), "choice": "first", "client_ms": "4000"}
             headers = {"X-CSRFToken": self.client.cookies["csrftoken"]}
@@ -291,7 +304,7 @@ class Rater(threading.Thread):
         response = self.client.post(post_url, data=data, headers=headers)
         s.submit_ms.append((time.perf_counter() - t0) * 1000)
         if response.status_code != expected:
-            s.error(f"submit {response.status_code}")
+            s.error(f"submit {_outcome(response)}")
             return
         s.submits += 1
 
@@ -305,7 +318,7 @@ class Rater(threading.Thread):
             s.page_ms.append((time.perf_counter() - t0) * 1000)
             match = _TOKEN.search(page.text) if page.status_code == 200 else None
             if match is None:
-                s.error(f"page {page.status_code}")
+                s.error(f"page {_outcome(page)}")
                 return
             self.token = match.group(1)
         data = {"token": self.token, "choice": "first", "client_ms": "4000"}
@@ -313,12 +326,15 @@ class Rater(threading.Thread):
         t0 = time.perf_counter()
         response = self.client.post(f"/s/{SLUG}/task/", data=data, headers=headers)
         s.submit_ms.append((time.perf_counter() - t0) * 1000)
-        match = _TOKEN.search(response.text) if response.status_code == 200 else None
-        self.token = match.group(1) if match else None
-        if match is None:
-            s.error(f"submit {response.status_code}")
+        if response.status_code != 200:
+            s.error(f"submit {_outcome(response)}")
+            self.token = None
             return
-        s.submits += 1
+        s.submits += 1  # the vote is stored, whatever comes with it
+        match = _TOKEN.search(response.text)
+        self.token = match.group(1) if match else None
+        if match is None:  # the rater got no next item (sent to the done page: out of questions?)
+            s.error(f"next item {_outcome(response)}")
 
     def run(self) -> None:
         import httpx
@@ -345,7 +361,10 @@ class Rater(threading.Thread):
 def run_level(url: str, target: str, raters: int, seconds: float, tag: str, server_pid: int, think: float = 0) -> dict:
     stop = threading.Event()
     start = threading.Barrier(raters + 1)
-    threads = [Rater(url, target, f"{tag}-{n}", start, stop, think) for n in range(raters)]
+    # Every target gets raters of its own: with names shared between targets, the htmx flow
+    # resumed the raters of the form flow before it, who could run out of questions (one item
+    # per question each), their next votes errors.
+    threads = [Rater(url, target, f"{tag}-{target}-{n}", start, stop, think) for n in range(raters)]
     for t in threads:
         t.start()
     start.wait()  # every rater has entered: the clock starts
@@ -591,7 +610,7 @@ def _line(row: dict) -> str:
         f"submit {s['p50']:6.1f} {s['p95']:6.1f} {s['p99']:6.1f} ms  errors={sum(row['errors'].values())} "
         f"client {row['client_cpu_pct']:.0f}% server {row['server_cpu_pct']:.0f}% "
         f"({row['server_cpu_ms_per_vote']:.1f} ms/vote) load {row['load'][0]}"
-    )
+    ) + "".join(f"\n      error: {what} x {n}" for what, n in sorted(row["errors"].items()))
 
 
 def summarise(report: list[dict]) -> str:
@@ -639,6 +658,10 @@ def summarise(report: list[dict]) -> str:
                     ),
                 )
             )
+        failed = [(r["raters"], r["target"], what, n) for r in rows for what, n in sorted(r["errors"].items())]
+        if failed:
+            out.append("\nClient errors (what the server answered instead, or the client's exception):\n")
+            out += [f"- {raters} raters, {target}: {what} x {n}" for raters, target, what, n in failed]
         out.append("\n| raters | form flow / bare (median votes/s) | htmx / bare |\n|---|---|---|")
         out += [f"| {raters} | {form:.2f} | {htmx:.2f} |" for raters, form, htmx in ratios]
         everything = rows + db["warm_up"]

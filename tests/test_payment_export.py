@@ -172,3 +172,31 @@ def test_an_empty_study_gives_a_payment_file_with_only_its_header(db, staff_clie
     make_study(slug="nobody")
     text = b"".join(staff_client.get(reverse("analysis:payment", args=["nobody"])).streaming_content).decode()
     assert text.strip() == ",".join(exports.PAYMENT_COLUMNS)
+
+
+@pytest.mark.parametrize(
+    ("too_fast", "votes", "action"),
+    [(0, 0, "approve"), (1, 3, "approve"), (2, 6, "approve"), (2, 5, "review"), (1, 1, "review"), (3, 3, "review")],
+)
+def test_a_finished_rater_is_suggested_for_review_with_more_than_a_third_of_their_votes_too_fast(
+    db, too_fast, votes, action
+):
+    rater = make_rater(make_study())
+    assert services.suggested_action(rater, "finished", votes, too_fast)[0] == action
+
+
+def test_the_payment_file_and_the_monitor_say_why_a_finished_rater_is_not_approved(crowd, staff_client):
+    study, votes = crowd
+    alice = votes["alice_ok"].rater
+    for item in [make_question(study).items.get() for _ in range(2)]:  # 3 of 5 votes too fast now
+        vote(item, votes["alice_ok"].judge, alice, ms=200)
+    rows = {
+        r["participant_id"]: r for r in read_response(staff_client.get(reverse("analysis:payment", args=["crowd"])))
+    }
+    alice_row = rows["PROLIFIC-ALICE"]
+    assert (alice_row["status"], alice_row["suggested_action"], alice_row["bonus"]) == ("finished", "review", "0.00")
+    assert alice_row["suggested_because"] == "3 of 5 votes too fast"
+    assert rows["PROLIFIC-BOB"]["suggested_because"] == "failed the attention checks"
+    assert rows["PROLIFIC-CAROL"]["suggested_because"] == "did not finish"
+    body = staff_client.get(reverse("analysis:raters", args=["crowd"])).content.decode()
+    assert "review: 3 of 5 votes too fast" in body

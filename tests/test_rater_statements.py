@@ -67,7 +67,23 @@ def test_the_rater_read_matches_the_orm_for_every_field_in_and_out_of_the_study(
     read = statements.rater_in_study(rater.pk, study.slug)
     assert read.study.per_rater_codes is True and read.study.one_variant_per_question is False
     assert read.finished_at is not None and read.source_meta == {"STUDY_ID": "x"}
+    assert read.pending_lease is None
     assert statements.rater_in_study(rater.pk, other.slug) is None
+
+
+def test_the_rater_read_is_the_same_with_a_pending_lease_and_finds_no_one_elses():
+    study = make_study(votes_per_item=2)
+    make_question(study)
+    make_question(study)
+    rater, other = make_rater(study, flagged=True), make_rater(study)
+    lease_next(rater=other)
+    bare = statements.rater_in_study(rater.pk, study.slug)
+    assert bare.pending_lease is None, "the other rater's lease is not theirs"
+    lease = lease_next(rater=rater)
+    read = statements.rater_in_study(rater.pk, study.slug)
+    assert _rater_values(read) == _rater_values(bare) == _rater_values(rater_in_study_orm(rater.pk, study.slug))
+    assert _lease_values(read.pending_lease) == _lease_values(pending_lease_orm(rater.pk))
+    assert read.pending_lease.token == lease.token and read.pending_lease.page == lease.page
 
 
 def _lease_values(lease):
@@ -81,10 +97,10 @@ def test_the_pending_lease_read_matches_the_orm_and_shows_the_answers_in_the_ord
     for n in range(3):
         make_question(study, a1=f"**A1** of {n}", a2=f"A2 of {n}")
     rater = make_rater(study)
-    assert statements.pending_lease(rater.pk) is None and pending_lease_orm(rater.pk) is None
+    assert statements.pending_lease(rater) is None and pending_lease_orm(rater.pk) is None
     for _ in range(3):
         lease = lease_next(rater=rater)
-        ours, orm = statements.pending_lease(rater.pk), pending_lease_orm(rater.pk)
+        ours, orm = statements.pending_lease(rater), pending_lease_orm(rater.pk)
         assert _lease_values(ours) == _lease_values(orm)
         item = orm.item
         first, second = (
@@ -94,12 +110,12 @@ def test_the_pending_lease_read_matches_the_orm_and_shows_the_answers_in_the_ord
         assert ours.page["question"].html == item.question.html
         vote_record(rater=rater, token=lease.token, choice_shown="tie", client_ms=9000)
         # Voted: no longer pending, in either read.
-        assert statements.pending_lease(rater.pk) is None and pending_lease_orm(rater.pk) is None
+        assert statements.pending_lease(rater) is None and pending_lease_orm(rater.pk) is None
     # Released (its slot went to someone else): not pending either.
     make_question(study)
     lease = lease_next(rater=rater)
     Lease.objects.filter(pk=lease.pk).update(released_at=timezone.now())
-    assert statements.pending_lease(rater.pk) is None and pending_lease_orm(rater.pk) is None
+    assert statements.pending_lease(rater) is None and pending_lease_orm(rater.pk) is None
 
 
 def test_a_text_edited_after_it_was_rendered_is_rendered_afresh_on_the_page():
@@ -109,7 +125,7 @@ def test_a_text_edited_after_it_was_rendered_is_rendered_afresh_on_the_page():
     lease_next(rater=rater)
     first = Answer.objects.get(question=question, external_id__endswith="-a1")
     Answer.objects.filter(pk=first.pk).update(text="new **one**")  # update() skips the stored render
-    page = statements.pending_lease(rater.pk).page
+    page = statements.pending_lease(rater).page
     assert "<strong>one</strong>" in str(page["left"].html) + str(page["right"].html)
 
 
