@@ -116,7 +116,8 @@ def normalise(frame: pd.DataFrame) -> pd.DataFrame:
         frame[col] = frame[col].astype(bool)
     for col in ("client_ms", "threshold_ms", "run_id") + tuple(c for c in COLUMNS if c.startswith("len_")):
         frame[col] = frame[col].astype(float)
-    frame["received_at"] = pd.to_datetime(frame["received_at"], utc=True)
+    if frame["received_at"].dtype != "datetime64[ns, UTC]":  # the database loader's is already
+        frame["received_at"] = pd.to_datetime(frame["received_at"], utc=True)
     return frame
 
 

@@ -25,9 +25,20 @@ import csv
 import gzip
 import json
 from pathlib import Path
+from typing import Any
 
-from analysis.importers import AnswerRecord, ImportProblem, Parsed, QuestionRecord, VoteRecord, _add_answer, _add_item
+from analysis.importers import (
+    AnswerRecord,
+    ImportProblem,
+    Parsed,
+    QuestionRecord,
+    VoteRecord,
+    _add_answer,
+    _add_item,
+    every_problem,
+)
 from annotations.models import BloomLevel
+from annotations.study_io import Problems
 
 VOTES_FILE = "evaluator_votes.csv.gz"
 COLUMNS = ("subset", "evaluator", "strategy", "instance", "label", "stage", "final")
@@ -45,7 +56,8 @@ def _subset_file(folder: Path, subset: str) -> Path:
     return folder / "datasets" / (subset.replace("/", "__").replace("^", "") + ".json")
 
 
-def _load_subset(folder: Path, subset: str) -> list[dict]:
+def _load_subset(folder: Path, subset: str, problems: Problems) -> list[dict | None]:
+    """The subset's items; an item with a problem is reported in ``problems`` and is None."""
     path = _subset_file(folder, subset)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -55,16 +67,22 @@ def _load_subset(folder: Path, subset: str) -> list[dict]:
         raise ImportProblem(path, exc.lineno, None, f"not JSON: {exc.msg}") from exc
     if not isinstance(data, list):
         raise ImportProblem(path, None, None, "expected a list of items")
-    for n, rec in enumerate(data):
-        for key in ("input", "output_1", "output_2", "label"):
-            if not isinstance(rec, dict) or key not in rec:
-                raise ImportProblem(path, None, f"[{n}].{key}", "is missing")
-        if rec["label"] not in (1, 2):
-            raise ImportProblem(path, None, f"[{n}].label", f"{rec['label']!r} is not 1 or 2")
-    return data
+    return [problems.check(_subset_item, path, n, rec) for n, rec in enumerate(data)]
 
 
-def parse_llmbar(path: Path, *, limit: int | None = None, known_groups: set[str] | None = None) -> Parsed:
+def _subset_item(path: Path, n: int, rec: Any) -> dict:
+    for key in ("input", "output_1", "output_2", "label"):
+        if not isinstance(rec, dict) or key not in rec:
+            raise ImportProblem(path, None, f"[{n}].{key}", "is missing")
+    if rec["label"] not in (1, 2):
+        raise ImportProblem(path, None, f"[{n}].label", f"{rec['label']!r} is not 1 or 2")
+    return rec
+
+
+@every_problem
+def parse_llmbar(
+    path: Path, *, problems: Problems, limit: int | None = None, known_groups: set[str] | None = None
+) -> Parsed:
     """``limit``: read only the first N vote rows (``known_groups`` is not needed: no perturbations)."""
     folder = path if path.is_dir() else path.parent
     vote_file = folder / VOTES_FILE
@@ -72,41 +90,52 @@ def parse_llmbar(path: Path, *, limit: int | None = None, known_groups: set[str]
     votes: list[VoteRecord] = []
     try:
         with gzip.open(vote_file, "rt", encoding="utf-8", newline="") as fh:
-            _read_votes(csv.DictReader(fh), vote_file, folder, limit, questions, votes)
+            _read_votes(csv.DictReader(fh), vote_file, folder, limit, questions, votes, problems)
     except (OSError, EOFError) as exc:  # missing, unreadable or not gzip (BadGzipFile is an OSError)
         raise ImportProblem(vote_file, None, None, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from exc
-    if not votes:
+    if not votes and not problems.count():
         raise ImportProblem(vote_file, None, None, "no votes in the file")
     return Parsed(source=str(vote_file), questions=questions, votes=votes)
 
 
-def _read_votes(reader: csv.DictReader, vote_file: Path, folder: Path, limit, questions: dict, votes: list) -> None:
-    subsets: dict[str, list[dict]] = {}
+def _read_votes(
+    reader: csv.DictReader, vote_file: Path, folder: Path, limit, questions: dict, votes: list, problems: Problems
+) -> None:
+    subsets: dict[str, list[dict | None] | None] = {}
     missing = [c for c in (*COLUMNS, "winner_swap_false", "winner_swap_true") if c not in (reader.fieldnames or [])]
     if missing:
         raise ImportProblem(vote_file, 1, missing[0], f"missing column(s): {', '.join(missing)}")
     for row in reader:
         if limit is not None and reader.line_num - 1 > limit:
             break
-        line = reader.line_num
         subset = row["subset"]
         if subset not in subsets:
-            subsets[subset] = _load_subset(folder, subset)
-        question = _question(row, line, vote_file, subsets[subset], questions)
-        judges = []
-        if row["final"] == "1":
-            judges.append(judge_name(row["evaluator"], row["strategy"]))
-        elif row["final"] != "0":
-            raise ImportProblem(vote_file, line, "final", f"{row['final']!r} is not 0 or 1")
-        if row["strategy"] in TWO_STAGE and row["stage"] == "0":
-            judges.append(judge_name(row["evaluator"], row["strategy"], first_stage=True))
-        for shown_first, column in (("a1", "winner_swap_false"), ("a2", "winner_swap_true")):
-            if row[column].strip() not in WINNER:
-                raise ImportProblem(vote_file, line, column, f"{row[column]!r} is not 1, 2 or empty")
-            winner = WINNER[row[column].strip()]
-            for judge in judges:
-                meta = {"line": line, "stage": int(row["stage"] == "1")}
-                votes.append(VoteRecord(question, "control", judge, winner, shown_first=shown_first, meta=meta))
+            subsets[subset] = problems.check(_load_subset, folder, subset, problems)
+        if subsets[subset] is None:
+            continue  # its file cannot be read: reported once, its rows left out
+        votes.extend(problems.check(_row_votes, row, reader.line_num, vote_file, subsets[subset], questions) or [])
+
+
+def _row_votes(row: dict, line: int, vote_file: Path, items: list[dict | None], questions: dict) -> list[VoteRecord]:
+    """The votes of one row: one per order for each judge it stands for (the final verdict, and
+    the first stage of the Swap strategies)."""
+    question = _question(row, line, vote_file, items, questions)
+    judges = []
+    if row["final"] == "1":
+        judges.append(judge_name(row["evaluator"], row["strategy"]))
+    elif row["final"] != "0":
+        raise ImportProblem(vote_file, line, "final", f"{row['final']!r} is not 0 or 1")
+    if row["strategy"] in TWO_STAGE and row["stage"] == "0":
+        judges.append(judge_name(row["evaluator"], row["strategy"], first_stage=True))
+    votes = []
+    for shown_first, column in (("a1", "winner_swap_false"), ("a2", "winner_swap_true")):
+        if row[column].strip() not in WINNER:
+            raise ImportProblem(vote_file, line, column, f"{row[column]!r} is not 1, 2 or empty")
+        winner = WINNER[row[column].strip()]
+        for judge in judges:
+            meta = {"line": line, "stage": int(row["stage"] == "1")}
+            votes.append(VoteRecord(question, "control", judge, winner, shown_first=shown_first, meta=meta))
+    return votes
 
 
 def _question(row: dict, line: int, path: Path, items: list[dict], questions: dict) -> str:
@@ -119,6 +148,8 @@ def _question(row: dict, line: int, path: Path, items: list[dict], questions: di
         raise ImportProblem(path, line, "instance", f"{instance} is not an item of {subset} ({len(items)} items)")
     external = f"{subset}#{instance}"
     rec = items[instance]
+    if rec is None:
+        raise ImportProblem(path, line, "instance", f"{external} has a problem of its own (above)")
     if row["label"] != str(rec["label"]):
         raise ImportProblem(
             path, line, "label", f"{row['label']!r} differs from the label {rec['label']} of {external}"

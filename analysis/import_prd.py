@@ -44,7 +44,10 @@ from analysis.importers import (
     _add_item,
     _add_question,
     _jsonl,
+    _jsonl_numbered,
+    every_problem,
 )
+from annotations.study_io import Problems
 
 VICUNA_BLOOM = {
     "generic": "understanding",
@@ -73,7 +76,10 @@ QLORA_FILE = re.compile(r"^(?P<x>.+?)-vs-(?P<y>.+?)-gpt-4-reviewer-threeclass\.j
 SCORES = {1: "first", 2: "second", 3: "tie", -1: None}
 
 
-def parse_prd(path: Path, *, known_groups: set[str] = frozenset(), limit: int | None = None) -> Parsed:
+@every_problem
+def parse_prd(
+    path: Path, *, problems: Problems, known_groups: set[str] = frozenset(), limit: int | None = None
+) -> Parsed:
     """Every question, answer and vote of the folder (``known_groups`` is not used: no
     perturbations). ``limit``: only the first N votes (files in name order)."""
     root = path.parent if path.name == "vicuna80" else path
@@ -83,84 +89,95 @@ def parse_prd(path: Path, *, known_groups: set[str] = frozenset(), limit: int | 
             path, None, None, "expected the PRD dataset folder (with vicuna80/prompts/vicuna_questions.jsonl)"
         )
     by_id = {
-        q["question_id"]: q for q in _jsonl(vicuna / "prompts" / "vicuna_questions.jsonl", ("question_id", "text"))
+        q["question_id"]: q
+        for q in _jsonl(vicuna / "prompts" / "vicuna_questions.jsonl", ("question_id", "text"), problems)
     }
-    texts, answer_ids = _answers(root, set(by_id))
+    texts, answer_ids = _answers(root, set(by_id), problems)
     questions: dict[str, QuestionRecord] = {}
     votes: list[VoteRecord] = []
-    for vote_file, judge, x, y, vote_round in _vote_files(root):
-        for line, row in enumerate(_jsonl(vote_file, ("question_id", "score")), start=1):
+    for vote_file, judge, x, y, vote_round in _vote_files(root, problems):
+        for line, row in _jsonl_numbered(vote_file, ("question_id", "score"), problems):
             if limit is not None and len(votes) >= limit:
                 break
             where = (vote_file, line)
-            qid, score = row["question_id"], row["score"]
-            if qid not in by_id:
-                raise ImportProblem(*where, "question_id", f"{qid!r} is not in vicuna_questions.jsonl")
-            if score not in SCORES:
-                raise ImportProblem(*where, "score", f"{score!r} is not 1, 2 or 3 (or -1: no verdict)")
-            for system, key in ((x, "answer1_id"), (y, "answer2_id")):
-                if (qid, system) not in texts:
-                    raise ImportProblem(*where, key, f"no answer of {system!r} to question {qid}")
-                if key in row and row[key] in answer_ids and answer_ids[row[key]] != (qid, system):
-                    raise ImportProblem(*where, key, f"{row[key]!r} is not {system!r}'s answer to question {qid}")
-            first, second = sorted((x, y))
-            external = f"prd-{qid}-{first}-vs-{second}"
-            q = by_id[qid]
-            question = _add_question(
-                questions,
-                QuestionRecord(external, q["text"], VICUNA_BLOOM.get(q.get("category"), "understanding")),
-                *where,
-            )
-            for system in (first, second):
-                answer = AnswerRecord(f"{external}-{system}", texts[(qid, system)], system=system)
-                _add_answer(question, answer, *where, "question_id")
-            _add_item(question, "control", (f"{external}-{first}", f"{external}-{second}"), *where)
-            shown_first = "a1" if x == first else "a2"
-            choice = SCORES[score]
-            winner = choice if choice in (None, "tie") else (shown_first if choice == "first" else _other(shown_first))
-            votes.append(
-                VoteRecord(
-                    question=external,
-                    group="control",
-                    judge=judge,
-                    winner=winner,
-                    shown_first=shown_first,
-                    round=vote_round,
-                    meta={"source": vote_file.name, "line": line, "score": score},
-                )
-            )
-    if not votes:
+            vote = problems.check(_vote, row, where, judge, x, y, vote_round, by_id, texts, answer_ids, questions)
+            if vote is not None:
+                votes.append(vote)
+    if not votes and not problems.count():
         raise ImportProblem(path, None, None, "no votes in the folder")
     return Parsed(source=str(path), questions=questions, votes=votes, people={HUMAN_JUDGE})
+
+
+def _vote(row: dict, where: tuple, judge: str, x: str, y: str, vote_round: int, by_id, texts, answer_ids, questions):
+    """One line of a ratings file as a vote on the pair's question (made on its first vote)."""
+    vote_file, line = where
+    qid, score = row["question_id"], row["score"]
+    if qid not in by_id:
+        raise ImportProblem(*where, "question_id", f"{qid!r} is not in vicuna_questions.jsonl")
+    if score not in SCORES:
+        raise ImportProblem(*where, "score", f"{score!r} is not 1, 2 or 3 (or -1: no verdict)")
+    for system, key in ((x, "answer1_id"), (y, "answer2_id")):
+        if (qid, system) not in texts:
+            raise ImportProblem(*where, key, f"no answer of {system!r} to question {qid}")
+        if key in row and row[key] in answer_ids and answer_ids[row[key]] != (qid, system):
+            raise ImportProblem(*where, key, f"{row[key]!r} is not {system!r}'s answer to question {qid}")
+    first, second = sorted((x, y))
+    external = f"prd-{qid}-{first}-vs-{second}"
+    q = by_id[qid]
+    question = _add_question(
+        questions,
+        QuestionRecord(external, q["text"], VICUNA_BLOOM.get(q.get("category"), "understanding")),
+        *where,
+    )
+    for system in (first, second):
+        answer = AnswerRecord(f"{external}-{system}", texts[(qid, system)], system=system)
+        _add_answer(question, answer, *where, "question_id")
+    _add_item(question, "control", (f"{external}-{first}", f"{external}-{second}"), *where)
+    shown_first = "a1" if x == first else "a2"
+    choice = SCORES[score]
+    winner = choice if choice in (None, "tie") else (shown_first if choice == "first" else _other(shown_first))
+    return VoteRecord(
+        question=external,
+        group="control",
+        judge=judge,
+        winner=winner,
+        shown_first=shown_first,
+        round=vote_round,
+        meta={"source": vote_file.name, "line": line, "score": score},
+    )
 
 
 def _other(side: str) -> str:
     return "a2" if side == "a1" else "a1"
 
 
-def _answers(root: Path, question_ids: set[int]) -> tuple[dict[tuple[int, str], str], dict[str, tuple[int, str]]]:
+def _answers(
+    root: Path, question_ids: set[int], problems: Problems
+) -> tuple[dict[tuple[int, str], str], dict[str, tuple[int, str]]]:
     """(question id, system) → answer text, and PRD's answer ids → (question id, system)."""
     texts: dict[tuple[int, str], str] = {}
     answer_ids: dict[str, tuple[int, str]] = {}
     for file in sorted((root / "vicuna80" / "generations").glob("answer_*.jsonl")):
         system = file.stem.removeprefix("answer_")
-        for row in _jsonl(file, ("question_id", "text", "answer_id")):
+        for row in _jsonl(file, ("question_id", "text", "answer_id"), problems):
             texts[(row["question_id"], system)] = row["text"]
             answer_ids[row["answer_id"]] = (row["question_id"], system)
     for stem, system in QLORA_SYSTEMS.items():
         file = root / "qlora_vicuna" / "generations" / f"{stem}.jsonl"
         if file.exists():
-            for row in _jsonl(file, ("question_id", "generation_truncated")):
+            for row in _jsonl(file, ("question_id", "generation_truncated"), problems):
                 texts[(row["question_id"], system)] = row["generation_truncated"]
     unknown = {qid for qid, _ in texts} - question_ids
     if unknown:
-        raise ImportProblem(
-            root / "vicuna80" / "generations", None, "question_id", f"unknown questions {sorted(unknown)}"
+        problems.add(
+            ImportProblem(
+                root / "vicuna80" / "generations", None, "question_id", f"unknown questions {sorted(unknown)}"
+            )
         )
     return texts, answer_ids
 
 
-def _vote_files(root: Path) -> list[tuple[Path, str, str, str, int]]:
+def _vote_files(root: Path, problems: Problems) -> list[tuple[Path, str, str, str, int]]:
     """(file, judge, system shown first, system shown second, round) for every vote file."""
     out = []
     for judge in ("human", *LLM_JUDGES):
@@ -170,18 +187,18 @@ def _vote_files(root: Path) -> list[tuple[Path, str, str, str, int]]:
         for file in sorted(folder.glob("*.jsonl"), key=lambda f: (f.name.startswith("answer-"), f.name)):
             m = PAIR_FILE.match(file.name)
             if m is None or m["judge"] != judge:
-                raise ImportProblem(
-                    file, None, None, f"not a ratings-{judge} file name (answer_X-vs-answer_Y-{judge}-...)"
-                )
+                message = f"not a ratings-{judge} file name (answer_X-vs-answer_Y-{judge}-...)"
+                problems.add(ImportProblem(file, None, None, message))
+                continue
             pair = (m["x"], m["y"])
             seen[pair] = seen.get(pair, -1) + 1
             out.append((file, HUMAN_JUDGE if judge == "human" else LLM_JUDGES[judge], *pair, seen[pair]))
     for file in sorted((root / "qlora_vicuna" / "ratings-gpt4-pairwise").glob("*.jsonl")):
         m = QLORA_FILE.match(file.name)
         if m is None:
-            raise ImportProblem(
-                file, None, None, "not a QLoRA GPT-4 ratings file name (X-vs-Y-gpt-4-reviewer-threeclass)"
-            )
+            message = "not a QLoRA GPT-4 ratings file name (X-vs-Y-gpt-4-reviewer-threeclass)"
+            problems.add(ImportProblem(file, None, None, message))
+            continue
         x, y = (QLORA_SYSTEMS.get(s) or s.removeprefix("answer-") for s in (m["x"], m["y"]))
         if x.startswith("guanaco") or y.startswith("guanaco"):  # the other pairs are PRD's own files
             out.append((file, LLM_JUDGES["gpt4"], x, y, 0))

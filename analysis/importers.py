@@ -66,13 +66,17 @@ import io
 import json
 import math
 import re
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import wraps
 from pathlib import Path
+from typing import Any
 
 from django.utils.module_loading import import_string
 
 from annotations.models import BloomLevel
+from annotations.study_io import Problems, StudyFileError
 
 MTBENCH_BLOOM = {
     "writing": "creating",
@@ -102,12 +106,35 @@ MAX_ID_CHARS = {
 MAX_RESPONSE_MS = 2**31 - 1
 
 
-class ImportProblem(ValueError):
+class ImportProblem(StudyFileError, ValueError):
+    """A problem in a vote file: a study file's error (path, line, field and message kept apart
+    for the API's 400 body; ``problems`` and ``more`` when it stands for several, as the
+    readers report every problem they find), worded as the vote files' problems are."""
+
     def __init__(self, path: Path | str, line: int | None, field_name: str | None, message: str) -> None:
-        # Kept apart as well, for the API's 400 body (file, line, field, message).
-        self.path, self.line, self.field, self.message = str(path), line, field_name, message
+        super().__init__(path, message, line=line, field=field_name)
         where = f"{path}" + (f", line {line}" if line else "") + (f", field {field_name!r}" if field_name else "")
-        super().__init__(f"{where}: {message}")
+        self.args = (f"{where}: {message}",)
+
+    @classmethod
+    def at(cls, path: str, message: str, *, line: int | None, field: str | None) -> ImportProblem:
+        return cls(path, line, field, message)
+
+
+def every_problem(parser: Callable[..., Parsed]) -> Callable[..., Parsed]:
+    """A format's reader that reports every problem: it is given ``problems`` (a Problems) to
+    record each record's problem in and read on (``problems.check``); a problem it raises ends
+    the reading and is the last one. Raises them all as one ImportProblem (the first
+    MAX_PROBLEMS, then a count), and returns nothing, when there is any; nothing is written then."""
+
+    @wraps(parser)
+    def reader(path: Path, **kwargs: Any) -> Parsed:
+        problems = Problems(ImportProblem)
+        parsed = problems.check(parser, path, problems=problems, **kwargs)
+        problems.raise_any()
+        return parsed
+
+    return reader
 
 
 @dataclass
@@ -206,7 +233,8 @@ def _add_item(question: QuestionRecord, group: str, pair: tuple[str, str], path,
 REQUIRED = ("question_id", "question", "answer_a1", "answer_a2", "judge", "winner")
 
 
-def parse_csv(path: Path, *, known_groups: set[str], limit: int | None = None) -> Parsed:
+@every_problem
+def parse_csv(path: Path, *, known_groups: set[str], problems: Problems, limit: int | None = None) -> Parsed:
     questions: dict[str, QuestionRecord] = {}
     votes: list[VoteRecord] = []
     kinds: dict[str, str] = {}
@@ -214,21 +242,27 @@ def parse_csv(path: Path, *, known_groups: set[str], limit: int | None = None) -
     missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
     if missing:
         raise ImportProblem(path, 1, missing[0], f"missing column(s): {', '.join(missing)}")
-    for row in _csv_rows(reader, path):
+    for row in _csv_rows(reader, path, problems):
         if limit is not None and len(votes) >= limit:
             break
-        votes.append(_csv_row(row, reader.line_num, path, questions, known_groups, kinds))
+        vote = problems.check(_csv_row, row, reader.line_num, path, questions, known_groups, kinds)
+        if vote is not None:
+            votes.append(vote)
     # Perturbation rows name their A2's original; it must exist as an original of the question.
-    for q in questions.values():
+    # Only asked of a file whose rows are all fine: a row left out for its problem may be the
+    # one that gave the original, and the file is refused anyway.
+    for q in questions.values() if not problems.count() else ():
         for a in q.answers.values():
             if a.derived_from and (a.derived_from not in q.answers or q.answers[a.derived_from].derived_from):
-                raise ImportProblem(
-                    path,
-                    None,
-                    "a2_original_id",
-                    f"question {q.external_id!r}: {a.derived_from!r} is not an original answer of it",
+                problems.add(
+                    ImportProblem(
+                        path,
+                        None,
+                        "a2_original_id",
+                        f"question {q.external_id!r}: {a.derived_from!r} is not an original answer of it",
+                    )
                 )
-    if not votes:
+    if not votes and not problems.count():
         raise ImportProblem(path, None, None, "no votes in the file")
     return Parsed(
         source=str(path), questions=questions, votes=votes, people={j for j, k in kinds.items() if k == "human"}
@@ -265,7 +299,9 @@ def _csv_row(row: dict, line: int, path, questions: dict, known_groups: set[str]
     ms = get("response_ms")
     # Only ASCII digits: str.isdigit() also takes "²", which int() then refuses.
     if ms and (not re.fullmatch(r"[0-9]+", ms) or int(ms) > MAX_RESPONSE_MS):
-        raise ImportProblem(path, line, "response_ms", f"{ms[:40]!r} is not a whole number of milliseconds (at most {MAX_RESPONSE_MS})")
+        raise ImportProblem(
+            path, line, "response_ms", f"{ms[:40]!r} is not a whole number of milliseconds (at most {MAX_RESPONSE_MS})"
+        )
     gold = get("gold_label").lower()
     if gold not in ("", "a1", "a2"):
         raise ImportProblem(path, line, "gold_label", f"{gold!r} is not a1 or a2")
@@ -340,23 +376,31 @@ def _csv_reader(path: Path) -> csv.DictReader:
     return reader
 
 
-def _csv_rows(reader: csv.DictReader, path: Path):
-    """The rows, each field checked: at most MAX_FIELD_CHARS, no NUL character (PostgreSQL
-    cannot store one), ids no longer than their column."""
-    with _csv_problems(path, reader):
-        for row in reader:
-            for name, value in row.items():
-                if not isinstance(value, str):
-                    continue  # a missing field (None) or the extra fields of a long row (a list)
-                if len(value) > MAX_FIELD_CHARS:
-                    raise ImportProblem(path, reader.line_num, name, f"longer than {MAX_FIELD_CHARS:,} characters")
-                if "\x00" in value:
-                    raise ImportProblem(path, reader.line_num, name, "contains a NUL character, which cannot be stored")
-                if name in MAX_ID_CHARS and len(value.strip()) > MAX_ID_CHARS[name]:
-                    raise ImportProblem(
-                        path, reader.line_num, name, f"at most {MAX_ID_CHARS[name]} characters, got {len(value.strip())}"
-                    )
-            yield row
+def _csv_rows(reader: csv.DictReader, path: Path, problems: Problems):
+    """The rows whose fields are fine (_csv_fields); a row with a bad field is reported in
+    ``problems`` and left out. Text that is not CSV ends the reading, reported the same way."""
+    try:
+        with _csv_problems(path, reader):
+            for row in reader:
+                if problems.check(_csv_fields, row, reader.line_num, path):
+                    yield row
+    except ImportProblem as exc:
+        problems.add(exc)
+
+
+def _csv_fields(row: dict, line: int, path: Path) -> bool:
+    """Each field checked: at most MAX_FIELD_CHARS, no NUL character (PostgreSQL cannot store
+    one), ids no longer than their column."""
+    for name, value in row.items():
+        if not isinstance(value, str):
+            continue  # a missing field (None) or the extra fields of a long row (a list)
+        if len(value) > MAX_FIELD_CHARS:
+            raise ImportProblem(path, line, name, f"longer than {MAX_FIELD_CHARS:,} characters")
+        if "\x00" in value:
+            raise ImportProblem(path, line, name, "contains a NUL character, which cannot be stored")
+        if name in MAX_ID_CHARS and len(value.strip()) > MAX_ID_CHARS[name]:
+            raise ImportProblem(path, line, name, f"at most {MAX_ID_CHARS[name]} characters, got {len(value.strip())}")
+    return True
 
 
 @contextmanager
@@ -392,17 +436,20 @@ def _numbers(get, columns, path, line, valid, what: str) -> dict[str, float]:
 # --- MT-bench ---------------------------------------------------------------------------------
 
 
-def parse_mtbench(path: Path, *, limit: int | None = None, known_groups: set[str] = frozenset()) -> Parsed:
+@every_problem
+def parse_mtbench(
+    path: Path, *, problems: Problems, limit: int | None = None, known_groups: set[str] = frozenset()
+) -> Parsed:
     """``path``: the dataset folder (both vote files) or one of its vote files. MT-bench has no
     perturbation groups, so ``known_groups`` is not used."""
     folder = path if path.is_dir() else path.parent
     files = [folder / name for name in MTBENCH_FILES] if path.is_dir() else [path]
     if not path.is_dir() and path.name not in MTBENCH_FILES:
         raise ImportProblem(path, None, None, f"expected one of {', '.join(MTBENCH_FILES)} or their folder")
-    mt_questions = _jsonl(folder / "question.jsonl", ("question_id", "category", "turns"))
+    mt_questions = _jsonl(folder / "question.jsonl", ("question_id", "category", "turns"), problems)
     answers = {
         (a["question_id"], a["model"]): a
-        for a in _jsonl(folder / "model_answers.jsonl", ("question_id", "model", "turns"))
+        for a in _jsonl(folder / "model_answers.jsonl", ("question_id", "model", "turns"), problems)
     }
     by_id = {q["question_id"]: q for q in mt_questions}
     questions: dict[str, QuestionRecord] = {}
@@ -410,32 +457,43 @@ def parse_mtbench(path: Path, *, limit: int | None = None, known_groups: set[str
     for vote_file in files:
         judge_name = MTBENCH_FILES[vote_file.name]
         reader = _csv_reader(vote_file)
-        for row in _csv_rows(reader, vote_file):
+        for row in _csv_rows(reader, vote_file, problems):
             if limit is not None and len(votes) >= limit:
                 break
-            votes.append(_mtbench_row(row, reader.line_num, vote_file, judge_name, by_id, answers, questions))
+            vote = problems.check(_mtbench_row, row, reader.line_num, vote_file, judge_name, by_id, answers, questions)
+            if vote is not None:
+                votes.append(vote)
     return Parsed(source=str(path), questions=questions, votes=votes)
 
 
-def _jsonl(path: Path, keys: tuple[str, ...]) -> list[dict]:
-    out = []
+def _jsonl(path: Path, keys: tuple[str, ...], problems: Problems) -> list[dict]:
+    """The lines of a JSON Lines file that are objects with ``keys``; each other line is
+    reported in ``problems`` and left out."""
+    return [rec for _, rec in _jsonl_numbered(path, keys, problems)]
+
+
+def _jsonl_numbered(path: Path, keys: tuple[str, ...], problems: Problems) -> list[tuple[int, dict]]:
+    """``_jsonl``'s records with their line numbers."""
     lines = _read_utf8(path).splitlines()
-    for n, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ImportProblem(path, n, None, f"not JSON: {exc.msg}") from exc
-        except (ValueError, RecursionError) as exc:
-            raise ImportProblem(path, n, None, f"not JSON: {exc or 'nested too deeply'}") from exc
-        if not isinstance(rec, dict):
-            raise ImportProblem(path, n, None, "each line must be a JSON object")
-        for key in keys:
-            if key not in rec:
-                raise ImportProblem(path, n, key, "is missing")
-        out.append(rec)
-    return out
+    found = ((n, problems.check(_jsonl_line, path, n, line, keys)) for n, line in enumerate(lines, start=1))
+    return [(n, rec) for n, rec in found if rec is not None]
+
+
+def _jsonl_line(path: Path, n: int, line: str, keys: tuple[str, ...]) -> dict | None:
+    if not line.strip():
+        return None
+    try:
+        rec = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ImportProblem(path, n, None, f"not JSON: {exc.msg}") from exc
+    except (ValueError, RecursionError) as exc:
+        raise ImportProblem(path, n, None, f"not JSON: {exc or 'nested too deeply'}") from exc
+    if not isinstance(rec, dict):
+        raise ImportProblem(path, n, None, "each line must be a JSON object")
+    for key in keys:
+        if key not in rec:
+            raise ImportProblem(path, n, key, "is missing")
+    return rec
 
 
 def _mtbench_row(row, line, path, judge_name, by_id, answers, questions) -> VoteRecord:

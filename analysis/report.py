@@ -262,7 +262,9 @@ def _judge_report(
                 by_bloom[bloom] = {"asr": b_asr, "accuracy": b_acc, "position": bloom_positions.get(bloom, empty)}
     if prefs is not None and len(prefs):
         lc_part = _length_controlled(prefs, options)
-    verbosity_votes = votes[votes["group"].isin(options.verbosity_groups).to_numpy()]
+    in_verbosity = votes["group"].isin(options.verbosity_groups).to_numpy()
+    # Without perturbation groups every vote is a control vote: no copy of the judge's votes.
+    verbosity_votes = votes if in_verbosity.all() else votes[in_verbosity]
     return {
         "judge": name,
         "kind": kind,

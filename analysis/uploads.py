@@ -122,13 +122,15 @@ def votes_upload_import(*, upload: VotesUpload) -> tuple[Study, dict[str, int]]:
         )
     except importers.ImportProblem as exc:
         shown = _as_uploaded(exc, upload)
-        _failed(upload, shown, path=shown.path, line=shown.line, field=shown.field, message=shown.message)
+        problems = [{"path": p.path, "line": p.line, "field": p.field, "message": p.message} for p in shown.problems]
+        _failed(upload, shown, problems, more=shown.more)
         raise shown from None
     except services.StudyNotFound as exc:
-        _failed(upload, exc, path=None, line=None, field="study", message=str(exc))
+        _failed(upload, exc, [{"path": None, "line": None, "field": "study", "message": str(exc)}])
         raise
     except Exception as exc:
-        _failed(upload, f"{type(exc).__name__}: {exc}", path=upload.name, line=None, field=None, message=str(exc))
+        problem = {"path": upload.name, "line": None, "field": None, "message": str(exc)}
+        _failed(upload, f"{type(exc).__name__}: {exc}", [problem])
         raise
     finally:
         upload_discard(upload.path)
@@ -145,15 +147,20 @@ def votes_upload_progress(*, upload: VotesUpload) -> dict:
 def _as_uploaded(exc: importers.ImportProblem, upload: VotesUpload) -> importers.ImportProblem:
     """The problem named as the researcher knows the file (the upload, and the file inside a
     zip), not by its place on the server."""
-    path = Path(exc.path)
-    inside = path.relative_to(upload.path).as_posix() if path.is_relative_to(upload.path) else "."
-    shown = upload.name if inside == "." else f"{upload.name}: {inside}"
-    return importers.ImportProblem(shown, exc.line, exc.field, exc.message)
+
+    def shown(place: str) -> str:
+        path = Path(place)
+        inside = path.relative_to(upload.path).as_posix() if path.is_relative_to(upload.path) else "."
+        return upload.name if inside == "." else f"{upload.name}: {inside}"
+
+    return exc.renamed(shown)
 
 
-def _failed(upload: VotesUpload, error, **problem) -> None:
-    # One problem: the vote formats' readers stop at the first (a study file's report can have more).
-    _progress(upload, state="failed", error=f"import failed, nothing was written: {error}", problems=[problem], more=0)
+def _failed(upload: VotesUpload, error, problems: list[dict], more: int = 0) -> None:
+    """Every problem (path, line, field, message; the first MAX_PROBLEMS, ``more`` counts the others)."""
+    _progress(
+        upload, state="failed", error=f"import failed, nothing was written: {error}", problems=problems, more=more
+    )
 
 
 def _progress(upload: VotesUpload, **state) -> None:

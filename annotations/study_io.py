@@ -100,12 +100,18 @@ class StudyFileError(Exception):
         super().__init__(f"{where}: {field + ': ' if field else ''}{message}")
 
     @classmethod
+    def at(cls, path: str, message: str, *, line: int | None, field: str | None) -> StudyFileError:
+        """An error of this class at that place (a subclass whose constructor takes its arguments
+        otherwise says how to make one here)."""
+        return cls(path, message, line=line, field=field)
+
+    @classmethod
     def of(cls, problems: list[StudyFileError], more: int = 0) -> StudyFileError:
         """One error for these problems (the problem itself when there is one)."""
         if len(problems) == 1 and not more:
             return problems[0]
         first = problems[0]
-        error = cls(first.path, first.message, line=first.line, field=first.field)
+        error = cls.at(first.path, first.message, line=first.line, field=first.field)
         error.problems, error.more = list(problems), more
         lines = [f"{len(problems) + more} problems:", *(str(p) for p in problems)]
         error.args = ("\n".join(lines + ([f"and {more} more"] if more else [])),)
@@ -113,22 +119,26 @@ class StudyFileError(Exception):
 
     def renamed(self, rename: Callable[[str], str]) -> StudyFileError:
         """The same problems, each file named by `rename(path)` (as the person who sent it knows it)."""
-        return StudyFileError.of(
-            [StudyFileError(rename(p.path), p.message, line=p.line, field=p.field) for p in self.problems], self.more
+        kind = type(self)
+        return kind.of(
+            [kind.at(rename(p.path), p.message, line=p.line, field=p.field) for p in self.problems], self.more
         )
 
 
-class _Problems:
-    """The problems found so far in one file. `check(function, *args)` runs one record's checks:
-    the first problem in that record is kept and ends that record only."""
+class Problems:
+    """The problems found so far in one file (or one data set's files). `check(function, *args)`
+    runs one record's checks: the first problem in that record is kept and ends that record only.
+    `raise_any()` raises them all as one ``error`` (StudyFileError, or a subclass such as the
+    vote files' ImportProblem)."""
 
-    def __init__(self) -> None:
+    def __init__(self, error: type[StudyFileError] = StudyFileError) -> None:
+        self.error = error
         self.found: list[StudyFileError] = []
         self.more = 0
 
-    def check(self, function: Callable[..., Any], *args: Any) -> Any:
+    def check(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         try:
-            return function(*args)
+            return function(*args, **kwargs)
         except StudyFileError as exc:
             self.add(exc)
             return None
@@ -146,7 +156,7 @@ class _Problems:
 
     def raise_any(self) -> None:
         if self.found:
-            raise StudyFileError.of(self.found, self.more)
+            raise self.error.of(self.found, self.more)
 
 
 # --------------------------------------------------------------------------- biasstudy format
@@ -177,7 +187,7 @@ def study_document_validate(document: dict, *, path: str | Path, locator: _Locat
     """Check a biasstudy document completely; raise StudyFileError with every problem found
     (each setting, kind, question and attention check is checked on its own)."""
     locate = locator.line_of if locator else (lambda _needle: None)
-    problems = _Problems()
+    problems = Problems()
     check = problems.check
 
     def fail(message: str, field: str, near: str | None = None) -> None:
@@ -214,7 +224,7 @@ def study_document_validate(document: dict, *, path: str | Path, locator: _Locat
     problems.raise_any()
 
 
-def _validate_settings(study: dict, fail: Callable, problems: _Problems) -> None:
+def _validate_settings(study: dict, fail: Callable, problems: Problems) -> None:
     check, before = problems.check, problems.count()
     for key, value in study.items():
         if key not in STUDY_FIELDS:
@@ -265,7 +275,7 @@ def _validate_gold(gold: Any, field: str, seen_questions: set, fail: Callable) -
     seen_questions.add(gold["id"])
 
 
-def _validate_kinds(declared: Any, fail: Callable, problems: _Problems) -> dict[str, str]:
+def _validate_kinds(declared: Any, fail: Callable, problems: Problems) -> dict[str, str]:
     """Known kinds (built-in or already in the database, plus declared ones) -> semantics. A
     declared kind with a problem still counts as declared, so its answers are not reported too."""
     known = dict(PerturbationKind.objects.values_list("slug", "semantics"))
@@ -551,7 +561,7 @@ def read_chen2024(path: Path) -> tuple[dict, None]:
     known_kinds = set(PerturbationKind.objects.values_list("slug", flat=True))
     questions: dict[str, dict] = {}
     answers_by_id: dict[str, tuple[str, dict]] = {}
-    problems = _Problems()  # each line is read on its own: the report names every bad line
+    problems = Problems()  # each line is read on its own: the report names every bad line
     for line_no, row in _jsonl(control, problems):
         problems.check(_read_chen_control, control, line_no, row, questions, answers_by_id)
 
@@ -690,7 +700,7 @@ def _chen_inserted_errors(raw_output: str) -> list[dict]:
     return []
 
 
-def _jsonl(path: Path, problems: _Problems):
+def _jsonl(path: Path, problems: Problems):
     """(line number, object) of each line of a JSON Lines file; a line that is not a JSON object
     is a problem of its own, and the lines after it are read all the same."""
     text = problems.check(_read_text, path)

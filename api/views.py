@@ -220,8 +220,7 @@ class VotesImportView(APIView):
         except analysis_services.StudyNotFound as exc:
             return Response({"detail": str(exc), "field": "study"}, status=status.HTTP_400_BAD_REQUEST)
         except importers.ImportProblem as exc:
-            body = {"detail": exc.message, "path": exc.path, "line": exc.line, "field": exc.field}
-            return Response(body, status=status.HTTP_400_BAD_REQUEST)
+            return Response(study_file_error_body(exc), status=status.HTTP_400_BAD_REQUEST)
         votes_upload_import_queue(upload=upload)
         url = request.build_absolute_uri(reverse("api:votes-import-job", kwargs={"token": upload.token}))
         body = {**votes_import_state(votes_upload_progress(upload=upload), request), "url": url}
@@ -235,7 +234,8 @@ class VotesImportJobView(APIView):
             "`state` is queued, running (with the `step` under way, `done` of `total` steps and `percent`), "
             "done (`study`, `study_url` and the `counts`: questions, answers, items, judges, raters, votes, ...) "
             'or failed (nothing was written: the first problem as {"detail", "path", "line", "field"} and every '
-            'problem in that shape in "problems"). An unknown, expired or forged token is a 404.'
+            'problem in that shape in "problems", the first 200, with "more" counting the others). An unknown, '
+            "expired or forged token is a 404."
         ),
         parameters=[
             # What django.core.signing writes: URL-safe base64 and colons.
@@ -263,7 +263,7 @@ def votes_import_state(progress: dict, request: Request) -> dict:
             {"detail": p["message"], "path": p["path"], "line": p["line"], "field": p["field"]}
             for p in progress["problems"]
         ]
-        state.update(problems[0], problems=problems)
+        state.update(problems[0], problems=problems, more=progress.get("more", 0))
     return state
 
 

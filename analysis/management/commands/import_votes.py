@@ -41,7 +41,10 @@ class Command(BaseCommand):
                 limit=options["limit"],
                 progress=progress,
             )
-        except (importers.ImportProblem, services.StudyNotFound) as exc:
+        except importers.ImportProblem as exc:
+            # Every problem the file has, each with its file, line and field (the first 200, then a count).
+            raise CommandError(f"import failed, nothing was written: {exc}") from exc
+        except services.StudyNotFound as exc:
             raise CommandError(str(exc)) from exc
         if options["verbosity"] > 0:
             summary = ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in counts.items())
