@@ -371,7 +371,7 @@ def _no_study(slug: str) -> StudyNotFound:
 
 
 # What an import does, in order: `progress` is called with each step's index as it begins.
-VOTES_IMPORT_STEPS = ("reading the votes", "preparing questions, answers, items and votes", "writing them")
+VOTES_IMPORT_STEPS = ("reading the votes", "preparing questions, answers, items and votes", "writing every row")
 
 
 def votes_import_path(
