@@ -702,7 +702,9 @@ def _unless_changed(plan: VotesPlan):
     try:
         yield
     except IntegrityError as exc:
-        raise _changed(plan, f"another import or rater wrote the same rows meanwhile ({exc})") from None
+        raise _changed(
+            plan, f"another import or rater wrote the same rows meanwhile ({' '.join(str(exc).split())})"
+        ) from None
 
 
 def _changed(plan: VotesPlan, what: str) -> importers.ImportProblem:
