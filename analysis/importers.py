@@ -1,4 +1,4 @@
-"""Parse pairwise votes collected elsewhere into plain records; ``services.votes_import`` writes
+"""Parse pairwise votes collected elsewhere into plain records; ``services.votes_import_path`` writes
 them. Every problem is an ``ImportProblem`` naming the file, the line and the field.
 
 Generic CSV (UTF-8, header row; one row per vote):

@@ -1,7 +1,8 @@
-"""How long a large study import holds SQLite's write lock (raters cannot vote meanwhile).
+"""How long a large study or vote import holds SQLite's write lock (raters cannot vote meanwhile).
 
     python bench/bench_import_lock.py               # a 60 MB biasstudy file
     python bench/bench_import_lock.py --mb 10
+    python bench/bench_import_lock.py --votes llmbar    # a vote data set instead (llmbar, prd, mtbench)
     python bench/bench_import_lock.py --mb 10 --postgres postgres://biasstudy:biasstudy@127.0.0.1:5432/biasstudy_import
 
 A biasstudy document of about --mb megabytes is written (questions with four answers each: two
@@ -18,9 +19,14 @@ With --postgres, the import runs on that server in a database of its own (the UR
 for an import's INSERTs there; the probe reads pg_stat_activity every 10 ms instead and reports
 how long the import's transaction stayed open.
 
-Both modes also print what the import logs of its transaction (`annotations.study_io`): how
-long it took and how much CPU it used (the lock phase's own work, whatever the machine's load),
-and the load average before and after.
+With --votes, the data set's folder (/work/shared/datasets, or --dataset) is imported with
+`manage.py import_votes --create` instead, into a new study; the probes are the same.
+
+Both modes also print what the import logs of its transaction (`annotations.study_io`,
+`analysis.services`): how long it took and how much CPU it used (the lock phase's own work,
+whatever the machine's load), and the load average before and after. Code that logs no such
+line (before the vote import prepared its rows outside the transaction) leaves them null: the
+probe's longest wait is the lock time then.
 """
 
 from __future__ import annotations
@@ -40,13 +46,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+# The vote data sets --votes imports: their folder under /work/shared/datasets.
+VOTE_SETS = {"llmbar": "llmbar", "prd": "prd_vicuna80_lfqa", "mtbench": "mtbench_human_judgments"}
+DATASETS = Path("/work/shared/datasets")
+
 PARAGRAPH = (
     "The **answer** explains the effect in plain words, with a list:\n\n- one point about *scattering*\n"
     "- another about [wavelengths](https://example.org/w) and `code`\n\n"
 )
 
 
-# The line annotations.study_io logs after the import's transaction.
+# The line annotations.study_io (and analysis.services, for votes) logs after the import's transaction.
 TRANSACTION_LOG = re.compile(
     r"(?P<rows>\d+) rows written in one transaction in (?P<seconds>[\d.]+) s \((?P<cpu>[\d.]+) s CPU\)"
 )
@@ -124,13 +134,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mb", type=float, default=60)
     parser.add_argument("--postgres", help="a PostgreSQL URL (see above); default: a fresh SQLite file")
+    parser.add_argument("--votes", choices=sorted(VOTE_SETS), help="import this vote data set instead")
+    parser.add_argument("--dataset", type=Path, help="the --votes data set's folder (default: the shared copy)")
     args = parser.parse_args()
     from bench.django_env import bench_env
 
     with tempfile.TemporaryDirectory() as tmp:
-        path, db = Path(tmp) / "big.json", Path(tmp) / "import.sqlite3"
-        doc = document(args.mb)
-        path.write_text(json.dumps(doc), encoding="utf-8")
+        db = Path(tmp) / "import.sqlite3"
+        if args.votes:
+            path = args.dataset or DATASETS / VOTE_SETS[args.votes]
+            command = ["import_votes", str(path), "--format", args.votes, "--study", args.votes, "--create"]
+        else:
+            path, doc = Path(tmp) / "big.json", document(args.mb)
+            path.write_text(json.dumps(doc), encoding="utf-8")
+            command = ["import_study", str(path), "--format", "biasstudy"]
         url = fresh_postgres(args.postgres) if args.postgres else f"sqlite:///{db}"
         env = bench_env(url, settings="biasstudy.settings")
         subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], env=env, cwd=ROOT, check=True)
@@ -148,7 +165,7 @@ def main() -> None:
         load_before = os.getloadavg()
         started = time.perf_counter()
         done = subprocess.run(
-            [sys.executable, "manage.py", "import_study", str(path), "--format", "biasstudy"],
+            [sys.executable, "manage.py", *command],
             env=env | {"DJANGO_LOG_LEVEL": "INFO"}, cwd=ROOT, capture_output=True, text=True,
         )  # fmt: skip
         elapsed = time.perf_counter() - started
@@ -157,15 +174,20 @@ def main() -> None:
             thread.join()
         assert done.returncode == 0, done.stderr[-2000:]
         transaction = TRANSACTION_LOG.search(done.stderr)
-        result = {
-            "database": "postgresql" if args.postgres else "sqlite",
-            "file_mb": round(path.stat().st_size / 1e6, 1),
-            "questions": len(doc["questions"]),
-            "answers": 4 * len(doc["questions"]),
+        result = {"database": "postgresql" if args.postgres else "sqlite"}
+        if args.votes:
+            result |= {"votes": args.votes, "imported": done.stdout.strip().splitlines()[-1]}
+        else:
+            result |= {
+                "file_mb": round(path.stat().st_size / 1e6, 1),
+                "questions": len(doc["questions"]),
+                "answers": 4 * len(doc["questions"]),
+            }
+        result |= {
             "import_seconds": round(elapsed, 1),
-            "transaction_rows": int(transaction["rows"]),
-            "transaction_seconds": float(transaction["seconds"]),
-            "transaction_cpu_seconds": float(transaction["cpu"]),
+            "transaction_rows": int(transaction["rows"]) if transaction else None,
+            "transaction_seconds": float(transaction["seconds"]) if transaction else None,
+            "transaction_cpu_seconds": float(transaction["cpu"]) if transaction else None,
             "load_before": [round(x, 1) for x in load_before],
             "load_after": [round(x, 1) for x in os.getloadavg()],
         }

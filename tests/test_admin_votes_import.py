@@ -123,9 +123,9 @@ def test_while_the_worker_runs_the_page_shows_each_step_and_polls(staff_client, 
     upload_progress_write(upload_.folder, state="running", step=services.VOTES_IMPORT_STEPS[1], done=1, total=3)
     fragment = staff_client.get(url, headers={"HX-Request": "true"}).content.decode()
     assert "<html" not in fragment and 'hx-trigger="every 2s"' in fragment
-    assert "<h2>Writing questions, answers and items</h2>" in fragment
+    assert "<h2>Preparing questions, answers, items and votes</h2>" in fragment
     assert "Reading the votes: done" in fragment
-    assert '<li aria-current="step">Writing questions, answers and items: under way</li>' in fragment
+    assert '<li aria-current="step">Preparing questions, answers, items and votes: under way</li>' in fragment
     assert "1 of 3 steps done (33.3%)" in fragment
 
 
