@@ -126,18 +126,19 @@ def equals(column: pd.Series, value: str) -> np.ndarray:
     text columns) by its codes, without comparing a string per vote (a study of many judges
     compared each judge's columns that way many times)."""
     if isinstance(column.dtype, pd.CategoricalDtype):
-        categories = column.cat.categories
-        if value not in categories:
+        # The Categorical itself: ``.cat`` builds a Series of the codes at every call.
+        categorical = column.array
+        if value not in categorical.categories:
             return np.zeros(len(column), dtype=bool)
-        return column.cat.codes.to_numpy() == categories.get_loc(value)
+        return categorical.codes == categorical.categories.get_loc(value)
     return column.to_numpy(dtype=object) == value
 
 
 def is_in(column: pd.Series, values: list[str]) -> np.ndarray:
     """``column.isin(values)`` as a plain boolean array, by the codes of a categorical column."""
     if isinstance(column.dtype, pd.CategoricalDtype):
-        categories = column.cat.categories
-        return np.isin(column.cat.codes.to_numpy(), [categories.get_loc(v) for v in values if v in categories])
+        categories = column.array.categories
+        return np.isin(column.array.codes, [categories.get_loc(v) for v in values if v in categories])
     return column.isin(values).to_numpy()
 
 
