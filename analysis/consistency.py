@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import stats
+from analysis.frame import equals
 
 # Verdict codes: a1, a2, tie (the frame's categories) and 3 = could not be read.
 UNREAD = 3
@@ -36,7 +37,7 @@ def _rates(values: np.ndarray, bases: np.ndarray, clusters: stats.Clusters) -> l
 
 
 def _verdicts(votes: pd.DataFrame) -> np.ndarray:
-    codes = votes["choice"].cat.codes.to_numpy().astype(np.int64)
+    codes = votes["choice"].array.codes.astype(np.int64)
     return np.where(codes < 0, UNREAD, codes)
 
 
@@ -51,7 +52,7 @@ def _subset_masks(subsets: np.ndarray) -> list[tuple[str | None, np.ndarray]]:
 
 
 def _no_rater(votes: pd.DataFrame) -> np.ndarray:
-    return (votes["rater"].to_numpy(dtype=object) == "") & votes["order_known"].to_numpy(bool)
+    return equals(votes["rater"], "") & votes["order_known"].to_numpy(bool)
 
 
 def swapped_pairs(votes: pd.DataFrame) -> pd.DataFrame:
@@ -64,9 +65,11 @@ def swapped_pairs(votes: pd.DataFrame) -> pd.DataFrame:
     if not len(v):
         return pd.DataFrame({c: pd.Series(dtype=float) for c in [*columns, "both_correct", "gold_pairs"]})
     # Per judge and item, so that one call serves every judge (the report splits the rows by judge).
-    judge = v["judge"].astype(str).to_numpy()
-    item_code = stats.cluster_codes(judge, v["item_id"].to_numpy())
-    order = (v["shown_first"].to_numpy(dtype=object) == "a2").astype(np.int64)
+    # The judges' codes stand for their names (a million names as text cost a third of the call).
+    judge_code, judge_names = pd.factorize(v["judge"])
+    judge = np.asarray(judge_names.astype(str), dtype=object)
+    item_code = stats.cluster_codes(judge_code, v["item_id"].to_numpy())
+    order = equals(v["shown_first"], "a2").astype(np.int64)
     verdict = _verdicts(v)
     # counts[item, order, verdict]
     n_items = int(item_code.max()) + 1
@@ -84,7 +87,7 @@ def swapped_pairs(votes: pd.DataFrame) -> pd.DataFrame:
     rows = np.arange(len(keep))
     return pd.DataFrame(
         {
-            "judge": judge[first_vote],
+            "judge": judge[judge_code[first_vote]],
             "item_id": v["item_id"].to_numpy()[first_vote],
             "question_id": v["question_id"].to_numpy()[first_vote],
             "subset": v["subset"].to_numpy(dtype=object)[first_vote],
@@ -152,7 +155,7 @@ def repetition_stability(votes: pd.DataFrame) -> dict:
     keep = _no_rater(votes) & votes["choice"].notna().to_numpy()
     item = votes["item_id"].to_numpy(dtype=np.int64)
     # Most data asks each item once per order: no repeats, nothing more to look at.
-    item_order = item * 2 + (votes["shown_first"].to_numpy(dtype=object) == "a2")
+    item_order = item * 2 + equals(votes["shown_first"], "a2")
     if len(np.unique(item_order[keep])) == keep.sum():
         return dict(EMPTY_RATE)
     # Codes of the text columns stand for them: a request is which votes share all four.
@@ -184,11 +187,10 @@ def gold_accuracy(votes: pd.DataFrame, *, rater: np.ndarray | None = None, pairs
     # Plain arrays of the votes with a gold label (a frame's boolean indexing copies every column).
     choice = votes["choice"].to_numpy(dtype=object)[has_gold]
     correct = (choice == gold_label[has_gold]).astype(float)
-    shown = votes["shown_first"].to_numpy(dtype=object)[has_gold]
     question_id = votes["question_id"].to_numpy()[has_gold]
     n_gold = len(correct)
     parts = _subset_masks(votes["subset"].to_numpy()[has_gold]) if n_gold else [(None, np.zeros(0, bool))]
-    in_order = [shown == order for order in ("a1", "a2")]
+    in_order = [equals(votes["shown_first"], order)[has_gold] for order in ("a1", "a2")]
     bases, values = [], []
     for _, mask in parts:
         for order_mask in in_order:

@@ -121,6 +121,27 @@ def normalise(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+def equals(column: pd.Series, value: str) -> np.ndarray:
+    """``column == value`` per vote as a plain boolean array; on a categorical column (the frame's
+    text columns) by its codes, without comparing a string per vote (a study of many judges
+    compared each judge's columns that way many times)."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        # The Categorical itself: ``.cat`` builds a Series of the codes at every call.
+        categorical = column.array
+        if value not in categorical.categories:
+            return np.zeros(len(column), dtype=bool)
+        return categorical.codes == categorical.categories.get_loc(value)
+    return column.to_numpy(dtype=object) == value
+
+
+def is_in(column: pd.Series, values: list[str]) -> np.ndarray:
+    """``column.isin(values)`` as a plain boolean array, by the codes of a categorical column."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        categories = column.array.categories
+        return np.isin(column.array.codes, [categories.get_loc(v) for v in values if v in categories])
+    return column.isin(values).to_numpy()
+
+
 def empty_frame() -> pd.DataFrame:
     return normalise(pd.DataFrame({c: pd.Series(dtype=object) for c in [*COLUMNS, *OPTIONAL_COLUMNS]}))
 

@@ -34,7 +34,9 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
-from scipy.special import expit
+from scipy.special import expit, stdtr
+
+from analysis.frame import equals
 
 METHOD = (
     "logistic model of choosing the answer shown first on decisive votes (ties excluded): position + label "
@@ -90,7 +92,8 @@ def _effect(beta: float, se: float | None, df: int, level: float) -> dict:
     else:
         t = _t_quantile(level, df)
         ci = [float(beta - t * se), float(beta + t * se)]
-        p = float(2 * sps.t.sf(abs(beta) / se, df)) if se > 0 else None
+        # t's survival function as scipy's t.sf computes it, without its argument checks.
+        p = float(2 * stdtr(df, -(abs(beta) / se))) if se > 0 else None
     return {
         "log_odds": float(beta),
         "ci": ci,
@@ -131,14 +134,14 @@ def label_and_position(
     scheme_labels = scheme_labels or {}
     # Plain arrays of the few columns read: a judge's votes are few, and pandas' per-call cost
     # on each comparison and selection was most of the time in a study of many judges.
-    choice_shown = votes["choice_shown"].to_numpy(dtype=object)
-    first = choice_shown == "first"
-    ties = int((choice_shown == "tie").sum())
-    keep = (first | (choice_shown == "second")) & votes["order_known"].to_numpy(dtype=bool)
+    choice_shown = votes["choice_shown"]
+    first = equals(choice_shown, "first")
+    ties = int(equals(choice_shown, "tie").sum())
+    keep = (first | equals(choice_shown, "second")) & votes["order_known"].to_numpy(dtype=bool)
     if not keep.any():
         return None
     y = first[keep].astype(float)
-    o = np.where(votes["shown_first"].to_numpy(dtype=object)[keep] == "a1", 1.0, -1.0)
+    o = np.where(equals(votes["shown_first"], "a1")[keep], 1.0, -1.0)
     s = np.where(votes["labels_swapped"].to_numpy(dtype=bool)[keep], -1.0, 1.0)
     question, questions = pd.factorize(votes["question_id"].to_numpy()[keep])
     n_questions = len(questions)

@@ -146,7 +146,8 @@ class GLM:
     def hessian(self, x: np.ndarray) -> np.ndarray:
         _, p = self._eta_p(x)
         blocks = _glm_blocks(self.w * p * (1 - p), self.X, self.g, self.n_g, self.pen)
-        return block_diag(*blocks)
+        # One group (the first stage): its block is the Hessian, without block_diag's checks.
+        return blocks[0] if self.n_g == 1 else block_diag(*blocks)
 
     def fit(self) -> np.ndarray:
         """The unique minimiser (n_g × X's columns): scipy's trust-region Newton with the exact

@@ -147,8 +147,8 @@ def rater_codes(votes: pd.DataFrame) -> np.ndarray | None:
     if "rater" not in votes.columns or not len(votes):
         return None
     column = votes["rater"]
-    codes = column.cat.codes.to_numpy().astype(np.int64)
-    categories = list(column.cat.categories)
+    codes = column.array.codes.astype(np.int64)
+    categories = list(column.array.categories)
     if "" in categories:
         codes = np.where(codes == categories.index(""), -1, codes)
     return codes if (codes >= 0).any() else None
@@ -169,8 +169,8 @@ def positions(votes: pd.DataFrame, by: str | None = None) -> tuple[dict, dict[st
     """``position`` of all the votes and, with ``by`` (e.g. "bloom"), of each value of that
     column, from one coding of the clusters: (overall, {value: position})."""
     column = votes["choice_shown"]
-    codes = column.cat.codes.to_numpy()
-    code_of = {c: i for i, c in enumerate(column.cat.categories)}
+    codes = column.array.codes
+    code_of = {c: i for i, c in enumerate(column.array.categories)}
     first, second, tie = (codes == code_of.get(name, -2) for name in ("first", "second", "tie"))
     keep = votes["order_known"].to_numpy() & (first | second | tie)
     first, second, tie = first[keep], second[keep], tie[keep]
@@ -241,7 +241,7 @@ def verbosity(votes: pd.DataFrame, *, measure: str = "words", bin_width: int = 1
     with np.errstate(invalid="ignore"):
         usable = ~np.isnan(delta) & (delta != 0)
     delta = delta[usable]
-    choice = votes["choice"].cat.codes.to_numpy()[usable]
+    choice = votes["choice"].array.codes[usable]
     a2_longer = delta > 0
     longer_chosen = np.where(choice == 2, 0.5, np.where((choice == 1) == a2_longer, 1.0, 0.0))
     absd = np.abs(delta)

@@ -13,7 +13,7 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from analysis import consistency, labels, lc, metrics, selfpref, stats, vote_pairs
-from analysis.frame import CONTROL, Filters, apply_filters
+from analysis.frame import CONTROL, Filters, apply_filters, is_in
 
 
 @dataclass
@@ -262,7 +262,7 @@ def _judge_report(
                 by_bloom[bloom] = {"asr": b_asr, "accuracy": b_acc, "position": bloom_positions.get(bloom, empty)}
     if prefs is not None and len(prefs):
         lc_part = _length_controlled(prefs, options)
-    in_verbosity = votes["group"].isin(options.verbosity_groups).to_numpy()
+    in_verbosity = is_in(votes["group"], options.verbosity_groups)
     # Without perturbation groups every vote is a control vote: no copy of the judge's votes.
     verbosity_votes = votes if in_verbosity.all() else votes[in_verbosity]
     return {

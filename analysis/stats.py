@@ -356,9 +356,15 @@ def cohen_kappa(a: np.ndarray, b: np.ndarray, categories: tuple = (-1, 0, 1)) ->
     if len(a) == 0:
         return None
     k = len(categories)
-    index = {c: i for i, c in enumerate(categories)}
-    conf = np.zeros((k, k))
-    np.add.at(conf, ([index[x] for x in a], [index[x] for x in b]), 1)
+    # Each label's category as one comparison per category (a lookup per unit was most of the
+    # time at a million votes); the counts are whole numbers, so the table is the same.
+    codes = []
+    for labels in (a, b):
+        hit = labels[:, None] == np.asarray(categories)[None, :]
+        if not hit.any(axis=1).all():
+            raise KeyError(labels[~hit.any(axis=1)][0])
+        codes.append(hit.argmax(axis=1))
+    conf = np.bincount(codes[0] * k + codes[1], minlength=k * k).reshape(k, k).astype(float)
     n = conf.sum()
     p_o = np.trace(conf) / n
     p_e = (conf.sum(axis=0) * conf.sum(axis=1)).sum() / (n * n)
@@ -387,8 +393,10 @@ def _pearson_of_ranks(ca: np.ndarray, ka: int, cb: np.ndarray, kb: int) -> float
     return _pearson_of_centred(_centred_ranks(ca, ka), _centred_ranks(cb, kb))
 
 
-def _pearson_of_centred(ra: np.ndarray, rb: np.ndarray) -> float | None:
-    denom = math.sqrt(float(ra @ ra) * float(rb @ rb))
+def _pearson_of_centred(ra: np.ndarray, rb: np.ndarray, squares: tuple[float, float] | None = None) -> float | None:
+    """``squares``: (ra @ ra, rb @ rb) when the caller has them (a column's, once for all pairs)."""
+    saa, sbb = squares or (float(ra @ ra), float(rb @ rb))
+    denom = math.sqrt(saa * sbb)
     if denom == 0:
         return None
     return float(np.clip(ra @ rb / denom, -1.0, 1.0))
@@ -418,16 +426,18 @@ def spearman_pairs(scores: np.ndarray) -> list[tuple[int, int, float | None, int
         if mask_of[-1] == len(masks):
             masks.append(seen)
         own_ranks.append(_centred_ranks(codes[seen, j], int(codes[seen, j].max(initial=-1)) + 1))
+    own_squares = [float(r @ r) for r in own_ranks]
     # Otherwise a column's ranks over the units it shares with another depend only on the
     # other's set of units: a study whose judges saw a few different sets (LLMBar's subsets)
     # ranks each column once per set, not once per pair.
     shared: dict[tuple[int, int], np.ndarray] = {}
-    ranks_over: dict[tuple[int, tuple[int, int]], np.ndarray] = {}
+    ranks_over: dict[tuple[int, tuple[int, int]], tuple[np.ndarray, float]] = {}
 
-    def centred_over(column: int, key: tuple[int, int]) -> np.ndarray:
+    def centred_over(column: int, key: tuple[int, int]) -> tuple[np.ndarray, float]:
         if (column, key) not in ranks_over:
             c = codes[shared[key], column]
-            ranks_over[column, key] = _centred_ranks(c, int(c.max(initial=-1)) + 1)
+            r = _centred_ranks(c, int(c.max(initial=-1)) + 1)
+            ranks_over[column, key] = r, float(r @ r)
         return ranks_over[column, key]
 
     out = []
@@ -435,13 +445,16 @@ def spearman_pairs(scores: np.ndarray) -> list[tuple[int, int, float | None, int
         for j in range(i + 1, scores.shape[1]):
             if mask_of[i] == mask_of[j]:
                 n = len(own_ranks[i])
-                out.append((i, j, _pearson_of_centred(own_ranks[i], own_ranks[j]) if n >= 3 else None, n))
+                squares = (own_squares[i], own_squares[j])
+                rho = _pearson_of_centred(own_ranks[i], own_ranks[j], squares) if n >= 3 else None
+                out.append((i, j, rho, n))
                 continue
             key = (min(mask_of[i], mask_of[j]), max(mask_of[i], mask_of[j]))
             if key not in shared:
                 shared[key] = masks[key[0]] & masks[key[1]]
             n = int(shared[key].sum())
-            rho = _pearson_of_centred(centred_over(i, key), centred_over(j, key)) if n >= 3 else None
+            (ra, saa), (rb, sbb) = centred_over(i, key), centred_over(j, key)
+            rho = _pearson_of_centred(ra, rb, (saa, sbb)) if n >= 3 else None
             out.append((i, j, rho, n))
     return out
 

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import stats
+from analysis.frame import is_in
 
 CONVENTIONS = {
     "with_ties": "Zheng et al. S1: all vote pairs, tie = tie",
@@ -80,7 +81,7 @@ def vote_pair_agreement(
 ) -> dict:
     """{"conventions", "among_humans", "vs_humans": {judge: ...}} over the counted votes."""
     out: dict = {"conventions": CONVENTIONS, "among_humans": None, "vs_humans": {}}
-    human_mask = votes["judge"].isin(humans).to_numpy()
+    human_mask = is_in(votes["judge"], humans)
     items = pd.Index(pd.unique(votes["item_id"].to_numpy()))
     if not len(items) or not human_mask.any():
         return out
@@ -92,6 +93,11 @@ def vote_pair_agreement(
     out["among_humans"] = summarise(among(human), item_question, counts)
     # Only the two columns the counts read: splitting the whole frame copies every column.
     others = votes.loc[~human_mask, ["item_id", "choice"]]
-    for name, own in others.groupby(votes["judge"][~human_mask].astype(str)):
-        out["vs_humans"][name] = summarise(judge_vs_humans(choice_counts(own, items), human), item_question, counts)
+    # Grouped by the judge column itself (a categorical: its codes), not by a million names as text.
+    rows = others.groupby(votes["judge"][~human_mask], observed=True, sort=False).indices
+    for name in sorted(rows, key=str):
+        own = others.iloc[rows[name]]
+        out["vs_humans"][str(name)] = summarise(
+            judge_vs_humans(choice_counts(own, items), human), item_question, counts
+        )
     return out
