@@ -438,9 +438,11 @@ class VoteAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
         return False
 
-    @admin.display(description="counted?")
+    @admin.display(description="on arrival")
     def assignment(self, obj: Vote) -> str:
-        """How the rater app judged a human vote when it arrived (counted, too fast, late)."""
+        """How the rater app judged a human vote when it arrived (counted toward the item's quota,
+        too fast, late). Whether the analysis counts it is decided there (the votes CSV's
+        ``counted`` column), which also leaves out flagged raters' votes."""
         info = (obj.meta or {}).get("assignment")
         if not info:
             return "–"
