@@ -544,6 +544,31 @@ def payment_rows(study: Study, *, bonus_per_counted_vote: Decimal = Decimal("0")
         ]
 
 
+# What Prolific's bulk pages take pasted in, from the payment file's rows of Prolific raters.
+PASTE_LISTS = {
+    "approve": "the participant ids suggested for approval, one per line (Prolific: Bulk approve)",
+    "bonus": "participant_id,amount for every bonus above 0, one per line (Prolific: Bulk bonus payment)",
+}
+
+
+def payment_paste(study: Study, shape: str, *, bonus_per_counted_vote: Decimal = Decimal("0")) -> str:
+    """One of ``PASTE_LISTS`` as text: the lines to paste into Prolific's bulk approve or bulk
+    bonus page, for the raters who came from Prolific (the rest are in the payment file)."""
+    if shape not in PASTE_LISTS:
+        raise ValueError(f"no paste list {shape!r}: choose one of {', '.join(PASTE_LISTS)}")
+    rows = payment_rows(study, bonus_per_counted_vote=bonus_per_counted_vote)
+    header = next(rows)
+    lines = []
+    for row in map(lambda values: dict(zip(header, values, strict=True)), rows):
+        if row["source"] != "prolific":
+            continue
+        if shape == "approve" and row["suggested_action"] == "approve":
+            lines.append(row["participant_id"])
+        elif shape == "bonus" and Decimal(row["bonus"]) > 0:
+            lines.append(f"{row['participant_id']},{row['bonus']}")
+    return "".join(f"{line}\n" for line in lines)
+
+
 EXPORTS: dict[str, Callable[..., Iterator[list]]] = {
     "votes": votes_rows,
     "items": items_rows,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
+from analysis.exports import PASTE_LISTS
 from analysis.frame import CONTROL, MEASURES, RUNS, Filters
 from analysis.report import Options
 from annotations.models import BloomLevel
@@ -122,4 +123,8 @@ class PaymentForm(forms.Form):
 
     bonus_per_counted_vote = forms.DecimalField(
         required=False, min_value=0, max_value=100, decimal_places=2, label="Bonus per counted vote"
+    )
+    # Empty: the whole payment file (CSV); else one of the lists Prolific's bulk pages take.
+    paste = forms.ChoiceField(
+        required=False, choices=[("", "the payment file"), *((k, k) for k in PASTE_LISTS)], label="Paste list"
     )

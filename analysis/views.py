@@ -125,13 +125,19 @@ def export_csv(request: HttpRequest, slug: str, name: str) -> HttpResponse:
 @require_GET
 @staff_member_required
 def payment_csv(request: HttpRequest, slug: str) -> HttpResponse:
-    """The file for the platform's bulk approve / reject and bonus pages. The one export with
-    platform participant ids: its file name says so."""
+    """The file for the platform's bulk approve / reject and bonus pages (``?paste=approve`` or
+    ``?paste=bonus``: just the lines Prolific's bulk pages take). The one export with platform
+    participant ids: its file name says so."""
     study = _study(slug)
     form = PaymentForm(request.GET)
     if not form.is_valid():
         return HttpResponse(f"bad payment settings: {form.errors.as_text()}", status=400, content_type="text/plain")
     bonus = form.cleaned_data["bonus_per_counted_vote"] or Decimal("0")
+    if shape := form.cleaned_data["paste"]:
+        text = exports.payment_paste(study, shape, bonus_per_counted_vote=bonus)
+        response = HttpResponse(text, content_type="text/plain; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{study.slug}-prolific-{shape}-WITH-PLATFORM-IDS.txt"'
+        return response
     rows = exports.payment_rows(study, bonus_per_counted_vote=bonus)
     return _csv_response(rows, f"{study.slug}-payment-WITH-PLATFORM-IDS.csv")
 

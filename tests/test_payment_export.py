@@ -200,3 +200,25 @@ def test_the_payment_file_and_the_monitor_say_why_a_finished_rater_is_not_approv
     assert rows["PROLIFIC-CAROL"]["suggested_because"] == "did not finish"
     body = staff_client.get(reverse("analysis:raters", args=["crowd"])).content.decode()
     assert "review: 3 of 5 votes too fast" in body
+
+
+def test_the_paste_lists_hold_just_what_prolifics_bulk_approve_and_bonus_pages_take(crowd, staff_client):
+    study, votes = crowd
+    # A second finished Prolific rater and a finished rater from a direct link (not Prolific's).
+    dora = make_rater(study, participant_id="PROLIFIC-DORA", source="prolific", created_at=T0, gold_seen=2)
+    eve = make_rater(study, participant_id="direct-eve", created_at=T0, gold_seen=2)
+    for rater in (dora, eve):
+        rater.gold_correct, rater.finished_at = 2, T0 + timedelta(minutes=5)
+        rater.save()
+        vote(votes["bob"].item, votes["bob"].judge, rater)
+    url = reverse("analysis:payment", args=["crowd"])
+    approve = staff_client.get(url, {"paste": "approve"})
+    assert approve["Content-Type"].startswith("text/plain")
+    assert "WITH-PLATFORM-IDS" in approve["Content-Disposition"]
+    assert approve.content.decode() == "PROLIFIC-ALICE\nPROLIFIC-DORA\n"
+    bonus = staff_client.get(url, {"paste": "bonus", "bonus_per_counted_vote": "0.25"}).content.decode()
+    # Alice: 2 counted votes, Dora: 1; Bob (reject) and Carol (review) get none; Eve is not on Prolific.
+    assert bonus == "PROLIFIC-ALICE,0.50\nPROLIFIC-DORA,0.25\n"
+    assert staff_client.get(url, {"paste": "bonus"}).content.decode() == ""  # no bonus set: nobody to pay
+    response = staff_client.get(url, {"paste": "reject"})
+    assert response.status_code == 400 and "paste" in response.content.decode()
