@@ -57,7 +57,7 @@ def test_a_reviewer_sees_the_variants_and_approves_one_in_the_browser(live_serve
         assert page.locator("section.pt-flagged").count() >= 1  # the long reference variant
         assert page.locator(".pt-side h3").first.inner_text().startswith("ORIGINAL")
         assert page.locator(".pt-ins").count() > 0 and page.locator(".pt-del").count() > 0
-        page.screenshot(path=str(shots / "review.png"), full_page=False)
+        page.screenshot(path=str(shots / "review-checks.png"), full_page=False)
         rich = page.locator("section.pt-card", has_text="Rich content")
         rich.locator("button", has_text="Approve").first.click()
         page.wait_for_load_state()

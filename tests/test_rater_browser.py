@@ -1,7 +1,6 @@
 """The rater page in a real browser (Playwright driving Debian's headless Chromium) against a
 live server: a whole session by keyboard, a reload in the middle, JavaScript off, a phone.
-
-Set BIASSTUDY_SCREENSHOTS=1 to refresh docs/img/rater-task.png from this test.
+(The README's screenshots come from tests/test_control_room_browser.py.)
 """
 
 import io
@@ -20,8 +19,6 @@ from tests.factories import make_question, make_study
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 # Playwright's sync API runs an event loop in this thread; the ORM calls here are plain sync code.
-
-DOCS_IMG = Path(__file__).resolve().parent.parent / "docs" / "img"
 
 
 @pytest.fixture(scope="module")
@@ -215,9 +212,6 @@ def test_a_screenshot_of_the_task_page(browser, live_server, transactional_db):
     shot = _shot_dir() / "rater-task.png"
     page.screenshot(path=str(shot))
     assert shot.stat().st_size > 10_000
-    if os.environ.get("BIASSTUDY_SCREENSHOTS") == "1":
-        DOCS_IMG.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(DOCS_IMG / "rater-task.png"))
     page.close()
 
 
