@@ -188,7 +188,11 @@ def positions(votes: pd.DataFrame, by: str | None = None) -> tuple[dict, dict[st
     )
     parts: dict[str, dict] = {}
     if by is not None:
-        group, names = pd.factorize(votes[by].to_numpy()[keep])
+        # A categorical column (the frame's) by its codes: the same codes and names in the same
+        # order of first appearance, without hashing a string per vote.
+        column = votes[by]
+        part_of = column.array if isinstance(column.dtype, pd.CategoricalDtype) else column.to_numpy()
+        group, names = pd.factorize(part_of[keep])
         n_groups = len(names)
         rates = stats.clustered_rates(values, None, clusters, group=group, n_groups=n_groups)
         per_metric = [rates[j * n_groups : (j + 1) * n_groups] for j in range(4)]

@@ -95,6 +95,17 @@ def cluster_codes(*keys: np.ndarray) -> np.ndarray:
     return code
 
 
+def first_of_codes(codes: np.ndarray) -> np.ndarray:
+    """Where each code first occurs, for codes numbered in order of first appearance (as
+    ``cluster_codes`` gives them): ``np.unique(codes, return_index=True)[1]`` without a sort."""
+    codes = np.asarray(codes, dtype=np.int64)
+    seen_before = np.maximum.accumulate(codes)
+    is_first = np.empty(len(codes), dtype=bool)
+    is_first[:1] = True
+    is_first[1:] = codes[1:] > seen_before[:-1]
+    return np.flatnonzero(is_first)
+
+
 class Clusters:
     """The clusters of a set of votes, coded once for every interval and test over them: by
     question, and where ``rater`` codes are given (−1 = no rater: each such vote is its own
