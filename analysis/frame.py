@@ -154,6 +154,22 @@ def by_judge(votes: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return {str(name): votes.iloc[bounds[k] : bounds[k + 1]] for k, name in enumerate(names)}
 
 
+def sorted_codes(column: pd.Series, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize(column.to_numpy(dtype=object)[rows], sort=True)`` (codes in the sorted
+    order of the values present, −1 for missing): for a categorical column from its codes,
+    without hashing a string per vote."""
+    if not isinstance(column.dtype, pd.CategoricalDtype):
+        return pd.factorize(column.to_numpy(dtype=object)[rows], sort=True)
+    categorical = column.array
+    codes = categorical.codes[rows].astype(np.intp)
+    present = np.flatnonzero(np.bincount(codes[codes >= 0], minlength=len(categorical.categories)))
+    names = np.asarray(categorical.categories[present], dtype=object)
+    order = np.argsort(names, kind="stable")
+    recode = np.full(len(categorical.categories) + 1, -1, dtype=np.intp)  # the last slot: missing
+    recode[present[order]] = np.arange(len(order))
+    return recode[codes], names[order]
+
+
 def empty_frame() -> pd.DataFrame:
     return normalise(pd.DataFrame({c: pd.Series(dtype=object) for c in [*COLUMNS, *OPTIONAL_COLUMNS]}))
 

@@ -232,7 +232,8 @@ def _asked(frame: pd.DataFrame, filters: Filters, counted: pd.DataFrame) -> pd.D
     """The counted votes plus those whose verdict could not be read (the gold-label and
     consistency measures count such a verdict as wrong, and as not surviving the swap): their
     ``ASKED_COLUMNS``, or ``counted`` itself when every verdict was read."""
-    if not (frame["parse_status"] == "invalid").any():
+    # numpy's comparison of the text column: pandas' costs five times more on a million votes.
+    if not (frame["parse_status"].to_numpy() == "invalid").any():
         return counted
     kept, _, _ = apply_filters(frame, filters, drop_no_choice=False)
     asked = kept[kept["choice"].notna().to_numpy() | (kept["parse_status"].astype(str) == "invalid").to_numpy()]
