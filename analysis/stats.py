@@ -119,7 +119,9 @@ class Clusters:
             rater = np.asarray(rater, dtype=np.int64)
             own = np.where(rater < 0, rater.max(initial=0) + 1 + np.arange(self.n), rater)
             self.rater = cluster_codes(own)
-            self.both = cluster_codes(self.question, self.rater)
+            # cluster_codes(self.question, self.rater) in one pass: codes numbered in order of
+            # first appearance are their own codes, so only the pairs need numbering.
+            self.both = cluster_codes(self.question * (int(self.rater.max()) + 1) + self.rater)
 
     def subset(self, mask: np.ndarray) -> Clusters:
         out = Clusters.__new__(Clusters)
