@@ -314,7 +314,8 @@ def _length_controlled(prefs: pd.DataFrame, options: Options) -> dict:
         dtype=float
     )
     result = lc.fit(
-        prefs["group"].astype(str).to_numpy(),
+        # lc.items reads the names as text itself.
+        prefs["group"].to_numpy(),
         prefs["question_id"].to_numpy(),
         delta,
         y,
