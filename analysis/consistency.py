@@ -60,17 +60,18 @@ def swapped_pairs(votes: pd.DataFrame) -> pd.DataFrame:
     question and subset, the number of order-swapped pairs and how many of them are
     consistent (the same verdict), both unread, primacy (the answer shown first both times),
     recency (the answer shown second both times), and correct in both orders (gold known)."""
-    v = votes[_no_rater(votes)]
+    rows = np.flatnonzero(_no_rater(votes))
     columns = ["judge", "item_id", "question_id", "subset", "pairs", "consistent", "both_unread", "primacy", "recency"]
-    if not len(v):
+    if not len(rows):
         return pd.DataFrame({c: pd.Series(dtype=float) for c in [*columns, "both_correct", "gold_pairs"]})
     # Per judge and item, so that one call serves every judge (the report splits the rows by judge).
     # The judges' codes stand for their names (a million names as text cost a third of the call).
-    judge_code, judge_names = pd.factorize(v["judge"])
+    # Plain arrays of the rows taken, not a copy of the frame's.
+    judge_code, judge_names = pd.factorize(votes["judge"].take(rows))
     judge = np.asarray(judge_names.astype(str), dtype=object)
-    item_code = stats.cluster_codes(judge_code, v["item_id"].to_numpy())
-    order = equals(v["shown_first"], "a2").astype(np.int64)
-    verdict = _verdicts(v)
+    item_code = stats.cluster_codes(judge_code, votes["item_id"].to_numpy()[rows])
+    order = equals(votes["shown_first"], "a2")[rows].astype(np.int64)
+    verdict = _verdicts(votes)[rows]
     # counts[item, order, verdict]
     n_items = int(item_code.max()) + 1
     counts = np.bincount(item_code * 8 + order * 4 + verdict, minlength=n_items * 8).reshape(-1, 2, 4)
@@ -79,25 +80,25 @@ def swapped_pairs(votes: pd.DataFrame) -> pd.DataFrame:
     keep = np.flatnonzero(pairs > 0)
     first, second = first[keep], second[keep]
     # The item's own columns, read from its first vote.
-    _, first_vote = np.unique(item_code, return_index=True)
-    first_vote = first_vote[keep]
-    gold = v["gold_label"].to_numpy(dtype=object)[first_vote]
+    first_vote = stats.first_of_codes(item_code)[keep]
+    at = rows[first_vote]
+    gold = votes["gold_label"].to_numpy(dtype=object)[at]
     has_gold = gold != ""
     gold_code = np.where(gold == "a2", 1, 0)
-    rows = np.arange(len(keep))
+    pair_rows = np.arange(len(keep))
     return pd.DataFrame(
         {
             "judge": judge[judge_code[first_vote]],
-            "item_id": v["item_id"].to_numpy()[first_vote],
-            "question_id": v["question_id"].to_numpy()[first_vote],
-            "subset": v["subset"].to_numpy(dtype=object)[first_vote],
+            "item_id": votes["item_id"].to_numpy()[at],
+            "question_id": votes["question_id"].to_numpy()[at],
+            "subset": votes["subset"].to_numpy(dtype=object)[at],
             "pairs": pairs[keep],
             "consistent": (first[:, :3] * second[:, :3]).sum(axis=1),
             "both_unread": first[:, UNREAD] * second[:, UNREAD],
             # Shown A1 first the judge took A1, shown A2 first it took A2: the first both times.
             "primacy": first[:, 0] * second[:, 1],
             "recency": first[:, 1] * second[:, 0],
-            "both_correct": np.where(has_gold, first[rows, gold_code] * second[rows, gold_code], 0.0),
+            "both_correct": np.where(has_gold, first[pair_rows, gold_code] * second[pair_rows, gold_code], 0.0),
             "gold_pairs": np.where(has_gold, pairs[keep], 0.0),
         }
     )
@@ -156,15 +157,14 @@ def repetition_stability(votes: pd.DataFrame) -> dict:
     item = votes["item_id"].to_numpy(dtype=np.int64)
     # Most data asks each item once per order: no repeats, nothing more to look at.
     item_order = item * 2 + equals(votes["shown_first"], "a2")
-    if len(np.unique(item_order[keep])) == keep.sum():
+    if len(pd.unique(item_order[keep])) == keep.sum():
         return dict(EMPTY_RATE)
-    # Codes of the text columns stand for them: a request is which votes share all four.
-    request = stats.cluster_codes(
-        item[keep],
-        pd.factorize(votes["shown_first"])[0][keep],
-        pd.factorize(votes["label_scheme"])[0][keep],
-        votes["labels_swapped"].to_numpy(bool)[keep],
-    )
+    # Codes of the text columns stand for them: a request is which votes share all four, coded
+    # by one count over a number naming the four (one pass where a code per column took four).
+    shown_first, n_shown = pd.factorize(votes["shown_first"])
+    scheme, n_schemes = pd.factorize(votes["label_scheme"])
+    key = (item * (len(n_shown) + 1) + shown_first + 1) * (len(n_schemes) + 1) + scheme + 1
+    request = stats.cluster_codes(key[keep] * 2 + votes["labels_swapped"].to_numpy(bool)[keep])
     verdict, question_id = _verdicts(votes)[keep], votes["question_id"].to_numpy()[keep]
     counts = np.bincount(request * 3 + verdict, minlength=(int(request.max()) + 1) * 3).reshape(-1, 3)
     n = counts.sum(axis=1)

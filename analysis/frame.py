@@ -142,6 +142,34 @@ def is_in(column: pd.Series, values: list[str]) -> np.ndarray:
     return column.isin(values).to_numpy()
 
 
+def by_judge(votes: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Each judge's votes in their order, as iterating ``votes.groupby("judge", observed=True)``
+    gives them, but as slices of one copy sorted by judge (no copy when sorted already)."""
+    codes, names = pd.factorize(votes["judge"])
+    if (codes[1:] < codes[:-1]).any():
+        order = np.argsort(codes, kind="stable")
+        votes, codes = votes.take(order), codes[order]
+    # Votes without a judge (code -1) come first and belong to none.
+    bounds = np.cumsum(np.bincount(codes + 1, minlength=len(names) + 1))
+    return {str(name): votes.iloc[bounds[k] : bounds[k + 1]] for k, name in enumerate(names)}
+
+
+def sorted_codes(column: pd.Series, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize(column.to_numpy(dtype=object)[rows], sort=True)`` (codes in the sorted
+    order of the values present, −1 for missing): for a categorical column from its codes,
+    without hashing a string per vote."""
+    if not isinstance(column.dtype, pd.CategoricalDtype):
+        return pd.factorize(column.to_numpy(dtype=object)[rows], sort=True)
+    categorical = column.array
+    codes = categorical.codes[rows].astype(np.intp)
+    present = np.flatnonzero(np.bincount(codes[codes >= 0], minlength=len(categorical.categories)))
+    names = np.asarray(categorical.categories[present], dtype=object)
+    order = np.argsort(names, kind="stable")
+    recode = np.full(len(categorical.categories) + 1, -1, dtype=np.intp)  # the last slot: missing
+    recode[present[order]] = np.arange(len(order))
+    return recode[codes], names[order]
+
+
 def empty_frame() -> pd.DataFrame:
     return normalise(pd.DataFrame({c: pd.Series(dtype=object) for c in [*COLUMNS, *OPTIONAL_COLUMNS]}))
 

@@ -36,7 +36,7 @@ import pandas as pd
 from scipy import stats as sps
 from scipy.special import expit, stdtr
 
-from analysis.frame import equals
+from analysis.frame import equals, sorted_codes
 
 METHOD = (
     "logistic model of choosing the answer shown first on decisive votes (ties excluded): position + label "
@@ -145,7 +145,7 @@ def label_and_position(
     s = np.where(votes["labels_swapped"].to_numpy(dtype=bool)[keep], -1.0, 1.0)
     question, questions = pd.factorize(votes["question_id"].to_numpy()[keep])
     n_questions = len(questions)
-    scheme_code, scheme_values = pd.factorize(votes["label_scheme"].to_numpy(dtype=object)[keep], sort=True)
+    scheme_code, scheme_values = sorted_codes(votes["label_scheme"], keep)
     schemes = [str(name) for name in scheme_values]
 
     # Aggregate to (question, scheme, order, label order): the model only sees these.

@@ -51,7 +51,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy.linalg import block_diag
 from scipy.optimize import minimize
 from scipy.special import expit
 
@@ -146,8 +145,15 @@ class GLM:
     def hessian(self, x: np.ndarray) -> np.ndarray:
         _, p = self._eta_p(x)
         blocks = _glm_blocks(self.w * p * (1 - p), self.X, self.g, self.n_g, self.pen)
-        # One group (the first stage): its block is the Hessian, without block_diag's checks.
-        return blocks[0] if self.n_g == 1 else block_diag(*blocks)
+        # One group (the first stage): its block is the Hessian; else the blocks on the
+        # diagonal, placed without block_diag's checks of every block.
+        if self.n_g == 1:
+            return blocks[0]
+        k = blocks.shape[1]
+        out = np.zeros((self.n_g * k, self.n_g * k))
+        for j, block in enumerate(blocks):
+            out[j * k : (j + 1) * k, j * k : (j + 1) * k] = block
+        return out
 
     def fit(self) -> np.ndarray:
         """The unique minimiser (n_g × X's columns): scipy's trust-region Newton with the exact

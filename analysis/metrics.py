@@ -25,24 +25,34 @@ def preference(n_a1: np.ndarray, n_a2: np.ndarray) -> np.ndarray:
 
 
 def item_preferences(votes: pd.DataFrame) -> pd.DataFrame:
-    """One row per (judge, item) with counted votes: n_a1, n_a2, n_tie, n, score, pref, plus the
-    item's columns. ``votes`` holds counted votes only (see frame.apply_filters)."""
+    """One row per (judge, item) with counted votes, in order of each pair's first vote: n_a1,
+    n_a2, n_tie, n, score, pref, plus the item's columns (from the item's first vote).
+    ``votes`` holds counted votes only (see frame.apply_filters)."""
     choice = votes["choice"].cat.codes.to_numpy()  # 0 a1, 1 a2, 2 tie
-    keys = pd.DataFrame(
+    item = votes["item_id"].to_numpy()
+    item_code = stats.cluster_codes(item)
+    # Counts per (judge, item) by codes: a grouping over the judge's names and a merge on the
+    # item cost a million-vote study a quarter of a second more.
+    judge = pd.factorize(votes["judge"])[0].astype(np.int64)
+    pair = stats.cluster_codes(judge * (int(item_code.max(initial=0)) + 1) + item_code)
+    first = stats.first_of_codes(pair)
+    n_pairs = len(first)
+    counts = pd.DataFrame(
         {
-            "judge": votes["judge"].to_numpy(),
-            "item_id": votes["item_id"].to_numpy(),
-            "n_a1": (choice == 0).astype(np.int32),
-            "n_a2": (choice == 1).astype(np.int32),
-            "n_tie": (choice == 2).astype(np.int32),
+            "judge": votes["judge"].to_numpy()[first],
+            "item_id": item[first],
+            **{
+                name: np.bincount(pair[choice == code], minlength=n_pairs).astype(np.int32)
+                for code, name in enumerate(("n_a1", "n_a2", "n_tie"))
+            },
         }
     )
-    counts = keys.groupby(["judge", "item_id"], observed=True, sort=False).sum().reset_index()
     counts["n"] = counts["n_a1"] + counts["n_a2"] + counts["n_tie"]
     counts["score"] = counts["n_a1"] - counts["n_a2"]
     counts["pref"] = preference(counts["n_a1"], counts["n_a2"])
-    items = votes.drop_duplicates("item_id")[ITEM_COLUMNS + [c for c in votes.columns if c.startswith("len_")]]
-    return counts.merge(items, on="item_id", how="left")
+    columns = ITEM_COLUMNS[1:] + [c for c in votes.columns if c.startswith("len_")]
+    item_rows = stats.first_of_codes(item_code)[item_code[first]]
+    return pd.concat([counts, votes[columns].take(item_rows).reset_index(drop=True)], axis=1)
 
 
 def oriented_pairs(prefs: pd.DataFrame) -> pd.DataFrame:
@@ -188,7 +198,11 @@ def positions(votes: pd.DataFrame, by: str | None = None) -> tuple[dict, dict[st
     )
     parts: dict[str, dict] = {}
     if by is not None:
-        group, names = pd.factorize(votes[by].to_numpy()[keep])
+        # A categorical column (the frame's) by its codes: the same codes and names in the same
+        # order of first appearance, without hashing a string per vote.
+        column = votes[by]
+        part_of = column.array if isinstance(column.dtype, pd.CategoricalDtype) else column.to_numpy()
+        group, names = pd.factorize(part_of[keep])
         n_groups = len(names)
         rates = stats.clustered_rates(values, None, clusters, group=group, n_groups=n_groups)
         per_metric = [rates[j * n_groups : (j + 1) * n_groups] for j in range(4)]

@@ -13,7 +13,7 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from analysis import consistency, labels, lc, metrics, selfpref, stats, vote_pairs
-from analysis.frame import CONTROL, Filters, apply_filters, is_in
+from analysis.frame import CONTROL, Filters, apply_filters, by_judge, is_in
 
 
 @dataclass
@@ -96,9 +96,12 @@ def _analyze(frame, *, study, filters, options, votes_per_item, groups, semantic
         f"len_a1_{options.measure}",
         f"len_a2_{options.measure}",
     ]
-    counted_by_judge = dict(iter(counted[needed].groupby("judge", observed=True)))
     asked = _asked(frame, filters, counted)
-    asked_by_judge = dict(iter(asked.groupby("judge", observed=True)))
+    if asked is counted:
+        # The usual case, every vote's verdict read: one copy serves both measures.
+        counted_by_judge = asked_by_judge = by_judge(counted[list(dict.fromkeys([*needed, *ASKED_COLUMNS]))])
+    else:
+        counted_by_judge, asked_by_judge = by_judge(counted[needed]), by_judge(asked)
     # Order-swapped pairs and the LC fit's orientation are counted for all judges at once (a
     # loop over 77 judges spent most of its time in pandas' per-call overhead), then split.
     pairs = consistency.swapped_pairs(asked)
@@ -227,11 +230,13 @@ ASKED_COLUMNS = [
 
 def _asked(frame: pd.DataFrame, filters: Filters, counted: pd.DataFrame) -> pd.DataFrame:
     """The counted votes plus those whose verdict could not be read (the gold-label and
-    consistency measures count such a verdict as wrong, and as not surviving the swap)."""
-    asked = counted
-    if (frame["parse_status"] == "invalid").any():
-        kept, _, _ = apply_filters(frame, filters, drop_no_choice=False)
-        asked = kept[kept["choice"].notna().to_numpy() | (kept["parse_status"].astype(str) == "invalid").to_numpy()]
+    consistency measures count such a verdict as wrong, and as not surviving the swap): their
+    ``ASKED_COLUMNS``, or ``counted`` itself when every verdict was read."""
+    # numpy's comparison of the text column: pandas' costs five times more on a million votes.
+    if not (frame["parse_status"].to_numpy() == "invalid").any():
+        return counted
+    kept, _, _ = apply_filters(frame, filters, drop_no_choice=False)
+    asked = kept[kept["choice"].notna().to_numpy() | (kept["parse_status"].astype(str) == "invalid").to_numpy()]
     return asked[ASKED_COLUMNS]
 
 
@@ -309,7 +314,8 @@ def _length_controlled(prefs: pd.DataFrame, options: Options) -> dict:
         dtype=float
     )
     result = lc.fit(
-        prefs["group"].astype(str).to_numpy(),
+        # lc.items reads the names as text itself.
+        prefs["group"].to_numpy(),
         prefs["question_id"].to_numpy(),
         delta,
         y,

@@ -95,6 +95,17 @@ def cluster_codes(*keys: np.ndarray) -> np.ndarray:
     return code
 
 
+def first_of_codes(codes: np.ndarray) -> np.ndarray:
+    """Where each code first occurs, for codes numbered in order of first appearance (as
+    ``cluster_codes`` gives them): ``np.unique(codes, return_index=True)[1]`` without a sort."""
+    codes = np.asarray(codes, dtype=np.int64)
+    seen_before = np.maximum.accumulate(codes)
+    is_first = np.empty(len(codes), dtype=bool)
+    is_first[:1] = True
+    is_first[1:] = codes[1:] > seen_before[:-1]
+    return np.flatnonzero(is_first)
+
+
 class Clusters:
     """The clusters of a set of votes, coded once for every interval and test over them: by
     question, and where ``rater`` codes are given (−1 = no rater: each such vote is its own
@@ -108,7 +119,9 @@ class Clusters:
             rater = np.asarray(rater, dtype=np.int64)
             own = np.where(rater < 0, rater.max(initial=0) + 1 + np.arange(self.n), rater)
             self.rater = cluster_codes(own)
-            self.both = cluster_codes(self.question, self.rater)
+            # cluster_codes(self.question, self.rater) in one pass: codes numbered in order of
+            # first appearance are their own codes, so only the pairs need numbering.
+            self.both = cluster_codes(self.question * (int(self.rater.max()) + 1) + self.rater)
 
     def subset(self, mask: np.ndarray) -> Clusters:
         out = Clusters.__new__(Clusters)
@@ -387,6 +400,21 @@ def _centred_ranks(codes: np.ndarray, k: int) -> np.ndarray:
     return ranks
 
 
+def centred_ranks_of_rows(codes: np.ndarray) -> list[tuple[np.ndarray, float]]:
+    """``_centred_ranks`` of each row of ``codes`` (rows × units, each row dense codes in value
+    order) and its sum of squares, from one count over all rows: a study with many judges ranks
+    them per shared set of units without a numpy call per judge. Each row's figures are those of
+    ranking it alone, bit for bit (a row's mean is summed along the row, as for one array)."""
+    m = codes.shape[0]
+    k = int(codes.max(initial=-1)) + 1
+    counts = np.bincount((codes + np.arange(m)[:, None] * k).ravel(), minlength=m * k).reshape(m, k)
+    ranks = np.take_along_axis(counts.cumsum(axis=1) - (counts - 1) / 2.0, codes, axis=1)
+    if codes.shape[1]:
+        ranks -= ranks.mean(axis=1, keepdims=True)
+    # A copy of each row: an array of its own, as ranking the row alone gives.
+    return [(r, float(r @ r)) for r in (row.copy() for row in ranks)]
+
+
 def _pearson_of_ranks(ca: np.ndarray, ka: int, cb: np.ndarray, kb: int) -> float | None:
     if len(ca) < 3:
         return None
@@ -399,7 +427,9 @@ def _pearson_of_centred(ra: np.ndarray, rb: np.ndarray, squares: tuple[float, fl
     denom = math.sqrt(saa * sbb)
     if denom == 0:
         return None
-    return float(np.clip(ra @ rb / denom, -1.0, 1.0))
+    rho = float(ra @ rb / denom)
+    # Rounding can take it past ±1; numpy's clip costs more than the rest for thousands of pairs.
+    return rho if -1.0 <= rho <= 1.0 else float(np.clip(rho, -1.0, 1.0))
 
 
 def spearman(a: np.ndarray, b: np.ndarray) -> float | None:
@@ -435,9 +465,11 @@ def spearman_pairs(scores: np.ndarray) -> list[tuple[int, int, float | None, int
 
     def centred_over(column: int, key: tuple[int, int]) -> tuple[np.ndarray, float]:
         if (column, key) not in ranks_over:
-            c = codes[shared[key], column]
-            r = _centred_ranks(c, int(c.max(initial=-1)) + 1)
-            ranks_over[column, key] = r, float(r @ r)
+            # Every column of either set of units, ranked over the shared units at once.
+            columns = [c for c in range(scores.shape[1]) if mask_of[c] in key]
+            block = np.ascontiguousarray(codes[shared[key]][:, columns].T)
+            for c, ranked in zip(columns, centred_ranks_of_rows(block), strict=True):
+                ranks_over[c, key] = ranked
         return ranks_over[column, key]
 
     out = []

@@ -26,16 +26,19 @@ CONVENTIONS = {
 
 def choice_counts(votes: pd.DataFrame, items: pd.Index) -> np.ndarray:
     """items × (a1, a2, tie) vote counts, rows in the order of ``items``."""
-    out = np.zeros((len(items), 3))
-    votes = votes[votes["choice"].notna().to_numpy()]
-    if len(votes):
-        row = items.get_indexer(votes["item_id"].to_numpy())
-        # No conversion to text: the frame's choice is a categorical of these already (recoded
-        # by its codes), a plain column is coded by its values.
-        col = pd.Categorical(votes["choice"], categories=["a1", "a2", "tie"]).codes
-        keep = col >= 0  # bincount: np.add.at is many times slower on a million votes
-        out += np.bincount(row[keep] * 3 + col[keep], minlength=out.size).reshape(out.shape)
-    return out
+    return _table(items.get_indexer(votes["item_id"].to_numpy()), _choice_codes(votes["choice"]), len(items))
+
+
+def _choice_codes(choice: pd.Series) -> np.ndarray:
+    """0 a1, 1 a2, 2 tie, −1 none. No conversion to text: the frame's choice is a categorical of
+    these already (recoded by its codes), a plain column is coded by its values."""
+    return pd.Categorical(choice, categories=["a1", "a2", "tie"]).codes
+
+
+def _table(row: np.ndarray, choice: np.ndarray, n_items: int) -> np.ndarray:
+    keep = choice >= 0  # bincount: np.add.at is many times slower on a million votes
+    cells = row[keep] * 3 + choice[keep]
+    return np.bincount(cells, minlength=3 * n_items).reshape(n_items, 3).astype(float)
 
 
 def judge_vs_humans(judge: np.ndarray, human: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -85,19 +88,18 @@ def vote_pair_agreement(
     items = pd.Index(pd.unique(votes["item_id"].to_numpy()))
     if not len(items) or not human_mask.any():
         return out
+    # Each vote's item row and choice, found once for the human table and every judge's.
+    item_row = items.get_indexer(votes["item_id"].to_numpy())
+    choice = _choice_codes(votes["choice"])
     item_question = np.zeros(len(items), dtype=np.int64)
-    item_question[items.get_indexer(votes["item_id"].to_numpy())] = question_index.get_indexer(
-        votes["question_id"].to_numpy()
-    )
-    human = choice_counts(votes.loc[human_mask, ["item_id", "choice"]], items)
+    item_question[item_row] = question_index.get_indexer(votes["question_id"].to_numpy())
+    human = _table(item_row[human_mask], choice[human_mask], len(items))
     out["among_humans"] = summarise(among(human), item_question, counts)
-    # Only the two columns the counts read: splitting the whole frame copies every column.
-    others = votes.loc[~human_mask, ["item_id", "choice"]]
+    others_row, others_choice = item_row[~human_mask], choice[~human_mask]
     # Grouped by the judge column itself (a categorical: its codes), not by a million names as text.
-    rows = others.groupby(votes["judge"][~human_mask], observed=True, sort=False).indices
+    judge = votes["judge"][~human_mask]
+    rows = judge.groupby(judge, observed=True, sort=False).indices
     for name in sorted(rows, key=str):
-        own = others.iloc[rows[name]]
-        out["vs_humans"][str(name)] = summarise(
-            judge_vs_humans(choice_counts(own, items), human), item_question, counts
-        )
+        own = _table(others_row[rows[name]], others_choice[rows[name]], len(items))
+        out["vs_humans"][str(name)] = summarise(judge_vs_humans(own, human), item_question, counts)
     return out

@@ -160,3 +160,13 @@ def test_positions_by_bloom_level_are_the_positions_of_each_levels_votes():
         for share in ("first", "tie", "second", "diff"):
             assert got[share] == pytest.approx(expected[share])
             assert got["ci"][share] == pytest.approx(expected["ci"][share])
+
+
+def test_the_two_way_clusters_are_the_question_rater_pairs_numbered_in_order_of_first_vote():
+    # Votes: (q 7, r 0), (q 5, r 0), (q 7, r 0), (q 7, no rater), (q 5, r 1): the vote without a
+    # rater is its own rater cluster, so its pair with question 7 is new.
+    clusters = stats.Clusters(np.array([7, 5, 7, 7, 5]), np.array([0, 0, 0, -1, 1]))
+    assert clusters.question.tolist() == [0, 1, 0, 0, 1]
+    assert clusters.rater.tolist() == [0, 0, 0, 1, 2]
+    assert clusters.both.tolist() == [0, 1, 0, 2, 3]
+    assert clusters.both.tolist() == stats.cluster_codes(clusters.question, clusters.rater).tolist()

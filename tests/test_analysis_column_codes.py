@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from analysis import stats
-from analysis.frame import equals, is_in
+from analysis.frame import equals, is_in, sorted_codes
 
 VALUES = ["a1", "a2", None, "a1", ""]
 
@@ -48,3 +48,21 @@ def test_cohen_kappa_counts_each_pair_of_labels_once():
     a = np.array([-1, 0, 1, 1])
     b = np.array([-1, 1, 1, 1])
     assert stats.cohen_kappa(a, b) == pytest.approx(5 / 9)
+
+
+@pytest.mark.parametrize("dtype", ["category", object])
+def test_sorted_codes_number_the_values_present_in_sorted_order(dtype):
+    column = pd.Series(["ab", "xy", None, "", "ab", "a/b"], dtype=dtype)
+    rows = np.array([True, True, True, True, True, False])
+    codes, names = sorted_codes(column, rows)
+    # "a/b" is in no row taken: only "", "ab", "xy" are numbered; the missing value is −1.
+    assert names.tolist() == ["", "ab", "xy"]
+    assert codes.tolist() == [1, 2, -1, 0, 1]
+
+
+def test_sorted_codes_are_what_a_sorted_factorize_of_the_values_gives():
+    column = pd.Series(list("dbcadbbd"), dtype=pd.CategoricalDtype(["d", "c", "b", "a", "z"]))
+    rows = np.array([0, 2, 3, 5, 7])
+    codes, names = sorted_codes(column, rows)
+    expected_codes, expected_names = pd.factorize(column.to_numpy(dtype=object)[rows], sort=True)
+    assert codes.tolist() == expected_codes.tolist() and names.tolist() == expected_names.tolist()

@@ -14,6 +14,24 @@ def test_the_item_preference_is_the_sign_of_a1_minus_a2_votes():
     assert got.tolist() == [1, 0, -1, 1, 0]
 
 
+def test_item_preferences_count_each_judges_votes_per_item_in_order_of_first_vote():
+    ctrl, pert = item(1, 1, "control", 1, 2, bloom="applying"), item(2, 1, "typos", 1, 3)
+    rows = votes(pert, "a2 a2 tie", judge="K") + votes(ctrl, "a1 a2 a1", judge="J") + votes(pert, "a1", judge="J")
+    rows += votes(ctrl, "tie", judge="K")
+    prefs = metrics.item_preferences(frame(rows))
+    assert list(zip(prefs["judge"], prefs["item_id"], strict=True)) == [("K", 2), ("J", 1), ("J", 2), ("K", 1)]
+    assert prefs[["n_a1", "n_a2", "n_tie", "n", "score", "pref"]].to_numpy().tolist() == [
+        [0, 2, 1, 3, -2, -1],
+        [2, 1, 0, 3, 1, 1],
+        [1, 0, 0, 1, 1, 1],
+        [0, 0, 1, 1, 0, 0],
+    ]
+    # The item's own columns come with it.
+    assert prefs["group"].astype(str).tolist() == ["typos", "control", "typos", "control"]
+    assert prefs["bloom"].astype(str).tolist() == ["remembering", "applying", "remembering", "applying"]
+    assert prefs["a2_root"].tolist() == [3, 2, 3, 2]
+
+
 def five_questions():
     """Q1..Q5 with control, factual-error and reference items; see the expected counts below.
     Q1: REF on the first original; Q2: FE on the second, REF on the first; Q4: no control votes;

@@ -110,3 +110,25 @@ def test_spearman_of_every_pair_is_spearman_over_the_units_both_rated():
 def test_spearman_over_fewer_than_three_shared_units_is_undefined():
     scores = np.array([[1.0, 2.0], [2.0, np.nan], [3.0, np.nan], [np.nan, 1.0]])
     assert stats.spearman_pairs(scores) == [(0, 1, None, 1)]
+
+
+def test_centred_ranks_of_rows_rank_each_row_alone_ties_sharing_their_mean_rank():
+    # Row 0: values coded 0 1 1 2 rank 1, 2.5, 2.5, 4 (mean 2.5); row 1: 2 0 1 0 rank 4, 1.5, 3, 1.5.
+    got = stats.centred_ranks_of_rows(np.array([[0, 1, 1, 2], [2, 0, 1, 0]]))
+    assert [r.tolist() for r, _ in got] == [[-1.5, 0.0, 0.0, 1.5], [1.5, -1.0, 0.5, -1.0]]
+    assert [square for _, square in got] == [4.5, 4.5]
+
+
+def test_centred_ranks_of_rows_are_bit_for_bit_those_of_each_row_ranked_alone():
+    rng = np.random.default_rng(3)
+    codes = rng.integers(0, 7, size=(5, 301))
+    for row, (ranks, square) in zip(codes, stats.centred_ranks_of_rows(codes), strict=True):
+        alone = stats._centred_ranks(row, 7)
+        assert ranks.tobytes() == alone.tobytes() and square == float(alone @ alone)
+
+
+def test_centred_ranks_of_rows_over_no_units_are_empty():
+    assert [(r.tolist(), s) for r, s in stats.centred_ranks_of_rows(np.zeros((2, 0), dtype=np.int64))] == [
+        ([], 0.0),
+        ([], 0.0),
+    ]
