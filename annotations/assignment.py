@@ -3,11 +3,11 @@
 Every item has one `Slot` per counted vote it needs, half in each display order, made with the
 item (`Slot.objects.sync`). A rater claims the first slot, lowest round first so that items fill
 evenly, that is open (no counted vote yet) and free (never claimed, freed by an uncounted vote,
-or claimed longer ago than the study's lease time) on a question they have not seen. They get a
-`Lease`: their token and the order shown. A counted vote closes the slot; an uncounted one (not
-familiar, too fast) frees it. So order balance and quotas hold by construction, and expiry is a
-condition of the claim. Attention checks have no slots: every (gold_every + 1)-th item is a gold
-item the rater has not seen.
+or claimed longer ago than the study's lease time) on a question they have not seen: the slot
+then names them. They get a `Lease`: their token and the order shown. A counted vote closes the
+slot; an uncounted one (not familiar, too fast) frees it. So order balance and quotas hold by
+construction, and expiry is a condition of the claim. Attention checks have no slots: every
+(gold_every + 1)-th item is a gold item the rater has not seen.
 
 Races are settled by the database. Every transaction here first locks the rater's row, so one
 rater's requests (two tabs, a double click) run one after the other; a claim locks its slot with
@@ -134,13 +134,13 @@ def vote_record(
             meta={"assignment": {"counted": counted, "too_fast": too_fast, "late": late}},
         )
         Lease.objects.filter(pk=lease.pk).update(voted_at=now)
-        held = Slot.objects.filter(lease=lease, vote__isnull=True)
+        held = _held(lease)
         if lease.is_gold:
             rater.score_attention_check(correct=vote.choice == "a1" and not not_familiar)
         elif counted and not held.update(vote=vote):
             _slot_for_late_vote(lease, vote)
         elif not counted:
-            held.update(lease=None, claimed_at=None)
+            held.update(rater=None, claimed_at=None)
         rater.votes_done += 1
         rater.last_seen_at = now
         rater.save(update_fields=["votes_done", "last_seen_at", "gold_seen", "gold_correct", "flagged", "flag_reason"])
@@ -206,7 +206,7 @@ def _check_rate(rater: Rater, rate: tuple[int, int], now: datetime) -> None:
 
 def _lease_renew(lease: Lease, *, study: Study, now: datetime) -> bool:
     """An expired lease comes back to its rater if nobody else has claimed its slot since."""
-    if not lease.is_gold and not Slot.objects.filter(lease=lease, vote__isnull=True).update(claimed_at=now):
+    if not lease.is_gold and not _held(lease).update(claimed_at=now):
         return False
     lease.expires_at = now + timedelta(seconds=study.lease_seconds)
     lease.save(update_fields=["expires_at"])
@@ -223,13 +223,14 @@ def _lease_claim(rater: Rater, *, now: datetime) -> Lease | None:
         if gold is not None:
             return _lease_create(rater, *gold, random.choice(Shown.values), now, gold=True)
     expired = now - timedelta(seconds=study.lease_seconds)
-    slot = statements.free_slot(study=study, rater_id=rater.pk, claimed_before=expired)
-    if slot is None:
-        return None
-    slot_id, *claim = slot
-    lease = _lease_create(rater, *claim, now)
-    Slot.objects.filter(pk=slot_id).update(lease=lease, claimed_at=now)
-    return lease
+    claim = statements.slot_claim(study=study, rater_id=rater.pk, now=now, claimed_before=expired)
+    return None if claim is None else _lease_create(rater, *claim, now)
+
+
+def _held(lease: Lease) -> QuerySet:
+    """The slot the lease holds, while it still does (no vote, nobody else's claim): a rater is
+    handed an item once, so their id and the item's name it."""
+    return Slot.objects.filter(item_id=lease.item_id, rater_id=lease.rater_id, vote__isnull=True)
 
 
 def _lease_create(

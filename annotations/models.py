@@ -730,7 +730,7 @@ class SlotQuerySet(models.QuerySet):
             for slot in have:
                 count[slot.shown_first] += 1
             new += _added_slots(study, item, count, start=len(have))
-            free = sorted((s for s in have if s.vote_id is None and s.lease_id is None), key=lambda s: -s.round)
+            free = sorted((s for s in have if s.vote_id is None and s.rater_id is None), key=lambda s: -s.round)
             while sum(count.values()) > quota:
                 fuller = max(count, key=lambda order: count[order])
                 slot = next((s for s in free if s.shown_first == fuller), None)
@@ -774,7 +774,7 @@ def _lagging(count: dict[str, int]) -> str:
 
 class Slot(models.Model):
     """One of the counted votes an item needs, in one display order: the queue raters are
-    handed work from (annotations.assignment). Free while `lease` is empty or its claim is
+    handed work from (annotations.assignment). Free while `rater` is empty or their claim is
     older than the study's lease time; closed for good by the counted vote in `vote`. An item
     has `votes_per_item` slots, half in each order, so balance holds by construction; `round`
     orders the hand-out so that items fill evenly, `rank` spreads raters over one round.
@@ -787,7 +787,9 @@ class Slot(models.Model):
     shown_first = models.CharField(max_length=2, choices=Shown.choices)
     round = models.PositiveIntegerField()
     rank = models.IntegerField(default=random_hand_out_rank)
-    lease = models.ForeignKey("Lease", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # Who holds the slot since `claimed_at`. A rater is handed an item once, so the rater and
+    # the item name their lease: the claim is one UPDATE, made before the lease exists.
+    rater = models.ForeignKey(Rater, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     claimed_at = models.DateTimeField(null=True, blank=True)
     # Not indexed alone: an index on it would tempt SQLite to find open slots (vote IS NULL) by
     # it and sort them, instead of walking `slot_open_in_order`; one vote closes one slot.
@@ -804,7 +806,7 @@ class Slot(models.Model):
             models.UniqueConstraint(fields=["vote"], condition=Q(vote__isnull=False), name="slot_one_per_vote"),
             models.CheckConstraint(condition=Q(shown_first__in=["a1", "a2"]), name="slot_shown_first_valid"),
             models.CheckConstraint(
-                condition=Q(lease__isnull=True) | Q(claimed_at__isnull=False), name="slot_claim_has_time"
+                condition=Q(rater__isnull=True) | Q(claimed_at__isnull=False), name="slot_claim_has_time"
             ),
         ]
 

@@ -57,8 +57,8 @@ def test_items_from_before_0011_get_their_slots_closed_by_their_counted_votes_an
         assert orders == ["a1", "a1", "a2", "a2"], item
     closed = Slot.objects.get(vote__isnull=False)
     assert (closed.item_id, closed.shown_first) == (lease.item_id, lease.shown_first)
-    held = Slot.objects.get(lease__isnull=False, vote__isnull=True)
-    assert (held.lease_id, held.shown_first) == (pending.pk, pending.shown_first)
+    held = Slot.objects.get(rater__isnull=False, vote__isnull=True)  # since 0019: by the rater of that lease
+    assert (held.item_id, held.rater_id, held.shown_first) == (pending.item_id, holder.pk, pending.shown_first)
 
 
 @pytest.mark.django_db(transaction=True)

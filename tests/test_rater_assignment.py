@@ -70,7 +70,7 @@ def test_it_prefers_the_item_furthest_from_its_quota():
     # One counted vote on the first item, one claim on the second; the not-familiar vote gave
     # its slot back.
     assert Slot.objects.filter(vote__isnull=False).get().item_id == first.item_id
-    assert Slot.objects.filter(lease__isnull=False, vote__isnull=True).get().item_id == second.item_id
+    assert Slot.objects.filter(rater__isnull=False, vote__isnull=True).get().item_id == second.item_id
 
 
 def test_an_item_is_not_handed_out_while_all_its_slots_are_leased_and_comes_back_when_they_expire():
@@ -79,13 +79,14 @@ def test_an_item_is_not_handed_out_while_all_its_slots_are_leased_and_comes_back
     make_question(study)
     now = timezone.now()
     leases = [lease_next(rater=make_rater(study), now=now) for _ in range(4)]
-    assert Slot.objects.filter(lease__isnull=True).count() == 0
+    assert Slot.objects.filter(rater__isnull=True).count() == 0
     assert lease_next(rater=make_rater(study), now=now) is None
     later = now + timedelta(seconds=61)
     comer = lease_next(rater=make_rater(study), now=later)
     assert comer is not None and comer.item_id in {lease.item_id for lease in leases}
     # The new claim took one of the expired ones' slots; the other three are free to claim.
-    assert Slot.objects.filter(claimed_at__gt=now).get().lease_id == comer.pk
+    taken = Slot.objects.filter(claimed_at__gt=now).get()
+    assert (taken.item_id, taken.rater_id, taken.shown_first) == (comer.item_id, comer.rater_id, comer.shown_first)
     assert lease_next(rater=make_rater(study), now=later + timedelta(seconds=1)) is not None
 
 
@@ -317,7 +318,8 @@ def test_a_vote_can_hand_out_the_next_item_in_its_own_transaction():
     vote_record(rater=rater, token=first.token, choice_shown="first", client_ms=5000, hand_out_next=True)
     pending = list(Lease.objects.pending().filter(rater=rater))
     assert len(pending) == 1 and pending[0].item_id != first.item_id
-    assert Slot.objects.get(lease=pending[0]).shown_first == pending[0].shown_first
+    assert Slot.objects.get(rater=rater, vote__isnull=True).shown_first == pending[0].shown_first
+    assert Slot.objects.get(rater=rater, vote__isnull=True).item_id == pending[0].item_id
     assert lease_next(rater=rater).token == pending[0].token
     # At the target, the last vote hands out nothing.
     vote_record(rater=rater, token=pending[0].token, choice_shown="first", client_ms=5000, hand_out_next=True)
@@ -349,7 +351,7 @@ def test_changing_the_quota_adds_slots_or_removes_free_ones_keeping_the_orders_b
     study.votes_per_item = 2
     study.save()
     assert sorted(item.slots.values_list("shown_first", flat=True)) == ["a1", "a2"]
-    assert item.slots.get(shown_first=held.shown_first).lease_id == held.pk, "a claimed slot stays"
+    assert item.slots.get(shown_first=held.shown_first).rater_id == held.rater_id, "a claimed slot stays"
 
 
 def test_items_fill_evenly_one_round_at_a_time():

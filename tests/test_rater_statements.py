@@ -35,7 +35,7 @@ def lease_to_vote_orm(rater, token):
 
 
 def free_slot_orm(*, study, rater, claimed_before):
-    free = Q(lease__isnull=True) | Q(claimed_at__lte=claimed_before)
+    free = Q(rater__isnull=True) | Q(claimed_at__lte=claimed_before)
     slots = unseen(Slot.objects.filter(free, study=study).rateable(), rater)
     return slots.order_by("round", "rank").values_list("pk", "item_id", "question_id", "shown_first")
 
@@ -166,10 +166,16 @@ def test_the_lease_to_vote_matches_the_orm_and_refreshes_the_rater_in_every_stat
         assert _lease_to_vote_both(other, token)[:2] == (None, None)
 
 
-def _both_free_slots(study, rater, claimed_before):
-    with transaction.atomic():
-        ours = statements.free_slot(study=study, rater_id=rater.pk, claimed_before=claimed_before)
+def _both_free_slots(study, rater, claimed_before, now):
+    """(the slot the claim takes, the first of its ORM twin), as (slot id, item id, question id,
+    order); the claim is rolled back after its slot is read back as it left it."""
     orm = free_slot_orm(study=study, rater=rater, claimed_before=claimed_before).first()
+    with transaction.atomic():
+        claim = statements.slot_claim(study=study, rater_id=rater.pk, now=now, claimed_before=claimed_before)
+        taken = Slot.objects.filter(rater=rater, claimed_at=now, vote__isnull=True)
+        ours = taken.values_list("pk", "item_id", "question_id", "shown_first").first()
+        assert (claim is None and ours is None) or (ours[1:] == claim and taken.count() == 1)
+        transaction.set_rollback(True)
     return ours, orm
 
 
@@ -188,7 +194,7 @@ def test_the_free_slot_matches_the_orm_through_a_whole_study(one_variant_per_que
     for step in range(40):
         rater = raters[step % len(raters)]
         for claimed_before in (now - timedelta(seconds=60), now + timedelta(seconds=1)):
-            ours, orm = _both_free_slots(study, rater, claimed_before)
+            ours, orm = _both_free_slots(study, rater, claimed_before, now)
             assert ours == orm
         lease = lease_next(rater=rater, now=now)
         if lease is not None and step % 4 != 3:  # every fourth lease is left to expire

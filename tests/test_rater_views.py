@@ -370,9 +370,9 @@ def test_the_first_page_hands_out_an_item_with_a_pinned_query_count(rater, djang
     # the rater with their study and pending lease (none); the pending lease read again (lease_next
     # is not told "none": a read before a vote would be stale); then in a transaction (a savepoint
     # inside the test's, and its release): the rater locked, the pending lease again, the free
-    # slot claimed, the lease inserted, the slot given to it; after the transaction, the lease
-    # with its item, question and answers; the same on both databases
-    with django_assert_num_queries(10):
+    # slot claimed (chosen and taken in one statement), the lease inserted; after the
+    # transaction, the lease with its item, question and answers; the same on both databases
+    with django_assert_num_queries(9):
         response = client.get(urls(rater.study)["task"])
     assert token_in(response)
 
@@ -383,9 +383,9 @@ def test_a_vote_hands_out_the_next_item_and_the_page_after_it_is_a_read(rater, d
     token = token_in(client.get(task))
     # the rater with their study; in a transaction (savepoint and release): the rater and the
     # voted lease locked together, with its answers' lengths; the vote inserted, the lease, the
-    # slot and the rater updated, the next free slot claimed, its lease inserted and the slot
-    # given to it (the rate is not checked: the rater has fewer votes in all than it allows)
-    with django_assert_num_queries(11):
+    # slot and the rater updated, the next free slot claimed and its lease inserted (the rate
+    # is not checked: the rater has fewer votes in all than it allows)
+    with django_assert_num_queries(10):
         assert client.post(task, {"token": token, "choice": "first", "client_ms": "3000"}).status_code == 302
     with django_assert_num_queries(1):  # the rater with their study and the lease the vote handed out
         response = client.get(task)
@@ -398,7 +398,7 @@ def test_the_htmx_vote_query_count_is_pinned(rater, django_assert_num_queries):
     token = token_in(client.get(task))
     # the form's vote, then the lease it handed out with what the fragment shows (the one read
     # with the rater came before the vote)
-    with django_assert_num_queries(12):
+    with django_assert_num_queries(11):
         response = client.post(task, {"token": token, "choice": "first", "client_ms": "3000"}, **HX)
     assert response.status_code == 200
     assert Slot.objects.filter(vote__isnull=False).count() == 1
