@@ -4,15 +4,16 @@ per-row model objects, joined in pandas."""
 from __future__ import annotations
 
 import json
-import operator
-from functools import reduce
 from itertools import islice
 
 import numpy as np
 import pandas as pd
-from django.db.models import Case, Q, TextField, When
+from django.core.cache import InvalidCacheBackendError, caches
+from django.db.models import Case, Count, Max, Q, TextField, When
 from django.db.models.functions import Cast
+from pandas.api.types import union_categoricals
 
+from analysis import results_cache
 from analysis.frame import CHOICES, COLUMNS, CONTROL, OPTIONAL_COLUMNS, empty_frame, normalise
 from annotations.models import Answer, ComparisonItem, Judge, Rater, Study, Vote
 from judges.models import JudgeRun
@@ -84,54 +85,135 @@ VOTE_FIELDS = (
     "run_id",
     "shown_first",
     "choice_shown",
-    "choice",
-    "not_familiar",
     "client_ms",
     "received_at",
     "label_scheme",
     "option_probs",
-    "labels_swapped",
     "parse_status",
 )
 
 
 # Columns with a converter (booleans and dates on SQLite, JSON everywhere) make Django convert
-# every row in Python, which cost half the load of a 100,000-vote study: dates and probabilities
-# are read as text and parsed in bulk, the flags as the ids of the (few) votes that have them.
+# every row in Python: dates and probabilities are read as text and parsed in bulk, the three
+# flags as one integer computed in SQL. ``choice`` is not read: the vote_choice_matches_order
+# constraint makes it a function of the order shown and the choice as shown.
 _AS_TEXT = ("received_at", "option_probs")
-# Flag → its bit in one small query over the flagged votes only.
 _FLAGS = {"not_familiar": 1, "labels_swapped": 2, "order_unknown": 4}
+_FLAG_CONDITIONS = {
+    "not_familiar": Q(not_familiar=True),
+    "labels_swapped": Q(labels_swapped=True),
+    "order_unknown": Q(meta__order_known=False),
+}
+# (shown_first, choice_shown) → choice, as the constraint has it.
+_CHOICE = {("a1", "first"): "a1", ("a1", "second"): "a2", ("a2", "first"): "a2", ("a2", "second"): "a1"}
 
 
-def _vote_rows(study: Study) -> pd.DataFrame:
-    study_votes = Vote.objects.filter(item__study=study)
-    columns = ["vote_id", *(f for f in VOTE_FIELDS if f not in _FLAGS)]
-    fields = [Cast(f, TextField()) if f in _AS_TEXT else f for f in columns[1:]]
+def _vote_rows(study: Study, *, after: int = 0) -> pd.DataFrame:
+    """The vote-level columns of the study's votes with an id above ``after``, in the votes'
+    default order (received_at, id)."""
+    flags = sum(Case(When(condition, then=_FLAGS[name]), default=0) for name, condition in _FLAG_CONDITIONS.items())
+    fields = [Cast(f, TextField()) if f in _AS_TEXT else f for f in VOTE_FIELDS]
     # Unsorted: the database's sort of every vote (a temporary B-tree on SQLite) cost more than
-    # sorting two columns here, in the same order (the votes' default ordering).
-    votes = pd.DataFrame(list(study_votes.order_by().values_list("id", *fields)), columns=columns)
-    conditions = {"not_familiar": Q(not_familiar=True), "labels_swapped": Q(labels_swapped=True)}
-    conditions["order_unknown"] = Q(meta__order_known=False)
-    flags = sum(Case(When(condition, then=_FLAGS[name]), default=0) for name, condition in conditions.items())
-    flagged = dict(
-        study_votes.filter(reduce(operator.or_, conditions.values())).annotate(flags=flags).values_list("id", "flags")
-    )
+    # sorting two columns here.
+    # As text: an integer expression's value is converted by Django per row, a text's is not.
+    rows = Vote.objects.filter(item__study=study, id__gt=after).order_by().annotate(flags=Cast(flags, TextField()))
+    votes = pd.DataFrame(list(rows.values_list("id", *fields, "flags")), columns=["vote_id", *VOTE_FIELDS, "flags"])
     votes["received_at"] = pd.to_datetime(votes["received_at"], utc=True, format="ISO8601")
-    # .values: datetime64 (to_numpy() of a zoned column gives one Timestamp object per vote).
-    order = np.lexsort((votes["vote_id"].to_numpy(), votes["received_at"].values))
-    if (order != np.arange(len(order))).any():
-        votes = votes.take(order).reset_index(drop=True)
-    bits = votes["vote_id"].map(flagged).fillna(0).astype(np.int64).to_numpy() if flagged else 0
+    votes = _in_order(votes)
+    bits = votes.pop("flags").astype(np.int64).to_numpy()
     votes["not_familiar"] = (bits & _FLAGS["not_familiar"]) > 0
     votes["labels_swapped"] = (bits & _FLAGS["labels_swapped"]) > 0
     votes["order_known"] = (bits & _FLAGS["order_unknown"]) == 0
+    shown, as_shown = votes["shown_first"].to_numpy(dtype=object), votes["choice_shown"].to_numpy(dtype=object)
+    choice = np.where(as_shown == "tie", "tie", None).astype(object)
+    for (first, said), meant in _CHOICE.items():
+        choice[(shown == first) & (as_shown == said)] = meant
+    votes["choice"] = pd.Categorical(choice, categories=list(CHOICES))
+    # Categories, as the frame has them: a column of a few values kept as small codes, not a
+    # string object per vote (which study_votes' store would copy one by one).
+    for col in _TEXT:
+        votes[col] = votes[col].astype("category")
+    for col in ("rater_id", "run_id", "client_ms"):  # None where unknown: NaN
+        votes[col] = votes[col].astype(float)
     probs = votes["option_probs"]
     votes["option_probs"] = probs.where(probs.isna(), probs.dropna().map(json.loads)).astype(object)
     return votes
 
 
+_TEXT = ("shown_first", "choice_shown", "label_scheme", "parse_status")
+
+
+def _in_order(votes: pd.DataFrame) -> pd.DataFrame:
+    """The votes in their default order, (received_at, id)."""
+    # .values: datetime64 (to_numpy() of a zoned column gives one Timestamp object per vote).
+    order = np.lexsort((votes["vote_id"].to_numpy(), votes["received_at"].values))
+    if (order != np.arange(len(order))).any():
+        votes = votes.take(order).reset_index(drop=True)
+    return votes
+
+
+# Where study_votes keeps the votes it has read: settings.CACHES["votes"], each process's own
+# memory (a million votes' columns are about 70 MB, too big to copy through the shared cache).
+VOTES_CACHE = "votes"
+
+
+def study_votes(study: Study) -> pd.DataFrame:
+    """The vote-level columns of every vote of the study (``_vote_rows``). The votes read are
+    kept in the votes cache, and the next call reads only the votes added since, unless the
+    kept ones may have changed; then it reads all again. Kept votes are trusted while:
+
+    - no vote was saved again or deleted through the ORM (the edit token, renewed then);
+    - the study has as many votes as those kept plus those added (a vote deleted otherwise, or
+      one given a lower id that committed after a higher one was read, PostgreSQL's sequences
+      being taken before commit);
+    - when some kept votes had failed requests, the study's judge runs are unchanged: a run's
+      retries rewrite its failed votes in place, in the transaction that beats its heart
+      (judges.runner.write_outcomes; no other code edits a vote in place).
+    """
+    try:
+        store = caches[VOTES_CACHE]
+    except InvalidCacheBackendError:  # a project without that cache: read everything each time
+        return _vote_rows(study)
+    key = f"analysis:votes:{study.pk}:{study.created_at.isoformat()}:{results_cache.CODE_VERSION}"
+    # Read before the votes: a change committed while they are read makes the next call read all.
+    token, runs = results_cache.safely(results_cache.edit_token), _runs_stamp(study)
+    kept = results_cache.safely(lambda: store.get(key))
+    votes = _votes_added(study, kept, token, runs) if kept and token is not None else None
+    if votes is None:
+        votes = _vote_rows(study)
+    upto = int(votes["vote_id"].max()) if len(votes) else 0
+    failed = bool((votes["parse_status"] == Vote.Parse.FAILED).any())
+    entry = {"token": token, "runs": runs if failed else None, "upto": upto, "votes": votes}
+    results_cache.safely(lambda: store.set(key, entry))
+    return votes
+
+
+def _runs_stamp(study: Study) -> dict:
+    return JudgeRun.objects.filter(study=study).aggregate(
+        runs=Count("id"), heartbeat=Max("heartbeat_at"), finished=Max("finished_at")
+    )
+
+
+def _votes_added(study: Study, kept: dict, token: str, runs: dict) -> pd.DataFrame | None:
+    """The kept votes with those added since (None when the kept ones cannot be trusted)."""
+    if kept["token"] != token or kept["runs"] not in (None, runs):
+        return None
+    old, new = kept["votes"], _vote_rows(study, after=kept["upto"])
+    if Vote.objects.filter(item__study=study).count() != len(old) + len(new):
+        return None
+    if new.empty:
+        return old
+    if old.empty:
+        return new
+    columns = {col: pd.concat([old[col], new[col]], ignore_index=True) for col in old.columns}
+    for col in (*_TEXT, "choice"):  # categories of what is there, sorted, as astype("category")
+        sort = col != "choice"
+        columns[col] = pd.Series(union_categoricals([old[col], new[col]], sort_categories=sort, ignore_order=True))
+    return _in_order(pd.DataFrame(columns))
+
+
 def study_frame(study: Study) -> pd.DataFrame:
-    votes = _vote_rows(study)
+    votes = study_votes(study)
     if votes.empty:
         return empty_frame()
     judges = pd.DataFrame(
@@ -148,10 +230,6 @@ def study_frame(study: Study) -> pd.DataFrame:
         list(Rater.objects.filter(study=study).values_list("id", "participant_id", "flagged")),
         columns=["rater_id", "rater", "rater_flagged"],
     )
-    # Nullable integers on both sides: when no vote so far has a rater (only LLM votes, raters
-    # who entered but have not voted), the votes' column is all None and would not merge.
-    votes["rater_id"] = votes["rater_id"].astype("Int64")
-    raters["rater_id"] = raters["rater_id"].astype("Int64")
     columns = {
         **votes,
         **_looked_up(votes["item_id"], study_items(study), "item_id", categories=("bloom", "group", "semantics")),
@@ -160,7 +238,7 @@ def study_frame(study: Study) -> pd.DataFrame:
     }
     columns["rater"] = columns["rater"].fillna("")
     columns["rater_flagged"] = columns["rater_flagged"].astype("boolean").fillna(False).astype(bool)
-    columns["run_id"] = columns["run_id"].astype(float)
+    columns["parse_status"] = columns["parse_status"].astype(object)
     columns["run_complete"] = run_complete(
         pd.DataFrame({c: columns[c] for c in ("run_id", "item_id", "parse_status")}), study
     )
@@ -169,15 +247,21 @@ def study_frame(study: Study) -> pd.DataFrame:
     return normalise(pd.DataFrame({c: columns[c] for c in [*COLUMNS, *OPTIONAL_COLUMNS]}))
 
 
-def _looked_up(keys: pd.Series, table: pd.DataFrame, key: str, categories: tuple[str, ...] = ()) -> pd.DataFrame:
-    """The other columns of ``table``'s row for each of ``keys`` (missing: NaN), in the keys'
-    order: a left join on a unique key that copies the small table's columns, not the votes'.
-    The ``categories`` columns come out categorical, with only the values the keys reach (as
-    the frame's own ``astype("category")`` would make them), coded on the small table."""
-    table = table.astype({col: "category" for col in categories})
-    out = table.set_index(key).reindex(keys.to_numpy()).reset_index(drop=True)
-    for col in categories:
-        out[col] = out[col].cat.remove_unused_categories()
+def _looked_up(
+    keys: pd.Series, table: pd.DataFrame, key: str, categories: tuple[str, ...] = ()
+) -> dict[str, pd.Series]:
+    """The other columns of ``table``'s row for each of ``keys`` (missing or no key: NaN), in
+    the keys' order: a left join on a unique key that copies the small table's columns, not the
+    votes'. The ``categories`` columns come out categorical, with only the values the keys reach
+    (as the frame's own ``astype("category")`` would make them), coded on the small table."""
+    # Keys as floats: a column of ids with None in it (votes without a rater) is NaN there.
+    positions = pd.Index(table[key].to_numpy()).get_indexer(keys.to_numpy(dtype=float))
+    out = {}
+    for col in table.columns.drop(key):
+        values = table[col].astype("category").array if col in categories else table[col].to_numpy()
+        # allow_fill: position -1 (no row) gives NaN, as a left join does.
+        taken = pd.api.extensions.take(values, positions, allow_fill=True)
+        out[col] = pd.Series(taken.remove_unused_categories() if col in categories else taken)
     return out
 
 
