@@ -232,7 +232,7 @@ def study_frame(study: Study) -> pd.DataFrame:
     )
     columns = {
         **votes,
-        **_looked_up(votes["item_id"], study_items(study), "item_id", categories=("bloom", "group", "semantics")),
+        **_looked_up(votes["item_id"], _kept_items(study), "item_id", categories=("bloom", "group", "semantics")),
         **_looked_up(votes["judge_id"], judges, "judge_id", categories=("judge", "judge_kind")),
         **_looked_up(votes["rater_id"], raters, "rater_id"),
     }
@@ -247,6 +247,26 @@ def study_frame(study: Study) -> pd.DataFrame:
     return normalise(pd.DataFrame({c: columns[c] for c in [*COLUMNS, *OPTIONAL_COLUMNS]}))
 
 
+def _kept_items(study: Study) -> pd.DataFrame:
+    """``study_items``, kept in the votes cache while the study's items, questions and answers
+    are unchanged (results_cache.items_version and the edit token): a live study's refresh
+    does not read its tens of thousands of items and answers again."""
+    try:
+        store = caches[VOTES_CACHE]
+    except InvalidCacheBackendError:
+        return study_items(study)
+    key = f"analysis:items:{study.pk}:{study.created_at.isoformat()}:{results_cache.CODE_VERSION}"
+    stamp = (results_cache.safely(results_cache.edit_token), results_cache.items_version(study))
+    kept = results_cache.safely(lambda: store.get(key))
+    if kept is not None and stamp[0] is not None and kept["stamp"] == stamp:
+        items = kept["items"]
+    else:
+        items = study_items(study)
+        results_cache.safely(lambda: store.set(key, {"stamp": stamp, "items": items}))
+    # The thresholds from the study as given, not as kept.
+    return items.assign(threshold_ms=threshold_ms(study, items["words"]))
+
+
 def _looked_up(
     keys: pd.Series, table: pd.DataFrame, key: str, categories: tuple[str, ...] = ()
 ) -> dict[str, pd.Series]:
@@ -256,12 +276,19 @@ def _looked_up(
     (as the frame's own ``astype("category")`` would make them), coded on the small table."""
     # Keys as floats: a column of ids with None in it (votes without a rater) is NaN there.
     positions = pd.Index(table[key].to_numpy()).get_indexer(keys.to_numpy(dtype=float))
+    reached = np.zeros(len(table), dtype=bool)
+    reached[positions[positions >= 0]] = True
     out = {}
     for col in table.columns.drop(key):
-        values = table[col].astype("category").array if col in categories else table[col].to_numpy()
+        values = table[col]
+        if col in categories:  # the categories of the rows reached, found on the small table
+            values = values.astype(pd.CategoricalDtype(pd.Categorical(values[reached]).categories)).array
         # allow_fill: position -1 (no row) gives NaN, as a left join does.
-        taken = pd.api.extensions.take(values, positions, allow_fill=True)
-        out[col] = pd.Series(taken.remove_unused_categories() if col in categories else taken)
+        taken = pd.api.extensions.take(
+            values.to_numpy() if col not in categories else values, positions, allow_fill=True
+        )
+        # Object columns as they are: a Series would look through a million texts for dates.
+        out[col] = pd.Series(taken, dtype=object if taken.dtype == object else None, copy=False)
     return out
 
 

@@ -62,6 +62,39 @@ def _per_study(queryset, study_path: str, **aggregates) -> dict[str, Subquery]:
     }
 
 
+def _items_fields() -> dict[str, Subquery]:
+    return {
+        **_per_study(ComparisonItem.objects.all(), "study", items=Count("id"), item_max=Max("id")),
+        **_per_study(Question.objects.all(), "study", questions=Count("id"), question_max=Max("id")),
+        **_per_study(
+            Answer.objects.all(),
+            "question__study",
+            answers=Count("id"),
+            answer_max=Max("id"),
+            words=Sum("len_words"),
+            chars=Sum("len_chars"),
+            bpe=Sum("len_bpe"),
+        ),
+    }
+
+
+def items_version(study: Study) -> dict:
+    """The part of the data version that ``loader.study_items`` reads (the study's items,
+    questions and answers; the edit token covers edits in place). Three plain aggregates: as
+    scalar subqueries of the study, SQLite took four times as long over 66,666 answers."""
+    return {
+        **ComparisonItem.objects.filter(study=study).aggregate(items=Count("id"), item_max=Max("id")),
+        **Question.objects.filter(study=study).aggregate(questions=Count("id"), question_max=Max("id")),
+        **Answer.objects.filter(question__study=study).aggregate(
+            answers=Count("id"),
+            answer_max=Max("id"),
+            words=Sum("len_words"),
+            chars=Sum("len_chars"),
+            bpe=Sum("len_bpe"),
+        ),
+    }
+
+
 def data_version(study: Study) -> dict:
     """What the report of ``study`` reads, summed up in one query: equal versions, equal inputs
     (with the edit token for edits made in place).
@@ -87,16 +120,7 @@ def data_version(study: Study) -> dict:
             # its own transaction, so such a vote still changes the version when it commits.
             votes_done=Sum("votes_done"),
         ),
-        **_per_study(ComparisonItem.objects.all(), "study", items=Count("id"), item_max=Max("id")),
-        **_per_study(Question.objects.all(), "study", questions=Count("id"), question_max=Max("id")),
-        **_per_study(
-            Answer.objects.all(),
-            "question__study",
-            answers=Count("id"),
-            answer_max=Max("id"),
-            words=Sum("len_words"),
-            chars=Sum("len_chars"),
-        ),
+        **_items_fields(),
         **_per_study(
             JudgeRun.objects.all(),
             "study",

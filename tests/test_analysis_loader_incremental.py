@@ -145,3 +145,21 @@ def test_without_the_votes_cache_every_frame_is_read_from_scratch(live_study):
         first = loader.study_frame(live_study)
         make_vote(live_study.items.first(), human_pool(live_study), rater=make_rater(live_study))
         assert len(loader.study_frame(live_study)) == len(first) + 1
+
+
+def test_items_questions_and_thresholds_changed_since_are_in_the_next_frame(
+    live_study, django_capture_on_commit_callbacks
+):
+    loader.study_frame(live_study)
+    question = live_study.questions.order_by("id").first()
+    with django_capture_on_commit_callbacks(execute=True):
+        question.bloom_level = "creating"
+        question.save()
+    new_question = make_question(live_study, a1="short", a2="a much longer second answer")
+    make_vote(new_question.items.get(), human_pool(live_study), rater=make_rater(live_study))
+    live_study.min_response_ms, live_study.ms_per_word = 1234, 7
+    live_study.save()
+    frame = assert_as_from_scratch(live_study)
+    assert set(frame.loc[frame["question_id"] == question.pk, "bloom"]) == {"creating"}
+    assert new_question.pk in set(frame["question_id"])
+    assert (frame["threshold_ms"] == 1234 + 7 * frame["words"]).all()
