@@ -179,6 +179,8 @@ def study_votes(study: Study) -> pd.DataFrame:
     token, runs = results_cache.safely(results_cache.edit_token), _runs_stamp(study)
     kept = results_cache.safely(lambda: store.get(key))
     votes = _votes_added(study, kept, token, runs) if kept and token is not None else None
+    if votes is not None and votes is kept["votes"]:  # nothing new: the entry stays as it is
+        return votes
     if votes is None:
         votes = _vote_rows(study)
     upto = int(votes["vote_id"].max()) if len(votes) else 0
