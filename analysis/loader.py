@@ -114,8 +114,8 @@ def _vote_rows(study: Study, *, after: int = 0) -> pd.DataFrame:
     flags = sum(Case(When(condition, then=_FLAGS[name]), default=0) for name, condition in _FLAG_CONDITIONS.items())
     fields = [Cast(f, TextField()) if f in _AS_TEXT else f for f in VOTE_FIELDS]
     # Unsorted: the database's sort of every vote (a temporary B-tree on SQLite) cost more than
-    # sorting two columns here.
-    # As text: an integer expression's value is converted by Django per row, a text's is not.
+    # sorting two columns here. The flags as text: Django converts an integer expression's
+    # value per row, a text's not.
     rows = Vote.objects.filter(item__study=study, id__gt=after).order_by().annotate(flags=Cast(flags, TextField()))
     votes = pd.DataFrame(list(rows.values_list("id", *fields, "flags")), columns=["vote_id", *VOTE_FIELDS, "flags"])
     votes["received_at"] = pd.to_datetime(votes["received_at"], utc=True, format="ISO8601")
@@ -200,18 +200,28 @@ def _votes_added(study: Study, kept: dict, token: str, runs: dict) -> pd.DataFra
     """The kept votes with those added since (None when the kept ones cannot be trusted)."""
     if kept["token"] != token or kept["runs"] not in (None, runs):
         return None
-    old, new = kept["votes"], _vote_rows(study, after=kept["upto"])
+    old, upto = kept["votes"], kept["upto"]
+    new = _vote_rows(study, after=upto)
     if Vote.objects.filter(item__study=study).count() != len(old) + len(new):
         return None
     if new.empty:
         return old
     if old.empty:
         return new
-    columns = {col: pd.concat([old[col], new[col]], ignore_index=True) for col in old.columns}
-    for col in (*_TEXT, "choice"):  # categories of what is there, sorted, as astype("category")
-        sort = col != "choice"
-        columns[col] = pd.Series(union_categoricals([old[col], new[col]], sort_categories=sort, ignore_order=True))
-    return _in_order(pd.DataFrame(columns))
+    columns = {}
+    for col in old.columns:
+        if col in (*_TEXT, "choice"):  # categories of what is there, sorted, as astype("category")
+            both = union_categoricals([old[col], new[col]], sort_categories=col != "choice", ignore_order=True)
+            columns[col] = pd.Series(both)
+        else:
+            columns[col] = pd.concat([old[col], new[col]], ignore_index=True)
+    votes = pd.DataFrame(columns)
+    # Sorted again only if a new vote was received before the last kept one (an import).
+    in_order = (new["received_at"].iloc[0], new["vote_id"].iloc[0]) > (
+        old["received_at"].iloc[-1],
+        old["vote_id"].iloc[-1],
+    )
+    return votes if in_order else _in_order(votes)
 
 
 def study_frame(study: Study) -> pd.DataFrame:
