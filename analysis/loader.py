@@ -11,7 +11,6 @@ import pandas as pd
 from django.core.cache import InvalidCacheBackendError, caches
 from django.db.models import Case, Count, Max, Q, TextField, When
 from django.db.models.functions import Cast
-from pandas.api.types import union_categoricals
 
 from analysis import results_cache
 from analysis.frame import CHOICES, COLUMNS, CONTROL, OPTIONAL_COLUMNS, empty_frame, normalise
@@ -143,13 +142,15 @@ def _vote_rows(study: Study, *, after: int = 0) -> pd.DataFrame:
 _TEXT = ("shown_first", "choice_shown", "label_scheme", "parse_status")
 
 
-def _in_order(votes: pd.DataFrame) -> pd.DataFrame:
-    """The votes in their default order, (received_at, id)."""
+def _in_order(votes: pd.DataFrame | dict[str, pd.Series]) -> pd.DataFrame | dict[str, pd.Series]:
+    """The votes (a frame, or its columns) in their default order, (received_at, id)."""
     # .values: datetime64 (to_numpy() of a zoned column gives one Timestamp object per vote).
     order = np.lexsort((votes["vote_id"].to_numpy(), votes["received_at"].values))
-    if (order != np.arange(len(order))).any():
-        votes = votes.take(order).reset_index(drop=True)
-    return votes
+    if not (order != np.arange(len(order))).any():
+        return votes
+    if isinstance(votes, pd.DataFrame):
+        return votes.take(order).reset_index(drop=True)
+    return {col: values.take(order).reset_index(drop=True) for col, values in votes.items()}
 
 
 # Where study_votes keeps the votes it has read: settings.CACHES["votes"], each process's own
@@ -157,8 +158,9 @@ def _in_order(votes: pd.DataFrame) -> pd.DataFrame:
 VOTES_CACHE = "votes"
 
 
-def study_votes(study: Study) -> pd.DataFrame:
-    """The vote-level columns of every vote of the study (``_vote_rows``). The votes read are
+def study_votes(study: Study) -> dict[str, pd.Series]:
+    """The vote-level columns of every vote of the study (``_vote_rows``; columns, not a frame:
+    putting a million rows' columns together in a frame copies them all). The votes read are
     kept in the votes cache, and the next call reads only the votes added since, unless the
     kept ones may have changed; then it reads all again. Kept votes are trusted while:
 
@@ -173,7 +175,7 @@ def study_votes(study: Study) -> pd.DataFrame:
     try:
         store = caches[VOTES_CACHE]
     except InvalidCacheBackendError:  # a project without that cache: read everything each time
-        return _vote_rows(study)
+        return dict(_vote_rows(study).items())
     key = f"analysis:votes:{study.pk}:{study.created_at.isoformat()}:{results_cache.CODE_VERSION}"
     # Read before the votes: a change committed while they are read makes the next call read all.
     token, runs = results_cache.safely(results_cache.edit_token), _runs_stamp(study)
@@ -182,8 +184,8 @@ def study_votes(study: Study) -> pd.DataFrame:
     if votes is not None and votes is kept["votes"]:  # nothing new: the entry stays as it is
         return votes
     if votes is None:
-        votes = _vote_rows(study)
-    upto = int(votes["vote_id"].max()) if len(votes) else 0
+        votes = dict(_vote_rows(study).items())
+    upto = int(votes["vote_id"].max()) if len(votes["vote_id"]) else 0
     failed = bool((votes["parse_status"] == Vote.Parse.FAILED).any())
     entry = {"token": token, "runs": runs if failed else None, "upto": upto, "votes": votes}
     results_cache.safely(lambda: store.set(key, entry))
@@ -196,37 +198,30 @@ def _runs_stamp(study: Study) -> dict:
     )
 
 
-def _votes_added(study: Study, kept: dict, token: str, runs: dict) -> pd.DataFrame | None:
+def _votes_added(study: Study, kept: dict, token: str, runs: dict) -> dict[str, pd.Series] | None:
     """The kept votes with those added since (None when the kept ones cannot be trusted)."""
     if kept["token"] != token or kept["runs"] not in (None, runs):
         return None
-    old, upto = kept["votes"], kept["upto"]
-    new = _vote_rows(study, after=upto)
-    if Vote.objects.filter(item__study=study).count() != len(old) + len(new):
+    old, new = kept["votes"], _vote_rows(study, after=kept["upto"])
+    if Vote.objects.filter(item__study=study).count() != len(old["vote_id"]) + len(new):
         return None
     if new.empty:
         return old
-    if old.empty:
-        return new
-    columns = {}
-    for col in old.columns:
-        if col in (*_TEXT, "choice"):  # categories of what is there, sorted, as astype("category")
-            both = union_categoricals([old[col], new[col]], sort_categories=col != "choice", ignore_order=True)
-            columns[col] = pd.Series(both)
-        else:
-            columns[col] = pd.concat([old[col], new[col]], ignore_index=True)
-    votes = pd.DataFrame(columns)
+    for col in (*_TEXT, "choice"):  # on the same categories, so that the columns join as they are
+        categories = old[col].cat.categories.union(new[col].cat.categories, sort=col != "choice")
+        old[col], new[col] = old[col].cat.set_categories(categories), new[col].cat.set_categories(categories)
+    # Column by column: a join of frames checks every missing probability for being missing.
+    votes = {col: pd.concat([old[col], new[col]], ignore_index=True) for col in old}
     # Sorted again only if a new vote was received before the last kept one (an import).
-    in_order = (new["received_at"].iloc[0], new["vote_id"].iloc[0]) > (
-        old["received_at"].iloc[-1],
-        old["vote_id"].iloc[-1],
-    )
-    return votes if in_order else _in_order(votes)
+    last = (old["received_at"].iloc[-1], old["vote_id"].iloc[-1]) if len(old["vote_id"]) else None
+    if last is not None and (new["received_at"].iloc[0], new["vote_id"].iloc[0]) > last:
+        return votes
+    return _in_order(votes)
 
 
 def study_frame(study: Study) -> pd.DataFrame:
     votes = study_votes(study)
-    if votes.empty:
+    if not len(votes["vote_id"]):
         return empty_frame()
     judges = pd.DataFrame(
         [
@@ -246,10 +241,9 @@ def study_frame(study: Study) -> pd.DataFrame:
         **votes,
         **_looked_up(votes["item_id"], _kept_items(study), "item_id", categories=("bloom", "group", "semantics")),
         **_looked_up(votes["judge_id"], judges, "judge_id", categories=("judge", "judge_kind")),
-        **_looked_up(votes["rater_id"], raters, "rater_id"),
+        # No rater (an LLM's vote): no name, not flagged.
+        **_looked_up(votes["rater_id"], raters, "rater_id", missing={"rater": "", "rater_flagged": False}),
     }
-    columns["rater"] = columns["rater"].fillna("")
-    columns["rater_flagged"] = columns["rater_flagged"].astype("boolean").fillna(False).astype(bool)
     columns["parse_status"] = columns["parse_status"].astype(object)
     columns["run_complete"] = run_complete(
         pd.DataFrame({c: columns[c] for c in ("run_id", "item_id", "parse_status")}), study
@@ -280,12 +274,13 @@ def _kept_items(study: Study) -> pd.DataFrame:
 
 
 def _looked_up(
-    keys: pd.Series, table: pd.DataFrame, key: str, categories: tuple[str, ...] = ()
+    keys: pd.Series, table: pd.DataFrame, key: str, categories: tuple[str, ...] = (), missing: dict | None = None
 ) -> dict[str, pd.Series]:
-    """The other columns of ``table``'s row for each of ``keys`` (missing or no key: NaN), in
-    the keys' order: a left join on a unique key that copies the small table's columns, not the
-    votes'. The ``categories`` columns come out categorical, with only the values the keys reach
-    (as the frame's own ``astype("category")`` would make them), coded on the small table."""
+    """The other columns of ``table``'s row for each of ``keys`` (no row: NaN, or the column's
+    value in ``missing``), in the keys' order: a left join on a unique key that copies the small
+    table's columns, not the votes'. The ``categories`` columns come out categorical, with only
+    the values the keys reach (as the frame's own ``astype("category")`` would make them), coded
+    on the small table."""
     # Keys as floats: a column of ids with None in it (votes without a rater) is NaN there.
     positions = pd.Index(table[key].to_numpy()).get_indexer(keys.to_numpy(dtype=float))
     reached = np.zeros(len(table), dtype=bool)
@@ -295,9 +290,12 @@ def _looked_up(
         values = table[col]
         if col in categories:  # the categories of the rows reached, found on the small table
             values = values.astype(pd.CategoricalDtype(pd.Categorical(values[reached]).categories)).array
-        # allow_fill: position -1 (no row) gives NaN, as a left join does.
+        # allow_fill: position -1 (no row) gives NaN, as a left join does, or the column's ``missing``.
         taken = pd.api.extensions.take(
-            values.to_numpy() if col not in categories else values, positions, allow_fill=True
+            values.to_numpy() if col not in categories else values,
+            positions,
+            allow_fill=True,
+            fill_value=(missing or {}).get(col),
         )
         # Object columns as they are: a Series would look through a million texts for dates.
         out[col] = pd.Series(taken, dtype=object if taken.dtype == object else None, copy=False)
