@@ -12,8 +12,9 @@ agreement, Bloom breakdown.
 Loading from the database is measured separately (``--db``), in a throwaway SQLite database (or
 $DATABASE_URL's server with a test database), on a study seeded with that many votes: the load
 from scratch (an empty votes cache: a new process, or a deploy), then a live study's refresh
-after 50 new votes (``loader.study_votes`` reads only those), each alone and with the report
-(``services.study_analyze`` without the results cache); CPU and wall time, with the load average.
+after 50 new votes (``loader.study_votes`` reads only those; the timed part includes writing
+them), each alone and with the report (``services.study_report``: computed, not taken from the
+results cache); CPU and wall time, with the load average.
 """
 
 from __future__ import annotations
