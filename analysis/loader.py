@@ -123,15 +123,11 @@ def _vote_rows(study: Study, *, after: int = 0) -> pd.DataFrame:
     votes["not_familiar"] = (bits & _FLAGS["not_familiar"]) > 0
     votes["labels_swapped"] = (bits & _FLAGS["labels_swapped"]) > 0
     votes["order_known"] = (bits & _FLAGS["order_unknown"]) == 0
-    shown, as_shown = votes["shown_first"].to_numpy(dtype=object), votes["choice_shown"].to_numpy(dtype=object)
-    choice = np.where(as_shown == "tie", "tie", None).astype(object)
-    for (first, said), meant in _CHOICE.items():
-        choice[(shown == first) & (as_shown == said)] = meant
-    votes["choice"] = pd.Categorical(choice, categories=list(CHOICES))
     # Categories, as the frame has them: a column of a few values kept as small codes, not a
     # string object per vote (which study_votes' store would copy one by one).
     for col in _TEXT:
         votes[col] = votes[col].astype("category")
+    votes["choice"] = _choices(votes["shown_first"].array, votes["choice_shown"].array)
     for col in ("rater_id", "run_id", "client_ms"):  # None where unknown: NaN
         votes[col] = votes[col].astype(float)
     probs = votes["option_probs"]
@@ -140,6 +136,18 @@ def _vote_rows(study: Study, *, after: int = 0) -> pd.DataFrame:
 
 
 _TEXT = ("shown_first", "choice_shown", "label_scheme", "parse_status")
+
+
+def _choices(shown: pd.Categorical, said: pd.Categorical) -> pd.Categorical:
+    """Each vote's choice from the order shown and the choice as shown, by their codes (a table
+    of the few pairs there are, not a comparison of texts per vote)."""
+    # One more row and column for a missing value (code -1): no choice.
+    table = np.full((len(shown.categories) + 1, len(said.categories) + 1), -1, dtype=np.int8)
+    for i, first in enumerate(shown.categories):
+        for j, as_shown in enumerate(said.categories):
+            meant = "tie" if as_shown == "tie" else _CHOICE.get((first, as_shown))
+            table[i, j] = CHOICES.index(meant) if meant else -1
+    return pd.Categorical.from_codes(table[shown.codes, said.codes], categories=list(CHOICES))
 
 
 def _in_order(votes: pd.DataFrame | dict[str, pd.Series]) -> pd.DataFrame | dict[str, pd.Series]:
