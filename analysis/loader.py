@@ -4,15 +4,15 @@ per-row model objects, joined in pandas."""
 from __future__ import annotations
 
 import json
-import operator
-from functools import reduce
 from itertools import islice
 
 import numpy as np
 import pandas as pd
-from django.db.models import Case, Q, TextField, When
+from django.core.cache import InvalidCacheBackendError, caches
+from django.db.models import Case, Count, Max, Q, TextField, When
 from django.db.models.functions import Cast
 
+from analysis import results_cache
 from analysis.frame import CHOICES, COLUMNS, CONTROL, OPTIONAL_COLUMNS, empty_frame, normalise
 from annotations.models import Answer, ComparisonItem, Judge, Rater, Study, Vote
 from judges.models import JudgeRun
@@ -84,55 +84,152 @@ VOTE_FIELDS = (
     "run_id",
     "shown_first",
     "choice_shown",
-    "choice",
-    "not_familiar",
     "client_ms",
     "received_at",
     "label_scheme",
     "option_probs",
-    "labels_swapped",
     "parse_status",
 )
 
 
 # Columns with a converter (booleans and dates on SQLite, JSON everywhere) make Django convert
-# every row in Python, which cost half the load of a 100,000-vote study: dates and probabilities
-# are read as text and parsed in bulk, the flags as the ids of the (few) votes that have them.
+# every row in Python: dates and probabilities are read as text and parsed in bulk, the three
+# flags as one integer computed in SQL. ``choice`` is not read: the vote_choice_matches_order
+# constraint makes it a function of the order shown and the choice as shown.
 _AS_TEXT = ("received_at", "option_probs")
-# Flag → its bit in one small query over the flagged votes only.
 _FLAGS = {"not_familiar": 1, "labels_swapped": 2, "order_unknown": 4}
+_FLAG_CONDITIONS = {
+    "not_familiar": Q(not_familiar=True),
+    "labels_swapped": Q(labels_swapped=True),
+    "order_unknown": Q(meta__order_known=False),
+}
+# (shown_first, choice_shown) → choice, as the constraint has it.
+_CHOICE = {("a1", "first"): "a1", ("a1", "second"): "a2", ("a2", "first"): "a2", ("a2", "second"): "a1"}
 
 
-def _vote_rows(study: Study) -> pd.DataFrame:
-    study_votes = Vote.objects.filter(item__study=study)
-    columns = ["vote_id", *(f for f in VOTE_FIELDS if f not in _FLAGS)]
-    fields = [Cast(f, TextField()) if f in _AS_TEXT else f for f in columns[1:]]
+def _vote_rows(study: Study, *, after: int = 0) -> pd.DataFrame:
+    """The vote-level columns of the study's votes with an id above ``after``, in the votes'
+    default order (received_at, id)."""
+    flags = sum(Case(When(condition, then=_FLAGS[name]), default=0) for name, condition in _FLAG_CONDITIONS.items())
+    fields = [Cast(f, TextField()) if f in _AS_TEXT else f for f in VOTE_FIELDS]
     # Unsorted: the database's sort of every vote (a temporary B-tree on SQLite) cost more than
-    # sorting two columns here, in the same order (the votes' default ordering).
-    votes = pd.DataFrame(list(study_votes.order_by().values_list("id", *fields)), columns=columns)
-    conditions = {"not_familiar": Q(not_familiar=True), "labels_swapped": Q(labels_swapped=True)}
-    conditions["order_unknown"] = Q(meta__order_known=False)
-    flags = sum(Case(When(condition, then=_FLAGS[name]), default=0) for name, condition in conditions.items())
-    flagged = dict(
-        study_votes.filter(reduce(operator.or_, conditions.values())).annotate(flags=flags).values_list("id", "flags")
-    )
+    # sorting two columns here. The flags as text: Django converts an integer expression's
+    # value per row, a text's not.
+    rows = Vote.objects.filter(item__study=study, id__gt=after).order_by().annotate(flags=Cast(flags, TextField()))
+    votes = pd.DataFrame(list(rows.values_list("id", *fields, "flags")), columns=["vote_id", *VOTE_FIELDS, "flags"])
     votes["received_at"] = pd.to_datetime(votes["received_at"], utc=True, format="ISO8601")
-    # .values: datetime64 (to_numpy() of a zoned column gives one Timestamp object per vote).
-    order = np.lexsort((votes["vote_id"].to_numpy(), votes["received_at"].values))
-    if (order != np.arange(len(order))).any():
-        votes = votes.take(order).reset_index(drop=True)
-    bits = votes["vote_id"].map(flagged).fillna(0).astype(np.int64).to_numpy() if flagged else 0
+    votes = _in_order(votes)
+    bits = votes.pop("flags").astype(np.int64).to_numpy()
     votes["not_familiar"] = (bits & _FLAGS["not_familiar"]) > 0
     votes["labels_swapped"] = (bits & _FLAGS["labels_swapped"]) > 0
     votes["order_known"] = (bits & _FLAGS["order_unknown"]) == 0
+    # Categories, as the frame has them: a column of a few values kept as small codes, not a
+    # string object per vote (which study_votes' store would copy one by one).
+    for col in _TEXT:
+        votes[col] = votes[col].astype("category")
+    votes["choice"] = _choices(votes["shown_first"].array, votes["choice_shown"].array)
+    for col in ("rater_id", "run_id", "client_ms"):  # None where unknown: NaN
+        votes[col] = votes[col].astype(float)
     probs = votes["option_probs"]
     votes["option_probs"] = probs.where(probs.isna(), probs.dropna().map(json.loads)).astype(object)
     return votes
 
 
+_TEXT = ("shown_first", "choice_shown", "label_scheme", "parse_status")
+
+
+def _choices(shown: pd.Categorical, said: pd.Categorical) -> pd.Categorical:
+    """Each vote's choice from the order shown and the choice as shown, by their codes (a table
+    of the few pairs there are, not a comparison of texts per vote)."""
+    # One more row and column for a missing value (code -1): no choice.
+    table = np.full((len(shown.categories) + 1, len(said.categories) + 1), -1, dtype=np.int8)
+    for i, first in enumerate(shown.categories):
+        for j, as_shown in enumerate(said.categories):
+            meant = "tie" if as_shown == "tie" else _CHOICE.get((first, as_shown))
+            table[i, j] = CHOICES.index(meant) if meant else -1
+    return pd.Categorical.from_codes(table[shown.codes, said.codes], categories=list(CHOICES))
+
+
+def _in_order(votes: pd.DataFrame | dict[str, pd.Series]) -> pd.DataFrame | dict[str, pd.Series]:
+    """The votes (a frame, or its columns) in their default order, (received_at, id)."""
+    # .values: datetime64 (to_numpy() of a zoned column gives one Timestamp object per vote).
+    order = np.lexsort((votes["vote_id"].to_numpy(), votes["received_at"].values))
+    if not (order != np.arange(len(order))).any():
+        return votes
+    if isinstance(votes, pd.DataFrame):
+        return votes.take(order).reset_index(drop=True)
+    return {col: values.take(order).reset_index(drop=True) for col, values in votes.items()}
+
+
+# Where study_votes keeps the votes it has read: settings.CACHES["votes"], each process's own
+# memory (a million votes' columns are about 70 MB, too big to copy through the shared cache).
+VOTES_CACHE = "votes"
+
+
+def study_votes(study: Study) -> dict[str, pd.Series]:
+    """The vote-level columns of every vote of the study (``_vote_rows``; columns, not a frame:
+    putting a million rows' columns together in a frame copies them all). The votes read are
+    kept in the votes cache, and the next call reads only the votes added since, unless the
+    kept ones may have changed; then it reads all again. Kept votes are trusted while:
+
+    - no vote was saved again or deleted through the ORM (the edit token, renewed then);
+    - the study has as many votes as those kept plus those added (a vote deleted otherwise, or
+      one given a lower id that committed after a higher one was read, PostgreSQL's sequences
+      being taken before commit);
+    - when some kept votes had failed requests, the study's judge runs are unchanged: a run's
+      retries rewrite its failed votes in place, in the transaction that beats its heart
+      (judges.runner.write_outcomes; no other code edits a vote in place).
+    """
+    try:
+        store = caches[VOTES_CACHE]
+    except InvalidCacheBackendError:  # a project without that cache: read everything each time
+        return dict(_vote_rows(study).items())
+    key = f"analysis:votes:{study.pk}:{study.created_at.isoformat()}:{results_cache.CODE_VERSION}"
+    # Read before the votes: a change committed while they are read makes the next call read all.
+    token, runs = results_cache.safely(results_cache.edit_token), _runs_stamp(study)
+    kept = results_cache.safely(lambda: store.get(key))
+    votes = _votes_added(study, kept, token, runs) if kept and token is not None else None
+    if votes is not None and votes is kept["votes"]:  # nothing new: the entry stays as it is
+        return votes
+    if votes is None:
+        votes = dict(_vote_rows(study).items())
+    upto = int(votes["vote_id"].max()) if len(votes["vote_id"]) else 0
+    failed = bool((votes["parse_status"] == Vote.Parse.FAILED).any())
+    entry = {"token": token, "runs": runs if failed else None, "upto": upto, "votes": votes}
+    results_cache.safely(lambda: store.set(key, entry))
+    return votes
+
+
+def _runs_stamp(study: Study) -> dict:
+    return JudgeRun.objects.filter(study=study).aggregate(
+        runs=Count("id"), heartbeat=Max("heartbeat_at"), finished=Max("finished_at")
+    )
+
+
+def _votes_added(study: Study, kept: dict, token: str, runs: dict) -> dict[str, pd.Series] | None:
+    """The kept votes with those added since (None when the kept ones cannot be trusted)."""
+    if kept["token"] != token or kept["runs"] not in (None, runs):
+        return None
+    old, new = kept["votes"], _vote_rows(study, after=kept["upto"])
+    if Vote.objects.filter(item__study=study).count() != len(old["vote_id"]) + len(new):
+        return None
+    if new.empty:
+        return old
+    for col in (*_TEXT, "choice"):  # on the same categories, so that the columns join as they are
+        categories = old[col].cat.categories.union(new[col].cat.categories, sort=col != "choice")
+        old[col], new[col] = old[col].cat.set_categories(categories), new[col].cat.set_categories(categories)
+    # Column by column: a join of frames checks every missing probability for being missing.
+    votes = {col: pd.concat([old[col], new[col]], ignore_index=True) for col in old}
+    # Sorted again only if a new vote was received before the last kept one (an import).
+    last = (old["received_at"].iloc[-1], old["vote_id"].iloc[-1]) if len(old["vote_id"]) else None
+    if last is not None and (new["received_at"].iloc[0], new["vote_id"].iloc[0]) > last:
+        return votes
+    return _in_order(votes)
+
+
 def study_frame(study: Study) -> pd.DataFrame:
-    votes = _vote_rows(study)
-    if votes.empty:
+    votes = study_votes(study)
+    if not len(votes["vote_id"]):
         return empty_frame()
     judges = pd.DataFrame(
         [
@@ -148,19 +245,14 @@ def study_frame(study: Study) -> pd.DataFrame:
         list(Rater.objects.filter(study=study).values_list("id", "participant_id", "flagged")),
         columns=["rater_id", "rater", "rater_flagged"],
     )
-    # Nullable integers on both sides: when no vote so far has a rater (only LLM votes, raters
-    # who entered but have not voted), the votes' column is all None and would not merge.
-    votes["rater_id"] = votes["rater_id"].astype("Int64")
-    raters["rater_id"] = raters["rater_id"].astype("Int64")
     columns = {
         **votes,
-        **_looked_up(votes["item_id"], study_items(study), "item_id", categories=("bloom", "group", "semantics")),
+        **_looked_up(votes["item_id"], _kept_items(study), "item_id", categories=("bloom", "group", "semantics")),
         **_looked_up(votes["judge_id"], judges, "judge_id", categories=("judge", "judge_kind")),
-        **_looked_up(votes["rater_id"], raters, "rater_id"),
+        # No rater (an LLM's vote): no name, not flagged.
+        **_looked_up(votes["rater_id"], raters, "rater_id", missing={"rater": "", "rater_flagged": False}),
     }
-    columns["rater"] = columns["rater"].fillna("")
-    columns["rater_flagged"] = columns["rater_flagged"].astype("boolean").fillna(False).astype(bool)
-    columns["run_id"] = columns["run_id"].astype(float)
+    columns["parse_status"] = columns["parse_status"].astype(object)
     columns["run_complete"] = run_complete(
         pd.DataFrame({c: columns[c] for c in ("run_id", "item_id", "parse_status")}), study
     )
@@ -169,15 +261,52 @@ def study_frame(study: Study) -> pd.DataFrame:
     return normalise(pd.DataFrame({c: columns[c] for c in [*COLUMNS, *OPTIONAL_COLUMNS]}))
 
 
-def _looked_up(keys: pd.Series, table: pd.DataFrame, key: str, categories: tuple[str, ...] = ()) -> pd.DataFrame:
-    """The other columns of ``table``'s row for each of ``keys`` (missing: NaN), in the keys'
-    order: a left join on a unique key that copies the small table's columns, not the votes'.
-    The ``categories`` columns come out categorical, with only the values the keys reach (as
-    the frame's own ``astype("category")`` would make them), coded on the small table."""
-    table = table.astype({col: "category" for col in categories})
-    out = table.set_index(key).reindex(keys.to_numpy()).reset_index(drop=True)
-    for col in categories:
-        out[col] = out[col].cat.remove_unused_categories()
+def _kept_items(study: Study) -> pd.DataFrame:
+    """``study_items``, kept in the votes cache while the study's items, questions and answers
+    are unchanged (results_cache.items_version and the edit token): a live study's refresh
+    does not read its tens of thousands of items and answers again."""
+    try:
+        store = caches[VOTES_CACHE]
+    except InvalidCacheBackendError:
+        return study_items(study)
+    key = f"analysis:items:{study.pk}:{study.created_at.isoformat()}:{results_cache.CODE_VERSION}"
+    stamp = (results_cache.safely(results_cache.edit_token), results_cache.items_version(study))
+    kept = results_cache.safely(lambda: store.get(key))
+    if kept is not None and stamp[0] is not None and kept["stamp"] == stamp:
+        items = kept["items"]
+    else:
+        items = study_items(study)
+        results_cache.safely(lambda: store.set(key, {"stamp": stamp, "items": items}))
+    # The thresholds from the study as given, not as kept.
+    return items.assign(threshold_ms=threshold_ms(study, items["words"]))
+
+
+def _looked_up(
+    keys: pd.Series, table: pd.DataFrame, key: str, categories: tuple[str, ...] = (), missing: dict | None = None
+) -> dict[str, pd.Series]:
+    """The other columns of ``table``'s row for each of ``keys`` (no row: NaN, or the column's
+    value in ``missing``), in the keys' order: a left join on a unique key that copies the small
+    table's columns, not the votes'. The ``categories`` columns come out categorical, with only
+    the values the keys reach (as the frame's own ``astype("category")`` would make them), coded
+    on the small table."""
+    # Keys as floats: a column of ids with None in it (votes without a rater) is NaN there.
+    positions = pd.Index(table[key].to_numpy()).get_indexer(keys.to_numpy(dtype=float))
+    reached = np.zeros(len(table), dtype=bool)
+    reached[positions[positions >= 0]] = True
+    out = {}
+    for col in table.columns.drop(key):
+        values = table[col]
+        if col in categories:  # the categories of the rows reached, found on the small table
+            values = values.astype(pd.CategoricalDtype(pd.Categorical(values[reached]).categories)).array
+        # allow_fill: position -1 (no row) gives NaN, as a left join does, or the column's ``missing``.
+        taken = pd.api.extensions.take(
+            values.to_numpy() if col not in categories else values,
+            positions,
+            allow_fill=True,
+            fill_value=(missing or {}).get(col),
+        )
+        # Object columns as they are: a Series would look through a million texts for dates.
+        out[col] = pd.Series(taken, dtype=object if taken.dtype == object else None, copy=False)
     return out
 
 

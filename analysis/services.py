@@ -74,20 +74,24 @@ def study_analyze(*, study: Study, filters: Filters | None = None, options: repo
     """The study's report, from the cache while nothing it reads has changed (results_cache)."""
     filters = filters or Filters()
     options = _with_scheme_labels(options)
+    return results_cache.cached(
+        study, filters, options, lambda: study_report(study=study, filters=filters, options=options)
+    )
 
-    def compute() -> dict:
-        groups, semantics = study_groups(study=study)
-        return report.analyze(
-            loader.study_frame(study),
-            study=study.slug,
-            filters=filters,
-            options=options,
-            votes_per_item=study.votes_per_item,
-            groups=groups,
-            semantics=semantics,
-        )
 
-    return results_cache.cached(study, filters, options, compute)
+def study_report(*, study: Study, filters: Filters | None = None, options: report.Options | None = None) -> dict:
+    """The study's report computed now: its votes loaded (only the new ones, when the loader
+    has kept the others) and analysed."""
+    groups, semantics = study_groups(study=study)
+    return report.analyze(
+        loader.study_frame(study),
+        study=study.slug,
+        filters=filters or Filters(),
+        options=_with_scheme_labels(options),
+        votes_per_item=study.votes_per_item,
+        groups=groups,
+        semantics=semantics,
+    )
 
 
 def study_figure(

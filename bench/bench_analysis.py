@@ -1,15 +1,20 @@
 """Benchmark of the analysis: one million votes on 40,000 items analysed in at most 3 s.
 
     python bench/bench_analysis.py                 # the analysis on a synthetic frame
-    python bench/bench_analysis.py --db 50000      # plus loading that many votes from the database
+    python bench/bench_analysis.py --db 1000000    # plus loading that many votes from the database
+    DATABASE_URL=postgres://.../name python bench/bench_analysis.py --db 1000000 --repeat 1   # on PostgreSQL
 
 The frame is built synthetically (10,000 questions × control + 3 perturbations = 40,000
 items; 5 simulated judges × 5 votes per item = 1,000,000 votes) and not timed. The timed part
 is ``report.analyze``: filters, item preferences, ASR/accuracy with 1,000 bootstrap resamples,
 position, label and position preference, verbosity, length-controlled GLMs with cross-validation,
 agreement, Bloom breakdown.
-Loading from the database is measured separately at a smaller size (``--db``), in a throwaway
-SQLite database (or $DATABASE_URL's server with a test database).
+Loading from the database is measured separately (``--db``), in a throwaway SQLite database (or
+$DATABASE_URL's server with a test database), on a study seeded with that many votes: the load
+from scratch (an empty votes cache: a new process, or a deploy), then a live study's refresh
+after 50 new votes (``loader.study_votes`` reads only those; the timed part includes writing
+them), each alone and with the report (``services.study_report``: computed, not taken from the
+results cache); CPU and wall time, with the load average.
 """
 
 from __future__ import annotations
@@ -122,12 +127,42 @@ def seed_study(n_votes: int, slug: str = "bench"):
     return study
 
 
-def bench_db(n_votes: int) -> None:
+def add_votes(study, n: int) -> None:
+    """``n`` new votes on the study's first items by a judge of their own, as a live study gets."""
+    from annotations.models import ComparisonItem, Judge, Vote
+
+    judge, _ = Judge.objects.get_or_create(name="late-judge", study=None, defaults={"kind": Judge.Kind.SIMULATED})
+    start = Vote.objects.filter(judge=judge).count()  # each round once per item
+    items = list(ComparisonItem.objects.filter(study=study).order_by("id").values_list("id", flat=True)[:n])
+    Vote.objects.bulk_create(
+        [
+            Vote(item_id=item, judge=judge, round=start + i, shown_first="a1", choice_shown="first", choice="a1")
+            for i, item in enumerate(items)
+        ]
+    )
+
+
+def timed(label: str, action, repeat: int) -> None:
+    cpus, walls = [], []
+    for _ in range(repeat):
+        started, cpu = time.perf_counter(), time.process_time()
+        action()
+        walls.append(time.perf_counter() - started)
+        cpus.append(time.process_time() - cpu)
+    print(
+        f"{label}: CPU {', '.join(f'{t:.2f}' for t in cpus)} s, wall {', '.join(f'{t:.2f}' for t in walls)} s "
+        f"(load {os.getloadavg()[0]:.1f})",
+        flush=True,
+    )
+
+
+def bench_db(n_votes: int, repeat: int) -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
     os.environ.setdefault("SQLITE_TEST_NAME", str(Path(tempfile.gettempdir()) / "bench_analysis.sqlite3"))
     import django
 
     django.setup()
+    from django.core.cache import caches
     from django.test.runner import DiscoverRunner
     from django.test.utils import setup_test_environment
 
@@ -135,15 +170,35 @@ def bench_db(n_votes: int) -> None:
     runner = DiscoverRunner(verbosity=0)
     old = runner.setup_databases()
     try:
-        from analysis import loader
+        from analysis import loader, services
 
         study = seed_study(n_votes)
-        started = time.perf_counter()
-        frame = loader.study_frame(study)
-        print(
-            f"load from the database ({django.db.connection.vendor}): {len(frame):,} votes in "
-            f"{time.perf_counter() - started:.2f} s"
-        )
+        vendor = django.db.connection.vendor
+        print(f"{vendor}: {n_votes:,} votes seeded", flush=True)
+        votes = caches[loader.VOTES_CACHE]
+
+        def cold_load():
+            votes.clear()
+            assert len(loader.study_frame(study)) >= n_votes - 30
+
+        def cold_analysis():  # the report computed, not taken from the results cache
+            votes.clear()
+            services.study_report(study=study)
+
+        def refresh_load():
+            add_votes(study, 50)
+            loader.study_frame(study)
+
+        def refresh_analysis():
+            add_votes(study, 50)
+            services.study_report(study=study)
+
+        timed(f"load from scratch ({vendor})", cold_load, repeat)
+        timed(f"load + analysis from scratch ({vendor})", cold_analysis, repeat)
+        add_votes(study, 1)  # the new votes' judge made (a new judge is an edit: everything is read again)
+        loader.study_frame(study)
+        timed(f"load after 50 new votes ({vendor})", refresh_load, repeat)
+        timed(f"load + analysis after 50 new votes ({vendor})", refresh_analysis, repeat)
     finally:
         runner.teardown_databases(old)
 
@@ -155,14 +210,16 @@ def main() -> None:
     parser.add_argument("--votes-per-item", type=int, default=5)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--db", type=int, default=0, help="also time loading this many votes from the database")
+    parser.add_argument("--no-synthetic", action="store_true", help="only the database part (with --db)")
     args = parser.parse_args()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
     import django
 
     django.setup()
-    bench_analysis(args.questions, args.judges, args.votes_per_item, args.repeat)
+    if not args.no_synthetic:
+        bench_analysis(args.questions, args.judges, args.votes_per_item, args.repeat)
     if args.db:
-        bench_db(args.db)
+        bench_db(args.db, args.repeat)
 
 
 if __name__ == "__main__":

@@ -207,7 +207,18 @@ RATER_ENTRY_RATE = env_rate("RATER_ENTRY_RATE", "30/minute")
 RATER_VOTE_RATE = env_rate("RATER_VOTE_RATE", "60/minute")
 # Without CACHE_URL the cache is a table of the database (created by `migrate`), which every
 # gunicorn worker and every web host on that database share, with an atomic counter.
-CACHES = {"default": cache_from_url(env_str("CACHE_URL", ""))}
+CACHES = {
+    "default": cache_from_url(env_str("CACHE_URL", "")),
+    # The votes analysis.loader.study_votes has read, in each process's own memory, so that a
+    # live study's refresh reads only its new votes: a million votes' columns are about 70 MB,
+    # too much to copy through a shared cache. A few studies per process.
+    "votes": {
+        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+        "LOCATION": "analysis-votes",
+        "TIMEOUT": 3600,
+        "OPTIONS": {"MAX_ENTRIES": 4},
+    },
+}
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "biasstudy API",
@@ -244,7 +255,12 @@ CONTENT_SECURITY_POLICY = {
         "font-src": ["'self'"],
         "connect-src": ["'self'"],
         "frame-ancestors": ["'none'"],
-        "form-action": ["'self'", "https://app.prolific.com", "https://www.mturk.com", "https://workersandbox.mturk.com"],
+        "form-action": [
+            "'self'",
+            "https://app.prolific.com",
+            "https://www.mturk.com",
+            "https://workersandbox.mturk.com",
+        ],
         "base-uri": ["'self'"],
         "object-src": ["'none'"],
     }

@@ -60,7 +60,9 @@ def test_a_figure_asked_for_again_is_neither_analysed_nor_drawn_again_until_a_vo
     assert body.startswith(b"<?xml") and b"<svg" in body
     item = cached_study.items.filter(kind__isnull=True).first()
     make_vote(item, human_pool(cached_study), rater=make_rater(cached_study, participant_id="NEW-2"))
-    assert queries(staff_client, plot_url("agreement", "svg")) >= first - 2  # analysed afresh
+    # Analysed afresh: more queries than the hit's (at most first - 8), a few fewer than the first
+    # time, as the loader reads only the new vote and keeps the items it has read.
+    assert queries(staff_client, plot_url("agreement", "svg")) >= first - 5
 
 
 def test_a_new_vote_is_in_the_next_report_at_once(cached_study):
