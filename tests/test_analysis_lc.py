@@ -122,6 +122,25 @@ def test_each_stage_reaches_the_global_optimum(length_biased):
             assert other.reshape(best.shape)[has_items] == pytest.approx(best[has_items], abs=1e-3)
 
 
+def test_newton_stops_at_the_optimum_when_floating_point_keeps_the_gradient_above_its_tolerance():
+    """Items of hundreds of millions of votes: the summed loss is so large that its gradient
+    cannot get below GTOL in floating point (about 1e-7 here), and the fit still stops after a
+    handful of steps, at the optimum scipy's trust-region Newton finds from another start."""
+    rng = np.random.default_rng(0)
+    n = 400
+    X = np.stack([np.ones(n), rng.uniform(-1, 1, n)], 1)
+    y = rng.integers(0, 7, n) / 6
+    problem = lc.GLM(X, np.zeros(n, int), 1, 0.0, y, rng.integers(1, 7, n) * 1e8, lc._penalty(0.1))
+    calls = []
+    objective = problem.objective
+    problem.objective = lambda x: calls.append(1) or objective(x)
+    best = problem.fit().ravel()
+    assert np.linalg.norm(objective(best)[1]) > lc.GTOL  # the case this test is about
+    assert len(calls) < 30
+    reference = minimize(objective, np.array([1.0, -1.0]), jac=True, hess=problem.hessian, method="trust-exact").x
+    assert best == pytest.approx(reference, abs=1e-7)
+
+
 def test_a_problem_without_items_is_its_penalty_alone_with_its_minimum_at_zero():
     empty = np.zeros(0)
     problem = lc.GLM(np.zeros((0, 2)), np.zeros(0, int), 3, empty, empty, empty, lc._penalty(1.0))
