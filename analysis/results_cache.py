@@ -62,22 +62,6 @@ def _per_study(queryset, study_path: str, **aggregates) -> dict[str, Subquery]:
     }
 
 
-def _items_fields() -> dict[str, Subquery]:
-    return {
-        **_per_study(ComparisonItem.objects.all(), "study", items=Count("id"), item_max=Max("id")),
-        **_per_study(Question.objects.all(), "study", questions=Count("id"), question_max=Max("id")),
-        **_per_study(
-            Answer.objects.all(),
-            "question__study",
-            answers=Count("id"),
-            answer_max=Max("id"),
-            words=Sum("len_words"),
-            chars=Sum("len_chars"),
-            bpe=Sum("len_bpe"),
-        ),
-    }
-
-
 def items_version(study: Study) -> dict:
     """The part of the data version that ``loader.study_items`` reads (the study's items,
     questions and answers; the edit token covers edits in place). Three plain aggregates: as
@@ -96,8 +80,8 @@ def items_version(study: Study) -> dict:
 
 
 def data_version(study: Study) -> dict:
-    """What the report of ``study`` reads, summed up in one query: equal versions, equal inputs
-    (with the edit token for edits made in place).
+    """What the report of ``study`` reads, summed up in one query and the items' three
+    aggregates: equal versions, equal inputs (with the edit token for edits made in place).
 
     Votes are the big table, so they are not scanned: the newest vote id of all studies (one
     step down the primary key's index) changes with every vote anywhere, and a rater's vote
@@ -120,7 +104,6 @@ def data_version(study: Study) -> dict:
             # its own transaction, so such a vote still changes the version when it commits.
             votes_done=Sum("votes_done"),
         ),
-        **_items_fields(),
         **_per_study(
             JudgeRun.objects.all(),
             "study",
@@ -131,7 +114,11 @@ def data_version(study: Study) -> dict:
         ),
     }
     row = Study.objects.filter(pk=study.pk).annotate(**fields).values().first()
-    return row or {"missing": study.pk}
+    if row is None:
+        return {"missing": study.pk}
+    # Items, questions and answers as the loader checks its kept items: plain aggregates (as
+    # scalar subqueries here they took 0.24 s per refresh at 66,666 answers on SQLite).
+    return {**row, "items": items_version(study)}
 
 
 def edit_token_renew(**_signal_kwargs) -> None:
