@@ -101,6 +101,12 @@ _CATEGORICAL = (
 )
 
 
+_CHOICE_DTYPE = pd.CategoricalDtype(list(CHOICES))
+_FLAGS = ("is_gold", "rater_flagged", "order_known", "not_familiar", "labels_swapped", "run_complete")
+_NUMBERS = ("client_ms", "threshold_ms", "run_id") + tuple(c for c in COLUMNS if c.startswith("len_"))
+_DTYPES = {**dict.fromkeys(_CATEGORICAL, "category"), **dict.fromkeys(_FLAGS, bool), **dict.fromkeys(_NUMBERS, float)}
+
+
 def normalise(frame: pd.DataFrame) -> pd.DataFrame:
     """Give a frame built by any loader the dtypes the maths expects (in place where possible)."""
     for col, default in OPTIONAL_COLUMNS.items():
@@ -109,13 +115,13 @@ def normalise(frame: pd.DataFrame) -> pd.DataFrame:
     missing = [c for c in COLUMNS if c not in frame.columns]
     if missing:
         raise ValueError(f"votes frame lacks columns: {', '.join(missing)}")
-    for col in _CATEGORICAL:
-        frame[col] = frame[col].astype("category")
-    frame["choice"] = pd.Categorical(frame["choice"], categories=list(CHOICES))
-    for col in ("is_gold", "rater_flagged", "order_known", "not_familiar", "labels_swapped", "run_complete"):
-        frame[col] = frame[col].astype(bool)
-    for col in ("client_ms", "threshold_ms", "run_id") + tuple(c for c in COLUMNS if c.startswith("len_")):
-        frame[col] = frame[col].astype(float)
+    # Only columns without their dtype are set again (setting a column copies it; the database
+    # loader's columns have theirs already).
+    for col, dtype in _DTYPES.items():
+        if frame[col].dtype != dtype:
+            frame[col] = frame[col].astype(dtype)
+    if frame["choice"].dtype != _CHOICE_DTYPE:
+        frame["choice"] = pd.Categorical(frame["choice"], categories=list(CHOICES))
     if frame["received_at"].dtype != "datetime64[ns, UTC]":  # the database loader's is already
         frame["received_at"] = pd.to_datetime(frame["received_at"], utc=True)
     return frame

@@ -257,8 +257,10 @@ def study_frame(study: Study) -> pd.DataFrame:
         pd.DataFrame({c: columns[c] for c in ("run_id", "item_id", "parse_status")}), study
     )
     # The frame's columns only, put together once (a join of whole frames, then a selection and
-    # a copy, moved every column three times).
-    return normalise(pd.DataFrame({c: columns[c] for c in [*COLUMNS, *OPTIONAL_COLUMNS]}))
+    # a copy, moved every column three times), as they are: with copy=True pandas would copy
+    # them again into one 2-D block per dtype (0.45 s of a million votes' refresh), which the
+    # analysis does not need. The columns are this call's own (the votes cache hands out copies).
+    return normalise(pd.DataFrame({c: columns[c] for c in [*COLUMNS, *OPTIONAL_COLUMNS]}, copy=False))
 
 
 def _kept_items(study: Study) -> pd.DataFrame:
