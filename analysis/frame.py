@@ -19,7 +19,7 @@ Columns (dtype):
   study's threshold for this item), ``words`` (int: words of both answers), ``received_at``
   (datetime, UTC);
 - ``len_a1_<m>`` / ``len_a2_<m>`` (float, NaN unknown) for each measure m in ``MEASURES``;
-- ``label_scheme`` (str), ``option_probs`` (dict first/second/tie or None);
+- ``label_scheme`` (str);
 - ``labels_swapped`` (bool): the answer shown first was under the scheme's second label. Always
   False for people (they see left and right, no labels) and for runs made before label order
   was counterbalanced, so label preference is only identifiable where it varies
@@ -35,10 +35,15 @@ Optional (``OPTIONAL_COLUMNS``, filled with the default when a loader has no suc
 - ``subset`` (str, "" for none): the part of an imported data set the question comes from.
 - ``a1_system`` / ``a2_system`` (str, "" unknown): the system that wrote each answer
   (``Answer.system``), for self-preference (``analysis.selfpref``).
+- ``prob_first`` / ``prob_second`` / ``prob_tie`` (float): the probability the judge put on
+  each option as displayed (``Vote.option_probs``; an option it does not name 0), NaN for votes
+  without probabilities (``probability_columns``). Numbers, not a dict per vote: a million
+  dicts took a second to copy in and out of the loader's votes cache and another to average.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
@@ -47,6 +52,7 @@ import pandas as pd
 
 MEASURES = ("words", "chars", "bpe")
 CHOICES = ("a1", "a2", "tie")
+OPTIONS = ("first", "second", "tie")  # as displayed: Vote.choice_shown, Vote.option_probs
 CONTROL = "control"
 
 COLUMNS = [
@@ -75,7 +81,6 @@ COLUMNS = [
     "words",
     "received_at",
     "label_scheme",
-    "option_probs",
     "labels_swapped",
 ] + [f"len_{side}_{m}" for m in MEASURES for side in ("a1", "a2")]
 
@@ -86,6 +91,7 @@ OPTIONAL_COLUMNS = {
     "subset": "",
     "a1_system": "",
     "a2_system": "",
+    **{f"prob_{option}": np.nan for option in OPTIONS},
 }
 
 _CATEGORICAL = (
@@ -103,7 +109,9 @@ _CATEGORICAL = (
 
 _CHOICE_DTYPE = pd.CategoricalDtype(list(CHOICES))
 _FLAGS = ("is_gold", "rater_flagged", "order_known", "not_familiar", "labels_swapped", "run_complete")
-_NUMBERS = ("client_ms", "threshold_ms", "run_id") + tuple(c for c in COLUMNS if c.startswith("len_"))
+_NUMBERS = ("client_ms", "threshold_ms", "run_id", *(f"prob_{o}" for o in OPTIONS)) + tuple(
+    c for c in COLUMNS if c.startswith("len_")
+)
 _DTYPES = {**dict.fromkeys(_CATEGORICAL, "category"), **dict.fromkeys(_FLAGS, bool), **dict.fromkeys(_NUMBERS, float)}
 
 
@@ -125,6 +133,18 @@ def normalise(frame: pd.DataFrame) -> pd.DataFrame:
     if frame["received_at"].dtype != "datetime64[ns, UTC]":  # the database loader's is already
         frame["received_at"] = pd.to_datetime(frame["received_at"], utc=True)
     return frame
+
+
+def probability_columns(probs: pd.Series) -> dict[str, np.ndarray]:
+    """``prob_first``/``prob_second``/``prob_tie`` from a column of each vote's option
+    probabilities (a dict, its JSON text, or missing): NaN where missing, 0 for an option a
+    dict does not name."""
+    given = probs.notna().to_numpy()
+    values = np.full((len(probs), len(OPTIONS)), np.nan)
+    if given.any():
+        dicts = [json.loads(p) if isinstance(p, str) else p for p in probs[given]]
+        values[given] = [[float(p.get(option) or 0.0) for option in OPTIONS] for p in dicts]
+    return {f"prob_{option}": values[:, i].copy() for i, option in enumerate(OPTIONS)}
 
 
 def equals(column: pd.Series, value: str) -> np.ndarray:

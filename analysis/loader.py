@@ -3,7 +3,6 @@ per-row model objects, joined in pandas."""
 
 from __future__ import annotations
 
-import json
 from itertools import islice
 
 import numpy as np
@@ -13,7 +12,7 @@ from django.db.models import Case, Count, Max, Q, TextField, When
 from django.db.models.functions import Cast
 
 from analysis import results_cache
-from analysis.frame import CHOICES, COLUMNS, CONTROL, OPTIONAL_COLUMNS, empty_frame, normalise
+from analysis.frame import CHOICES, COLUMNS, CONTROL, OPTIONAL_COLUMNS, empty_frame, normalise, probability_columns
 from annotations.models import Answer, ComparisonItem, Judge, Rater, Study, Vote
 from judges.models import JudgeRun
 
@@ -130,8 +129,8 @@ def _vote_rows(study: Study, *, after: int = 0) -> pd.DataFrame:
     votes["choice"] = _choices(votes["shown_first"].array, votes["choice_shown"].array)
     for col in ("rater_id", "run_id", "client_ms"):  # None where unknown: NaN
         votes[col] = votes[col].astype(float)
-    probs = votes["option_probs"]
-    votes["option_probs"] = probs.where(probs.isna(), probs.dropna().map(json.loads)).astype(object)
+    for col, values in probability_columns(votes.pop("option_probs")).items():
+        votes[col] = values
     return votes
 
 

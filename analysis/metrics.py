@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import stats
-from analysis.frame import CONTROL
+from analysis.frame import CONTROL, OPTIONS, equals
 
 PREF_LABEL = {1: "A1", -1: "A2", 0: "Tie"}
 ITEM_COLUMNS = ["item_id", "question_id", "bloom", "group", "semantics", "a1_root", "a2_root"]
@@ -283,23 +283,22 @@ def verbosity(votes: pd.DataFrame, *, measure: str = "words", bin_width: int = 1
 
 def option_probs(votes: pd.DataFrame) -> dict | None:
     """Mean probability the judge put on first/second/tie and on A1/A2, where it gave them."""
-    has = votes["option_probs"].notna().to_numpy()
+    first, second, tie = (votes[f"prob_{option}"].to_numpy(dtype=float) for option in OPTIONS)
+    has = ~np.isnan(first)  # a vote with probabilities has all three (analysis.frame)
     if not has.any():
         return None
-    sub = votes[has]
-    probs = pd.DataFrame(list(sub["option_probs"]), index=sub.index).reindex(columns=["first", "second", "tie"])
-    probs = probs.astype(float).fillna(0.0)
-    a1_first = (sub["shown_first"].astype(str) == "a1").to_numpy()
-    p_a1 = np.where(a1_first, probs["first"], probs["second"])
-    p_a2 = np.where(a1_first, probs["second"], probs["first"])
+    first, second, tie = first[has], second[has], tie[has]
+    a1_first = equals(votes["shown_first"], "a1")[has]
+    p_a1 = np.where(a1_first, first, second)
+    p_a2 = np.where(a1_first, second, first)
     return {
-        "n": int(len(sub)),
-        "first": float(probs["first"].mean()),
-        "second": float(probs["second"].mean()),
-        "tie": float(probs["tie"].mean()),
+        "n": int(has.sum()),
+        "first": float(first.mean()),
+        "second": float(second.mean()),
+        "tie": float(tie.mean()),
         "a1": float(p_a1.mean()),
         "a2": float(p_a2.mean()),
-        "confidence": float(probs.max(axis=1).mean()),
+        "confidence": float(np.maximum(np.maximum(first, second), tie).mean()),
     }
 
 

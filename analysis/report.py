@@ -92,7 +92,9 @@ def _analyze(frame, *, study, filters, options, votes_per_item, groups, semantic
         "order_known",
         "label_scheme",
         "labels_swapped",
-        "option_probs",
+        "prob_first",
+        "prob_second",
+        "prob_tie",
         f"len_a1_{options.measure}",
         f"len_a2_{options.measure}",
     ]

@@ -215,7 +215,6 @@ def votes_frame(
     df["run_id"], df["order_known"], df["not_familiar"] = np.nan, True, False
     df["threshold_ms"], df["words"] = 0.0, df["len_a1_words"] + df["len_a2_words"]
     df["received_at"] = pd.Timestamp("2025-01-01", tz="UTC")
-    df["option_probs"] = None
     for col, missing in (("label_scheme", ""), ("labels_swapped", False)):
         if col not in df:
             df[col] = missing

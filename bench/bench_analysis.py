@@ -58,6 +58,9 @@ def synthetic_frame(n_questions: int, judges: int, votes_per_item: int) -> pd.Da
 
     frame["rater"] = np.where(frame["judge"] == "judge-0", "r" + (np.arange(len(frame)) % 500).astype(str), "")
     frame["vote_id"] = np.arange(len(frame))
+    llm = (frame["judge_kind"] == "llm").to_numpy()
+    for option, p in PROBS.items():  # the LLM judges' votes with option probabilities
+        frame[f"prob_{option}"] = np.where(llm, p, np.nan)
     return normalise(frame)
 
 
@@ -94,10 +97,11 @@ def bench_analysis(n_questions: int, judges: int, votes_per_item: int, repeat: i
 
 def seed_study(n_votes: int, slug: str = "bench"):
     """A study of control items with 5 simulated judges × 6 votes on each: n_votes in all,
-    written with bulk_create (about a minute for a million on SQLite)."""
+    written with bulk_create (about a minute for a million on SQLite), each vote with option
+    probabilities."""
     from analysis import services
     from analysis.simulate import JudgeParams
-    from annotations.models import Answer, ComparisonItem, Question, Study
+    from annotations.models import Answer, ComparisonItem, Question, Study, Vote
 
     study = Study.objects.create(title="bench", slug=slug, votes_per_item=6)
     n_questions = max(1, n_votes // (6 * 5))  # 1 control item, 5 judges × 6 votes
@@ -125,7 +129,13 @@ def seed_study(n_votes: int, slug: str = "bench"):
     )
     for j in range(5):
         services.judge_simulate(study=study, name=f"judge-{j}", params=JudgeParams(position=0.2 * j), seed=j)
+    # With option probabilities, as a model judge's votes have them (the local judge's, an API's
+    # with log-probabilities): the loader reads, keeps and averages them.
+    Vote.objects.filter(item__study=study).update(option_probs=PROBS)
     return study
+
+
+PROBS = {"first": 0.625, "second": 0.25, "tie": 0.125}
 
 
 def add_votes(study, n: int) -> None:
@@ -137,7 +147,15 @@ def add_votes(study, n: int) -> None:
     items = list(ComparisonItem.objects.filter(study=study).order_by("id").values_list("id", flat=True)[:n])
     Vote.objects.bulk_create(
         [
-            Vote(item_id=item, judge=judge, round=start + i, shown_first="a1", choice_shown="first", choice="a1")
+            Vote(
+                item_id=item,
+                judge=judge,
+                round=start + i,
+                shown_first="a1",
+                choice_shown="first",
+                choice="a1",
+                option_probs=PROBS,
+            )
             for i, item in enumerate(items)
         ]
     )

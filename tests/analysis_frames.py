@@ -6,7 +6,7 @@ import itertools
 
 import pandas as pd
 
-from analysis.frame import COLUMNS, MEASURES, OPTIONAL_COLUMNS, normalise
+from analysis.frame import COLUMNS, MEASURES, OPTIONAL_COLUMNS, normalise, probability_columns
 
 _ids = itertools.count(1)
 
@@ -62,7 +62,6 @@ def frame(rows: list[dict]) -> pd.DataFrame:
         "words": 100,
         "received_at": pd.Timestamp("2025-01-01", tz="UTC"),
         "label_scheme": "",
-        "option_probs": None,
         "labels_swapped": False,
         "question_ext": "q",
         "bloom": "remembering",
@@ -72,6 +71,10 @@ def frame(rows: list[dict]) -> pd.DataFrame:
         for side in ("a1", "a2"):
             defaults[f"len_{side}_{m}"] = float("nan")
     records = [{**OPTIONAL_COLUMNS, **defaults, **r} for r in rows]
+    # A row may give its option probabilities as the vote has them (a dict).
+    probs = pd.Series([r.pop("option_probs", None) for r in records], dtype=object)
     columns = [*COLUMNS, *OPTIONAL_COLUMNS]
     df = pd.DataFrame.from_records(records, columns=columns) if records else pd.DataFrame(columns=COLUMNS)
+    for col, values in probability_columns(probs).items():
+        df[col] = values
     return normalise(df)

@@ -12,6 +12,8 @@ from analysis import loader
 from annotations.models import Vote
 from tests.factories import human_pool, make_judge, make_question, make_rater, make_study, make_variant, make_vote
 
+PROBS = ["prob_first", "prob_second", "prob_tie"]
+
 
 @pytest.fixture
 def varied_study(db):
@@ -40,6 +42,7 @@ def varied_study(db):
         shown_first="a1",
         choice_shown="second",
         label_scheme="symbols",
+        option_probs={"first": 0.75, "second": 0.25},
         received_at=start + timedelta(microseconds=7),
     )
     make_vote(item, llm, round=2, shown_first="a2", choice_shown="second", received_at=start)  # same time, later id
@@ -57,9 +60,12 @@ def test_every_vote_level_column_is_the_votes_own_field(varied_study):
     frame = loader.study_frame(varied_study)
     votes = sorted(Vote.objects.filter(item__study=varied_study), key=lambda v: (v.received_at, v.pk))
     assert frame["vote_id"].tolist() == [v.pk for v in votes]  # the default order, ties by id
-    for column in ("shown_first", "choice_shown", "choice", "label_scheme", "parse_status", "option_probs"):
+    for column in ("shown_first", "choice_shown", "choice", "label_scheme", "parse_status"):
         got = [None if pd.isna(value) else value for value in frame[column].astype(object)]
         assert got == [getattr(v, column) for v in votes], column
+    probs = [None if pd.isna(f) else {"first": f, "second": s, "tie": t} for f, s, t in frame[PROBS].to_numpy()]
+    # An option the vote's probabilities do not name is 0 (the tie in one of them).
+    assert probs == [v.option_probs and {"tie": 0.0, **v.option_probs} for v in votes]
     assert frame["not_familiar"].tolist() == [v.not_familiar for v in votes]
     assert frame["labels_swapped"].tolist() == [v.labels_swapped for v in votes]
     assert frame["order_known"].tolist() == [v.meta.get("order_known", True) for v in votes]
