@@ -137,13 +137,16 @@ def normalise(frame: pd.DataFrame) -> pd.DataFrame:
 
 def probability_columns(probs: pd.Series) -> dict[str, np.ndarray]:
     """``prob_first``/``prob_second``/``prob_tie`` from a column of each vote's option
-    probabilities (a dict, its JSON text, or missing): NaN where missing, 0 for an option a
-    dict does not name."""
+    probabilities (dicts, or the JSON texts of dicts; missing for none): NaN where missing, 0
+    for an option a dict does not name."""
     given = probs.notna().to_numpy()
     values = np.full((len(probs), len(OPTIONS)), np.nan)
     if given.any():
-        dicts = [json.loads(p) if isinstance(p, str) else p for p in probs[given]]
-        values[given] = [[float(p.get(option) or 0.0) for option in OPTIONS] for p in dicts]
+        dicts = list(probs[given])
+        if isinstance(dicts[0], str):  # parsed in one call: a call per text took three times as long
+            dicts = json.loads("[" + ",".join(dicts) + "]")
+        table = pd.DataFrame.from_records(dicts, columns=list(OPTIONS))
+        values[given] = table.astype(float).fillna(0.0).to_numpy()
     return {f"prob_{option}": values[:, i].copy() for i, option in enumerate(OPTIONS)}
 
 
