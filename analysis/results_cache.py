@@ -21,6 +21,9 @@ old entry is never read again (it expires after ``TIMEOUT``):
 
 The data version is one query of scalar subqueries. The cache is a help, never a need: if it
 fails (its table missing, Redis down) the report is computed as without it.
+
+A report computed anew (new votes) still takes each judge's part of the last one whose inputs
+have not changed (``judge_reports``): a live study's new votes come from a judge or two.
 """
 
 from __future__ import annotations
@@ -184,4 +187,18 @@ def cached(study: Study, filters, options, compute: Callable[[], Any], *, part: 
     body = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
     if len(body) <= MAX_BYTES:
         safely(lambda: cache.set(key, result, TIMEOUT))
+    return result
+
+
+def judge_reports(study: Study, filters, options, compute: Callable[[dict], Any]) -> Any:
+    """``compute(judge_reports)`` with the per-judge parts of the study's last report under
+    these filters and options (``report.analyze``'s ``judge_reports``: each under a digest of
+    everything it reads, so never out of date), kept afterwards for the next one."""
+    parts = {"code": CODE_VERSION, "filters": dataclasses.asdict(filters), "options": dataclasses.asdict(options)}
+    digest = hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+    key = f"analysis:judges:{study.pk}:{study.created_at.isoformat()}:{digest}"
+    kept = safely(lambda: cache.get(key)) or {}
+    result = compute(kept)
+    if len(pickle.dumps(kept, protocol=pickle.HIGHEST_PROTOCOL)) <= MAX_BYTES:
+        safely(lambda: cache.set(key, kept, TIMEOUT))
     return result

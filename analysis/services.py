@@ -81,16 +81,25 @@ def study_analyze(*, study: Study, filters: Filters | None = None, options: repo
 
 def study_report(*, study: Study, filters: Filters | None = None, options: report.Options | None = None) -> dict:
     """The study's report computed now: its votes loaded (only the new ones, when the loader
-    has kept the others) and analysed."""
+    has kept the others) and analysed (each judge's part taken from the last report when
+    nothing it reads has changed)."""
     groups, semantics = study_groups(study=study)
-    return report.analyze(
-        loader.study_frame(study),
-        study=study.slug,
-        filters=filters or Filters(),
-        options=_with_scheme_labels(options),
-        votes_per_item=study.votes_per_item,
-        groups=groups,
-        semantics=semantics,
+    filters, options = filters or Filters(), _with_scheme_labels(options)
+    frame = loader.study_frame(study)
+    return results_cache.judge_reports(
+        study,
+        filters,
+        options,
+        lambda kept: report.analyze(
+            frame,
+            study=study.slug,
+            filters=filters,
+            options=options,
+            votes_per_item=study.votes_per_item,
+            groups=groups,
+            semantics=semantics,
+            judge_reports=kept,
+        ),
     )
 
 

@@ -8,13 +8,15 @@ The frame is built synthetically (10,000 questions × control + 3 perturbations 
 items; 5 simulated judges × 5 votes per item = 1,000,000 votes) and not timed. The timed part
 is ``report.analyze``: filters, item preferences, ASR/accuracy with 1,000 bootstrap resamples,
 position, label and position preference, verbosity, length-controlled GLMs with cross-validation,
-agreement, Bloom breakdown.
+agreement, Bloom breakdown; then again after 50 of one judge's verdicts changed, with the other
+judges' parts of the last report kept (``judge_reports``: a live study's refresh).
 Loading from the database is measured separately (``--db``), in a throwaway SQLite database (or
 $DATABASE_URL's server with a test database), on a study seeded with that many votes: the load
 from scratch (an empty votes cache: a new process, or a deploy), then a live study's refresh
-after 50 new votes (``loader.study_votes`` reads only those; the timed part includes writing
-them), each alone and with the report (``services.study_report``: computed, not taken from the
-results cache); CPU and wall time, with the load average.
+after 50 new votes by a sixth judge (``loader.study_votes`` reads only those; the timed part
+includes writing them), each alone and with the report (``services.study_report``: computed,
+not taken from the results cache; the other judges' parts taken from the last report, as
+nothing they read changed); CPU and wall time, with the load average.
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ def synthetic_frame(n_questions: int, judges: int, votes_per_item: int) -> pd.Da
 
 def bench_analysis(n_questions: int, judges: int, votes_per_item: int, repeat: int) -> None:
     from analysis import report, stats
+    from analysis.frame import CHOICES
 
     frame = synthetic_frame(n_questions, judges, votes_per_item)
     n_items = frame["item_id"].nunique()
@@ -85,6 +88,19 @@ def bench_analysis(n_questions: int, judges: int, votes_per_item: int, repeat: i
         f"(cpu count {os.cpu_count()}, load {os.getloadavg()[0]:.1f})"
     )
     assert len(result["judges"]) == judges
+    # A live study's refresh: one judge's verdicts changed (as new votes do), the other judges'
+    # parts taken from the last report (services.study_report keeps them).
+    kept: dict = {}
+    report.analyze(frame, study="bench", votes_per_item=votes_per_item, judge_reports=kept)
+    refreshed = []
+    for r in range(repeat):
+        changed = frame.copy()
+        last = np.flatnonzero((changed["judge"] == "judge-1").to_numpy())[-50:]
+        changed.loc[last, "choice"] = list(CHOICES[r % 3 :] + CHOICES[: r % 3]) * 16 + ["a1", "a2"]
+        cpu = time.process_time()
+        report.analyze(changed, study="bench", votes_per_item=votes_per_item, judge_reports=kept)
+        refreshed.append(time.process_time() - cpu)
+    print(f"analyze again after 50 of one judge's votes changed: CPU {', '.join(f'{t:.2f}' for t in refreshed)} s")
     tracemalloc.start()
     report.analyze(frame, study="bench", votes_per_item=votes_per_item)
     _, peak = tracemalloc.get_traced_memory()
@@ -202,6 +218,7 @@ def bench_db(n_votes: int, repeat: int) -> None:
 
         def cold_analysis():  # the report computed, not taken from the results cache
             votes.clear()
+            caches["default"].clear()  # nor any judge's part of the last report
             stats.bootstrap_counts_forget()
             services.study_report(study=study)
 
