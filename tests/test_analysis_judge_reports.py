@@ -6,13 +6,10 @@ import json
 
 import numpy as np
 import pandas as pd
-import pytest
-from django.core.cache import cache
 
-from analysis import report, services, simulate
+from analysis import report, simulate
 from analysis.frame import normalise
 from analysis.simulate import JudgeParams
-from tests.factories import make_question, make_study, make_variant
 
 
 def _frame(seed: int = 0):
@@ -69,24 +66,3 @@ def test_a_report_changed_by_its_reader_does_not_change_the_parts_kept():
     first["judges"][0]["asr"].clear()
     first["judges"][1]["position"]["p_adjusted"] = "changed"
     assert _text(report.analyze(frame, study="s", judge_reports=kept)) == expected
-
-
-@pytest.fixture
-def live_study(db):
-    study = make_study(slug="live-s", votes_per_item=2)
-    for i in range(4):
-        q = make_question(study, a1="word " * (5 + 3 * i), a2="a longer answer " * 4, bloom_level="applying")
-        make_variant(q, kind="factual_error", text="wrong " * 10)
-    services.judge_simulate(study=study, name="sim", params=JudgeParams(position=1.0), seed=1)
-    services.raters_simulate(study=study, raters=3, params=JudgeParams(), votes_per_item=2, seed=2)
-    return study
-
-
-def test_a_live_study_report_after_new_votes_is_the_report_computed_from_nothing(live_study):
-    cache.clear()
-    services.study_report(study=live_study)  # the parts kept
-    services.judge_simulate(study=live_study, name="another", params=JudgeParams(position=-1.0), seed=3)
-    with_parts = services.study_report(study=live_study)
-    cache.clear()
-    assert _text(with_parts) == _text(services.study_report(study=live_study))
-    assert {j["judge"] for j in with_parts["judges"]} >= {"sim", "another"}

@@ -1,7 +1,10 @@
 """The report is kept in the cache per study, filters and options: a page's figures reuse it,
 any new vote or edit makes a new one at once, and a broken cache only means computing again."""
 
+import json
+
 import pytest
+from django.core.cache import cache
 from django.db import connection
 from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
@@ -131,3 +134,15 @@ def test_a_judge_runs_heartbeat_changes_the_version_as_its_retries_rewrite_faile
     assert results_cache.data_version(cached_study) == before
     JudgeRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now())  # as runner.write_outcomes does
     assert results_cache.data_version(cached_study) != before
+
+
+def test_a_report_after_new_votes_with_the_judges_parts_kept_is_the_report_computed_from_nothing(cached_study):
+    cache.clear()
+    services.study_report(study=cached_study)  # each judge's part kept
+    services.judge_simulate(study=cached_study, name="another", params=JudgeParams(position=-1.0), seed=3)
+    with_parts = services.study_report(study=cached_study)
+    cache.clear()
+    assert json.dumps(with_parts, sort_keys=True) == json.dumps(
+        services.study_report(study=cached_study), sort_keys=True
+    )
+    assert {"sim", "another"} <= {j["judge"] for j in with_parts["judges"]}
