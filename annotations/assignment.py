@@ -99,8 +99,8 @@ def vote_record(
     rate: tuple[int, int] | None = None,
     drafts: bool = True,
 ) -> VoteOutcome:
-    """Store the vote of the rater with this id in the study with this slug (the rater is read
-    here, with their lease, from their locked row) on one of their own leases, exactly once.
+    """Store the vote of the rater with this id in the study with this slug on one of their own
+    leases, exactly once (the rater is read here, with the lease, from their locked row).
 
     A resubmission returns the vote already stored. A vote on an expired (even released) lease
     is stored all the same and flagged late in `meta`. Not-familiar votes and votes faster than
@@ -115,15 +115,14 @@ def vote_record(
     now = now or timezone.now()
     with write_transaction():
         lease = statements.lease_to_vote(rater_id, slug, token)
-        if lease is None:
-            rater = statements.rater_in_study(rater_id, slug)  # only to tell why: the rare case
-            if rater is None:
-                raise Rater.DoesNotExist(f"no rater {rater_id} in the study {slug!r}")
-            _refuse_draft(rater.study, drafts)
-            raise LeaseNotFound(rater)
-        rater = lease.rater
+        rater = lease.rater if lease else statements.rater_in_study(rater_id, slug)  # then only to tell why
+        if rater is None:
+            raise Rater.DoesNotExist(f"no rater {rater_id} in the study {slug!r}")
         study = rater.study
-        _refuse_draft(study, drafts)
+        if study.status == Study.Status.DRAFT and not drafts:
+            raise Study.DoesNotExist(f"the study {slug!r} is a draft")
+        if lease is None:
+            raise LeaseNotFound(rater)
         if lease.voted_at is not None:
             vote = Vote.objects.get(rater=rater, item_id=lease.item_id)
             info = vote.meta.get("assignment", {})
@@ -163,11 +162,6 @@ def vote_record(
         if hand_out_next and lease.released_at is None:
             _lease_claim(rater, now=now)
     return VoteOutcome(vote, rater, created=True, counted=counted, late=late)
-
-
-def _refuse_draft(study: Study, drafts: bool) -> None:
-    if study.status == Study.Status.DRAFT and not drafts:
-        raise Study.DoesNotExist(f"the study {study.slug!r} is a draft")
 
 
 def judge_human_pool(*, study: Study) -> Judge:
