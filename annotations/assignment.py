@@ -40,18 +40,23 @@ from annotations.models import Judge, Lease, Rater, Shown, Slot, Study, Vote, ch
 class LeaseNotFound(Exception):
     """The token is not one of this rater's leases: nothing is recorded."""
 
+    def __init__(self, rater: Rater):
+        super().__init__("this item is not one of yours; nothing was recorded")
+        self.rater = rater  # with their study
+
 
 class TooManyVotes(Exception):
     """The rater sent more votes than the rate allows: nothing is recorded."""
 
-    def __init__(self, retry_after: int):
+    def __init__(self, retry_after: int, rater: Rater):
         super().__init__(f"too many votes; try again in {retry_after} s")
-        self.retry_after = retry_after
+        self.retry_after, self.rater = retry_after, rater
 
 
 @dataclass(frozen=True)
 class VoteOutcome:
     vote: Vote
+    rater: Rater  # read from their locked row, with their study
     created: bool  # False when this was a resubmission of an already stored vote
     counted: bool  # counts towards the item's quota (familiar and not too fast)
     late: bool  # arrived after the lease had expired
@@ -83,7 +88,8 @@ def lease_next(*, rater: Rater, pending: Lease | None = None, now: datetime | No
 
 def vote_record(
     *,
-    rater: Rater,
+    rater_id: int,
+    slug: str,
     token: str,
     choice_shown: str,
     not_familiar: bool = False,
@@ -91,29 +97,37 @@ def vote_record(
     now: datetime | None = None,
     hand_out_next: bool = False,
     rate: tuple[int, int] | None = None,
+    drafts: bool = True,
 ) -> VoteOutcome:
-    """Store the rater's vote on one of their own leases, exactly once.
+    """Store the vote of the rater with this id in the study with this slug on one of their own
+    leases, exactly once (the rater is read here, with the lease, from their locked row).
 
     A resubmission returns the vote already stored. A vote on an expired (even released) lease
     is stored all the same and flagged late in `meta`. Not-familiar votes and votes faster than
     the study's threshold (the browser's time when it was sent, else the server's) are stored
     but do not count, and free the slot for someone else. With `hand_out_next` the rater's next
-    item is claimed in the same transaction, so that the page after the vote is a read. The
-    rater's fields are refreshed from their locked row. With `rate` = (votes, seconds), a vote
-    beyond that many in any such span raises TooManyVotes (counted from the rater's stored
-    votes under their lock: exact across every worker and host, no cache needed).
+    item is claimed in the same transaction, so that the page after the vote is a read. With
+    `rate` = (votes, seconds), a vote beyond that many in any such span raises TooManyVotes
+    (counted from the rater's stored votes under their lock: exact across every worker and
+    host, no cache needed). Raises Rater.DoesNotExist when there is no such rater in that
+    study, Study.DoesNotExist when the study is a draft and not `drafts`; nothing is recorded.
     """
     now = now or timezone.now()
-    study = rater.study
     with write_transaction():
-        lease = statements.lease_to_vote(rater, token)
+        lease = statements.lease_to_vote(rater_id, slug, token)
+        rater = lease.rater if lease else statements.rater_in_study(rater_id, slug)  # then only to tell why
+        if rater is None:
+            raise Rater.DoesNotExist(f"no rater {rater_id} in the study {slug!r}")
+        study = rater.study
+        if study.status == Study.Status.DRAFT and not drafts:
+            raise Study.DoesNotExist(f"the study {slug!r} is a draft")
         if lease is None:
-            _lock(rater)  # Rater.DoesNotExist when the rater was deleted meanwhile
-            raise LeaseNotFound("this item is not one of yours; nothing was recorded")
+            raise LeaseNotFound(rater)
         if lease.voted_at is not None:
             vote = Vote.objects.get(rater=rater, item_id=lease.item_id)
             info = vote.meta.get("assignment", {})
-            return VoteOutcome(vote, created=False, counted=info.get("counted", False), late=info.get("late", False))
+            counted, late = info.get("counted", False), info.get("late", False)
+            return VoteOutcome(vote, rater, created=False, counted=counted, late=late)
         if rate is not None and rater.votes_done >= rate[0]:  # fewer votes in all cannot be too many
             _check_rate(rater, rate, now)
         server_ms = max(0, int((now - lease.created_at).total_seconds() * 1000))
@@ -147,7 +161,7 @@ def vote_record(
         # A released lease was not the rater's pending one: they have another item already.
         if hand_out_next and lease.released_at is None:
             _lease_claim(rater, now=now)
-    return VoteOutcome(vote, created=True, counted=counted, late=late)
+    return VoteOutcome(vote, rater, created=True, counted=counted, late=late)
 
 
 def judge_human_pool(*, study: Study) -> Judge:
@@ -201,7 +215,7 @@ def _check_rate(rater: Rater, rate: tuple[int, int], now: datetime) -> None:
     recent = Vote.objects.filter(rater=rater, received_at__gt=now - timedelta(seconds=seconds))
     # The limit-th latest vote in the span, if there is one: it must leave the span first.
     for oldest in recent.order_by("-received_at").values_list("received_at", flat=True)[limit - 1 : limit]:
-        raise TooManyVotes(max(1, math.ceil((oldest + timedelta(seconds=seconds) - now).total_seconds())))
+        raise TooManyVotes(max(1, math.ceil((oldest + timedelta(seconds=seconds) - now).total_seconds())), rater)
 
 
 def _lease_renew(lease: Lease, *, study: Study, now: datetime) -> bool:

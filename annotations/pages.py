@@ -89,14 +89,21 @@ def remember_rater(response: HttpResponse, rater: Rater) -> HttpResponse:
     return response
 
 
+def cookie_rater_id(request: HttpRequest, slug: str) -> int | None:
+    """The rater id the study's cookie names, if it is valid (no query: nothing says yet that
+    the rater exists)."""
+    value = request.get_signed_cookie(
+        rater_cookie_name(slug), default=None, salt=_RATER_SALT, max_age=settings.SESSION_COOKIE_AGE
+    )
+    return int(value) if value and value.isdigit() else None
+
+
 def cookie_rater(request: HttpRequest, slug: str) -> Rater | None:
     """The rater the cookie names in the study of this slug, with their study and their pending
     lease (one query: statements.rater_in_study); None without a valid cookie. A draft is not
     found for anyone but staff."""
-    value = request.get_signed_cookie(
-        rater_cookie_name(slug), default=None, salt=_RATER_SALT, max_age=settings.SESSION_COOKIE_AGE
-    )
-    rater = statements.rater_in_study(int(value), slug) if value and value.isdigit() else None
+    rater_id = cookie_rater_id(request, slug)
+    rater = None if rater_id is None else statements.rater_in_study(rater_id, slug)
     if rater is not None and rater.study.status == Study.Status.DRAFT and not is_staff(request):
         raise Http404("No such study.")
     return rater

@@ -9,7 +9,8 @@ else on the path uses the ORM.
 
 - `RATER_WITH_LEASE`: the rater a cookie names, with their study and their pending lease
   with what the task page shows of its item: a task page that finds its lease is one statement.
-- `LEASE_TO_VOTE`: the lease a vote names, with the rater's row, both locked.
+- `LEASE_TO_VOTE`: the lease a vote names, with the rater (from their cookie's id) and their
+  study, rater and lease locked: a vote reads the rater only there.
 - `CLAIM_SLOT`: the next slot a rater may claim (the hand-out order), claimed.
 """
 
@@ -57,10 +58,10 @@ def _loaded(model: type[models.Model], row: dict, prefix: str = "") -> models.Mo
     return model(*values)
 
 
-# The study's columns come with the rater as `study_<column>`, its id as the rater's study_id;
-# the pending lease's (at most one: a constraint) as `lease_<column>`, all NULL without one, with
-# the texts of its item. A plain read: the vote path locks with LEASE_TO_VOTE.
-RATER_WITH_LEASE = """
+# The rater (`r.*`) with their study's columns as `study_<column>` (its id is the rater's
+# study_id) and a lease's as `lease_<column>`: the select list both reads of the rater share
+# (a constant, part of each statement as written; nothing is assembled when they run).
+_RATER_STUDY_LEASE = """
 SELECT r.*,
        s.title AS study_title, s.slug AS study_slug, s.status AS study_status,
        s.instructions AS study_instructions, s.consent AS study_consent,
@@ -75,7 +76,14 @@ SELECT r.*,
        l.id AS lease_id, l.study_id AS lease_study_id, l.rater_id AS lease_rater_id, l.item_id AS lease_item_id,
        l.question_id AS lease_question_id, l.token AS lease_token, l.shown_first AS lease_shown_first,
        l.is_gold AS lease_is_gold, l.created_at AS lease_created_at, l.expires_at AS lease_expires_at,
-       l.voted_at AS lease_voted_at, l.released_at AS lease_released_at,
+       l.voted_at AS lease_voted_at, l.released_at AS lease_released_at"""
+
+# The rater a cookie names, with their study and their pending lease (at most one: a constraint;
+# its columns all NULL without one) with the texts of its item. A plain read: the vote path
+# locks with LEASE_TO_VOTE.
+RATER_WITH_LEASE = (
+    _RATER_STUDY_LEASE  # noqa: S608 - constants only, joined once at import
+    + """,
        q.text AS question_text, q.text_html AS question_html, q.text_html_key AS question_key,
        a1.text AS a1_text, a1.text_html AS a1_html, a1.text_html_key AS a1_key,
        a2.text AS a2_text, a2.text_html AS a2_html, a2.text_html_key AS a2_key
@@ -88,6 +96,7 @@ LEFT JOIN annotations_answer a1 ON a1.id = i.answer_a1_id
 LEFT JOIN annotations_answer a2 ON a2.id = i.answer_a2_id
 WHERE r.id = %s AND s.slug = %s
 """
+)
 
 
 @dataclass(frozen=True)
@@ -104,10 +113,17 @@ def rater_in_study(rater_id: int, slug: str) -> Rater | None:
     row = _row(RATER_WITH_LEASE, [rater_id, slug])
     if row is None:
         return None
+    rater, lease = _rater_and_lease(row)
+    rater.pending_lease = None if lease is None else _with_page(lease, row)
+    return rater
+
+
+def _rater_and_lease(row: dict) -> tuple[Rater, Lease | None]:
+    """The rater with their study, and the lease (None when its columns are NULL), from a row
+    of `_RATER_STUDY_LEASE`."""
     rater = _loaded(Rater, row)
     rater.study = _loaded(Study, row, prefix="study_")
-    rater.pending_lease = None if row["lease_id"] is None else _with_page(_loaded(Lease, row, prefix="lease_"), row)
-    return rater
+    return rater, None if row["lease_id"] is None else _loaded(Lease, row, prefix="lease_")
 
 
 def pending_lease(rater: Rater) -> Lease | None:
@@ -129,11 +145,12 @@ LOCKED_RATER_FIELDS = ("votes_done", "target", "gold_seen", "gold_correct", "fla
 
 # The rater's row and the lease are locked together, the rater first as in every transaction of
 # the rater path: a statement that waited for the lock then reads both rows as the transaction
-# it waited for left them (PostgreSQL reads a locked row afresh, the other rows of a join not).
-LEASE_TO_VOTE = """
-SELECT l.*, a1.len_words + a2.len_words AS words, s.status AS study_status,
-       r.votes_done AS rater_votes_done, r.target AS rater_target, r.gold_seen AS rater_gold_seen,
-       r.gold_correct AS rater_gold_correct, r.flagged AS rater_flagged, r.flag_reason AS rater_flag_reason,
+# it waited for left them (PostgreSQL reads a locked row afresh, the other rows of a join not;
+# the study is not locked, and read as it was when the statement began).
+LEASE_TO_VOTE = (
+    _RATER_STUDY_LEASE  # noqa: S608 - constants only, joined once at import
+    + """,
+       a1.len_words + a2.len_words AS words,
        (SELECT MIN(j.id) FROM annotations_judge j WHERE j.study_id = r.study_id AND j.kind = 'human') AS human_pool_id
 FROM annotations_rater r
 JOIN annotations_study s ON s.id = r.study_id
@@ -141,24 +158,24 @@ JOIN annotations_lease l ON l.rater_id = r.id
 JOIN annotations_comparisonitem i ON i.id = l.item_id
 JOIN annotations_answer a1 ON a1.id = i.answer_a1_id
 JOIN annotations_answer a2 ON a2.id = i.answer_a2_id
-WHERE r.id = %s AND l.token = %s
+WHERE r.id = %s AND s.slug = %s AND l.token = %s
 """
+)
 
 
-def lease_to_vote(rater: Rater, token: str) -> Lease | None:
-    """The rater's lease with this token, whatever its state, with `words` (both answers'
-    lengths, for the too-fast threshold) and `human_pool_id` (the study's human Judge, None
-    before there is one); None if the rater has no such lease. Locks the rater's row and the
-    lease (on SQLite the transaction holds the database's one write lock) and refreshes
-    LOCKED_RATER_FIELDS and the study's status on `rater`. Run it inside the vote's transaction."""
+def lease_to_vote(rater_id: int, slug: str, token: str) -> Lease | None:
+    """The lease with this token of the rater with this id in the study with this slug,
+    whatever its state, with `lease.rater` (and `rater.study`) read from their row, `words`
+    (both answers' lengths, for the too-fast threshold) and `human_pool_id` (the study's human
+    Judge, None before there is one); None if there is no such rater there or they have no such
+    lease. Locks the rater's row and the lease (on SQLite the transaction holds the database's
+    one write lock): run it inside the vote's transaction."""
     statement = LEASE_TO_VOTE + ("FOR UPDATE OF r, l\n" if connection.features.has_select_for_update_of else "")
-    row = _row(statement, [rater.pk, token])
+    row = _row(statement, [rater_id, slug, token])
     if row is None:
         return None
-    for name in LOCKED_RATER_FIELDS:
-        setattr(rater, name, row[f"rater_{name}"])
-    rater.study.status = row["study_status"]
-    lease = _loaded(Lease, row)
+    rater, lease = _rater_and_lease(row)
+    lease.rater = rater
     lease.words, lease.human_pool_id = row["words"], row["human_pool_id"]
     return lease
 

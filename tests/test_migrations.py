@@ -24,7 +24,14 @@ def test_leases_handed_out_before_0008_get_their_items_question():
     raters = [make_rater(study) for _ in range(2)]
     for rater in raters:
         lease = assignment.lease_next(rater=rater)
-        assignment.vote_record(rater=rater, token=lease.token, choice_shown="tie", client_ms=9000, hand_out_next=True)
+        assignment.vote_record(
+            rater_id=rater.pk,
+            slug=rater.study.slug,
+            token=lease.token,
+            choice_shown="tie",
+            client_ms=9000,
+            hand_out_next=True,
+        )
     _migrate_to("0007_rater_votes_done")
     try:
         _migrate_to("0008_lease_question")
@@ -44,7 +51,9 @@ def test_items_from_before_0011_get_their_slots_closed_by_their_counted_votes_an
         make_question(study)
     voter, holder = make_rater(study), make_rater(study)
     lease = assignment.lease_next(rater=voter)
-    assignment.vote_record(rater=voter, token=lease.token, choice_shown="tie", client_ms=9000)
+    assignment.vote_record(
+        rater_id=voter.pk, slug=voter.study.slug, token=lease.token, choice_shown="tie", client_ms=9000
+    )
     pending = assignment.lease_next(rater=holder)
     _migrate_to("0010_vote_labels_swapped")
     try:

@@ -19,7 +19,13 @@ def answer(rater, choice="first", *, not_familiar=False, client_ms=5000, now=Non
     lease = lease_next(rater=rater, now=now)
     assert lease is not None, "expected an item for the rater"
     outcome = vote_record(
-        rater=rater, token=lease.token, choice_shown=choice, not_familiar=not_familiar, client_ms=client_ms, now=now
+        rater_id=rater.pk,
+        slug=rater.study.slug,
+        token=lease.token,
+        choice_shown=choice,
+        not_familiar=not_familiar,
+        client_ms=client_ms,
+        now=now,
     )
     return lease, outcome
 
@@ -35,7 +41,7 @@ def rate_until_done(rater, choice="tie"):
     leases = []
     while (lease := lease_next(rater=rater)) is not None:
         leases.append(lease)
-        vote_record(rater=rater, token=lease.token, choice_shown=choice, client_ms=5000)
+        vote_record(rater_id=rater.pk, slug=rater.study.slug, token=lease.token, choice_shown=choice, client_ms=5000)
     return leases
 
 
@@ -107,7 +113,7 @@ def test_orders_stay_balanced_and_an_item_stops_at_its_quota():
         lease = lease_next(rater=rater)
         if lease is None:
             break
-        vote_record(rater=rater, token=lease.token, choice_shown="first", client_ms=5000)
+        vote_record(rater_id=rater.pk, slug=rater.study.slug, token=lease.token, choice_shown="first", client_ms=5000)
         a1, a2 = counted(item)
         assert abs(a1 - a2) <= 1
     assert counted(item) == (2, 2)
@@ -134,7 +140,9 @@ def test_an_expired_lease_is_offered_to_someone_else_and_its_late_vote_is_still_
     later = now + timedelta(seconds=61)
     fresh = lease_next(rater=quick, now=later)
     assert fresh.item_id == stale.item_id
-    outcome = vote_record(rater=slow, token=stale.token, choice_shown="first", client_ms=4000, now=later)
+    outcome = vote_record(
+        rater_id=slow.pk, slug=slow.study.slug, token=stale.token, choice_shown="first", client_ms=4000, now=later
+    )
     assert outcome.created and outcome.late
     assert Vote.objects.filter(rater=slow).count() == 1
     assert outcome.vote.meta["assignment"]["late"] is True
@@ -161,7 +169,9 @@ def test_coming_back_after_the_slot_went_to_someone_else_releases_the_old_lease(
     later = now + timedelta(seconds=61)
     # Someone else takes the freed slot; then the first rater comes back.
     while (lease := lease_next(rater=other, now=later)) is not None and lease.item_id != stale.item_id:
-        vote_record(rater=other, token=lease.token, choice_shown="tie", client_ms=5000, now=later)
+        vote_record(
+            rater_id=other.pk, slug=other.study.slug, token=lease.token, choice_shown="tie", client_ms=5000, now=later
+        )
     assert lease is not None
     back = lease_next(rater=away, now=later)
     stale.refresh_from_db()
@@ -188,7 +198,9 @@ def test_without_a_browser_time_the_server_time_decides():
     rater = make_rater(study)
     now = timezone.now()
     lease = lease_next(rater=rater, now=now)
-    outcome = vote_record(rater=rater, token=lease.token, choice_shown="tie", now=now + timedelta(seconds=3))
+    outcome = vote_record(
+        rater_id=rater.pk, slug=rater.study.slug, token=lease.token, choice_shown="tie", now=now + timedelta(seconds=3)
+    )
     assert outcome.counted
     assert (outcome.vote.client_ms, outcome.vote.server_ms) == (None, 3000)
 
@@ -198,8 +210,12 @@ def test_a_resubmission_is_stored_once_and_the_first_choice_stands():
     make_question(study)
     rater = make_rater(study)
     lease = lease_next(rater=rater)
-    first = vote_record(rater=rater, token=lease.token, choice_shown="first", client_ms=3000)
-    again = vote_record(rater=rater, token=lease.token, choice_shown="second", client_ms=3100)
+    first = vote_record(
+        rater_id=rater.pk, slug=rater.study.slug, token=lease.token, choice_shown="first", client_ms=3000
+    )
+    again = vote_record(
+        rater_id=rater.pk, slug=rater.study.slug, token=lease.token, choice_shown="second", client_ms=3100
+    )
     assert first.created and not again.created
     assert again.vote.pk == first.vote.pk
     assert Vote.objects.get().choice_shown == "first"
@@ -212,9 +228,9 @@ def test_it_rejects_a_vote_on_another_raters_lease():
     owner, intruder = make_rater(study), make_rater(study)
     lease = lease_next(rater=owner)
     with pytest.raises(LeaseNotFound):
-        vote_record(rater=intruder, token=lease.token, choice_shown="first")
+        vote_record(rater_id=intruder.pk, slug=intruder.study.slug, token=lease.token, choice_shown="first")
     with pytest.raises(LeaseNotFound):
-        vote_record(rater=intruder, token="made-up", choice_shown="first")
+        vote_record(rater_id=intruder.pk, slug=intruder.study.slug, token="made-up", choice_shown="first")
     assert not Vote.objects.exists()
 
 
@@ -248,7 +264,7 @@ def test_gold_items_come_every_k_items_and_a_careless_rater_is_flagged():
         lease = lease_next(rater=rater)
         golds.append(lease.is_gold)
         # Always pick the right-hand answer: wrong on gold whenever A1 is on the left.
-        vote_record(rater=rater, token=lease.token, choice_shown="second", client_ms=5000)
+        vote_record(rater_id=rater.pk, slug=rater.study.slug, token=lease.token, choice_shown="second", client_ms=5000)
         assert lease.is_gold == (position % 3 == 0)
         assert lease.item.question.is_gold == lease.is_gold
     rater.refresh_from_db()
@@ -266,7 +282,7 @@ def test_a_rater_who_gets_the_gold_items_right_is_not_flagged():
     rater = make_rater(study)
     while (lease := lease_next(rater=rater)) is not None:
         choice = ("first" if lease.shown_first == "a1" else "second") if lease.is_gold else "tie"
-        vote_record(rater=rater, token=lease.token, choice_shown=choice, client_ms=5000)
+        vote_record(rater_id=rater.pk, slug=rater.study.slug, token=lease.token, choice_shown=choice, client_ms=5000)
     rater.refresh_from_db()
     assert (rater.gold_seen, rater.gold_correct, rater.flagged) == (4, 4, False)
 
@@ -315,14 +331,28 @@ def test_a_vote_can_hand_out_the_next_item_in_its_own_transaction():
         make_question(study)
     rater = make_rater(study)
     first = lease_next(rater=rater)
-    vote_record(rater=rater, token=first.token, choice_shown="first", client_ms=5000, hand_out_next=True)
+    vote_record(
+        rater_id=rater.pk,
+        slug=rater.study.slug,
+        token=first.token,
+        choice_shown="first",
+        client_ms=5000,
+        hand_out_next=True,
+    )
     pending = list(Lease.objects.pending().filter(rater=rater))
     assert len(pending) == 1 and pending[0].item_id != first.item_id
     assert Slot.objects.get(rater=rater, vote__isnull=True).shown_first == pending[0].shown_first
     assert Slot.objects.get(rater=rater, vote__isnull=True).item_id == pending[0].item_id
     assert lease_next(rater=rater).token == pending[0].token
     # At the target, the last vote hands out nothing.
-    vote_record(rater=rater, token=pending[0].token, choice_shown="first", client_ms=5000, hand_out_next=True)
+    vote_record(
+        rater_id=rater.pk,
+        slug=rater.study.slug,
+        token=pending[0].token,
+        choice_shown="first",
+        client_ms=5000,
+        hand_out_next=True,
+    )
     assert not Lease.objects.pending().filter(rater=rater).exists()
     assert lease_next(rater=rater) is None
 
@@ -373,15 +403,26 @@ def test_a_late_vote_whose_slot_went_to_someone_else_counts_and_the_item_is_reba
     later = now + timedelta(seconds=61)
     fresh = lease_next(rater=quick, now=later)
     assert fresh.shown_first == stale.shown_first, "the expired slot is the one handed out again"
-    late = vote_record(rater=slow, token=stale.token, choice_shown="first", client_ms=4000, now=later)
+    late = vote_record(
+        rater_id=slow.pk, slug=slow.study.slug, token=stale.token, choice_shown="first", client_ms=4000, now=later
+    )
     assert late.created and late.late and late.counted
     for rater, lease in ((quick, fresh), (third, other)):
-        vote_record(rater=rater, token=lease.token, choice_shown="first", client_ms=4000, now=later)
+        vote_record(
+            rater_id=rater.pk, slug=rater.study.slug, token=lease.token, choice_shown="first", client_ms=4000, now=later
+        )
     # Three counted votes, two in one order: one more is wanted in the other order.
     assert sorted(counted(item)) == [1, 2]
     last = lease_next(rater=make_rater(study), now=later)
     assert last is not None and last.shown_first == other.shown_first
-    vote_record(rater=last.rater, token=last.token, choice_shown="tie", client_ms=4000, now=later)
+    vote_record(
+        rater_id=last.rater.pk,
+        slug=last.rater.study.slug,
+        token=last.token,
+        choice_shown="tie",
+        client_ms=4000,
+        now=later,
+    )
     assert counted(item) == (2, 2)
     assert Vote.objects.filter(item=item).count() == 4
     assert lease_next(rater=make_rater(study), now=later) is None
@@ -396,20 +437,20 @@ def test_a_vote_beyond_the_rate_raises_with_the_wait_and_stores_nothing():
     for seconds in (0, 10):
         lease = lease_next(rater=rater, now=start + timedelta(seconds=seconds))
         vote_record(
-            rater=rater, token=lease.token, choice_shown="tie", client_ms=9000,
+            rater_id=rater.pk, slug=rater.study.slug, token=lease.token, choice_shown="tie", client_ms=9000,
             now=start + timedelta(seconds=seconds), rate=(2, 60),
         )  # fmt: skip
     lease = lease_next(rater=rater, now=start + timedelta(seconds=20))
     with pytest.raises(TooManyVotes) as refused:
         vote_record(
-            rater=rater, token=lease.token, choice_shown="tie", client_ms=9000,
+            rater_id=rater.pk, slug=rater.study.slug, token=lease.token, choice_shown="tie", client_ms=9000,
             now=start + timedelta(seconds=20), rate=(2, 60),
         )  # fmt: skip
     assert refused.value.retry_after == 40  # the first vote leaves the 60 s span at 60 s
     assert Vote.objects.filter(rater=rater).count() == 2
     # Once the first vote is older than the span, the same vote goes through.
     outcome = vote_record(
-        rater=rater, token=lease.token, choice_shown="tie", client_ms=9000,
+        rater_id=rater.pk, slug=rater.study.slug, token=lease.token, choice_shown="tie", client_ms=9000,
         now=start + timedelta(seconds=61), rate=(2, 60),
     )  # fmt: skip
     assert outcome.created and Vote.objects.filter(rater=rater).count() == 3

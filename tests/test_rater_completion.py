@@ -70,7 +70,7 @@ def test_a_prolific_rater_with_nothing_more_to_get_is_sent_back_with_the_code_on
     token = token_in(client.get(urls(study)["task"]))
     other = make_rater(study)  # takes and answers the other item: nothing is left for pp2
     lease = lease_next(rater=other)
-    vote_record(rater=other, token=lease.token, choice_shown="tie", client_ms=5000)
+    vote_record(rater_id=other.pk, slug=other.study.slug, token=lease.token, choice_shown="tie", client_ms=5000)
     assert client.get(urls(study)["done"])["Location"] == urls(study)["task"], "pp2 has an item to answer"
     client.post(urls(study)["task"], {"token": token, "choice": "first", "client_ms": 5000})
     response = client.get(urls(study)["done"])
@@ -84,7 +84,7 @@ def test_anyone_entering_a_full_study_is_told_so_without_the_code(client):
     make_question(study)
     first = make_rater(study)
     lease = lease_next(rater=first)
-    vote_record(rater=first, token=lease.token, choice_shown="tie", client_ms=5000)
+    vote_record(rater_id=first.pk, slug=first.study.slug, token=lease.token, choice_shown="tie", client_ms=5000)
     for page in (client.get(urls(study)["landing"]), enter(client, study, "late1")):
         assert page.status_code == 200
         assert b"This study is full" in page.content and b"FULL-1" not in page.content
@@ -120,7 +120,7 @@ def test_a_rater_who_finished_is_listed_with_their_code():
     make_question(study)
     rater = make_rater(study)
     lease = lease_next(rater=rater)
-    vote_record(rater=rater, token=lease.token, choice_shown="tie", client_ms=5000)
+    vote_record(rater_id=rater.pk, slug=rater.study.slug, token=lease.token, choice_shown="tie", client_ms=5000)
     assert not rater_can_get_more(rater=rater)
     assert rater_finish(rater=rater) == "LIST-1"
     finished = Rater.objects.filter(study=study, finished_at__isnull=False)
@@ -178,7 +178,7 @@ def test_a_rater_in_the_demo_study_can_reach_its_target():
     assert study.target_per_rater == study.most_items_per_rater()
     rater = make_rater(study)
     while (lease := lease_next(rater=rater)) is not None:
-        vote_record(rater=rater, token=lease.token, choice_shown="tie", client_ms=60_000)
+        vote_record(rater_id=rater.pk, slug=rater.study.slug, token=lease.token, choice_shown="tie", client_ms=60_000)
     rater.refresh_from_db()
     assert rater.votes_done == study.target_per_rater
     assert rater.gold_seen == study.target_per_rater // (study.gold_every + 1)

@@ -73,7 +73,9 @@ def test_a_vote_waits_for_the_rater_row_before_it_locks_the_lease():
     tab, failures = _in_a_thread(other_tab, started=locked)
     assert locked.wait(10)
     voter = Rater.objects.select_related("study").get(pk=rater.pk)
-    outcome = assignment.vote_record(rater=voter, token=lease.token, choice_shown="first", client_ms=5000)
+    outcome = assignment.vote_record(
+        rater_id=voter.pk, slug=voter.study.slug, token=lease.token, choice_shown="first", client_ms=5000
+    )
     tab.join(20)
     assert not failures, failures
     assert outcome.created and Vote.objects.filter(rater=rater).count() == 1
@@ -103,7 +105,12 @@ def test_a_vote_whose_next_items_are_held_elsewhere_is_stored_and_hands_out_a_fr
     assert holding.wait(10)
     try:
         outcome = assignment.vote_record(
-            rater=rater, token=lease.token, choice_shown="first", client_ms=5000, hand_out_next=True
+            rater_id=rater.pk,
+            slug=rater.study.slug,
+            token=lease.token,
+            choice_shown="first",
+            client_ms=5000,
+            hand_out_next=True,
         )
         pending = list(Lease.objects.pending().filter(rater=rater).values_list("item_id", flat=True))
     finally:

@@ -29,9 +29,10 @@ def pending_lease_orm(rater_id):
     return Lease.objects.pending().select_related(*page).filter(rater_id=rater_id).first()
 
 
-def lease_to_vote_orm(rater, token):
+def lease_to_vote_orm(rater_id, slug, token):
     leases = Lease.objects.select_related("rater__study", "item__answer_a1", "item__answer_a2")
-    return leases.select_for_update(of=("self", "rater")).filter(rater=rater, token=token).first()
+    leases = leases.select_for_update(of=("self", "rater"))
+    return leases.filter(rater_id=rater_id, rater__study__slug=slug, token=token).first()
 
 
 def free_slot_orm(*, study, rater, claimed_before):
@@ -108,7 +109,7 @@ def test_the_pending_lease_read_matches_the_orm_and_shows_the_answers_in_the_ord
         )
         assert ours.page["left"].html == first.html and ours.page["right"].html == second.html
         assert ours.page["question"].html == item.question.html
-        vote_record(rater=rater, token=lease.token, choice_shown="tie", client_ms=9000)
+        vote_record(rater_id=rater.pk, slug=rater.study.slug, token=lease.token, choice_shown="tie", client_ms=9000)
         # Voted: no longer pending, in either read.
         assert statements.pending_lease(rater) is None and pending_lease_orm(rater.pk) is None
     # Released (its slot went to someone else): not pending either.
@@ -129,41 +130,40 @@ def test_a_text_edited_after_it_was_rendered_is_rendered_afresh_on_the_page():
     assert "<strong>one</strong>" in str(page["left"].html) + str(page["right"].html)
 
 
-def _lease_to_vote_both(rater, token):
-    """Both reads, ours on a copy of the rater whose locked fields it must refresh; with what
-    ours left on the copy and what the ORM read of the rater's row."""
-    copy = Rater.objects.select_related("study").get(pk=rater.pk)
-    copy.votes_done, copy.flagged, copy.study.status = -1, None, "stale"
+def _lease_to_vote_both(rater, token, slug=None):
+    """Both reads of the lease, the rater and their study, as field values."""
+    slug = slug or rater.study.slug
     with transaction.atomic():
-        ours, orm = statements.lease_to_vote(copy, token), lease_to_vote_orm(rater, token)
+        ours, orm = statements.lease_to_vote(rater.pk, slug, token), lease_to_vote_orm(rater.pk, slug, token)
+    if ours is None or orm is None:
+        return ours, orm
+    assert _rater_values(ours.rater) == _rater_values(orm.rater)
+    assert _lease_values(ours) == _lease_values(orm)
+    return ours, orm
 
-    def locked(rater):
-        return [getattr(rater, name) for name in statements.LOCKED_RATER_FIELDS] + [rater.study.status]
 
-    return ours, orm, locked(copy) if ours else None, locked(orm.rater) if orm else None
-
-
-def test_the_lease_to_vote_matches_the_orm_and_refreshes_the_rater_in_every_state_of_the_lease():
-    study = make_study(votes_per_item=2, gold_every=0)
+def test_the_lease_to_vote_matches_the_orm_with_the_rater_and_study_in_every_state_of_the_lease():
+    study = make_study(votes_per_item=2, gold_every=0, fast_notice=True, completion_code="C0DE")
     for n in range(3):
         make_question(study, a1=f"one two three {n}", a2="four five")
-    rater, other = make_rater(study, flagged=True, flag_reason="by hand"), make_rater(study)
+    rater = make_rater(study, flagged=True, flag_reason="by hand", source_meta={"STUDY_ID": "x"})
+    other = make_rater(study)
     lease = lease_next(rater=rater)
-    ours, orm, ours_rater, orm_rater = _lease_to_vote_both(rater, lease.token)
-    assert _lease_values(ours) == _lease_values(orm) and ours_rater == orm_rater
+    ours, orm = _lease_to_vote_both(rater, lease.token)
     assert ours.words == orm.item.answer_a1.len_words + orm.item.answer_a2.len_words
     assert ours.human_pool_id is None, "no human pool yet"
+    assert ours.rater.flag_reason == "by hand" and ours.rater.study.completion_code == "C0DE"
     pool = human_pool(study)
-    vote_record(rater=rater, token=lease.token, choice_shown="tie", client_ms=9000)
-    ours, orm, ours_rater, orm_rater = _lease_to_vote_both(rater, lease.token)  # voted
-    assert ours.voted_at is not None and ours.human_pool_id == pool.pk
-    assert _lease_values(ours) == _lease_values(orm) and ours_rater == orm_rater and ours_rater[0] == 1
+    vote_record(rater_id=rater.pk, slug=study.slug, token=lease.token, choice_shown="tie", client_ms=9000)
+    ours, orm = _lease_to_vote_both(rater, lease.token)  # voted
+    assert ours.voted_at is not None and ours.human_pool_id == pool.pk and ours.rater.votes_done == 1
     released = lease_next(rater=rater)
     Lease.objects.filter(pk=released.pk).update(released_at=timezone.now())
-    ours, orm, ours_rater, orm_rater = _lease_to_vote_both(rater, released.token)
-    assert ours.released_at is not None and _lease_values(ours) == _lease_values(orm) and ours_rater == orm_rater
+    ours, orm = _lease_to_vote_both(rater, released.token)
+    assert ours.released_at is not None
     for token in (released.token, "made-up"):  # another rater's lease, or none at all
-        assert _lease_to_vote_both(other, token)[:2] == (None, None)
+        assert _lease_to_vote_both(other, token) == (None, None)
+    assert _lease_to_vote_both(rater, lease.token, slug=make_study().slug) == (None, None), "another study"
 
 
 def _both_free_slots(study, rater, claimed_before, now):
@@ -198,7 +198,14 @@ def test_the_free_slot_matches_the_orm_through_a_whole_study(one_variant_per_que
             assert ours == orm
         lease = lease_next(rater=rater, now=now)
         if lease is not None and step % 4 != 3:  # every fourth lease is left to expire
-            vote_record(rater=rater, token=lease.token, choice_shown="first", client_ms=9000, now=now)
+            vote_record(
+                rater_id=rater.pk,
+                slug=rater.study.slug,
+                token=lease.token,
+                choice_shown="first",
+                client_ms=9000,
+                now=now,
+            )
         now += timedelta(seconds=20)
     assert Slot.objects.filter(study=study, vote__isnull=False).count() > 10
     assert Slot.objects.filter(study=study, vote__isnull=True).exists()
