@@ -125,18 +125,18 @@ def _analyze(frame, *, study, filters, options, votes_per_item, groups, semantic
     judges, parts = [], {}
     for name in sorted(judge_kinds):
         args = (name, judge_kinds[name], counted_by_judge.get(name, counted.iloc[0:0]), prefs_by_judge.get(name))
-        shared = (question_index, counts, groups, semantics, options)
         rest = {
             "total": int(total_by_judge.get(name, 0)),
             "asked": asked_by_judge.get(name, asked.iloc[0:0]),
             "pairs": pairs_by_judge.get(name, no_pairs),
         }
         # Not the bootstrap counts: they follow from the number of questions and the options.
-        key = _digest(*args, *shared[:1], *shared[2:], *rest.values()) if judge_reports is not None else None
+        reads = (*args, question_index, groups, semantics, options, *rest.values())
+        key = _digest(*reads) if judge_reports is not None else None
         if key is not None and key in judge_reports:
             part = copy.deepcopy(judge_reports[key])
         else:
-            part = _judge_report(*args, *shared, **rest)
+            part = _judge_report(*args, question_index, counts, groups, semantics, options, **rest)
         if key is not None:
             parts[key] = copy.deepcopy(part)  # as computed: the ranks and adjusted p-values come below
         judges.append(part)
@@ -179,13 +179,13 @@ def _digest(*reads) -> str:
     """A digest of values and frames (their columns, dtypes and every row's content; not their
     index): equal digests, equal inputs."""
     h = hashlib.sha256()
-    seen: list = []
+    seen: dict[int, int] = {}  # id of each frame hashed → its place among them
     for value in reads:
         if isinstance(value, pd.DataFrame | pd.Index):
-            if any(value is other for other in seen):  # the same frame again (asked is counted)
-                h.update(f"same as {next(i for i, o in enumerate(seen) if o is value)}".encode())
+            if id(value) in seen:  # the same frame again (asked is counted)
+                h.update(f"same as {seen[id(value)]}".encode())
                 continue
-            seen.append(value)
+            seen[id(value)] = len(seen)
             columns = [[str(c), str(t)] for c, t in value.dtypes.items()] if isinstance(value, pd.DataFrame) else []
             h.update(json.dumps([type(value).__name__, len(value), columns]).encode())
             h.update(pd.util.hash_pandas_object(value, index=False).to_numpy().tobytes())
