@@ -133,7 +133,7 @@ def seed(questions: int, votes_per_item: int, *, analyze_empty: bool = False) ->
         with connection.cursor() as cursor:
             if analyze_empty:
                 cursor.execute("ANALYZE")
-            for model in (Study, Question, Answer, ComparisonItem):
+            for model in (Study, Question, Answer, ComparisonItem, Slot):
                 cursor.execute(f"VACUUM ANALYZE {connection.ops.quote_name(model._meta.db_table)}")
             try:
                 cursor.execute("CHECKPOINT")  # superuser or pg_checkpoint only
