@@ -1,6 +1,8 @@
 """One rater voting thousands of times, in process: does a page + vote get slower as the rater's
 votes pile up? Prints, per chunk of votes, the mean page + vote cycle (Django's WSGI handler
-called in process, no HTTP: `bench_rater_flow.WsgiClient`).
+called in process, no HTTP: `bench_rater_flow.WsgiClient`), in wall time, in this process's CPU
+time and, on PostgreSQL, in the CPU time of the server process serving its connection (read
+from /proc: the server must run on this machine, as the benchmarks' loopback one does).
 
     python bench/bench_rater_drift.py --votes 4000 --chunk 500 [--postgres [--analyze-empty]]
 
@@ -15,6 +17,7 @@ the connection's prepared statements plan every lease lookup as a scan of a tiny
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -46,14 +49,41 @@ def run(args: argparse.Namespace, cycle) -> None:
 
     print(f"{connection.vendor}: one rater, {args.votes} votes, {args.questions} questions")
     for done in range(args.chunk, args.votes + 1, args.chunk):
-        started = time.perf_counter()
+        backend = _backend_pid()
+        started = _clocks(backend)
         for _ in range(args.chunk):
             cycle()
-        mean_cycle = (time.perf_counter() - started) / args.chunk * 1000
-        print(f"  votes {done:>6}: page + vote {mean_cycle:6.2f} ms", flush=True)
+        if backend != _backend_pid():  # the connection reached its age and was replaced
+            backend = None
+        ended = _clocks(backend)
+        wall, cpu, server = (1000 * (end - start) / args.chunk for end, start in zip(ended, started, strict=True))
+        line = f"  votes {done:>6}: page + vote {wall:6.2f} ms, CPU {cpu:5.2f} ms"
+        print(line + (f", PostgreSQL's CPU {server:5.2f} ms" if backend else ""), flush=True)
     stored = Vote.objects.filter(rater__participant_id="P1").count()
     print(f"stored {stored} votes for {args.votes} submits")
     assert stored == args.votes
+
+
+def _backend_pid() -> int | None:
+    """On PostgreSQL the id of the server process serving this process's connection."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        return cursor.fetchone()[0]
+
+
+def _clocks(server_pid: int | None) -> tuple[float, float, float]:
+    """Wall time, this process's CPU time and the CPU time (user + system) of the server process
+    with this id (0 without one), in seconds."""
+    server = 0.0
+    if server_pid is not None:
+        with open(f"/proc/{server_pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        server = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return time.perf_counter(), time.process_time(), server
 
 
 if __name__ == "__main__":
