@@ -339,10 +339,19 @@ class Rater(threading.Thread):
     def run(self) -> None:
         import httpx
 
-        try:
-            self._enter()
-        except Exception as exc:  # noqa: BLE001 - reported, the level counts it as an error
-            self.ready_error = repr(exc)
+        # Entering is set-up, not timed: a connection that a retiring gunicorn worker closed
+        # (max_requests) is tried again, as a browser's reload would, instead of the rater
+        # sitting out the level (a level of one rater then measured nothing).
+        for _ in range(3):
+            try:
+                self._enter()
+                self.ready_error = None
+                break
+            except httpx.TransportError as exc:
+                self.ready_error = repr(exc)
+            except Exception as exc:  # noqa: BLE001 - reported, the level counts it as an error
+                self.ready_error = repr(exc)
+                break
         self.start_barrier.wait()
         if self.ready_error:
             return
