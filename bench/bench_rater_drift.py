@@ -48,6 +48,7 @@ def run(args: argparse.Namespace, cycle) -> None:
     from annotations.models import Vote
 
     print(f"{connection.vendor}: one rater, {args.votes} votes, {args.questions} questions")
+    print(_round_trip(2000))
     for done in range(args.chunk, args.votes + 1, args.chunk):
         backend = _backend_pid()
         started = _clocks(backend)
@@ -62,6 +63,22 @@ def run(args: argparse.Namespace, cycle) -> None:
     stored = Vote.objects.filter(rater__participant_id="P1").count()
     print(f"stored {stored} votes for {args.votes} submits")
     assert stored == args.votes
+
+
+def _round_trip(times: int) -> str:
+    """What one `SELECT 1` on this process's connection costs, as a line to print."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        backend = _backend_pid()
+        started = _clocks(backend)
+        for _ in range(times):
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+        ended = _clocks(backend)
+    wall, cpu, server = (1000 * (end - start) / times for end, start in zip(ended, started, strict=True))
+    line = f"  a round trip alone (SELECT 1, {times} times): {wall:5.3f} ms, CPU {cpu:5.3f} ms"
+    return line + (f", PostgreSQL's CPU {server:5.3f} ms" if backend else "")
 
 
 def _backend_pid() -> int | None:
