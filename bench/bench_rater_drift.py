@@ -48,37 +48,34 @@ def run(args: argparse.Namespace, cycle) -> None:
     from annotations.models import Vote
 
     print(f"{connection.vendor}: one rater, {args.votes} votes, {args.questions} questions")
-    print(_round_trip(2000))
+    with connection.cursor() as cursor:  # one cursor, so that only the round trip is timed
+
+        def select_one() -> None:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+
+        print(f"  a round trip alone (SELECT 1, 2000 times): {_per_step(2000, select_one, digits=3)}")
     for done in range(args.chunk, args.votes + 1, args.chunk):
-        backend = _backend_pid()
-        started = _clocks(backend)
-        for _ in range(args.chunk):
-            cycle()
-        if backend != _backend_pid():  # the connection reached its age and was replaced
-            backend = None
-        ended = _clocks(backend)
-        wall, cpu, server = (1000 * (end - start) / args.chunk for end, start in zip(ended, started, strict=True))
-        line = f"  votes {done:>6}: page + vote {wall:6.2f} ms, CPU {cpu:5.2f} ms"
-        print(line + (f", PostgreSQL's CPU {server:5.2f} ms" if backend else ""), flush=True)
+        print(f"  votes {done:>6}: page + vote {_per_step(args.chunk, cycle, digits=2)}", flush=True)
     stored = Vote.objects.filter(rater__participant_id="P1").count()
     print(f"stored {stored} votes for {args.votes} submits")
     assert stored == args.votes
 
 
-def _round_trip(times: int) -> str:
-    """What one `SELECT 1` on this process's connection costs, as a line to print."""
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        backend = _backend_pid()
-        started = _clocks(backend)
-        for _ in range(times):
-            cursor.execute("SELECT 1")
-            cursor.fetchone()
-        ended = _clocks(backend)
+def _per_step(times: int, step, *, digits: int) -> str:
+    """Run `step` `times` times; what one run cost, as text: wall time, this process's CPU time
+    and, on PostgreSQL, the CPU time of the server process on its connection (left out when
+    the connection reached its age and was replaced meanwhile)."""
+    backend = _backend_pid()
+    started = _clocks(backend)
+    for _ in range(times):
+        step()
+    if backend != _backend_pid():
+        backend = None
+    ended = _clocks(backend)
     wall, cpu, server = (1000 * (end - start) / times for end, start in zip(ended, started, strict=True))
-    line = f"  a round trip alone (SELECT 1, {times} times): {wall:5.3f} ms, CPU {cpu:5.3f} ms"
-    return line + (f", PostgreSQL's CPU {server:5.3f} ms" if backend else "")
+    text = f"{wall:{digits + 4}.{digits}f} ms, CPU {cpu:.{digits}f} ms"
+    return text + (f", PostgreSQL's CPU {server:.{digits}f} ms" if backend else "")
 
 
 def _backend_pid() -> int | None:
