@@ -147,42 +147,21 @@ def vote_record(
             received_at=now,
             meta={"assignment": {"counted": counted, "too_fast": too_fast, "late": late}},
         )
-        rater.votes_done += 1
-        rater.last_seen_at = now
+        Lease.objects.filter(pk=lease.pk).update(voted_at=now)
+        held = _held(lease)
         if lease.is_gold:
             rater.score_attention_check(correct=vote.choice == "a1" and not not_familiar)
-        # The next item in the same transaction; a released lease was not the rater's pending
-        # one: they have another item already. An attention check is handed out after the writes.
-        hand_out = hand_out_next and lease.released_at is None and rater.may_get_items()
-        claim = hand_out and not study.is_gold_turn(rater.votes_done)
-        if connection.vendor == "postgresql" and not lease.is_gold:
-            held = statements.vote_writes(
-                lease=lease, vote_id=vote.pk, counted=counted, now=now, claim=claim, token=_token()
-            )
-        else:
-            held = _vote_writes(lease, vote, counted=counted, now=now, claim=claim)
-        if counted and not lease.is_gold and not held:
+        elif counted and not held.update(vote=vote):
             _slot_for_late_vote(lease, vote)
-        if hand_out and not claim:
+        elif not counted:
+            held.update(rater=None, claimed_at=None)
+        rater.votes_done += 1
+        rater.last_seen_at = now
+        rater.save(update_fields=["votes_done", "last_seen_at", "gold_seen", "gold_correct", "flagged", "flag_reason"])
+        # A released lease was not the rater's pending one: they have another item already.
+        if hand_out_next and lease.released_at is None:
             _lease_claim(rater, now=now)
     return VoteOutcome(vote, rater, created=True, counted=counted, late=late)
-
-
-def _vote_writes(lease: Lease, vote: Vote, *, counted: bool, now: datetime, claim: bool) -> bool:
-    """What a vote writes after its own row, one statement at a time (statements.VOTE_WRITES
-    in one, on PostgreSQL): the lease marked voted, its slot closed (counted) or freed, the
-    rater saved (`lease.rater`, counted and scored by the caller) and, with `claim`, the next
-    slot claimed. Returns whether the lease still held its slot."""
-    Lease.objects.filter(pk=lease.pk).update(voted_at=now)
-    held = 0
-    if not lease.is_gold:
-        slot = _held(lease)
-        held = slot.update(vote=vote) if counted else slot.update(rater=None, claimed_at=None)
-    fields = ["votes_done", "last_seen_at", "gold_seen", "gold_correct", "flagged", "flag_reason"]
-    lease.rater.save(update_fields=fields)
-    if claim:
-        _slot_lease(lease.rater, now=now)
-    return held > 0
 
 
 def judge_human_pool(*, study: Study) -> Judge:
@@ -257,13 +236,8 @@ def _lease_claim(rater: Rater, *, now: datetime) -> Lease | None:
         gold = unseen(study.items.approved().gold(), rater).order_by("?").values_list("pk", "question_id").first()
         if gold is not None:
             return _lease_create(rater, *gold, random.choice(Shown.values), now, gold=True)
-    return _slot_lease(rater, now=now)
-
-
-def _slot_lease(rater: Rater, *, now: datetime) -> Lease | None:
-    """Claim the rater's next slot, if any, and make its lease."""
-    expired = now - timedelta(seconds=rater.study.lease_seconds)
-    claim = statements.slot_claim(study=rater.study, rater_id=rater.pk, now=now, claimed_before=expired)
+    expired = now - timedelta(seconds=study.lease_seconds)
+    claim = statements.slot_claim(study=study, rater_id=rater.pk, now=now, claimed_before=expired)
     return None if claim is None else _lease_create(rater, *claim, now)
 
 
@@ -281,16 +255,12 @@ def _lease_create(
         rater=rater,
         item_id=item_id,
         question_id=question_id,
-        token=_token(),
+        token=secrets.token_urlsafe(24),
         shown_first=order,
         is_gold=gold,
         created_at=now,
         expires_at=now + timedelta(seconds=rater.study.lease_seconds),
     )
-
-
-def _token() -> str:
-    return secrets.token_urlsafe(24)
 
 
 def _slot_for_late_vote(lease: Lease, vote: Vote) -> None:

@@ -17,7 +17,7 @@ else on the path uses the ORM.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.db import connection, models
 from django.utils import timezone
@@ -180,9 +180,16 @@ def lease_to_vote(rater_id: int, slug: str, token: str) -> Lease | None:
     return lease
 
 
-# The next slot the rater may claim: open, on approved answers, free (never claimed, or claimed
-# before %(expired)s), on a question (or item) they have not been handed; lowest round, then rank.
-_NEXT_SLOT = """
+# The claim in one statement: the slot is chosen, locked and taken together (by the rater, not
+# their lease, which is made after it). SKIP LOCKED: a claim never waits for another rater's
+# claim of the same slot, it takes the next one. SQLite has no row locks and needs no clause: the
+# transaction already holds the database's one write lock. `{lock}` is the one vendor clause.
+# What the rater has seen is asked per candidate slot (NOT EXISTS, one probe of the lease's
+# (rater, item) or (rater, question) index), not as a list of all their leases (NOT IN), which
+# PostgreSQL hashed on every claim: 1.2 ms per claim after 2,000 votes of one rater, 0.4 ms now.
+CLAIM_SLOT = """
+UPDATE annotations_slot SET rater_id = %(rater)s, claimed_at = %(now)s
+WHERE id = (
   SELECT s.id
   FROM annotations_slot s
   JOIN annotations_comparisonitem i ON i.id = s.item_id
@@ -195,20 +202,10 @@ _NEXT_SLOT = """
     AND NOT (%(by_question)s AND EXISTS (
       SELECT 1 FROM annotations_lease l WHERE l.rater_id = %(rater)s AND l.question_id = s.question_id))
   ORDER BY s.round, s.rank
-  LIMIT 1"""
-
-# The claim in one statement: the slot is chosen, locked and taken together (by the rater, not
-# their lease, which is made after it). SKIP LOCKED: a claim never waits for another rater's
-# claim of the same slot, it takes the next one. SQLite has no row locks and needs no clause: the
-# transaction already holds the database's one write lock. `{lock}` is the one vendor clause.
-# What the rater has seen is asked per candidate slot (NOT EXISTS, one probe of the lease's
-# (rater, item) or (rater, question) index), not as a list of all their leases (NOT IN), which
-# PostgreSQL hashed on every claim: 1.2 ms per claim after 2,000 votes of one rater, 0.4 ms now.
-CLAIM_SLOT = (
-    "UPDATE annotations_slot SET rater_id = %(rater)s, claimed_at = %(now)s\nWHERE id = ("  # noqa: S608 - constants
-    + _NEXT_SLOT
-    + " {lock}\n)\nRETURNING item_id, question_id, shown_first\n"
+  LIMIT 1 {lock}
 )
+RETURNING item_id, question_id, shown_first
+"""
 
 
 def slot_claim(*, study: Study, rater_id: int, now: datetime, claimed_before: datetime) -> tuple[int, int, str] | None:
@@ -230,62 +227,3 @@ def slot_claim(*, study: Study, rater_id: int, now: datetime, claimed_before: da
     with connection.cursor() as cursor:
         cursor.execute(CLAIM_SLOT.format(lock="FOR UPDATE OF s SKIP LOCKED" if skip_locked else ""), params)
         return cursor.fetchone()
-
-
-# PostgreSQL only (SQLite has no data-modifying WITH; there, and for attention checks,
-# assignment._vote_writes runs the same writes one by one: this statement's ORM twin). What a
-# vote writes after its own row, in one round trip instead of six: the lease marked voted, its
-# slot closed by the vote (counted) or freed (not counted), the vote counted on the rater and,
-# with %(claim)s, the next slot claimed and its lease made. Each part runs when the final SELECT
-# reads it, so the new lease comes after the old one is marked (one pending lease per rater).
-VOTE_WRITES = (
-    """
-WITH voted AS (UPDATE annotations_lease SET voted_at = %(now)s WHERE id = %(lease)s RETURNING id),
-held AS (
-  UPDATE annotations_slot
-  SET vote_id = CASE WHEN %(counted)s THEN %(vote)s::bigint END,
-      rater_id = CASE WHEN %(counted)s THEN rater_id END,
-      claimed_at = CASE WHEN %(counted)s THEN claimed_at END
-  WHERE item_id = %(item)s AND rater_id = %(rater)s AND vote_id IS NULL
-  RETURNING id),
-counted AS (
-  UPDATE annotations_rater SET votes_done = votes_done + 1, last_seen_at = %(now)s WHERE id = %(rater)s RETURNING id),
-claimed AS (
-  UPDATE annotations_slot SET rater_id = %(rater)s, claimed_at = %(now)s
-  WHERE %(claim)s AND id = ("""  # noqa: S608 - constants only, joined once at import
-    + _NEXT_SLOT
-    + """ FOR UPDATE OF s SKIP LOCKED)
-  RETURNING item_id, question_id, shown_first),
-leased AS (
-  INSERT INTO annotations_lease
-    (study_id, rater_id, item_id, question_id, token, shown_first, is_gold, created_at, expires_at)
-  SELECT %(study)s, %(rater)s, item_id, question_id, %(token)s, shown_first, FALSE, %(now)s, %(expires)s
-  FROM claimed CROSS JOIN voted
-  RETURNING id)
-SELECT (SELECT COUNT(*) FROM held), (SELECT COUNT(*) FROM counted), (SELECT COUNT(*) FROM leased)
-"""
-)
-
-
-def vote_writes(*, lease: Lease, vote_id: int, counted: bool, now: datetime, claim: bool, token: str) -> bool:
-    """On PostgreSQL, inside the vote's transaction, after its row: VOTE_WRITES for this vote on
-    this (not gold) lease, `token` the next lease's. Returns whether the lease still held its
-    slot (False: the vote is late and its slot went to someone else)."""
-    study = lease.rater.study
-    params = {
-        "now": now,
-        "lease": lease.pk,
-        "counted": counted,
-        "vote": vote_id,
-        "item": lease.item_id,
-        "rater": lease.rater_id,
-        "claim": claim,
-        "study": study.pk,
-        "expired": now - timedelta(seconds=study.lease_seconds),
-        "by_question": study.one_variant_per_question,
-        "token": token,
-        "expires": now + timedelta(seconds=study.lease_seconds),
-    }
-    with connection.cursor() as cursor:
-        cursor.execute(VOTE_WRITES, params)
-        return cursor.fetchone()[0] > 0

@@ -1,16 +1,16 @@
 """The rater path's statements written out in SQL (annotations/statements.py) give what their
-ORM twins (here, or assignment._vote_writes) give, in every state the path meets, on the database the suite runs on."""
+ORM twins (here) give, in every state the path meets, on the database the suite runs on."""
 
 from datetime import timedelta
 
 import pytest
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from annotations import statements
-from annotations.assignment import _vote_writes, lease_next, unseen, vote_record
-from annotations.models import Answer, Lease, Rater, Slot, Study, Vote
+from annotations.assignment import lease_next, unseen, vote_record
+from annotations.models import Answer, Lease, Rater, Slot, Study
 from tests.factories import human_pool, make_question, make_rater, make_study, make_variant
 
 pytestmark = pytest.mark.django_db
@@ -209,70 +209,3 @@ def test_the_free_slot_matches_the_orm_through_a_whole_study(one_variant_per_que
         now += timedelta(seconds=20)
     assert Slot.objects.filter(study=study, vote__isnull=False).count() > 10
     assert Slot.objects.filter(study=study, vote__isnull=True).exists()
-
-
-def _study_rows(study, vote):
-    """Every slot and lease of the study and its raters' counters, as values (a new lease's
-    token aside, and `vote` named "vote": each side makes its own)."""
-    slots = [
-        (pk, rater_id, claimed_at, "vote" if vote_id == vote.pk else vote_id)
-        for pk, rater_id, claimed_at, vote_id in Slot.objects.filter(study=study)
-        .order_by("pk")
-        .values_list("pk", "rater_id", "claimed_at", "vote_id")
-    ]
-    lease_fields = [name for name in _LEASE_FIELDS if name not in ("id", "token")]
-    leases = list(Lease.objects.filter(study=study).order_by("rater_id", "item_id").values_list(*lease_fields))
-    raters = list(Rater.objects.filter(study=study).order_by("pk").values_list("pk", "votes_done", "last_seen_at"))
-    return slots, leases, raters
-
-
-def _vote_writes_both(rater, lease, *, counted, claim, now):
-    """The vote's writes after its row, by VOTE_WRITES and by its ORM twin, each from the same
-    state and rolled back: (whether the lease held its slot, the study's rows after) for each."""
-    results = []
-    for ours in (True, False):
-        with transaction.atomic():
-            locked = statements.lease_to_vote(rater.pk, rater.study.slug, lease.token)
-            vote = Vote.objects.create(
-                item_id=locked.item_id, judge=human_pool(rater.study), rater=rater,
-                shown_first=locked.shown_first, choice_shown="tie", choice="tie", received_at=now,
-            )  # fmt: skip
-            if ours:
-                held = statements.vote_writes(
-                    lease=locked, vote_id=vote.pk, counted=counted, now=now, claim=claim, token="t"
-                )
-            else:
-                locked.rater.votes_done += 1
-                locked.rater.last_seen_at = now
-                held = _vote_writes(locked, vote, counted=counted, now=now, claim=claim)
-            results.append((held, _study_rows(rater.study, vote)))
-            transaction.set_rollback(True)
-    return results
-
-
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="VOTE_WRITES is PostgreSQL's")
-@pytest.mark.parametrize("counted", [True, False])
-@pytest.mark.parametrize("claim", [True, False])
-def test_the_vote_writes_match_the_orm_held_late_and_with_nothing_left(counted, claim):
-    """A vote on a lease that holds its slot, on one whose slot went to someone else, and the
-    claim when the rater has nothing left: the same rows either way."""
-    study = make_study(votes_per_item=2, lease_seconds=60)
-    for _ in range(2):
-        make_question(study)
-    rater, other = make_rater(study), make_rater(study)
-    now = timezone.now()
-    lease = lease_next(rater=rater, now=now)
-    later = now + timedelta(seconds=5)
-    ours, orm = _vote_writes_both(rater, lease, counted=counted, claim=claim, now=later)
-    assert ours == orm and ours[0] is True
-    # The lease expires and its slot goes to the other rater: the vote is late.
-    Slot.objects.filter(rater=rater).update(claimed_at=now - timedelta(seconds=120))
-    assert lease_next(rater=other, now=later) is not None
-    taken = Slot.objects.filter(item_id=lease.item_id, rater=other).exists()
-    ours, orm = _vote_writes_both(rater, lease, counted=counted, claim=claim, now=later)
-    assert ours == orm and ours[0] is (not taken)
-    # Every other slot claimed by the other rater: nothing left to claim.
-    Slot.objects.filter(study=study, rater__isnull=True).update(rater=other, claimed_at=later)
-    ours, orm = _vote_writes_both(rater, lease, counted=counted, claim=claim, now=later)
-    assert ours == orm
-    assert Lease.objects.filter(rater=rater).count() == 1
