@@ -15,9 +15,9 @@ Columns (dtype):
 - ``shown_first`` ("a1"/"a2"), ``order_known`` (bool: False for imported votes whose source did
   not record the order), ``choice_shown`` (first/second/tie or None), ``choice`` (a1/a2/tie or
   None when the output could not be parsed);
-- ``not_familiar`` (bool), ``client_ms`` (float, NaN unknown), ``threshold_ms`` (float: the
-  study's threshold for this item), ``words`` (int: words of both answers), ``received_at``
-  (datetime, UTC);
+- ``not_familiar`` (bool), ``client_ms`` (float, NaN unknown: the browser's time, at most the
+  server's), ``threshold_ms`` (float: the study's threshold for this item), ``words`` (int:
+  words of both answers), ``received_at`` (datetime, UTC);
 - ``len_a1_<m>`` / ``len_a2_<m>`` (float, NaN unknown) for each measure m in ``MEASURES``;
 - ``label_scheme`` (str);
 - ``labels_swapped`` (bool): the answer shown first was under the scheme's second label. Always

@@ -13,7 +13,7 @@ from django.db.models.functions import Cast
 
 from analysis import results_cache
 from analysis.frame import CHOICES, COLUMNS, CONTROL, OPTIONAL_COLUMNS, empty_frame, normalise, probability_columns
-from annotations.models import Answer, ComparisonItem, Judge, Rater, Study, Vote
+from annotations.models import RESPONSE_MS, Answer, ComparisonItem, Judge, Rater, Study, Vote
 from judges.models import JudgeRun
 
 
@@ -110,7 +110,8 @@ def _vote_rows(study: Study, *, after: int = 0) -> pd.DataFrame:
     """The vote-level columns of the study's votes with an id above ``after``, in the votes'
     default order (received_at, id)."""
     flags = sum(Case(When(condition, then=_FLAGS[name]), default=0) for name, condition in _FLAG_CONDITIONS.items())
-    fields = [Cast(f, TextField()) if f in _AS_TEXT else f for f in VOTE_FIELDS]
+    # client_ms: the browser's time capped at the server's (RESPONSE_MS), what the rules read.
+    fields = [Cast(f, TextField()) if f in _AS_TEXT else RESPONSE_MS if f == "client_ms" else f for f in VOTE_FIELDS]
     # Unsorted: the database's sort of every vote (a temporary B-tree on SQLite) cost more than
     # sorting two columns here. The flags as text: Django converts an integer expression's
     # value per row, a text's not.
@@ -334,7 +335,7 @@ _RULE_FIELDS = (
     ("item_id", "item_id"),
     ("judge_id", "judge_id"),
     ("run_id", "run_id"),
-    ("client_ms", "client_ms"),
+    ("client_ms", RESPONSE_MS),
     ("choice", "choice"),
     ("parse_status", "parse_status"),
     ("not_familiar", "not_familiar"),

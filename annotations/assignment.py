@@ -104,7 +104,7 @@ def vote_record(
 
     A resubmission returns the vote already stored. A vote on an expired (even released) lease
     is stored all the same and flagged late in `meta`. Not-familiar votes and votes faster than
-    the study's threshold (the browser's time when it was sent, else the server's) are stored
+    the study's threshold (the browser's time, at most the server's) are stored
     but do not count, and free the slot for someone else. With `hand_out_next` the rater's next
     item is claimed in the same transaction, so that the page after the vote is a read. With
     `rate` = (votes, seconds), a vote beyond that many in any such span raises TooManyVotes
@@ -131,7 +131,9 @@ def vote_record(
         if rate is not None and rater.votes_done >= rate[0]:  # fewer votes in all cannot be too many
             _check_rate(rater, rate, now)
         server_ms = max(0, int((now - lease.created_at).total_seconds() * 1000))
-        too_fast = (client_ms if client_ms is not None else server_ms) < study.threshold_ms(lease.words)
+        # The browser's time, at most the server's (models.RESPONSE_MS), else the server's.
+        decided_ms = server_ms if client_ms is None else min(client_ms, server_ms)
+        too_fast = decided_ms < study.threshold_ms(lease.words)
         counted = not not_familiar and not too_fast
         late = lease.released_at is not None or lease.expires_at <= now
         vote = Vote.objects.create(

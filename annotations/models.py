@@ -644,6 +644,15 @@ class Vote(models.Model):
         super().save(*args, **kwargs)
 
 
+# How long a rater took to decide, as every rule reads it (the vote's too-fast flag, the
+# analysis): the browser's time, which counts only while the page was in view, but never more
+# than the server's, which the rater cannot change: a tampered client cannot buy its votes time.
+# NULL where the browser sent none (as assignment.vote_record has it, in Python).
+RESPONSE_MS = models.Case(
+    models.When(server_ms__lt=models.F("client_ms"), then=models.F("server_ms")), default=models.F("client_ms")
+)
+
+
 class LeaseQuerySet(models.QuerySet):
     def pending(self) -> LeaseQuerySet:
         """Leases still waiting for their vote (expired or not), not given up."""

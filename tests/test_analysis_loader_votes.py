@@ -83,3 +83,20 @@ def test_the_choice_is_categorical_over_the_three_choices_and_none_where_there_i
 def test_a_study_without_votes_gives_the_empty_frame(db):
     frame = loader.study_frame(make_study(slug="no-votes"))
     assert frame.empty and "choice" in frame.columns
+
+
+def test_a_browser_time_longer_than_the_servers_is_read_as_the_servers(db):
+    """The analysis's too-fast rule reads the browser's time capped at the server's, as the vote
+    path does: a tampered client's 30 s over 0.2 s is too fast; no server time, the browser's."""
+    from analysis.frame import Filters, exclusion_masks
+
+    study = make_study(slug="timed", min_response_ms=2000)
+    make_question(study)
+    item, people = study.items.get(), human_pool(study)
+    for client_ms, server_ms in ((30_000, 200), (2_500, 9_000), (2_500, None)):
+        make_vote(item, people, rater=make_rater(study), client_ms=client_ms, server_ms=server_ms)
+    caches[loader.VOTES_CACHE].clear()
+    for frame in (loader.study_frame(study), loader.rules_frame(study)):
+        frame = frame.sort_values("vote_id")
+        assert frame["client_ms"].tolist() == [200, 2_500, 2_500]
+        assert exclusion_masks(frame, Filters())["too_fast"].tolist() == [True, False, False]

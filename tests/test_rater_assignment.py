@@ -16,6 +16,9 @@ pytestmark = pytest.mark.django_db
 
 
 def answer(rater, choice="first", *, not_familiar=False, client_ms=5000, now=None):
+    """The rater's current item, handed out at `now`, and their vote on it, which reaches the
+    server `client_ms` later (the page in view all the while)."""
+    now = now or timezone.now()
     lease = lease_next(rater=rater, now=now)
     assert lease is not None, "expected an item for the rater"
     outcome = vote_record(
@@ -25,7 +28,7 @@ def answer(rater, choice="first", *, not_familiar=False, client_ms=5000, now=Non
         choice_shown=choice,
         not_familiar=not_familiar,
         client_ms=client_ms,
-        now=now,
+        now=now + timedelta(milliseconds=client_ms or 0),
     )
     return lease, outcome
 
@@ -190,6 +193,26 @@ def test_not_familiar_and_too_fast_votes_are_stored_but_the_item_is_offered_agai
     assert sum(counted(item)) == 1
     assert Vote.objects.filter(item=item).count() == 3
     assert lease_next(rater=make_rater(study)) is None
+
+
+def test_a_browser_time_longer_than_the_servers_is_cut_to_it():
+    """A tampered client cannot buy its votes time: 30 s claimed, 0.2 s passed, too fast; a
+    shorter browser time (the page hidden for a while) still decides."""
+    study = make_study(votes_per_item=2, min_response_ms=2000)
+    make_question(study)
+    now = timezone.now()
+    outcomes = []
+    for client_ms, passed in ((30_000, timedelta(milliseconds=200)), (1_000, timedelta(seconds=60))):
+        rater = make_rater(study)
+        lease = lease_next(rater=rater, now=now)
+        outcomes.append(
+            vote_record(
+                rater_id=rater.pk, slug=study.slug, token=lease.token, choice_shown="first", client_ms=client_ms,
+                now=now + passed,
+            )
+        )  # fmt: skip
+    assert [(o.counted, o.vote.meta["assignment"]["too_fast"]) for o in outcomes] == [(False, True), (False, True)]
+    assert [(o.vote.client_ms, o.vote.server_ms) for o in outcomes] == [(30_000, 200), (1_000, 60_000)]
 
 
 def test_without_a_browser_time_the_server_time_decides():
