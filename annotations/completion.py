@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import secrets
 
+from django.db.models import DateTimeField, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotations.assignment import judge_human_pool, unseen, write_transaction
@@ -74,13 +76,15 @@ def study_is_full(*, study: Study) -> bool:
 
 def rater_finish(*, rater: Rater) -> str:
     """Record, once, that the rater finished, with their completion code (their own with
-    `per_rater_codes`, else the study's); returns the code. Only for a rater who voted and for
-    whom `rater_can_get_more` is False."""
-    if rater.finished_at is None:
+    `per_rater_codes`, else the study's); returns the code. A rater who finished while the study
+    had no code gets the study's once it has one. Only for a rater who voted and for whom
+    `rater_can_get_more` is False."""
+    if not rater.completion_code:
         study = rater.study
         code = secrets.token_hex(4).upper() if study.per_rater_codes else study.completion_code
-        Rater.objects.filter(pk=rater.pk, finished_at__isnull=True).update(
-            finished_at=timezone.now(), completion_code=code
+        Rater.objects.filter(pk=rater.pk, completion_code="").update(
+            finished_at=Coalesce("finished_at", Value(timezone.now(), output_field=DateTimeField())),
+            completion_code=code,
         )
         rater.refresh_from_db(fields=["finished_at", "completion_code"])
     return rater.completion_code

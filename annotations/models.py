@@ -132,6 +132,10 @@ class Study(models.Model):
 
     def clean(self) -> None:
         super().clean()
+        if self.prolific_completion_url and not (self.completion_code.strip() or self.per_rater_codes):
+            raise ValidationError(
+                {"completion_code": "the Prolific redirect carries a completion code: set one, or per-rater codes"}
+            )
         if self.pk is None:
             return
         most = self.most_items_per_rater()
@@ -485,8 +489,9 @@ class Rater(models.Model):
     votes_done = models.PositiveIntegerField(default=0, editable=False)
     created_at = models.DateTimeField(default=timezone.now)
     last_seen_at = models.DateTimeField(null=True, blank=True)
-    # Set once, when the rater is shown their completion code (annotations.assignment.rater_finish):
-    # the payment export lists who finished, with which code.
+    # Set once, when the rater is shown their completion code (annotations.completion.rater_finish;
+    # a code the study did not have yet follows once it has one): the payment export lists who
+    # finished, with which code.
     finished_at = models.DateTimeField(null=True, blank=True, editable=False)
     completion_code = models.CharField(max_length=64, blank=True, editable=False)
 

@@ -40,7 +40,9 @@ def try_again(request: HttpRequest, *, status: int, retry_after: int, reason: st
     """A friendly "please try again" for a failure the rater can wait out (429, 503). Nothing
     was recorded, so sending the same answer again is safe. htmx requests get a short alert in
     the task form, which stays as it was; other requests a whole page."""
-    context = {"reason": reason, "retry_after": retry_after, "posted": request.method == "POST"}
+    # A vote that was not stored is sent again; anything else (entering, a page) is reloaded.
+    voted = request.method == "POST" and request.resolver_match.url_name == "task"
+    context = {"reason": reason, "retry_after": retry_after, "voted": voted}
     if request.htmx:
         response = render(request, "annotations/try_again.html#alert", context, status=status)
         response = reswap(retarget(response, "#task-alert"), "innerHTML")
@@ -172,8 +174,10 @@ def _landing(request: HttpRequest, study: Study) -> HttpResponse:
     platform_id = platform[1] if platform else None
     form = EnterForm(request.POST or None, platform_id=platform_id)
     collecting = study.status == Study.Status.COLLECTING
-    # A study whose every slot has its vote takes nobody new (returning raters still get in).
-    full = collecting and completion.study_is_full(study=study)
+    # A study whose every slot has its vote takes nobody new; whoever took part still gets back
+    # in (to their code): a platform link that names them, or the id they type on the full page.
+    returning = platform_id is not None and Rater.objects.filter(study=study, participant_id=platform_id).exists()
+    full = collecting and not returning and completion.study_is_full(study=study)
     if request.method == "POST":
         limited = _over_limit(request, "enter", ratelimit.client_address(request), settings.RATER_ENTRY_RATE)
         if limited is not None:
@@ -183,12 +187,18 @@ def _landing(request: HttpRequest, study: Study) -> HttpResponse:
         if not full or Rater.objects.filter(study=study, participant_id=participant_id.strip()).exists():
             rater = completion.rater_enter(study=study, participant_id=participant_id, source=source, source_meta=meta)
             return remember_rater(redirect("annotations:task", slug=study.slug), rater)
+        if platform is None:
+            form.add_error(
+                "participant_id", "Nobody has taken part with this id, and the study is full: it takes no one new."
+            )
     new_tab_query = request.GET.copy()
     new_tab_query.pop(FRAME_CHECK, None)
     context = {
         "study": study,
         "form": form,
         "full": full,
+        # On a full study only someone who took part may enter, by typing their id.
+        "resume_form": full and platform_id is None and not preview,
         "platform_id": platform_id,
         "preview": preview,
         "link_problems": platform_form.id_problems(),
@@ -215,7 +225,7 @@ def _over_limit(request: HttpRequest, scope: str, key: str, rate: tuple[int, int
         return try_again(request, status=503, retry_after=DATABASE_RETRY_AFTER, reason="database")
     if retry_after is None:
         return None
-    return try_again(request, status=429, retry_after=retry_after, reason="rate")
+    return try_again(request, status=429, retry_after=retry_after, reason="entry")
 
 
 @require_GET

@@ -3,14 +3,16 @@ comes only after work, a full study takes nobody new, codes can be per rater, an
 is one a rater can reach."""
 
 import re
+from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
 from django.urls import reverse
+from django.utils import timezone
 
 from annotations.assignment import lease_next, vote_record
 from annotations.completion import rater_can_get_more, rater_finish
-from annotations.models import Rater, Study, items_reachable
+from annotations.models import Lease, Rater, Study, items_reachable
 from tests.factories import make_question, make_rater, make_study, make_variant
 
 pytestmark = pytest.mark.django_db
@@ -85,17 +87,34 @@ def test_anyone_entering_a_full_study_is_told_so_without_the_code(client):
     first = make_rater(study)
     lease = lease_next(rater=first)
     vote_record(rater_id=first.pk, slug=first.study.slug, token=lease.token, choice_shown="tie", client_ms=5000)
-    for page in (client.get(urls(study)["landing"]), enter(client, study, "late1")):
-        assert page.status_code == 200
+    # The page keeps a form for those who took part (they type their id); a new id is refused.
+    landing, refused = client.get(urls(study)["landing"]), enter(client, study, "late1")
+    assert (landing.status_code, refused.status_code) == (200, 400)
+    for page in (landing, refused):
         assert b"This study is full" in page.content and b"FULL-1" not in page.content
-        assert b'name="participant_id"' not in page.content
+        assert b'name="participant_id"' in page.content
+    assert b"Nobody has taken part with this id" in refused.content
+    # A platform link names its rater: a new one gets no form at all.
     prolific = client.get(urls(study)["landing"] + PROLIFIC.format(pid="late2"))
-    assert b"This study is full" in prolific.content
+    assert b"This study is full" in prolific.content and b'name="consent"' not in prolific.content
     assert enter(client, study, "late2", prolific=True).status_code == 200
     assert not Rater.objects.filter(participant_id__in=["late1", "late2"]).exists()
     # Someone who took part comes back through the same door and gets their code.
     assert enter(client, study, first.participant_id).status_code == 302
     assert b"FULL-1" in client.get(urls(study)["done"]).content
+
+
+def test_a_rater_whose_platform_link_names_them_gets_back_into_a_full_study(client):
+    study = make_study(votes_per_item=1, target_per_rater=5, completion_code="FULL-2")
+    make_question(study)
+    assert enter(client, study, "pp1", prolific=True).status_code == 302
+    token = token_in(client.get(urls(study)["task"]))
+    client.post(urls(study)["task"], {"token": token, "choice": "tie", "client_ms": 5000})
+    client.cookies.clear()  # another browser
+    page = client.get(urls(study)["landing"] + PROLIFIC.format(pid="pp1"))
+    assert b"This study is full" not in page.content and b"Start rating" in page.content
+    assert enter(client, study, "pp1", prolific=True).status_code == 302
+    assert b"FULL-2" in client.get(urls(study)["done"]).content
 
 
 def test_with_per_rater_codes_each_rater_gets_their_own_code_kept_on_the_rater(client):
@@ -196,8 +215,34 @@ def test_every_answer_counts_toward_the_target_and_the_payment_file_asks_to_revi
     enter(client, study, "P1")
     for not_familiar, ms in ((True, 5000), (False, 100), (False, 100)):  # 2 of 3 too fast
         form = {"token": token_in(client.get(urls(study)["task"])), "choice": "tie", "client_ms": ms}
+        # Handed out as long ago as the browser says: a vote's time is at most the server's.
+        Lease.objects.filter(token=form["token"]).update(created_at=timezone.now() - timedelta(milliseconds=ms))
         client.post(urls(study)["task"], {**form, **({"not_familiar": "on"} if not_familiar else {})})
     assert b"DONE-3" in client.get(urls(study)["done"]).content
     [row] = services.raters_monitor(study=study)
     assert (row["votes"], row["counted"], row["too_fast"], row["status"]) == (3, 0, 2, "finished")
     assert (row["action"], row["action_because"]) == ("review", "2 of 3 votes too fast")
+
+
+def test_a_rater_who_finished_before_the_study_had_a_code_gets_it_once_it_has_one(client):
+    study = make_study(target_per_rater=1, completion_code="")
+    make_question(study)
+    enter(client, study, "early")
+    client.post(urls(study)["task"], {"token": token_in(client.get(urls(study)["task"])), "choice": "tie"})
+    assert b"Thank you" in client.get(urls(study)["done"]).content
+    finished = Rater.objects.get(participant_id="early").finished_at
+    assert finished is not None
+    Study.objects.filter(pk=study.pk).update(completion_code="LATER-1")
+    assert b"LATER-1" in client.get(urls(study)["done"]).content
+    rater = Rater.objects.get(participant_id="early")
+    assert (rater.completion_code, rater.finished_at) == ("LATER-1", finished)
+
+
+def test_a_prolific_redirect_needs_a_completion_code():
+    from django.core.exceptions import ValidationError
+
+    study = make_study(completion_code=" ", prolific_completion_url=PROLIFIC_URL)
+    with pytest.raises(ValidationError, match="completion code"):
+        study.full_clean()
+    study.per_rater_codes = True
+    study.full_clean()

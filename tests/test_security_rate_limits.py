@@ -36,7 +36,9 @@ def test_entries_over_the_rate_from_one_address_get_a_429_and_create_no_rater(li
     refused = _enter(Client(), "E3")
     assert refused.status_code == 429
     assert 1 <= int(refused["Retry-After"]) <= 60
-    assert "Please try again in a moment" in refused.content.decode()
+    page = refused.content.decode()
+    assert "Please try again in a moment" in page and "started this study from your network" in page
+    assert "answer" not in page  # nobody has answered anything yet
     assert not Rater.objects.filter(participant_id="E3").exists()
     # Another address is counted on its own.
     assert _enter(Client(REMOTE_ADDR="10.1.2.3"), "E4").status_code == 302
