@@ -2,10 +2,13 @@
 not accept, a vote that came too fast, how to re-read the instructions and take a break, the
 completion code, and an MTurk assignment handed back to the endpoint it came from."""
 
+from datetime import timedelta
+
 import pytest
 from django.test import Client
+from django.utils import timezone
 
-from annotations.models import Rater, Vote
+from annotations.models import Lease, Rater, Vote
 from tests.factories import make_question, make_rater, make_study
 from tests.test_rater_views import HX, signed_in, token_in, urls
 
@@ -126,8 +129,11 @@ def test_a_vote_above_the_minimum_time_gets_no_fast_notice():
     make_question(study)
     client = signed_in(make_rater(study))
     token = token_in(client.get(urls(study)["task"]))
+    # Handed out 6 s ago, as the browser says: a vote's time is at most the server's.
+    Lease.objects.filter(token=token).update(created_at=timezone.now() - timedelta(seconds=6))
     html = client.post(urls(study)["task"], {"token": token, "choice": "first", "client_ms": 6000}, **HX).content
     assert "That was fast!" not in html.decode()
+    assert Vote.objects.get().meta["assignment"]["too_fast"] is False
 
 
 # --- what the task and done pages offer ----------------------------------------------------

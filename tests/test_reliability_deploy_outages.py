@@ -48,5 +48,6 @@ def test_with_the_redis_cache_down_a_rater_entering_gets_try_again_not_500(db, s
     assert response.status_code == 503
     assert response["Retry-After"] == "5"
     assert "Please try again in a moment" in response.content.decode()
-    assert "not</strong> saved" in response.content.decode()
+    page = response.content.decode()
+    assert "reload the page" in page and "answer" not in page  # entering, nothing answered yet
     assert not Rater.objects.exists()
