@@ -80,7 +80,7 @@ TASK_NOTICES = {
     "not_yours": "That item is not one of yours any more (did you enter again with another participant id?), "
     "so the answer you just gave was not stored. This is your current item.",
     "fast": "That was fast! Please take the time to read the question and both answers: very quick answers "
-    "are not counted.",
+    "are left out of the results.",
 }
 
 
