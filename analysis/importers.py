@@ -77,6 +77,7 @@ from django.utils.module_loading import import_string
 
 from annotations.models import BloomLevel
 from annotations.study_io import Problems, StudyFileError
+from biasstudy import rendering
 
 MTBENCH_BLOOM = {
     "writing": "creating",
@@ -199,6 +200,8 @@ def parse(fmt: str, path: Path, *, known_groups: set[str], limit: int | None = N
 
 def _add_question(questions: dict, rec: QuestionRecord, path, line) -> QuestionRecord:
     known = questions.setdefault(rec.external_id, rec)
+    if known is rec and (problem := rendering.text_problem(rec.text)):
+        raise ImportProblem(path, line, "question", f"question {rec.external_id!r}: {problem}")
     if known.text != rec.text:
         raise ImportProblem(path, line, "question", f"question {rec.external_id!r} has a different text than before")
     if known.bloom != rec.bloom:
@@ -212,6 +215,8 @@ def _add_question(questions: dict, rec: QuestionRecord, path, line) -> QuestionR
 
 def _add_answer(question: QuestionRecord, answer: AnswerRecord, path, line, field_name) -> None:
     known = question.answers.setdefault(answer.external_id, answer)
+    if known is answer and (problem := rendering.text_problem(answer.text)):
+        raise ImportProblem(path, line, field_name, f"answer {answer.external_id!r}: {problem}")
     if (known.text, known.derived_from, known.lengths) != (answer.text, answer.derived_from, answer.lengths):
         raise ImportProblem(path, line, field_name, f"answer {answer.external_id!r} differs from an earlier row")
 

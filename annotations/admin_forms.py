@@ -9,7 +9,7 @@ from django.db.models import Q
 
 from annotations.models import Answer, PerturbationKind, Question, Study
 from annotations.study_io import validate_answer_record
-from biasstudy.rendering import MAX_MARKDOWN_CHARS
+from biasstudy.rendering import MAX_MARKDOWN_CHARS, validate_markdown
 
 
 class StudyUploadForm(forms.Form):
@@ -35,12 +35,14 @@ class QuestionCreateForm(forms.ModelForm):
         label="Answer A1",
         widget=forms.Textarea(attrs={"rows": 8}),
         max_length=MAX_MARKDOWN_CHARS,
+        validators=[validate_markdown],
         help_text="Markdown. For an attention check: the better answer.",
     )
     answer_a2 = forms.CharField(
         label="Answer A2",
         widget=forms.Textarea(attrs={"rows": 8}),
         max_length=MAX_MARKDOWN_CHARS,
+        validators=[validate_markdown],
         help_text="Markdown. For an attention check: the worse answer.",
     )
 

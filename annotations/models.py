@@ -36,8 +36,12 @@ class Study(models.Model):
     title = models.CharField(max_length=200)
     slug = models.SlugField(max_length=80, unique=True)
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.DRAFT)
-    instructions = models.TextField(blank=True, help_text="Markdown, shown to raters.")
-    consent = models.TextField(blank=True, help_text="Markdown, shown to raters before they start.")
+    instructions = models.TextField(
+        blank=True, help_text="Markdown, shown to raters.", validators=[rendering.validate_markdown]
+    )
+    consent = models.TextField(
+        blank=True, help_text="Markdown, shown to raters before they start.", validators=[rendering.validate_markdown]
+    )
     votes_per_item = models.PositiveSmallIntegerField(
         default=6, help_text="Counted votes each item needs from each judge."
     )
@@ -214,7 +218,7 @@ def stored_html(text: str, html: str, key: str) -> SafeString:
 class Question(RenderedText):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="questions")
     external_id = models.CharField(max_length=120)
-    text = models.TextField()
+    text = models.TextField(validators=[rendering.validate_markdown])
     bloom_level = models.CharField(max_length=16, choices=BloomLevel.choices)
     is_gold = models.BooleanField(default=False, help_text="An attention-check question, never part of the metrics.")
     # The part of an imported data set the question comes from (LLMBar's "LLMBar/Natural"), so
@@ -300,7 +304,7 @@ class Answer(RenderedText):
 
     question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="answers")
     external_id = models.CharField(max_length=120)
-    text = models.TextField(help_text="Markdown.")
+    text = models.TextField(help_text="Markdown.", validators=[rendering.validate_markdown])
     derived_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="variants")
     kind = models.ForeignKey(
         "annotations.PerturbationKind", null=True, blank=True, on_delete=models.PROTECT, related_name="answers"

@@ -35,7 +35,7 @@ from annotations.models import (
 from annotations.signals import study_answers_prepared
 from biasstudy.bulk import PreparedRows, insert_prepared, insert_prepared_returning_ids, prepare_rows
 from biasstudy.limits import VOTES_PER_ITEM_MAX
-from biasstudy.rendering import MAX_MARKDOWN_CHARS
+from biasstudy.rendering import text_problem
 
 log = logging.getLogger(__name__)
 
@@ -512,8 +512,8 @@ def _shown(value: Any) -> str:
 def _check_text_size(value: str, field: str, fail: Callable, near: str | None) -> None:
     if not isinstance(value, str):
         fail("must be text", field, near)
-    if len(value) > MAX_MARKDOWN_CHARS:
-        fail(f"at most {MAX_MARKDOWN_CHARS:,} characters, got {len(value):,}", field, near)
+    if problem := text_problem(value):
+        fail(problem, field, near)
 
 
 def _check_keys(record: dict, allowed: set, field: str, fail: Callable, near: str | None) -> None:

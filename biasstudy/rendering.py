@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import html as html_lib
+import logging
 import re
 import threading
 from functools import lru_cache, partial
@@ -17,7 +18,10 @@ from urllib.parse import urlsplit
 import bleach
 import markdown as md
 from bleach.linkifier import LinkifyFilter
+from django.core.exceptions import ValidationError
 from django.utils.safestring import SafeString, mark_safe
+
+logger = logging.getLogger(__name__)
 
 ALLOWED_TAGS = frozenset(
     {
@@ -124,6 +128,12 @@ MAX_MARKUP = 1_000  # characters that make markup or tags (MARKUP_CHARACTERS)
 MAX_BRACKETS = 100  # "["
 MAX_SCAN_COST = 100_000  # characters the bracket scans may cover, summed over the text
 MARKUP_CHARACTERS = "[]()<>*_`~!#|&\n"
+# Python-Markdown parses a nested list or block quote by recursion, a few Python frames a level:
+# "+ " × 600 (1.2 KB, none of it markup above) raised RecursionError and failed every page that
+# showed it. Each line's nesting (its indentation in steps of four, then every list marker or
+# ">" that opens it) is bounded instead; real answers nest three or four levels. The bound is
+# not in RENDERING_FINGERPRINT: a text stored rendered before it existed rendered without error.
+MAX_NESTING = 20
 _OPENERS = {"[": "]", "<": ">", "](": ")"}
 _TOKENS = re.compile(r"\]\(|[\[\]<>)]|\n[ \t]*\n")
 _MARKUP = re.compile("[" + re.escape(MARKUP_CHARACTERS) + "]")
@@ -160,10 +170,46 @@ def markup_scan_cost(text: str) -> int:
     return cost + close_paragraph(len(text))
 
 
+_CONTAINER_MARKER = re.compile(r">[ \t]?|(?:[*+-]|\d{1,9}[.)])(?:[ \t]+|$)")
+
+
+def nesting_depth(text: str) -> int:
+    """How deep the deepest line nests lists and block quotes: its indentation in steps of four
+    plus the list markers and ">" that open it. Linear in the length of the text."""
+    deepest = 0
+    for line in text.expandtabs(4).split("\n"):
+        body = line.lstrip(" ")
+        depth, position = (len(line) - len(body)) // 4, 0
+        while match := _CONTAINER_MARKER.match(body, position):
+            depth, position = depth + 1, match.end()
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def text_problem(text: str) -> str | None:
+    """Why `text` may not be stored as markdown (too long, nested too deep), or None: the one
+    rule of every way in (forms, the API, study and vote files)."""
+    if len(text) > MAX_MARKDOWN_CHARS:
+        return f"at most {MAX_MARKDOWN_CHARS:,} characters, got {len(text):,}"
+    if (depth := nesting_depth(text)) > MAX_NESTING:
+        return f"lists or block quotes nested {depth} levels deep; at most {MAX_NESTING}"
+    return None
+
+
+def validate_markdown(text: str) -> None:
+    """A model and form field validator: refuses what text_problem refuses, and text that the
+    renderer fails on (shown as plain text if it were stored anyway)."""
+    if problem := text_problem(text):
+        raise ValidationError(f"This markdown cannot be shown: {problem}.", code="markdown")
+    if renders_as_markdown(text) and _convert(text) is None:
+        raise ValidationError("This markdown cannot be shown: the renderer failed on it.", code="markdown")
+
+
 def renders_as_markdown(text: str) -> bool:
     """False for text shown as plain text instead, being over one of the bounds above."""
     return (
         len(text) <= MAX_MARKDOWN_CHARS
+        and nesting_depth(text) <= MAX_NESTING
         and len(_MARKUP.findall(text)) <= MAX_MARKUP
         and text.count("[") <= MAX_BRACKETS
         and markup_scan_cost(text) <= MAX_SCAN_COST
@@ -182,11 +228,20 @@ def render_markdown(text: str) -> SafeString:
 # 2,048 strings per process.
 @lru_cache(maxsize=2048)
 def _render(text: str) -> str:
-    if not renders_as_markdown(text):
-        return _plain(text)
+    html = _convert(text) if renders_as_markdown(text) else None
+    return _plain(text) if html is None else html
+
+
+def _convert(text: str) -> str | None:
+    """The sanitised render, or None when the renderer fails: a page shows such text as plain
+    text rather than failing for everyone who opens it."""
     converter, cleaner = _pipeline()
-    converter.reset()  # a converter keeps its last text's footnotes, abbreviations and HTML stash
-    return cleaner.clean(converter.convert(text))
+    try:
+        converter.reset()  # a converter keeps its last text's footnotes, abbreviations and HTML stash
+        return cleaner.clean(converter.convert(text))
+    except Exception:  # noqa: BLE001 - any failure of the two libraries on one text
+        logger.exception("markdown could not be rendered (%d characters); shown as plain text", len(text))
+        return None
 
 
 # Building a Markdown converter (its extensions) and an html5lib parser costs more than

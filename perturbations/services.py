@@ -16,6 +16,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from annotations.models import Answer, ComparisonItem, PerturbationKind, Question, Study
+from biasstudy import rendering
 from judges.models import LLMJudge
 from perturbations import checks, modelgen, rules
 from perturbations.kinds import BUILTIN_KINDS
@@ -343,6 +344,9 @@ def perturbation_generate(
             continue
         except Exception as exc:  # any other failure of a test's callable stops this question only
             result.failed.append((question.external_id, f"{type(exc).__name__}: {exc}"))
+            continue
+        if problem := rendering.text_problem(text):
+            result.failed.append((question.external_id, f"the variant cannot be shown: {problem}"))
             continue
         variant = Answer(
             question=question,
