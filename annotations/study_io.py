@@ -210,8 +210,9 @@ def study_document_validate(document: dict, *, path: str | Path, locator: _Locat
 
     questions = document.get("questions")
     seen_questions: set[str] = set()
-    if not isinstance(questions, list) or not questions:
-        check(fail, "must be a non-empty list", "questions")
+    # A study may have no questions yet: one saved in the admin before its questions exports so.
+    if not isinstance(questions, list):
+        check(fail, "must be a list", "questions")
     else:
         for qi, question in enumerate(questions):
             check(_validate_question, question, f"questions[{qi}]", kinds, seen_questions, fail)
