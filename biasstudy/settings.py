@@ -4,6 +4,7 @@ Defaults are for a laptop: SQLite in the checkout, the database-backed task queu
 judge model. Outside DEBUG the secure defaults hold and SECRET_KEY must be given.
 """
 
+import os
 import re
 from pathlib import Path
 
@@ -12,7 +13,11 @@ import dj_database_url
 from biasstudy.env import EnvError, cache_from_url, env_bool, env_int, env_list, env_rate, env_str, load_env_file
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-load_env_file(env_str("BIASSTUDY_ENV_FILE", str(BASE_DIR / ".env")))
+# scripts/start.sh writes a .env for a laptop (DEBUG on, a random key). A process given its secret
+# key by the environment, as every deployment is (docs/DEPLOY.md), is configured by the
+# environment alone: a .env left in a deployment's checkout once turned DEBUG on there.
+if "DJANGO_SECRET_KEY" not in os.environ:
+    load_env_file(env_str("BIASSTUDY_ENV_FILE", str(BASE_DIR / ".env")))
 
 DEBUG = env_bool("DJANGO_DEBUG", False)
 

@@ -54,3 +54,22 @@ def test_the_one_machine_recipe_gets_exactly_the_three_warnings_docs_deploy_expe
     assert done.returncode == 0, done.stderr
     assert sorted(re.findall(r"\(security\.(W\d+)\)", done.stdout + done.stderr)) == ["W005", "W008", "W021"]
     assert "System check identified 3 issues (0 silenced)." in done.stdout + done.stderr
+
+
+def test_a_service_given_its_secret_key_ignores_a_developers_env_file(tmp_path):
+    """start.sh's .env (DEBUG on) left in a deployment's checkout: the service, which sets its
+    secret key but not DJANGO_DEBUG, runs with DEBUG off; a laptop without the key reads it."""
+    laptop = tmp_path / ".env"
+    laptop.write_text("DJANGO_DEBUG=1\nDJANGO_SECRET_KEY=laptop-key-only-for-development\n")
+    service = live_env(
+        f"sqlite:///{tmp_path / 'deploy.sqlite3'}",
+        DJANGO_SETTINGS_MODULE="biasstudy.settings",
+        BIASSTUDY_ENV_FILE=str(laptop),
+    )
+    for name in ("DJANGO_DEBUG", "DJANGO_SECRET_KEY", "DJANGO_ALLOW_ASYNC_UNSAFE"):
+        service.pop(name, None)
+    show_debug = ("shell", "-c", "from django.conf import settings; print('DEBUG', settings.DEBUG)")
+    done = manage(*show_debug, env={**service, "DJANGO_SECRET_KEY": secrets.token_urlsafe(64)})
+    assert "DEBUG False" in done.stdout, done.stdout + done.stderr
+    done = manage(*show_debug, env=service)
+    assert "DEBUG True" in done.stdout, done.stdout + done.stderr
