@@ -99,6 +99,18 @@ def test_the_power_page_simulates_interval_widths(dash_study, staff_client):
     assert response.status_code == 200 and "Votes per item" in body and "interval width" in body
 
 
+def test_the_power_page_simulates_at_most_a_bounded_number_of_votes_per_item(dash_study, staff_client):
+    # 10,000 raters × 1,000 items over 40 questions supply thousands of votes per item; drawing
+    # them all took over a minute in the request. The table stops at the bound and says so.
+    from analysis.services import MAX_SIMULATED_VOTES_PER_ITEM
+
+    params = {"n_questions": 40, "raters": 10_000, "items_per_rater": 1000, "susceptibility": 0.5, "noise": 1.0}
+    response = staff_client.get(reverse("analysis:power", args=["dash-s"]), {**params, "tie_rate": 0.1})
+    assert response.context["rows"]["supplied"] == 10_000 * 1000 // (40 * 4)
+    assert max(row["votes_per_item"] for row in response.context["rows"]["rows"]) == MAX_SIMULATED_VOTES_PER_ITEM
+    assert f"The table stops at {MAX_SIMULATED_VOTES_PER_ITEM}" in response.content.decode()
+
+
 def test_the_dashboard_downloads_the_same_csv_as_the_command(dash_study, staff_client):
     from analysis import exports
 
