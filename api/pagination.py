@@ -19,6 +19,16 @@ class IdCursorPagination(CursorPagination):
     page_size_query_param = "page_size"
     max_page_size = 1000
 
+    def get_page_size(self, request) -> int:
+        # DRF reads a page_size it cannot parse as "the default": the schema says a whole
+        # number, so anything else is refused by name. Above the maximum it is the maximum.
+        given = request.query_params.get(self.page_size_query_param)
+        if given is None:
+            return self.page_size
+        if not (given.isascii() and given.isdigit() and int(given) >= 1):
+            raise ValidationError({self.page_size_query_param: ["A whole number of at least 1."]})
+        return min(int(given), self.max_page_size)
+
     def decode_cursor(self, request):
         # DRF answers a bad cursor with 404 and passes the position it decodes to the query
         # unchecked (a crafted "p=abc" became a 500). A cursor is input like any other: 400.
@@ -29,7 +39,9 @@ class IdCursorPagination(CursorPagination):
             cursor = None
             valid = False
         else:
-            valid = cursor is None or (_only_cursor_keys(encoded) and (cursor.position is None or _is_id(cursor.position)))
+            valid = cursor is None or (
+                _only_cursor_keys(encoded) and (cursor.position is None or _is_id(cursor.position))
+            )
         if not valid:
             raise ValidationError({self.cursor_query_param: ["Invalid cursor: use the next/previous links as given."]})
         return cursor
@@ -43,7 +55,9 @@ class VoteCursorPagination(IdCursorPagination):
 def _only_cursor_keys(encoded: str) -> bool:
     """Strictly base64, and only the keys DRF writes (DRF itself skips junk it cannot read)."""
     try:
-        tokens = parse.parse_qs(b64decode(encoded.encode("ascii"), validate=True).decode("ascii"), keep_blank_values=True)
+        tokens = parse.parse_qs(
+            b64decode(encoded.encode("ascii"), validate=True).decode("ascii"), keep_blank_values=True
+        )
     except ValueError:
         return False
     return set(tokens) <= {"o", "r", "p"}

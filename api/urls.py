@@ -48,7 +48,7 @@ urlpatterns = [
     # A page for people: staff who are not logged in are sent to the admin's login page. The
     # split view serves its start-up script as a file, which our CSP (no inline script) allows.
     path("docs/", staff_member_required(SpectacularSwaggerSplitView.as_view(url_name="api:schema")), name="docs"),
-    # Anything else under /api/ ending in a slash: a JSON 404, not the site's HTML page. (Paths
-    # without the slash stay unmatched, so Django's APPEND_SLASH redirect still helps.)
-    re_path(r"^[\s\S]*/$", views.not_found),
+    # Anything else under /api/: a JSON 404, not the site's HTML page (views.not_found sends a
+    # GET of an endpoint without its final slash on to it).
+    re_path(r"^[\s\S]*$", views.not_found),
 ]

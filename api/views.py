@@ -11,9 +11,9 @@ import json
 
 from django.conf import settings
 from django.db.models import Case, CharField, Count, F, OuterRef, QuerySet, Subquery, Value, When
-from django.http import Http404, JsonResponse, StreamingHttpResponse
+from django.http import Http404, HttpResponse, HttpResponsePermanentRedirect, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
-from django.urls import reverse
+from django.urls import Resolver404, resolve, reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, status
@@ -57,7 +57,18 @@ def study_file_error_body(exc: StudyFileError) -> dict:
     return {**problems[0], "problems": problems, "more": exc.more}
 
 
-def not_found(request, *args, **kwargs) -> JsonResponse:
+def not_found(request, *args, **kwargs) -> HttpResponse:
+    """Any other path under /api/: a JSON 404. A GET of an endpoint without its final slash is
+    sent on to it, as APPEND_SLASH would do; a path that would only reach this view with a
+    slash added is not (a malformed slug before ".csv" was redirected to a 404)."""
+    if request.method in ("GET", "HEAD") and not request.path.endswith("/"):
+        try:
+            endpoint = resolve(request.path + "/").func
+        except Resolver404:
+            endpoint = not_found
+        if endpoint is not not_found:
+            query = request.META.get("QUERY_STRING", "")
+            return HttpResponsePermanentRedirect(request.path + "/" + (f"?{query}" if query else ""))
     return JsonResponse({"detail": "No such API endpoint (see /api/docs/)."}, status=404)
 
 
