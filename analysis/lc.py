@@ -28,7 +28,7 @@ logistic(θ_g + o · γ_q): the model's prediction with Δlen = 0. Why it equals
 the judge has no length preference: θ_g's score equation, Σ_g w (p − y) = −2 ``FIXED_PENALTY``
 θ_g ≈ 0, makes the vote-weighted mean of g's fitted predictions its raw rate, and with φ = 0
 the fitted predictions are the Δlen = 0 ones. (The estimator this replaced averaged each
-question's own half-corrected control log-odds, which pulls towards 50%: 7.7% raw became 29%
+question's own half-corrected control log-odds, which pulls towards 50%: 10% raw became 30%
 at one vote per item.)
 
 Why the win-rate properties hold exactly. Swapping the two sides of group g maps its rows
