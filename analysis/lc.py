@@ -262,11 +262,13 @@ def items(
     """The coded items (rows without votes or length left out), the group names and the
     length scale; None without any control item."""
     delta_len, weight = np.asarray(delta_len, dtype=float), np.asarray(weight, dtype=float)
-    groups = np.asarray(groups).astype(str)
+    groups, y = np.asarray(groups).astype(str), np.asarray(y, dtype=float)
+    orientation = np.ones(len(weight)) if orientation is None else np.asarray(orientation, dtype=float)
+    columns = {"groups": groups, "questions": np.asarray(questions), "delta_len": delta_len, "y": y}
+    _check({**columns, "weight": weight, "orientation": orientation})
     keep = (weight > 0) & ~np.isnan(delta_len)
     if not (keep & (groups == control)).any():
         return None
-    orientation = np.ones(len(weight)) if orientation is None else np.asarray(orientation, dtype=float)
     g, names = pd.factorize(groups[keep], sort=True)
     q, question_ids = pd.factorize(np.asarray(questions)[keep], sort=True)
     delta_len = delta_len[keep]
@@ -275,7 +277,7 @@ def items(
         g=g,
         q=q,
         t=np.tanh(delta_len / scale) if scale > 0 else np.zeros_like(delta_len),
-        y=np.asarray(y, dtype=float)[keep],
+        y=y[keep],
         w=weight[keep],
         o=orientation[keep],
         n_g=len(names),
@@ -283,6 +285,24 @@ def items(
         control=int(np.flatnonzero(np.asarray(names) == control)[0]),
     )
     return d, [str(n) for n in names], scale
+
+
+def _check(columns: dict[str, np.ndarray]) -> None:
+    """A clear error for input the model cannot read, naming the column and the first bad row."""
+    weight = columns["weight"]
+    for name, values in columns.items():
+        if len(values) != len(weight):
+            raise ValueError(f"length-controlled fit: {name} has {len(values)} rows, weight has {len(weight)}")
+    counted = weight > 0
+    rules = (
+        ("weight", "a number of votes", ~(weight >= 0)),
+        ("y", "a share between 0 and 1", counted & ~((columns["y"] >= 0) & (columns["y"] <= 1))),
+        ("orientation", "+1, -1 or 0", counted & ~np.isin(columns["orientation"], (-1.0, 0.0, 1.0))),
+    )
+    for name, what, bad in rules:
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"length-controlled fit: {name} must be {what}; row {row} has {columns[name][row]}")
 
 
 def fit(

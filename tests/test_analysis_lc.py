@@ -1,6 +1,8 @@
 """Length-controlled win rates: the win-rate properties hold exactly, the fit is global and
 reproducible, length is taken out, folds keep questions whole, every figure has an interval."""
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -393,3 +395,22 @@ def test_the_length_scale_is_the_pooled_spread_within_groups():
     # A group always much longer moves nothing; negating one group's differences neither.
     assert lc.length_scale(delta + 1000 * groups, groups) == pytest.approx(np.sqrt(1000 / 3))
     assert lc.length_scale(np.where(groups == 1, -delta, delta), groups) == pytest.approx(np.sqrt(1000 / 3))
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "message"),
+    [
+        ("y", 1.5, "y must be a share between 0 and 1; row 3 has 1.5"),
+        ("orientation", 2.0, "orientation must be +1, -1 or 0; row 3 has 2.0"),
+        ("weight", -6.0, "weight must be a number of votes; row 3 has -6.0"),
+    ],
+)
+def test_input_it_cannot_read_is_refused_by_column_and_row(column, value, message):
+    args, _ = simulated_judge(np.random.default_rng(0), n_q=5)
+    args[column] = args[column].copy()
+    args[column][3] = value
+    with pytest.raises(ValueError, match=re.escape(message)):
+        lc.fit(**args)
+    args, _ = simulated_judge(np.random.default_rng(0), n_q=5)
+    with pytest.raises(ValueError, match="y has 24 rows, weight has 25"):
+        lc.fit(**{**args, "y": args["y"][:-1]})
