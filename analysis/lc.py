@@ -1,48 +1,46 @@
 """Length-controlled win rates after Dubois et al. 2024 (Length-Controlled AlpacaEval).
 
-For one judge, each item is a game between the baseline A1 and a competitor (the group's A2 or
-A2p); y is the judge's preference for the competitor (votes for it + half the ties, over all
-votes), weighted by the number of votes. The model is
+For one judge, each item is a game between the baseline A1 and a competitor (the control's A2,
+or a perturbation group's A2p); y is the judge's preference for the competitor (votes for it +
+half the ties, over all votes), weighted by the number of votes. One model is fitted to all of
+the judge's items at once:
 
-    logit P(competitor) = θ_g + φ · t + ψ_g · z,      t = tanh(Δlen / rms(Δlen))
+    logit P(competitor) = θ_g + φ · t + o · γ_q,      t = tanh(Δlen / scale)
 
-fitted in two stages, as AlpacaEval fixes the instruction difficulty before fitting the rest.
-Each stage is a strictly convex penalised logistic regression with one optimum, found by
-Newton's method with the exact Hessian (``GLM.fit``):
+- θ_g, one per group (the control is a group like the others);
+- φ, the judge's length slope, one per judge;
+- γ_q, how much this judge prefers question q's A2 over its A1 (its difficulty), shared by
+  all the question's items and oriented per item: o = +1 when the item's competitor is (or was
+  made from) the control's A2, −1 when from the control's A1, 0 when that is unknown;
+- scale, the pooled within-group standard deviation of Δlen: a group whose competitor is
+  always much longer does not inflate it, and it does not change when a group's sides swap.
 
-1. **The control items alone** (A1 vs A2, the baseline comparison of each question): a
-   regression on (1, t) gives θ_c and the judge's length slope φ. Then γ_q, the question's
-   difficulty, is its control log-odds (Haldane-Anscombe: ½ added to each side) minus what
-   θ_c + φ·t predicts for it: how much this judge prefers the question's A2 over its A1 with
-   length taken out. The slope is measured here because only here do the two answers differ
-   in length independently of any perturbation: a perturbation such as rich content lengthens
-   almost every answer by a similar amount, so within its group a slope cannot be told apart
-   from the group term, and a fitted one extrapolates to Δlen = 0 from far away.
-2. **The perturbation groups**, with φ and γ fixed: a regression on (1, z) with offset φ·t,
-   where z = ±γ_q is oriented to the item: + when its competitor was made from the control's
-   A2, − when made from the control's A1, 0 when the question has no control item.
+The fit minimises the log loss (ties as half a win, votes as weights) plus λ Σ γ_q² and a
+small fixed ``FIXED_PENALTY`` on θ and φ, which only keeps them finite when a judge always
+picks one side or always the longer answer. λ is chosen by K-fold cross-validation with folds
+grouped by question: the perturbation items of a fold's questions are held out, their
+questions' control items stay in (they tell the fit the held-out questions' γ_q), and the
+criterion is the held-out log loss. The problem is strictly convex: one optimum, found by
+Newton's method with the exact Hessian from zero.
 
-Penalties: λ on φ and ψ; ``THETA_FACTOR`` λ on θ (only to keep it finite when a group is
-separable). λ is chosen by K-fold cross-validation with folds grouped by question (held-out log
-loss of the perturbation groups' items; the control items are the first stage's data and so,
-like AlpacaEval's instruction difficulty, a covariate rather than a target). Without control
-items there is no length preference to measure and ``fit`` returns None.
-
-The length-controlled win rate of g is the mean over its items of logistic(θ_g + ψ_g · z)
-(control: logistic(θ_c + γ_q)): the same prediction with Δlen = 0.
+The length-controlled win rate of g is the vote-weighted mean over its items of
+logistic(θ_g + o · γ_q): the model's prediction with Δlen = 0. Why it equals the raw rate when
+the judge has no length preference: θ_g's score equation, Σ_g w (p − y) = −2 ``FIXED_PENALTY``
+θ_g ≈ 0, makes the vote-weighted mean of g's fitted predictions its raw rate, and with φ = 0
+the fitted predictions are the Δlen = 0 ones. (The estimator this replaced averaged each
+question's own half-corrected control log-odds, which pulls towards 50%: 10% raw became 30%
+at one vote per item.)
 
 Why the win-rate properties hold exactly. Swapping the two sides of group g maps its rows
-(y, t) → (1 − y, −t). The length scale is a root mean square, so it does not change; the
-mirrored parameters (θ_g, ψ_g) → (−θ_g, −ψ_g) give the mirrored loss with the same penalty, and
-since the problem is strictly convex that mirror is its only optimum: the rate becomes 1 − x.
-Other groups never see g's rows. Swapping the control maps (θ_c, φ, γ) → (−θ_c, φ, −γ) the
-same way, and the other groups absorb the sign of γ by ψ_g → −ψ_g (or by their orientation,
-which flips with the control's sides), so their rates stay. A group
-whose two sides are exchangeable is its own mirror and gets exactly 1/2.
+(y, t, o) → (1 − y, −t, −o), and leaves the scale alone; θ_g → −θ_g, everything else kept, then
+gives the same loss and penalty. The optimum being unique, it is that mirror: g's rate becomes
+1 − x and the others stay. Swapping the control's sides also flips the other groups'
+orientation, and the mirror is θ_c → −θ_c, γ → −γ. A group whose two sides are exchangeable is
+its own mirror and gets exactly 1/2.
 
 Each rate and effect carries a 95% interval from a cluster-robust (sandwich, clustered by
-question) variance of the two-stage estimator with the delta method, on the logit scale for
-rates; see docs/STATISTICS.md.
+question) variance with the delta method, on the logit scale for rates; see
+docs/STATISTICS.md.
 """
 
 from __future__ import annotations
@@ -55,9 +53,11 @@ from scipy.special import expit
 
 from analysis.stats import Z95, wilson
 
-LAMBDAS = (0.1, 1.0, 10.0)
+# The candidate penalties λ on the question terms γ_q (λ γ² is a normal prior of variance
+# 1 / 2λ: sd 2.2 to 0.2 on the logit scale).
+LAMBDAS = (0.1, 0.3, 1.0, 3.0, 10.0)
 FOLDS = 3
-THETA_FACTOR = 0.01
+FIXED_PENALTY = 0.01
 CV_MAX_QUESTIONS = 500
 # Newton's method stops when the gradient's norm is below this: parameters then sit within
 # ~GTOL / curvature of the optimum, far below the 1e-6 the win rates promise. From zero it
@@ -71,13 +71,12 @@ MAX_STEPS = 100
 class LCResult:
     groups: list[str]
     control: str
-    lam: float
+    lam: float  # the penalty on the question terms, chosen by cross-validation
     length_scale: float
     length_slope: float  # φ, per unit of t
     lc_winrate: dict[str, float] = field(default_factory=dict)
     raw_winrate: dict[str, float] = field(default_factory=dict)
     theta: dict[str, float] = field(default_factory=dict)
-    psi: dict[str, float] = field(default_factory=dict)
     # 95% intervals and the number of questions (clusters) behind each group's figures.
     lc_ci: dict[str, tuple[float, float]] = field(default_factory=dict)
     raw_ci: dict[str, tuple[float, float]] = field(default_factory=dict)
@@ -117,134 +116,92 @@ def _loss(w, y, eta) -> np.ndarray:
     return w * (np.logaddexp(0.0, eta) - y * eta)
 
 
-# Both stages fit a penalised logistic regression with one coefficient row per group:
-# η = offset + Σ_k b[g, k] · X[:, k], penalty Σ_k pen_k · b[·, k]².
+class Model:
+    """The penalised fit of one judge's items. Its parameters are one vector
+    x = (θ_0 … θ_{G−1}, φ, γ_0 … γ_{Q−1}); each item's log-odds is θ_g + φ·t + o·γ_q."""
 
+    def __init__(self, d: Items, lam: float):
+        self.d, self.lam = d, lam
+        # The penalty on each parameter: small and fixed on θ and φ, λ on γ.
+        self.pen = np.concatenate([np.full(d.n_g + 1, FIXED_PENALTY), np.full(d.n_q, lam)])
 
-class GLM:
-    """One such problem: ``objective`` (loss and gradient) and the Hessian's ``blocks``, sharing
-    the fitted probabilities of the last point (a Newton step asks for both at each point)."""
+    def split(self, x: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
+        """(θ, φ, γ) of a parameter vector."""
+        n_g = self.d.n_g
+        return x[:n_g], float(x[n_g]), x[n_g + 1 :]
 
-    def __init__(self, X, g, n_g: int, offset, y, w, pen):
-        self.X, self.g, self.n_g, self.offset, self.y, self.w, self.pen = X, g, n_g, offset, y, w, pen
-        self._at: np.ndarray | None = None
+    def eta(self, x: np.ndarray, d: Items | None = None) -> np.ndarray:
+        """Each item's log-odds (of ``d``, by default the fitted items). Applied to a vector v
+        that is not a fit, it is each item's xᵢ·v, which the intervals use."""
+        d = self.d if d is None else d
+        theta, phi, gamma = self.split(x)
+        return theta[d.g] + phi * d.t + d.o * gamma[d.q]
 
-    def _eta_p(self, x: np.ndarray):
-        if self._at is None or not np.array_equal(x, self._at):
-            b = x.reshape(self.n_g, -1)
-            eta = self.offset + sum(b[self.g, k] * self.X[:, k] for k in range(self.X.shape[1]))
-            self._at, self._eta, self._p = x.copy(), eta, expit(eta)
-        return self._eta, self._p
+    def gradient_terms(self, r: np.ndarray) -> np.ndarray:
+        """Σᵢ rᵢ xᵢ, the log loss's gradient for rᵢ = wᵢ (pᵢ − yᵢ)."""
+        d = self.d
+        return np.concatenate(
+            [
+                np.bincount(d.g, weights=r, minlength=d.n_g),
+                [r @ d.t],
+                np.bincount(d.q, weights=r * d.o, minlength=d.n_q),
+            ]
+        )
 
     def objective(self, x: np.ndarray) -> tuple[float, np.ndarray]:
-        b = x.reshape(self.n_g, -1)
-        eta, p = self._eta_p(x)
-        r = self.w * (p - self.y)
-        grad = np.stack([np.bincount(self.g, weights=r * col, minlength=self.n_g) for col in self.X.T], axis=1)
-        value = _loss(self.w, self.y, eta).sum() + (self.pen * b * b).sum()
-        return float(value), (grad + 2 * self.pen * b).ravel()
+        """The penalised loss and its gradient."""
+        d = self.d
+        eta = self.eta(x)
+        value = _loss(d.w, d.y, eta).sum() + (self.pen * x * x).sum()
+        return float(value), self.gradient_terms(d.w * (expit(eta) - d.y)) + 2 * self.pen * x
 
-    def blocks(self, x: np.ndarray) -> np.ndarray:
-        """The Hessian's diagonal blocks (n_g × k × k), one per group."""
-        _, p = self._eta_p(x)
-        return _glm_blocks(self.w * p * (1 - p), self.X, self.g, self.n_g, self.pen)
+    def hessian(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The Hessian in its arrow shape: the dense block A of (θ, φ), the block B between
+        (θ, φ) and γ, and the diagonal D of γ (each item has one question, so γ_q meets no
+        other γ)."""
+        d, n_g, n_q = self.d, self.d.n_g, self.d.n_q
+        p = expit(self.eta(x))
+        s = d.w * p * (1 - p)
+        A = np.zeros((n_g + 1, n_g + 1))
+        A[np.arange(n_g), np.arange(n_g)] = np.bincount(d.g, weights=s, minlength=n_g)
+        A[n_g, :n_g] = A[:n_g, n_g] = np.bincount(d.g, weights=s * d.t, minlength=n_g)
+        A[n_g, n_g] = s @ (d.t * d.t)
+        A += np.diag(2 * self.pen[: n_g + 1])
+        B = np.zeros((n_g + 1, n_q))
+        B[:n_g] = np.bincount(d.g * n_q + d.q, weights=s * d.o, minlength=n_g * n_q).reshape(n_g, n_q)
+        B[n_g] = np.bincount(d.q, weights=s * d.t * d.o, minlength=n_q)
+        D = np.bincount(d.q, weights=s * d.o * d.o, minlength=n_q) + 2 * self.pen[n_g + 1 :]
+        return A, B, D
 
-    def hessian(self, x: np.ndarray) -> np.ndarray:
-        """The whole Hessian (for scipy's optimisers, which the tests compare against)."""
-        blocks = self.blocks(x)
-        k = blocks.shape[1]
-        out = np.zeros((self.n_g * k, self.n_g * k))
-        for j, block in enumerate(blocks):
-            out[j * k : (j + 1) * k, j * k : (j + 1) * k] = block
-        return out
+    def solve(self, x: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+        """H⁻¹ rhs for the Hessian H at x, through the Schur complement of the diagonal γ block:
+        a (G + 1)-square system however many questions there are."""
+        A, B, D = self.hessian(x)
+        n = A.shape[0]
+        top, bottom = rhs[:n], rhs[n:]
+        first = np.linalg.solve(A - (B / D) @ B.T, top - B @ (bottom / D))
+        return np.concatenate([first, (bottom - B.T @ first) / D])
 
     def fit(self) -> np.ndarray:
-        """The unique minimiser (n_g × X's columns), by Newton's method with the exact Hessian
-        from zero (a start that is its own mirror), halving a step until the loss does not rise.
-        The Hessian is block-diagonal (a group's coefficients meet only its own rows), so each
-        step solves one small system per group. Plain Newton, not scipy's trust-region method:
-        on these two-parameter problems scipy's machinery around each step cost more than the
-        steps (a fifth of a million-vote report)."""
-        k = self.X.shape[1]
-        x = np.zeros(self.n_g * k)
-        if not len(self.y):
-            # No items (a study without perturbations has none in the second stage): the
-            # penalty alone, whose minimiser is the start.
-            return x.reshape(self.n_g, k)
+        """The unique minimiser, by Newton's method with the exact Hessian from zero (a start
+        that is its own mirror), halving a step until the loss does not rise."""
+        x = np.zeros(len(self.pen))
         value, grad = self.objective(x)
         for _ in range(MAX_STEPS):
             if np.linalg.norm(grad) < GTOL:
                 break
-            step = np.linalg.solve(self.blocks(x), grad.reshape(self.n_g, k, 1)).ravel()
+            step = self.solve(x, grad)
             scale = 1.0
             while (new := self.objective(x - scale * step))[0] > value:
                 scale /= 2
                 if scale < 1e-10:  # no decrease along Newton's direction: at the optimum
-                    return x.reshape(self.n_g, k)
+                    return x
             x, (value, grad) = x - scale * step, new
             # With many votes the summed loss's gradient cannot always reach GTOL in floating
             # point; a step this small means the optimum is reached to far better than 1e-6.
             if scale * np.max(np.abs(step)) < STEP_TOL:
                 break
-        return x.reshape(self.n_g, k)
-
-
-def _glm_blocks(s, X, g, n_g: int, pen) -> np.ndarray:
-    """The Hessian's diagonal blocks, one per group: Σ s·x·xᵀ + 2·diag(pen)."""
-    k = X.shape[1]
-    out = np.zeros((n_g, k, k))
-    for a in range(k):
-        for c in range(a, k):
-            out[:, a, c] = out[:, c, a] = np.bincount(g, weights=s * X[:, a] * X[:, c], minlength=n_g)
-    return out + 2 * np.diag(pen)
-
-
-def _penalty(lam: float) -> np.ndarray:
-    """Penalty weights of (intercept, slope): θ gets ``THETA_FACTOR`` λ, the slope λ."""
-    return lam * np.array([THETA_FACTOR, 1.0])
-
-
-@dataclass
-class Stage1:
-    theta: float  # θ_c
-    phi: float  # the judge's length slope
-    gamma: np.ndarray  # γ_q per question (0 where the question has no control item)
-    tbar: np.ndarray  # the control's mean t per question
-    has: np.ndarray  # whether the question has a control item
-
-
-def fit_stage1(d: Items, lam: float) -> Stage1:
-    """θ_c and φ from the control items (a penalised logistic regression on t), then each
-    question's γ_q: its control log-odds, with ½ added to each side (Haldane-Anscombe), minus
-    what θ_c + φ·t predicts for it."""
-    c = d.take(d.is_control)
-    X = np.stack([np.ones(len(c.y)), c.t], axis=1)
-    (theta, phi) = GLM(X, np.zeros(len(c.y), dtype=np.int64), 1, 0.0, c.y, c.w, _penalty(lam)).fit()[0]
-    wins = np.bincount(c.q, weights=c.w * c.y, minlength=d.n_q)
-    votes = np.bincount(c.q, weights=c.w, minlength=d.n_q)
-    has = votes > 0
-    logit = np.log((wins + 0.5) / (votes - wins + 0.5))
-    tbar = np.bincount(c.q, weights=c.w * c.t, minlength=d.n_q) / np.where(has, votes, 1)
-    gamma = np.where(has, logit - theta - phi * tbar, 0.0)
-    return Stage1(float(theta), float(phi), gamma, tbar, has)
-
-
-def fit_stage2(d: Items, s1: Stage1, lam: float) -> np.ndarray:
-    """(n_g, 2): θ_g, ψ_g of the perturbation groups (the control's row is zero), with the
-    offset φ·t and the covariate z = o·γ_q fixed."""
-    return stage2_problem(d, s1, lam).fit()
-
-
-def stage2_problem(d: Items, s1: Stage1, lam: float) -> GLM:
-    """The second stage's problem: the perturbation items with the offset φ·t and the
-    covariate z = o·γ_q fixed, coefficients (θ_g, ψ_g) for every group."""
-    p = d.take(~d.is_control)
-    X = np.stack([np.ones(len(p.y)), p.o * s1.gamma[p.q]], axis=1)
-    return GLM(X, p.g, d.n_g, s1.phi * p.t, p.y, p.w, _penalty(lam))
-
-
-def stage2_eta(b: np.ndarray, d: Items, s1: Stage1) -> np.ndarray:
-    return b[d.g, 0] + s1.phi * d.t + b[d.g, 1] * d.o * s1.gamma[d.q]
+        return x
 
 
 def question_folds(questions: np.ndarray, folds: int, seed: int) -> np.ndarray:
@@ -258,11 +215,13 @@ def question_folds(questions: np.ndarray, folds: int, seed: int) -> np.ndarray:
 
 
 def choose_lambda(d: Items, lambdas: tuple[float, ...], folds: int, seed: int) -> tuple[float, list[float]]:
-    """The λ with the least held-out log loss of the perturbation groups' items, folds grouped
-    by question, and the loss of each λ (from the largest λ; ties go to the larger, simpler
-    one). The middle λ, without losses, when there is nothing to hold out. On at most
-    ``CV_MAX_QUESTIONS`` questions (a seeded choice): the penalty matters in small studies,
-    in big ones the data outweigh it."""
+    """The λ with the least held-out log loss, and the loss of each λ (from the largest λ;
+    ties go to the larger, simpler one). Each fold holds out the perturbation items of its
+    questions; their control items stay in the fit, which so learns the held-out questions'
+    γ_q from them, as a new question's would be known from its control item. The middle λ,
+    without losses, when there is nothing to hold out. On at most ``CV_MAX_QUESTIONS``
+    questions (a seeded choice): the penalty matters in small studies, in big ones the data
+    outweigh it."""
     lambdas = tuple(sorted(lambdas, reverse=True))
     uniq = np.unique(d.q[~d.is_control])
     if len(lambdas) == 1 or len(uniq) < folds:
@@ -272,14 +231,22 @@ def choose_lambda(d: Items, lambdas: tuple[float, ...], folds: int, seed: int) -
     fold = question_folds(d.q, folds, seed)
     losses = []
     for lam in lambdas:
-        s1 = fit_stage1(d, lam)
         total = 0.0
         for k in range(folds):
-            b = fit_stage2(d.take(fold != k), s1, lam)
-            held = d.take((fold == k) & ~d.is_control)
-            total += float(_loss(held.w, held.y, stage2_eta(b, held, s1)).sum())
+            held_out = (fold == k) & ~d.is_control
+            model = Model(d.take(~held_out), lam)
+            held = d.take(held_out)
+            total += float(_loss(held.w, held.y, model.eta(model.fit(), held)).sum())
         losses.append(total)
     return float(lambdas[int(np.argmin(losses))]), losses
+
+
+def length_scale(delta_len: np.ndarray, groups: np.ndarray) -> float:
+    """The pooled within-group standard deviation of Δlen: a group whose competitor is always
+    longer moves its mean, not the scale, and negating one group's Δlen leaves it alone."""
+    means = pd.Series(delta_len).groupby(groups).transform("mean").to_numpy()
+    spread = delta_len - means
+    return float(np.sqrt(spread @ spread / max(len(delta_len) - len(np.unique(groups)), 1)))
 
 
 def items(
@@ -293,32 +260,49 @@ def items(
     control: str = "control",
 ) -> tuple[Items, list[str], float] | None:
     """The coded items (rows without votes or length left out), the group names and the
-    length scale; None without any control item to measure the length preference on."""
+    length scale; None without any control item."""
     delta_len, weight = np.asarray(delta_len, dtype=float), np.asarray(weight, dtype=float)
-    groups = np.asarray(groups).astype(str)
+    groups, y = np.asarray(groups).astype(str), np.asarray(y, dtype=float)
+    orientation = np.ones(len(weight)) if orientation is None else np.asarray(orientation, dtype=float)
+    columns = {"groups": groups, "questions": np.asarray(questions), "delta_len": delta_len, "y": y}
+    _check({**columns, "weight": weight, "orientation": orientation})
     keep = (weight > 0) & ~np.isnan(delta_len)
     if not (keep & (groups == control)).any():
         return None
-    orientation = np.ones(len(weight)) if orientation is None else np.asarray(orientation, dtype=float)
     g, names = pd.factorize(groups[keep], sort=True)
     q, question_ids = pd.factorize(np.asarray(questions)[keep], sort=True)
     delta_len = delta_len[keep]
-    # Root mean square, not the standard deviation: it does not change when one group's
-    # differences change sign, which the swap property needs.
-    scale = float(np.sqrt(np.mean(delta_len * delta_len)))
-    c = int(np.flatnonzero(np.asarray(names) == control)[0])
+    scale = length_scale(delta_len, g)
     d = Items(
         g=g,
         q=q,
         t=np.tanh(delta_len / scale) if scale > 0 else np.zeros_like(delta_len),
-        y=np.asarray(y, dtype=float)[keep],
+        y=y[keep],
         w=weight[keep],
-        o=np.where(g == c, 1.0, orientation[keep]),
+        o=orientation[keep],
         n_g=len(names),
         n_q=len(question_ids),
-        control=c,
+        control=int(np.flatnonzero(np.asarray(names) == control)[0]),
     )
     return d, [str(n) for n in names], scale
+
+
+def _check(columns: dict[str, np.ndarray]) -> None:
+    """A clear error for input the model cannot read, naming the column and the first bad row."""
+    weight = columns["weight"]
+    for name, values in columns.items():
+        if len(values) != len(weight):
+            raise ValueError(f"length-controlled fit: {name} has {len(values)} rows, weight has {len(weight)}")
+    counted = weight > 0
+    rules = (
+        ("weight", "a number of votes", ~(weight >= 0)),
+        ("y", "a share between 0 and 1", counted & ~((columns["y"] >= 0) & (columns["y"] <= 1))),
+        ("orientation", "+1, -1 or 0", counted & ~np.isin(columns["orientation"], (-1.0, 0.0, 1.0))),
+    )
+    for name, what, bad in rules:
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"length-controlled fit: {name} must be {what}; row {row} has {columns[name][row]}")
 
 
 def fit(
@@ -337,35 +321,36 @@ def fit(
     """Fit the model on items (one row each). ``y`` is the share of the competitor's wins with
     ties as half; ``weight`` the number of votes; ``orientation`` +1 where the item's competitor
     is the control's A2 or made from it, −1 where it is the control's A1 or made from it, 0 when
-    unknown (default +1 everywhere). None when no control item has votes."""
+    unknown (default +1 everywhere). None when no control item has votes: the LC effects are
+    against the control."""
     coded = items(groups, questions, delta_len, y, weight, orientation=orientation, control=control)
     if coded is None:
         return None
     d, names, scale = coded
     lam, _ = choose_lambda(d, lambdas, folds, seed)
-    s1 = fit_stage1(d, lam)
-    return _result(d, names, s1, fit_stage2(d, s1, lam), lam, scale)
+    model = Model(d, lam)
+    return _result(model, model.fit(), names, scale)
 
 
-def _result(d: Items, names: list[str], s1: Stage1, b: np.ndarray, lam: float, scale: float) -> LCResult:
-    is_c = d.is_control
-    # The prediction at Δlen = 0.
-    eta0 = np.where(is_c, s1.theta + s1.gamma[d.q], b[d.g, 0] + b[d.g, 1] * d.o * s1.gamma[d.q])
-    # The fitted log-odds of each stage's model (the control's first stage has no γ).
-    eta = np.where(is_c, s1.theta + s1.phi * d.t, stage2_eta(b, d, s1))
-    infl = _Influence(d, s1, b, eta, lam)
-    res = LCResult(groups=names, control=names[d.control], lam=lam, length_scale=scale, length_slope=s1.phi)
+def _result(model: Model, x: np.ndarray, names: list[str], scale: float) -> LCResult:
+    d = model.d
+    theta, phi, _ = model.split(x)
+    infl = _Influence(model, x)
+    res = LCResult(groups=names, control=names[d.control], lam=model.lam, length_scale=scale, length_slope=phi)
     lc_if, raw_if = {}, {}
     for j, name in enumerate(names):
         rows = d.g == j
         n_q = len(np.unique(d.q[rows]))
         res.n_questions[name] = n_q
-        res.lc_winrate[name], lc_if[name] = infl.winrate(rows, eta0)
+        res.theta[name] = float(theta[j])
+        res.lc_winrate[name], lc_if[name] = infl.winrate(rows)
         res.raw_winrate[name], raw_if[name] = infl.ratio(rows, d.w * d.y, d.w)
+        if _sd(raw_if[name]) == 0:
+            # Every question alike (e.g. all votes on one side): θ_g then sits where the penalty
+            # holds it, the sandwich sees no spread, and the rate falls back as the raw one does.
+            lc_if[name] = np.zeros_like(lc_if[name])
         res.lc_ci[name] = _rate_ci(res.lc_winrate[name], lc_if[name], n_q)
         res.raw_ci[name] = _rate_ci(res.raw_winrate[name], raw_if[name], n_q)
-        res.theta[name] = float(s1.theta if j == d.control else b[j, 0])
-        res.psi[name] = float(1.0 if j == d.control else b[j, 1])
     c = res.control
     for name in names:
         if name == c:
@@ -417,39 +402,22 @@ def _effect_ci(value: float, influence: np.ndarray, a: tuple[float, int], b: tup
 
 
 class _Influence:
-    """Per-question influence of each figure on the two-stage fit: the sandwich of the stacked
-    M-estimator, clustered by question.
+    """Per-question influence of each figure: the sandwich of the M-estimator, clustered by
+    question.
 
-    The parameters β = (a = (θ_c, φ); γ; b = (θ_g, ψ_g)) solve stacked estimating equations
-    Σ_q u_q(β) = 0: the control's penalised scores for a (each question its items' scores and
-    1/n_q of the penalty), γ_q − (logit_q − θ_c − φ·t̄_q) = 0 for each γ_q (zero at the
-    estimate), and the perturbation items' penalised scores for b. For a figure
-    R = Σ_q a_q / Σ_q n_q over a group's items, the influence of question q is
-    (a_q − R n_q)/N − vᵀu_q with v = A⁻ᵀ ∂R/∂β, A the Jacobian of the stacked equations. A is
-    block lower triangular (a, then γ given a, then b given both), so v takes one small solve
-    per block, backwards: each group's 2 × 2 block of b, the identity of γ, the 2 × 2 of a.
+    The fitted x solves Σ_q u_q(x) = 0, where u_q is question q's share of the penalised
+    gradient: its items' Σ rᵢ xᵢ (rᵢ = wᵢ (pᵢ − yᵢ)), its own γ_q's penalty, and 1/Q of the
+    penalty on θ and φ. For a figure R = Σ_q a_q / Σ_q n_q over a group's items, the influence
+    of question q is (a_q − R n_q)/N − vᵀu_q with v = H⁻¹ ∂R/∂x, H the Hessian.
     """
 
-    def __init__(self, d: Items, s1: Stage1, b: np.ndarray, eta: np.ndarray, lam: float):
-        self.d, self.s1, self.b = d, s1, b
-        p = expit(eta)
-        self.r, self.s = d.w * (p - d.y), d.w * p * (1 - p)
-        n_q, c, pr = d.n_q, d.is_control, ~d.is_control
-        pen = _penalty(lam)
-        # Stage 1: the control's design (1, t), its Hessian and per-question scores (n_q × 2).
-        xc, qc = np.stack([np.ones(c.sum()), d.t[c]], axis=1), d.q[c]
-        self.D = _glm_blocks(self.s[c], xc, np.zeros(len(qc), dtype=np.int64), 1, pen)[0]
-        a = np.array([s1.theta, s1.phi])
-        self.u1 = np.stack([np.bincount(qc, weights=self.r[c] * xc[:, k], minlength=n_q) for k in range(2)], 1)
-        self.u1 += 2 * pen * a / n_q
-        # Stage 2: the design (1, z) of the perturbation items, each group's Hessian block and
-        # the per-question scores (n_q × groups × 2).
-        self.pr, self.gp, self.qp = pr, d.g[pr], d.q[pr]
-        self.X = np.stack([np.ones(pr.sum()), d.o[pr] * s1.gamma[self.qp]], axis=1)
-        self.H2 = _glm_blocks(self.s[pr], self.X, self.gp, d.n_g, pen)
-        cell = self.qp * d.n_g + self.gp
-        u2 = [np.bincount(cell, weights=self.r[pr] * self.X[:, k], minlength=n_q * d.n_g) for k in range(2)]
-        self.u2 = np.stack(u2, axis=1).astype(float).reshape(n_q, d.n_g, 2) + 2 * pen * b / n_q
+    def __init__(self, model: Model, x: np.ndarray):
+        d = model.d
+        self.model, self.x, self.d = model, x, d
+        self.r = d.w * (expit(model.eta(x)) - d.y)
+        n_g = d.n_g
+        self.theta_phi_penalty = 2 * model.pen[: n_g + 1] * x[: n_g + 1] / d.n_q
+        self.gamma_penalty = 2 * model.pen[n_g + 1 :] * x[n_g + 1 :]
 
     def ratio(self, rows: np.ndarray, num: np.ndarray, den: np.ndarray) -> tuple[float, np.ndarray]:
         """Σ num / Σ den over ``rows``, a figure without fitted parameters, with its influence."""
@@ -459,33 +427,23 @@ class _Influence:
         value = a.sum() / n.sum()
         return float(value), (a - value * n) / n.sum()
 
-    def winrate(self, rows: np.ndarray, eta0: np.ndarray) -> tuple[float, np.ndarray]:
-        """The mean of logistic(eta0) over ``rows`` (one group's items), with its influence."""
-        d = self.d
-        value, direct = self.ratio(rows, expit(eta0), np.ones(len(eta0)))
-        p0 = expit(eta0[rows])
-        dp = p0 * (1 - p0) / rows.sum()  # ∂R/∂eta0 of each item
-        q, j = d.q[rows], int(d.g[rows][0])
-        grad_a, grad_b = np.zeros(2), np.zeros((d.n_g, 2))
-        if j == d.control:
-            grad_a[0] = dp.sum()
-            grad_gamma = np.bincount(q, weights=dp, minlength=d.n_q)
-        else:
-            grad_b[j] = [dp.sum(), dp @ (d.o[rows] * self.s1.gamma[q])]
-            grad_gamma = np.bincount(q, weights=dp * self.b[j, 1] * d.o[rows], minlength=d.n_q)
-        return value, direct - self._sensitivity(grad_a, grad_gamma, grad_b)
-
-    def _sensitivity(self, grad_a: np.ndarray, grad_gamma: np.ndarray, grad_b: np.ndarray) -> np.ndarray:
-        """vᵀu_q for every question q, with v = A⁻ᵀ ∂R/∂β (the u_q of γ are zero)."""
-        d, s1, pr, gp = self.d, self.s1, self.pr, self.gp
-        v_b = np.array([np.linalg.solve(h, g) for h, g in zip(self.H2, grad_b, strict=True)])
-        # b's equations depend on γ (through z = o·γ in η and in the design) and on φ (the
-        # offset φ·t): take their part out of γ's and a's right-hand sides.
-        xv = np.einsum("ik,ik->i", self.X, v_b[gp])
-        dz = self.s[pr] * self.b[gp, 1] * xv + self.r[pr] * v_b[gp, 1]
-        v_gamma = grad_gamma - np.bincount(self.qp, weights=dz * d.o[pr], minlength=d.n_q)
-        # γ_q's equation depends on θ_c and φ with coefficients 1 and t̄_q.
-        rhs = grad_a - np.array([v_gamma @ s1.has, v_gamma @ (s1.has * s1.tbar)])
-        rhs[1] -= np.sum(self.s[pr] * d.t[pr] * xv)
-        v_a = np.linalg.solve(self.D, rhs)
-        return self.u1 @ v_a + np.einsum("qgk,gk->q", self.u2, v_b)
+    def winrate(self, rows: np.ndarray) -> tuple[float, np.ndarray]:
+        """The vote-weighted mean of logistic(θ_g + o·γ_q) over ``rows`` (one group's items),
+        with its influence."""
+        d, model = self.d, self.model
+        theta, _, gamma = model.split(self.x)
+        p0 = expit(theta[d.g] + d.o * gamma[d.q])
+        value, direct = self.ratio(rows, d.w * p0, d.w)
+        # ∂R/∂x: through θ_g and each γ_q of the group's items (φ is not in the prediction).
+        dp = np.where(rows, d.w * p0 * (1 - p0), 0.0) / d.w[rows].sum()
+        grad = model.gradient_terms(dp)
+        grad[d.n_g] = 0.0
+        v = model.solve(self.x, grad)
+        # vᵀu_q: each item's xᵢ·v is the model's log-odds at v.
+        n_g = d.n_g
+        sensitivity = (
+            np.bincount(d.q, weights=self.r * model.eta(v), minlength=d.n_q)
+            + self.theta_phi_penalty @ v[: n_g + 1]
+            + self.gamma_penalty * v[n_g + 1 :]
+        )
+        return value, direct - sensitivity

@@ -373,7 +373,7 @@ def _length_controlled(prefs: pd.DataFrame, options: Options) -> dict:
         "lc_effect_ci": ci(result.lc_effect_ci),
         "raw_effect": result.raw_effect,
         "raw_effect_ci": ci(result.raw_effect_ci),
-        # One slope per judge, measured on the control items (per unit of tanh(Δlen / rms)).
+        # One slope per judge, fitted on all its items (per unit of tanh(Δlen / scale)).
         "length_slope": {g: result.length_slope for g in result.groups},
         "lc_n": result.n_questions,
         "lc_lambda": result.lam,

@@ -1,12 +1,15 @@
 """Length-controlled win rates: the win-rate properties hold exactly, the fit is global and
 reproducible, length is taken out, folds keep questions whole, every figure has an interval."""
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import minimize
+from scipy.special import expit, logit
 
 from analysis import exports, lc, metrics, report, simulate, tables
 from analysis.frame import CONTROL
@@ -102,52 +105,61 @@ def test_running_it_again_gives_exactly_the_same_numbers(length_biased):
     assert length_controlled(length_biased) == length_controlled(length_biased.copy())
 
 
-def test_each_stage_reaches_the_global_optimum(length_biased):
+def dense_hessian(model: lc.Model, x: np.ndarray) -> np.ndarray:
+    """The whole Hessian from its arrow-shaped parts (for scipy's optimisers)."""
+    A, B, D = model.hessian(x)
+    return np.block([[A, B], [B.T, np.diag(D)]])
+
+
+def test_the_fit_reaches_the_global_optimum(length_biased):
     d, _, _ = lc.items(**arrays(length_biased))
-    s1 = lc.fit_stage1(d, 1.0)
-    for problem in (
-        lc.GLM(np.stack([np.ones(d.is_control.sum()), d.t[d.is_control]], 1), np.zeros(d.is_control.sum(), int),
-               1, 0.0, d.y[d.is_control], d.w[d.is_control], lc._penalty(1.0)),
-        lc.stage2_problem(d, s1, 1.0),
-    ):  # fmt: skip
-        best = problem.fit()
-        value, grad = problem.objective(best.ravel())
-        assert np.abs(grad).max() < 1e-6
-        # Groups with items (the second stage's control row meets only its penalty).
-        has_items = np.bincount(problem.g, minlength=problem.n_g) > 0
-        rng = np.random.default_rng(0)
-        for _ in range(10):
-            other = minimize(problem.objective, rng.normal(0, 3, best.size), jac=True, method="L-BFGS-B").x
-            assert problem.objective(other)[0] >= value - 1e-9
-            assert other.reshape(best.shape)[has_items] == pytest.approx(best[has_items], abs=1e-3)
+    model = lc.Model(d, 1.0)
+    best = model.fit()
+    value, grad = model.objective(best)
+    assert np.abs(grad).max() < 1e-6
+    # Strictly convex: the Hessian is positive definite everywhere (here at the optimum and
+    # at a random point), so this optimum is the only one.
+    rng = np.random.default_rng(0)
+    for x in (best, rng.normal(0, 3, best.size)):
+        assert np.linalg.eigvalsh(dense_hessian(model, x)).min() > 0
+    for _ in range(5):
+        start = rng.normal(0, 3, best.size)
+        other = minimize(model.objective, start, jac=True, method="L-BFGS-B", options={"gtol": 1e-9, "ftol": 0}).x
+        assert model.objective(other)[0] >= value - 1e-9
+        assert other == pytest.approx(best, abs=1e-3)
 
 
 def test_newton_stops_at_the_optimum_when_floating_point_keeps_the_gradient_above_its_tolerance():
     """Items of hundreds of millions of votes: the summed loss is so large that its gradient
-    cannot get below GTOL in floating point (about 1e-7 here), and the fit still stops after a
-    handful of steps, at the optimum scipy's trust-region Newton finds from another start."""
+    cannot get below GTOL in floating point, and the fit still stops, at the optimum scipy's
+    trust-region Newton finds from another start. (No item has all its votes on one side: a
+    question whose items all go one way has its γ_q where, at these weights, the loss is flat
+    to floating point, and two optimisers may stop at different places along it.)"""
     rng = np.random.default_rng(0)
-    n = 400
-    X = np.stack([np.ones(n), rng.uniform(-1, 1, n)], 1)
-    y = rng.integers(0, 7, n) / 6
-    problem = lc.GLM(X, np.zeros(n, int), 1, 0.0, y, rng.integers(1, 7, n) * 1e8, lc._penalty(0.1))
-    calls = []
-    objective = problem.objective
-    problem.objective = lambda x: calls.append(1) or objective(x)
-    best = problem.fit().ravel()
-    assert np.linalg.norm(objective(best)[1]) > lc.GTOL  # the case this test is about
-    assert len(calls) < 30
-    reference = minimize(objective, np.array([1.0, -1.0]), jac=True, hess=problem.hessian, method="trust-exact").x
-    assert best == pytest.approx(reference, abs=1e-7)
+    n_q = 60
+    groups = np.repeat(["control", "reference"], n_q)
+    args = arrays_of(groups, np.tile(np.arange(n_q), 2), rng.normal(0, 30, 2 * n_q), rng.integers(1, 6, 2 * n_q) / 6)
+    d, _, _ = lc.items(**args, weight=rng.integers(1, 7, 2 * n_q) * 1e8)
+    model = lc.Model(d, 0.1)
+    best = model.fit()
+    assert np.linalg.norm(model.objective(best)[1]) > lc.GTOL  # the case this test is about
+    start = rng.normal(0, 1, best.size)
+    reference = minimize(model.objective, start, jac=True, hess=lambda x: dense_hessian(model, x), method="trust-exact")
+    assert best == pytest.approx(reference.x, abs=1e-7)
+
+
+def arrays_of(groups, questions, delta_len, y) -> dict:
+    return {"groups": groups, "questions": questions, "delta_len": delta_len, "y": y}
 
 
 def test_a_problem_without_items_is_its_penalty_alone_with_its_minimum_at_zero():
     empty = np.zeros(0)
-    problem = lc.GLM(np.zeros((0, 2)), np.zeros(0, int), 3, empty, empty, empty, lc._penalty(1.0))
-    best = problem.fit()
-    assert best.shape == (3, 2)
+    none = lc.Items(empty.astype(int), empty.astype(int), empty, empty, empty, empty, n_g=3, n_q=0, control=0)
+    model = lc.Model(none, 1.0)
+    best = model.fit()
+    assert best.shape == (4,)  # three θ and φ
     assert (best == 0).all()
-    value, grad = problem.objective(best.ravel())
+    value, grad = model.objective(best)
     assert value == 0 and (grad == 0).all()
 
 
@@ -185,8 +197,13 @@ def test_cross_validation_picks_a_lambda_from_the_grid_and_can_prefer_each_end()
     lam, losses = lc.choose_lambda(d, (0.1, 1.0, 10.0), 3, 0)
     assert lam in (0.1, 1.0, 10.0) and len(losses) == 3
     assert lam == (10.0, 1.0, 0.1)[int(np.argmin(losses))]
-    # An absurd grid: the held-out loss rules out smothering the groups' terms.
-    assert lc.choose_lambda(d, (1e-3, 1e5), 3, 0)[0] == 1e-3
+    # Questions that differ a lot, read from many votes: a question's control item tells much
+    # about its other items, and the held-out loss wants the question terms free.
+    clear, _ = simulated_judge(np.random.default_rng(1), n_q=60, clarity=2.0, votes=20)
+    assert lc.choose_lambda(lc.items(**clear)[0], (1e-3, 1e5), 3, 0)[0] == 1e-3
+    # Questions all alike, one vote per item: a question term would only fit noise.
+    alike, _ = simulated_judge(np.random.default_rng(1), n_q=60, clarity=0.0, votes=1)
+    assert lc.choose_lambda(lc.items(**alike)[0], (1e-3, 1e5), 3, 0)[0] == 1e5
 
 
 def test_every_rate_and_effect_has_an_interval_around_it(length_biased):
@@ -261,3 +278,139 @@ def test_questions_without_a_control_item_keep_the_properties(length_biased):
     assert ahead["lc_n"][CONTROL] == 100 and ahead["lc_n"]["reference"] == 120
     assert swapped["lc_winrate"]["reference"] == pytest.approx(1 - ahead["lc_winrate"]["reference"], abs=1e-6)
     assert swapped["lc_winrate"]["rich_content"] == pytest.approx(ahead["lc_winrate"]["rich_content"], abs=1e-6)
+
+
+# Known truth by construction. A judge whose log-odds of preferring the competitor is
+# logit(rate_g) + slope · tanh(Δlen / scale) + o · γ_q, γ_q ~ N(0, clarity²): its rate with
+# Δlen = 0, over questions like these, is E[logistic(logit(rate_g) + γ)] (o = ±1 at random,
+# γ symmetric), which Gauss–Hermite quadrature computes.
+
+RATES = {"control": 0.3, "a": 0.02, "b": 0.5, "c": 0.7, "d": 0.98}
+
+
+def simulated_judge(rng, *, n_q=150, rates=RATES, slope=0.0, clarity=1.0, votes=6, longer=None, ties=0.0):
+    """lc.fit's arguments for one judge, one item per group and question, and the judge's
+    rates at Δlen = 0. ``longer`` adds to a group's Δlen (its competitor is made longer);
+    Δlen otherwise varies with sd 40 around it; each vote is a tie with probability ``ties``."""
+    names = list(rates)
+    g = np.tile(np.arange(len(names)), n_q)
+    q = np.repeat(np.arange(n_q), len(names))
+    orientation = np.where(g == 0, 1.0, rng.choice([-1.0, 1.0], len(g)))
+    delta_len = np.array([(longer or {}).get(n, 0.0) for n in names])[g] + rng.normal(0, 40, len(g))
+    t = np.tanh(delta_len / lc.length_scale(delta_len, g))
+    log_odds = logit(np.array(list(rates.values())))[g] + orientation * rng.normal(0, clarity, n_q)[q] + slope * t
+    n_tie = rng.binomial(votes, ties, len(g))
+    n_competitor = rng.binomial(votes - n_tie, expit(log_odds))
+    args = {
+        "groups": np.array(names)[g],
+        "questions": q,
+        "delta_len": delta_len,
+        "y": (n_competitor + 0.5 * n_tie) / votes,
+        "weight": np.full(len(g), float(votes)),
+        "orientation": orientation,
+    }
+    nodes, weights = np.polynomial.hermite_e.hermegauss(60)
+    truth = {n: float(expit(logit(r) + clarity * nodes) @ weights / weights.sum()) for n, r in rates.items()}
+    return args, truth
+
+
+@pytest.mark.parametrize("clarity", [0.0, 1.0])
+@pytest.mark.parametrize("votes", [1, 6, 20])
+def test_with_lengths_independent_of_the_votes_the_lc_rate_is_the_raw_rate(votes, clarity):
+    """At raw rates from 2% to 98%, one group always much longer and one somewhat longer: no
+    pull towards 50% (the estimator this replaced turned 10% into 30% at one vote per item)."""
+    differences, raw = [], []
+    for rep in range(10):
+        rng = np.random.default_rng([votes, int(clarity), rep])
+        args, _ = simulated_judge(rng, votes=votes, clarity=clarity, longer={"c": 150, "d": 30}, ties=0.1)
+        result = lc.fit(**args)
+        differences.append([result.lc_winrate[g] - result.raw_winrate[g] for g in RATES])
+        raw.append([result.raw_winrate[g] for g in RATES])
+    differences, raw = np.array(differences), np.array(raw)
+    assert np.abs(differences).mean(axis=0).max() < 0.03
+    # Averaged over replicates: no systematic difference (within three standard errors of the
+    # replicates' mean), and none towards 50%.
+    assert (np.abs(differences.mean(axis=0)) <= 3 * standard_error(differences) + 0.002).all()
+    towards_half = (differences * np.sign(0.5 - raw)).mean(axis=1)
+    assert towards_half.mean() <= 3 * standard_error(towards_half) + 0.001
+
+
+def standard_error(replicates: np.ndarray) -> np.ndarray:
+    return replicates.std(axis=0, ddof=1) / np.sqrt(len(replicates))
+
+
+@pytest.fixture(scope="module")
+def planted_length_effect():
+    """200 judges with a strong length preference (slope 1 per unit of tanh), groups made
+    longer and shorter, one always much longer, questions that differ (clarity 1)."""
+    fits = []
+    for rep in range(200):
+        args, truth = simulated_judge(
+            np.random.default_rng(rep), slope=1.0, longer={"a": 30, "b": -30, "c": 150}, clarity=1.0
+        )
+        fits.append(lc.fit(**args))
+    return fits, truth
+
+
+def test_a_planted_length_effect_is_taken_out_and_the_lc_rate_is_the_no_length_truth(planted_length_effect):
+    fits, truth = planted_length_effect
+    for g in RATES:
+        lc_rates = np.array([f.lc_winrate[g] for f in fits])
+        assert abs(lc_rates.mean() - truth[g]) < 0.006, g
+    # The raw rates of the longer and shorter groups are far off: there was something to take out.
+    assert np.mean([f.raw_winrate["c"] for f in fits]) - truth["c"] > 0.1
+    assert np.mean([f.raw_winrate["b"] for f in fits]) - truth["b"] < -0.05
+    assert np.mean([f.length_slope for f in fits]) == pytest.approx(1.0, abs=0.1)
+
+
+def test_the_95_percent_intervals_cover_the_no_length_truth_at_about_the_nominal_rate(planted_length_effect):
+    fits, truth = planted_length_effect
+    for g in RATES:
+        covered = np.mean([f.lc_ci[g][0] <= truth[g] <= f.lc_ci[g][1] for f in fits])
+        assert 0.88 <= covered <= 0.99, (g, covered)
+        if g != "control":
+            effect = truth[g] - truth["control"]
+            covered = np.mean([f.lc_effect_ci[g][0] <= effect <= f.lc_effect_ci[g][1] for f in fits])
+            assert 0.88 <= covered <= 0.99, (g, covered)
+
+
+def test_a_control_that_always_goes_to_a1_is_zero_percent_not_a_quarter():
+    args, _ = simulated_judge(np.random.default_rng(0), rates={"control": 0.5, "a": 0.5})
+    control = args["groups"] == "control"
+    args["y"] = np.where(control, 0.0, args["y"])
+    result = lc.fit(**args)
+    assert result.raw_winrate["control"] == 0.0
+    assert result.lc_winrate["control"] < 0.001
+    lo, hi = result.lc_ci["control"]
+    assert lo <= result.lc_winrate["control"] < hi and 0.01 < hi < 0.05
+    assert abs(result.lc_winrate["a"] - result.raw_winrate["a"]) < 0.01
+
+
+def test_the_length_scale_is_the_pooled_spread_within_groups():
+    # By hand: group 0 has Δlen 10, 30 (mean 20), group 1 has 200, 220, 240 (mean 220):
+    # squared deviations 100 + 100 + 400 + 0 + 400 = 1000 over 5 − 2 degrees of freedom.
+    delta = np.array([10.0, 30.0, 200.0, 220.0, 240.0])
+    groups = np.array([0, 0, 1, 1, 1])
+    assert lc.length_scale(delta, groups) == pytest.approx(np.sqrt(1000 / 3))
+    # A group always much longer moves nothing; negating one group's differences neither.
+    assert lc.length_scale(delta + 1000 * groups, groups) == pytest.approx(np.sqrt(1000 / 3))
+    assert lc.length_scale(np.where(groups == 1, -delta, delta), groups) == pytest.approx(np.sqrt(1000 / 3))
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "message"),
+    [
+        ("y", 1.5, "y must be a share between 0 and 1; row 3 has 1.5"),
+        ("orientation", 2.0, "orientation must be +1, -1 or 0; row 3 has 2.0"),
+        ("weight", -6.0, "weight must be a number of votes; row 3 has -6.0"),
+    ],
+)
+def test_input_it_cannot_read_is_refused_by_column_and_row(column, value, message):
+    args, _ = simulated_judge(np.random.default_rng(0), n_q=5)
+    args[column] = args[column].copy()
+    args[column][3] = value
+    with pytest.raises(ValueError, match=re.escape(message)):
+        lc.fit(**args)
+    args, _ = simulated_judge(np.random.default_rng(0), n_q=5)
+    with pytest.raises(ValueError, match="y has 24 rows, weight has 25"):
+        lc.fit(**{**args, "y": args["y"][:-1]})
