@@ -1,42 +1,10 @@
 """Parse pairwise votes collected elsewhere into plain records; ``services.votes_import_path`` writes
 them. Every problem is an ``ImportProblem`` naming the file, the line and the field.
 
-Generic CSV (UTF-8, header row; one row per vote):
-
-=================  ========  ===========================================================
-column             required  meaning
-=================  ========  ===========================================================
-question_id        yes       the question's id in your data
-question           yes       the question text (the same on every row of a question)
-answer_a1          yes       text of the first answer (markdown)
-answer_a2          yes       text of the second answer
-judge              yes       judge name; one imported judge per name
-winner             yes       a1, a2 or tie
-answer_a1_id       no        the answer's id (default ``<question_id>-a1``)
-answer_a2_id       no        default ``<question_id>-a2`` (``-<group>`` for a perturbation)
-bloom              no        a Bloom level (default ``understanding``)
-group              no        ``control`` (default) or a perturbation kind slug; then A2 is
-                             a variant of the original named by ``a2_original_id``
-a2_original_id     no        for perturbation rows: which original answer A2 derives from
-rater              no        pseudonymous rater id (one rater per id, one vote per item)
-shown_first        no        a1 or a2; empty: the order is unknown and the vote is left out
-                             of the positional table
-not_familiar       no        1/0, true/false, yes/no
-response_ms        no        time to decide, in ms
-gold_label         no        a1 or a2: the answer known to be better (the same on every
-                             row of an item); empty: unknown. Gives accuracy against it
-subset             no        the part of your data the question belongs to (the same on
-                             every row of a question); figures are also cut by it
-judge_kind         no        ``human`` (people voted; counted as human votes even without
-                             rater ids) or ``llm``; the same on every row of a judge
-label_scheme       no        how the judge's prompt named the answers (e.g. ``ab``), ≤ 32
-                             characters; shown by the label-bias table
-prob_first         no        the judge's probability for the answer shown first, and
-prob_second                  for the second and for a tie (numbers in [0, 1]; all
-prob_tie                     three or none; ``shown_first`` says which answer was first)
-len_a1_words ...   no        ``len_<a1|a2>_<words|chars|bpe>``: an answer's length when
-                             its text is not given (a given text is measured instead)
-=================  ========  ===========================================================
+Generic CSV (UTF-8, header row; one row per vote): its columns and what each means are in
+docs/VOTE_FILES.md. ``COLUMNS`` below are the ones it reads, ``IGNORED`` the votes export's
+computed ones it accepts without importing (listed in the import's result); any other column is
+refused. The votes export imports back (tests/test_votes_export_round_trip.py).
 
 MT-bench human judgments (Zheng et al. 2023; ``../shared/datasets/mtbench_human_judgments``):
 ``human.csv`` and ``gpt4_pair.csv`` with ``question.jsonl`` and ``model_answers.jsonl`` next to

@@ -10,13 +10,16 @@ import random
 from io import StringIO
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
+from django.urls import reverse
 
 from analysis import exports, importers, services
 from annotations.models import Judge, Vote
 from annotations.study_io import study_export, study_import
 from judges.models import JudgeRun
 from tests.factories import human_pool, make_llm_judge, make_question, make_rater, make_study, make_variant
+from tests.test_analysis_import import GOOD_ROWS, write_csv
 
 
 def source_study():
@@ -159,3 +162,46 @@ def test_an_unknown_column_is_refused_by_name_and_nothing_is_written(tmp_path):
     with pytest.raises(CommandError, match=r"line 1, field 'labels_swaped': unknown column\(s\): labels_swaped, notes"):
         call_command("import_votes", str(path), "--format", "csv", "--study", "cols")
     assert not Vote.objects.filter(item__study=study).exists()
+
+
+@pytest.mark.django_db
+def test_a_judge_s_votes_from_two_runs_are_refused(tmp_path):
+    """The import makes no judge runs, so the analysis could not keep only the latest one."""
+    study = make_study(slug="runs")
+    path = tmp_path / "v.csv"
+    path.write_text(
+        "question_id,question,answer_a1,answer_a2,judge,winner,run_id,round\n"
+        "q1,Why?,Because.,No idea.,gpt,a1,3,0\nq1,Why?,Because.,No idea.,gpt,a2,5,0\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(CommandError, match=r"line 3, field 'run_id': judge 'gpt' had votes of another run before"):
+        call_command("import_votes", str(path), "--format", "csv", "--study", "runs")
+    assert not Vote.objects.filter(item__study=study).exists()
+
+
+def with_computed_columns(tmp_path):
+    """The generic CSV's good rows with the votes export's two computed columns added."""
+    lines = write_csv(tmp_path / "votes.csv", GOOD_ROWS).read_text(encoding="utf-8").splitlines()
+    return "\n".join([lines[0] + ",counted,excluded_because", *(line + ",True," for line in lines[1:])]) + "\n"
+
+
+def test_the_api_and_the_admin_page_list_the_columns_not_imported(
+    token_client, staff_client, tmp_path, settings, django_capture_on_commit_callbacks
+):
+    settings.STUDY_UPLOAD_DIR = tmp_path / "uploads"
+    make_study(slug="api"), make_study(slug="page")
+    expected = {"counted": "computed by the analysis", "excluded_because": "computed by the analysis"}
+    for client, url, data in (
+        (token_client, reverse("api:votes-import"), {"format": "multipart"}),
+        (staff_client, reverse("analysis:votes-import"), {}),
+    ):
+        slug = "api" if client is token_client else "page"
+        upload = SimpleUploadedFile("votes.csv", with_computed_columns(tmp_path).encode(), content_type="text/csv")
+        with django_capture_on_commit_callbacks(execute=True):
+            response = client.post(url, {"file": upload, "format": "csv", "study": slug}, **data)
+        state = client.get(response["Location"])
+        if client is token_client:
+            assert state.json()["ignored_columns"] == expected and "counted" not in state.json()["counts"]
+        else:
+            page = state.content.decode()
+            assert "Columns not imported" in page and "<code>excluded_because</code>: computed by the analysis" in page
