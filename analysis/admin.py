@@ -80,7 +80,12 @@ def votes_import_progress(request: HttpRequest, token: str) -> HttpResponse:
         "title": "Import votes",
         "upload": upload,
         "progress": progress,
-        "counts": [(name.replace("_", " "), n) for name, n in progress.get("counts", {}).items()],
+        "counts": [
+            (name.replace("_", " "), n)
+            for name, n in progress.get("counts", {}).items()
+            if name != services.IGNORED_COLUMNS
+        ],
+        "ignored_columns": progress.get("counts", {}).get(services.IGNORED_COLUMNS, {}),
         "steps": services.VOTES_IMPORT_STEPS,
         "unit": "steps done",
         "running_title": "importing",

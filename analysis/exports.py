@@ -40,6 +40,7 @@ VOTE_COLUMNS = [
     "item_id",
     "answer_a1_id",
     "answer_a2_id",
+    "a2_original_id",
     "len_a1_words",
     "len_a2_words",
     "len_a1_chars",
@@ -153,6 +154,7 @@ def votes_rows(study: Study, *, chunk_size: int = 2000) -> Iterator[list]:
         "item_id",
         "item__answer_a1__external_id",
         "item__answer_a2__external_id",
+        "item__answer_a2__derived_from__external_id",
         "item__answer_a1__len_words",
         "item__answer_a2__len_words",
         "item__answer_a1__len_chars",
@@ -201,6 +203,7 @@ def votes_rows(study: Study, *, chunk_size: int = 2000) -> Iterator[list]:
             rec["item_id"],
             rec["item__answer_a1__external_id"],
             rec["item__answer_a2__external_id"],
+            rec["item__answer_a2__derived_from__external_id"] or "",  # A2's original, for a perturbation
             rec["item__answer_a1__len_words"],
             rec["item__answer_a2__len_words"],
             rec["item__answer_a1__len_chars"],

@@ -1,42 +1,10 @@
 """Parse pairwise votes collected elsewhere into plain records; ``services.votes_import_path`` writes
 them. Every problem is an ``ImportProblem`` naming the file, the line and the field.
 
-Generic CSV (UTF-8, header row; one row per vote):
-
-=================  ========  ===========================================================
-column             required  meaning
-=================  ========  ===========================================================
-question_id        yes       the question's id in your data
-question           yes       the question text (the same on every row of a question)
-answer_a1          yes       text of the first answer (markdown)
-answer_a2          yes       text of the second answer
-judge              yes       judge name; one imported judge per name
-winner             yes       a1, a2 or tie
-answer_a1_id       no        the answer's id (default ``<question_id>-a1``)
-answer_a2_id       no        default ``<question_id>-a2`` (``-<group>`` for a perturbation)
-bloom              no        a Bloom level (default ``understanding``)
-group              no        ``control`` (default) or a perturbation kind slug; then A2 is
-                             a variant of the original named by ``a2_original_id``
-a2_original_id     no        for perturbation rows: which original answer A2 derives from
-rater              no        pseudonymous rater id (one rater per id, one vote per item)
-shown_first        no        a1 or a2; empty: the order is unknown and the vote is left out
-                             of the positional table
-not_familiar       no        1/0, true/false, yes/no
-response_ms        no        time to decide, in ms
-gold_label         no        a1 or a2: the answer known to be better (the same on every
-                             row of an item); empty: unknown. Gives accuracy against it
-subset             no        the part of your data the question belongs to (the same on
-                             every row of a question); figures are also cut by it
-judge_kind         no        ``human`` (people voted; counted as human votes even without
-                             rater ids) or ``llm``; the same on every row of a judge
-label_scheme       no        how the judge's prompt named the answers (e.g. ``ab``), ≤ 32
-                             characters; shown by the label-bias table
-prob_first         no        the judge's probability for the answer shown first, and
-prob_second                  for the second and for a tie (numbers in [0, 1]; all
-prob_tie                     three or none; ``shown_first`` says which answer was first)
-len_a1_words ...   no        ``len_<a1|a2>_<words|chars|bpe>``: an answer's length when
-                             its text is not given (a given text is measured instead)
-=================  ========  ===========================================================
+Generic CSV (UTF-8, header row; one row per vote): its columns and what each means are in
+docs/VOTE_FILES.md. ``COLUMNS`` below are the ones it reads, ``IGNORED`` the votes export's
+computed ones it accepts without importing (listed in the import's result); any other column is
+refused. The votes export imports back (tests/test_votes_export_round_trip.py).
 
 MT-bench human judgments (Zheng et al. 2023; ``../shared/datasets/mtbench_human_judgments``):
 ``human.csv`` and ``gpt4_pair.csv`` with ``question.jsonl`` and ``model_answers.jsonl`` next to
@@ -69,10 +37,12 @@ import re
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import wraps
 from pathlib import Path
 from typing import Any
 
+from django.utils.dateparse import parse_datetime
 from django.utils.module_loading import import_string
 
 from annotations.models import BloomLevel
@@ -158,6 +128,7 @@ class QuestionRecord:
     subset: str = ""
     # group → "a1"/"a2": the item's gold label, where known
     gold: dict[str, str] = field(default_factory=dict)
+    is_gold: bool = False  # an attention-check question
 
 
 @dataclass
@@ -174,6 +145,13 @@ class VoteRecord:
     round: int = 0  # the same judge asked the same thing again: 1, 2, ...
     label_scheme: str = ""
     option_probs: dict[str, float] | None = None  # first/second/tie as displayed
+    labels_swapped: bool = False
+    server_ms: int | None = None
+    received_at: datetime | None = None  # None: when it is imported
+    raw_output: str = ""
+    parse_status: str = ""  # "": ok when there is a winner, else invalid
+    error: str = ""
+    rater_flagged: bool = False
 
 
 @dataclass
@@ -182,6 +160,10 @@ class Parsed:
     questions: dict[str, QuestionRecord]
     votes: list[VoteRecord]
     people: set[str] = field(default_factory=set)  # judges whose votes come from people without rater ids
+    judge_params: dict[str, dict] = field(default_factory=dict)  # judge → its backend, model, prompt style, kind
+    # Columns of the file that are not imported, each with why (computed, or the exporting
+    # database's own): the import's result lists them.
+    ignored_columns: dict[str, str] = field(default_factory=dict)
 
 
 # ``import_votes --format NAME``: each parser takes (path, known_groups=..., limit=...) → Parsed.
@@ -235,22 +217,77 @@ def _add_item(question: QuestionRecord, group: str, pair: tuple[str, str], path,
 
 # --- generic CSV -----------------------------------------------------------------------------
 
-REQUIRED = ("question_id", "question", "answer_a1", "answer_a2", "judge", "winner")
+REQUIRED = ("question_id", "judge")
+# The verdict: ``winner`` in files written by hand, ``choice`` in the votes export (the same values).
+WINNER_COLUMNS = ("winner", "choice")
+PROBS = ("prob_first", "prob_second", "prob_tie")
+LENGTH_MEASURES = ("words", "chars", "bpe")
+COLUMNS = (  # every column the format reads: the required ones, then the others by name
+    *REQUIRED,
+    *WINNER_COLUMNS,
+    "a2_original_id",
+    "answer_a1",
+    "answer_a1_id",
+    "answer_a2",
+    "answer_a2_id",
+    "backend",
+    "bloom",
+    "choice_shown",
+    "client_ms",
+    "error",
+    "gold_label",
+    "group",
+    "is_gold",
+    "judge_kind",
+    "label_scheme",
+    "labels_swapped",
+    "late",
+    "model",
+    "not_familiar",
+    "parse_status",
+    "perturbation_kind",
+    "prompt_style",
+    "question",
+    "rater",
+    "rater_flagged",
+    "raw_output",
+    "received_at",
+    "response_ms",
+    "round",
+    "run_id",
+    "server_ms",
+    "shown_first",
+    "subset",
+    "vote_id",
+    *PROBS,
+    *(f"len_{side}_{m}" for side in ("a1", "a2") for m in LENGTH_MEASURES),
+)
+# Columns the votes export (analysis.exports.VOTE_COLUMNS) writes that are not imported, and why:
+# the import lists them in its result. Any other column is refused.
+IGNORED = {
+    "study": "names the study the votes were exported from; they go to the study the import names",
+    "item_id": "the exporting database's id; the item is named by question_id and group",
+    "semantics": "the perturbation kind's, as the study defines it",
+    "counted": "computed by the analysis",
+    "excluded_because": "computed by the analysis",
+}
+JUDGE_PARAMS = ("backend", "model", "prompt_style")
+MAX_ROUND = 32767  # the vote's round is a small integer column
 
 
 @every_problem
 def parse_csv(path: Path, *, known_groups: set[str], problems: Problems, limit: int | None = None) -> Parsed:
     questions: dict[str, QuestionRecord] = {}
     votes: list[VoteRecord] = []
-    kinds: dict[str, str] = {}
+    judges: dict[str, dict] = {}  # judge → kind, params and source run, the same on all its rows
+    raters: dict[str, bool] = {}  # rater → flagged
     reader = _csv_reader(path)
-    missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
-    if missing:
-        raise ImportProblem(path, 1, missing[0], f"missing column(s): {', '.join(missing)}")
+    header = reader.fieldnames or []
+    _check_header(header, path)
     for row in _csv_rows(reader, path, problems):
         if limit is not None and len(votes) >= limit:
             break
-        vote = problems.check(_csv_row, row, reader.line_num, path, questions, known_groups, kinds)
+        vote = problems.check(_csv_row, row, reader.line_num, path, questions, known_groups, judges, raters)
         if vote is not None:
             votes.append(vote)
     # Perturbation rows name their A2's original; it must exist as an original of the question.
@@ -270,51 +307,67 @@ def parse_csv(path: Path, *, known_groups: set[str], problems: Problems, limit: 
     if not votes and not problems.count():
         raise ImportProblem(path, None, None, "no votes in the file")
     return Parsed(
-        source=str(path), questions=questions, votes=votes, people={j for j, k in kinds.items() if k == "human"}
+        source=str(path),
+        questions=questions,
+        votes=votes,
+        people={j for j, found in judges.items() if found["kind"] == "human"},
+        judge_params={j: found["params"] for j, found in judges.items() if found["params"]},
+        ignored_columns={c: IGNORED[c] for c in header if c in IGNORED},
     )
 
 
-PROBS = ("prob_first", "prob_second", "prob_tie")
-LENGTH_MEASURES = ("words", "chars", "bpe")
+def _check_header(header: list[str], path: Path) -> None:
+    """Every column must be one the format reads or one it knows to ignore (IGNORED): a column
+    it does not know is refused by name, never dropped without a word."""
+    unknown = [c for c in header if c not in COLUMNS and c not in IGNORED]
+    if unknown:
+        raise ImportProblem(
+            path,
+            1,
+            unknown[0],
+            f"unknown column(s): {', '.join(unknown)}; the columns are listed in docs/VOTE_FILES.md "
+            "(remove or rename them)",
+        )
+    missing = [c for c in REQUIRED if c not in header]
+    if not any(c in header for c in WINNER_COLUMNS):
+        missing.append("winner")
+    if missing:
+        raise ImportProblem(path, 1, missing[0], f"missing column(s): {', '.join(missing)}")
+    for pair in (WINNER_COLUMNS, ("response_ms", "client_ms")):
+        if all(c in header for c in pair):
+            raise ImportProblem(path, 1, pair[1], f"give {pair[0]} or {pair[1]}, not both (they mean the same)")
 
 
-def _csv_row(row: dict, line: int, path, questions: dict, known_groups: set[str], kinds: dict) -> VoteRecord:
+def _csv_row(
+    row: dict, line: int, path, questions: dict, known_groups: set[str], judges: dict, raters: dict
+) -> VoteRecord:
     def get(name: str) -> str:
         return (row.get(name) or "").strip()
 
     for name in REQUIRED:
-        if not get(name) and name not in ("answer_a1", "answer_a2"):
+        if not get(name):
             raise ImportProblem(path, line, name, "is empty")
     qid = get("question_id")
     bloom = get("bloom") or BloomLevel.UNDERSTANDING
     if bloom not in BloomLevel.values:
         raise ImportProblem(path, line, "bloom", f"{bloom!r} is not one of {', '.join(BloomLevel.values)}")
-    group = get("group") or "control"
-    if group != "control" and group not in known_groups:
-        raise ImportProblem(path, line, "group", f"{group!r} is not a perturbation kind of this study")
-    winner = get("winner").lower()
-    if winner not in ("a1", "a2", "tie"):
-        raise ImportProblem(path, line, "winner", f"{winner!r} is not a1, a2 or tie")
+    is_gold = _yes_no(get, "is_gold", path, line)
+    group = _group(get, is_gold, known_groups, path, line)
     shown_first = get("shown_first").lower() or None
     if shown_first not in (None, "a1", "a2"):
         raise ImportProblem(path, line, "shown_first", f"{shown_first!r} is not a1 or a2")
-    nf = get("not_familiar").lower()
-    if nf not in TRUE | FALSE:
-        raise ImportProblem(path, line, "not_familiar", f"{nf!r} is not a yes/no value")
-    ms = get("response_ms")
-    # Only ASCII digits: str.isdigit() also takes "²", which int() then refuses.
-    if ms and (not re.fullmatch(r"[0-9]+", ms) or int(ms) > MAX_RESPONSE_MS):
-        raise ImportProblem(
-            path, line, "response_ms", f"{ms[:40]!r} is not a whole number of milliseconds (at most {MAX_RESPONSE_MS})"
-        )
+    not_familiar = _yes_no(get, "not_familiar", path, line)
+    winner, parse_status = _verdict(get, shown_first, not_familiar, path, line)
     gold = get("gold_label").lower()
     if gold not in ("", "a1", "a2"):
         raise ImportProblem(path, line, "gold_label", f"{gold!r} is not a1 or a2")
-    kind = get("judge_kind").lower()
-    if kind not in ("", "human", "llm"):
-        raise ImportProblem(path, line, "judge_kind", f"{kind!r} is not human or llm")
-    if kinds.setdefault(get("judge"), kind) != kind:
-        raise ImportProblem(path, line, "judge_kind", f"judge {get('judge')!r} had kind {kinds[get('judge')]!r} before")
+    _same_judge(get, judges, path, line)
+    rater = get("rater")
+    flagged = _yes_no(get, "rater_flagged", path, line)
+    if rater and raters.setdefault(rater, flagged) != flagged:
+        raise ImportProblem(path, line, "rater_flagged", f"rater {rater!r} was {'not ' * flagged}flagged before")
+    if flagged and not rater:
+        raise ImportProblem(path, line, "rater_flagged", "a flagged rater needs a rater id")
     scheme = get("label_scheme")
     if len(scheme) > 32:
         raise ImportProblem(path, line, "label_scheme", "is longer than 32 characters")
@@ -323,7 +376,12 @@ def _csv_row(row: dict, line: int, path, questions: dict, known_groups: set[str]
         raise ImportProblem(
             path, line, next(c for c in PROBS if c not in probs), "is needed with the other prob_ columns"
         )
-    question = _add_question(questions, QuestionRecord(qid, row["question"], bloom, subset=get("subset")), path, line)
+    question = _add_question(
+        questions,
+        QuestionRecord(qid, row.get("question"), bloom, subset=get("subset"), is_gold=is_gold),
+        path,
+        line,
+    )
     a1_id = get("answer_a1_id") or f"{qid}-a1"
     a2_id = get("answer_a2_id") or (f"{qid}-a2" if group == "control" else f"{qid}-{group}")
     original = None
@@ -342,22 +400,132 @@ def _csv_row(row: dict, line: int, path, questions: dict, known_groups: set[str]
         if given and get(f"answer_{side}"):
             raise ImportProblem(path, line, next(iter(given)), f"give either answer_{side} or its length, not both")
         lengths = {c.rsplit("_", 1)[1]: int(v) for c, v in given.items()} or None
-        record = AnswerRecord(answer_id, row[f"answer_{side}"], derived, lengths=lengths)
+        # No answer_ column (the votes export): the answer is named by its id, as the study has it.
+        record = AnswerRecord(answer_id, row.get(f"answer_{side}"), derived, lengths=lengths)
         _add_answer(question, record, path, line, f"answer_{side}")
     _add_item(question, group, (a1_id, a2_id), path, line, gold)
+    meta: dict = {"source": str(path.name), "line": line}
+    for name in ("vote_id", "run_id"):  # the exporting database's ids, kept as the vote's provenance
+        if get(name):
+            meta[f"exported_{name}"] = get(name)
+    if _yes_no(get, "late", path, line):
+        meta["assignment"] = {"late": True}  # where the rater pages keep it
     return VoteRecord(
         question=qid,
         group=group,
         judge=get("judge"),
         winner=winner,
-        rater=get("rater"),
+        rater=rater,
         shown_first=shown_first,
-        not_familiar=nf in TRUE,
-        response_ms=int(ms) if ms else None,
-        meta={"source": str(path.name), "line": line},
+        not_familiar=not_familiar,
+        response_ms=_milliseconds(get, "client_ms" if "client_ms" in row else "response_ms", path, line),
+        server_ms=_milliseconds(get, "server_ms", path, line),
+        received_at=_moment(get, "received_at", path, line),
+        meta=meta,
+        round=_round(get, path, line),
         label_scheme=scheme,
+        labels_swapped=_yes_no(get, "labels_swapped", path, line),
         option_probs={c.removeprefix("prob_"): v for c, v in probs.items()} or None,
+        raw_output=row.get("raw_output") or "",
+        parse_status=parse_status,
+        error=row.get("error") or "",
+        rater_flagged=flagged,
     )
+
+
+def _yes_no(get, name: str, path, line) -> bool:
+    value = get(name).lower()
+    if value not in TRUE | FALSE:
+        raise ImportProblem(path, line, name, f"{value!r} is not a yes/no value")
+    return value in TRUE
+
+
+def _group(get, is_gold: bool, known_groups: set[str], path, line) -> str:
+    """The item's group: ``control`` or a perturbation kind. The votes export writes ``gold`` as
+    the group of an attention check's item and its kind (if any) in ``perturbation_kind``."""
+    group, kind = get("group") or "control", get("perturbation_kind")
+    if group == "gold":
+        if not is_gold:
+            raise ImportProblem(path, line, "group", "'gold' is the group of an attention check (is_gold true)")
+        group = kind or "control"
+    elif kind and kind != group:
+        raise ImportProblem(path, line, "perturbation_kind", f"{kind!r} is not the row's group {group!r}")
+    if group != "control" and group not in known_groups:
+        raise ImportProblem(path, line, "group", f"{group!r} is not a perturbation kind of this study")
+    return group
+
+
+def _verdict(get, shown_first: str | None, not_familiar: bool, path, line) -> tuple[str | None, str]:
+    """(winner, parse status). A vote may lack a winner only when its parse status says the
+    verdict could not be read (invalid, failed) or the rater was not familiar with the topic."""
+    column = "choice" if get("choice") or not get("winner") else "winner"
+    winner = get("winner").lower() or get("choice").lower() or None
+    if winner not in (None, "a1", "a2", "tie"):
+        raise ImportProblem(path, line, column, f"{winner!r} is not a1, a2 or tie")
+    status = get("parse_status").lower()
+    if status not in ("", "ok", "invalid", "failed"):
+        raise ImportProblem(path, line, "parse_status", f"{status!r} is not ok, invalid or failed")
+    if winner is None and status in ("", "ok") and not not_familiar:
+        raise ImportProblem(path, line, column, "is empty")
+    shown = get("choice_shown").lower()
+    if shown:  # computed from the winner and the order shown: checked, not read
+        expected = None if winner is None else _shown(winner, shown_first or "a1")
+        if shown != expected:
+            raise ImportProblem(path, line, "choice_shown", f"{shown!r} does not follow from {column} and shown_first")
+    return winner, status
+
+
+def _shown(winner: str, shown_first: str) -> str:
+    return "tie" if winner == "tie" else ("first" if winner == shown_first else "second")
+
+
+def _same_judge(get, judges: dict, path, line) -> None:
+    """A judge's kind, backend, model and prompt style are the same on every row of it, and its
+    votes come from one run of it at most (the analysis would count only the latest run's; the
+    import makes no runs, so it would count them all)."""
+    kind = get("judge_kind").lower()
+    if kind not in ("", "human", "llm", "simulated", "imported"):
+        raise ImportProblem(path, line, "judge_kind", f"{kind!r} is not human, llm, simulated or imported")
+    params = {name: get(name) for name in JUDGE_PARAMS if get(name)}
+    if kind in ("llm", "simulated"):
+        params["kind"] = kind
+    found = {"kind": kind, "params": params, "run_id": get("run_id")}
+    known = judges.setdefault(get("judge"), found)
+    for name, value in found.items():
+        if known[name] != value:
+            field_name = {"params": "model", "kind": "judge_kind"}.get(name, name)
+            before = "votes of another run" if name == "run_id" else f"{name} {known[name]!r}"
+            raise ImportProblem(path, line, field_name, f"judge {get('judge')!r} had {before} before")
+
+
+def _milliseconds(get, name: str, path, line) -> int | None:
+    ms = get(name)
+    # Only ASCII digits: str.isdigit() also takes "²", which int() then refuses.
+    if ms and (not re.fullmatch(r"[0-9]+", ms) or int(ms) > MAX_RESPONSE_MS):
+        raise ImportProblem(
+            path, line, name, f"{ms[:40]!r} is not a whole number of milliseconds (at most {MAX_RESPONSE_MS})"
+        )
+    return int(ms) if ms else None
+
+
+def _moment(get, name: str, path, line) -> datetime | None:
+    text = get(name)
+    if not text:
+        return None
+    try:
+        moment = parse_datetime(text)
+    except ValueError:
+        moment = None
+    if moment is None or moment.tzinfo is None:
+        raise ImportProblem(path, line, name, f"{text[:40]!r} is not an ISO 8601 date and time with its UTC offset")
+    return moment
+
+
+def _round(get, path, line) -> int:
+    text = get("round")
+    if text and (not re.fullmatch(r"[0-9]+", text) or int(text) > MAX_ROUND):
+        raise ImportProblem(path, line, "round", f"{text[:40]!r} is not a whole number up to {MAX_ROUND}")
+    return int(text) if text else 0
 
 
 def _read_utf8(path: Path) -> str:

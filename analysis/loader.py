@@ -227,14 +227,23 @@ def _votes_added(study: Study, kept: dict, token: str, runs: dict) -> dict[str, 
     return _in_order(votes)
 
 
+def imported_kind(kind: str, params: dict) -> str:
+    """The kind the analysis names a judge by. Imported votes of people without rater ids (PRD's
+    MTurk votes) count as human votes; those a vote file says came from an LLM or a simulated
+    judge (the votes export's ``judge_kind``) keep that kind, so a study's votes exported and
+    imported again are reported as before."""
+    if kind != Judge.Kind.IMPORTED:
+        return kind
+    return "human" if params.get("people") else params.get("kind", kind)
+
+
 def study_frame(study: Study) -> pd.DataFrame:
     votes = study_votes(study)
     if not len(votes["vote_id"]):
         return empty_frame()
     judges = pd.DataFrame(
         [
-            # Imported votes of people without rater ids (PRD's MTurk votes) count as human votes.
-            (pk, name, "human" if kind == Judge.Kind.IMPORTED and (params or {}).get("people") else kind)
+            (pk, name, imported_kind(kind, params or {}))
             for pk, name, kind, params in Judge.objects.filter(id__in=votes["judge_id"].unique().tolist()).values_list(
                 "id", "name", "kind", "params"
             )

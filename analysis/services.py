@@ -407,14 +407,16 @@ def votes_import_path(
     title: str | None = None,
     limit: int | None = None,
     progress: Callable[[int], None] | None = None,
-) -> tuple[Study, dict[str, int]]:
+) -> tuple[Study, dict]:
     """Import the vote file (or data-set folder) at ``path`` in format ``fmt`` (importers.FORMATS)
     into the study ``slug``, made first with ``create``: what ``import_votes`` and the task
     worker (for the admin page and the API) call. Reading, checking and preparing every row
     happen first, outside any transaction; then one short transaction makes the study (with
     ``create``) and writes the rows. When it raises (ImportProblem, StudyNotFound) nothing is
     written, not even the study it would have made. ``progress(step)`` is told each of
-    VOTES_IMPORT_STEPS as it begins."""
+    VOTES_IMPORT_STEPS as it begins. Returns the study and the import's result: how many rows
+    of each kind it added and, under IGNORED_COLUMNS when the file had any, the columns it did
+    not import, each with why (every path shows them: the command, the admin's page, the API)."""
     progress = progress or (lambda step: None)
     study_for_votes_check(slug=slug, create=create)
     found = Study.objects.filter(slug=slug).first()
@@ -431,7 +433,21 @@ def votes_import_path(
         if plan.study.pk not in (None, study.pk):
             raise _changed(plan, f"study {slug!r} was deleted and made anew meanwhile")
         votes_write(plan, study=study)
-    return study, plan.counts
+    ignored = {IGNORED_COLUMNS: parsed.ignored_columns} if parsed.ignored_columns else {}
+    return study, {**plan.counts, **ignored}
+
+
+# The key of an import's result that lists the columns it did not import (column → why).
+IGNORED_COLUMNS = "ignored_columns"
+
+
+def votes_import_summary(result: dict) -> str:
+    """An import's result in words, as the command and the admin's page say it."""
+    counts = ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in result.items() if name != IGNORED_COLUMNS)
+    ignored = result.get(IGNORED_COLUMNS) or {}
+    if not ignored:
+        return counts
+    return counts + "; columns not imported: " + "; ".join(f"{column} ({why})" for column, why in ignored.items())
 
 
 # What the admin page and the API take as an upload (analysis/uploads.py): a `csv` file, or a
@@ -488,12 +504,25 @@ def votes_prepare(*, study: Study, parsed: importers.Parsed) -> VotesPlan:
     external_ids = {q.pk: ext for ext, q in questions.items()}
     new_questions = []
     for ext, rec in parsed.questions.items():
+        if ext not in questions and rec.text is None:
+            raise importers.ImportProblem(
+                source,
+                None,
+                "question",
+                f"question {ext!r} is not in the study, and the file has no question column to make it from "
+                "(import the study file first)",
+            )
         if ext not in questions:
             questions[ext] = Question(
-                study=study, external_id=ext, text=rec.text, bloom_level=rec.bloom, subset=rec.subset
+                study=study,
+                external_id=ext,
+                text=rec.text,
+                bloom_level=rec.bloom,
+                subset=rec.subset,
+                is_gold=rec.is_gold,
             )
             new_questions.append(questions[ext])
-        elif questions[ext].text != rec.text:
+        elif rec.text is not None and questions[ext].text != rec.text:
             raise importers.ImportProblem(
                 source, None, "question", f"question {ext!r} is already in the study with another text"
             )
@@ -514,7 +543,8 @@ def votes_prepare(*, study: Study, parsed: importers.Parsed) -> VotesPlan:
                     continue
                 known = answers.get((ext, a.external_id))
                 if known is not None:
-                    if known.text != a.text:
+                    _check_lengths(known, a.lengths, source)
+                    if a.text is not None and known.text != a.text:
                         raise importers.ImportProblem(
                             source,
                             None,
@@ -522,10 +552,18 @@ def votes_prepare(*, study: Study, parsed: importers.Parsed) -> VotesPlan:
                             f"answer {a.external_id!r} is already in the study with another text",
                         )
                     continue
+                if a.text is None and a.lengths is None:
+                    raise importers.ImportProblem(
+                        source,
+                        None,
+                        "answer",
+                        f"answer {a.external_id!r} is not in the study, and the file gives neither its text "
+                        "nor its lengths",
+                    )
                 answer = Answer(
                     question=questions[ext],
                     external_id=a.external_id,
-                    text=a.text,
+                    text=a.text or "",
                     system=a.system,
                     provenance={"method": "import", "source": source},
                 )
@@ -580,7 +618,11 @@ def votes_prepare(*, study: Study, parsed: importers.Parsed) -> VotesPlan:
             study=study,
             name=name,
             kind=Judge.Kind.IMPORTED,
-            params={"source": source, **({"people": True} if name in parsed.people else {})},
+            params={
+                "source": source,
+                **parsed.judge_params.get(name, {}),
+                **({"people": True} if name in parsed.people else {}),
+            },
         )
         for name in judge_names
         if name not in judges
@@ -588,9 +630,17 @@ def votes_prepare(*, study: Study, parsed: importers.Parsed) -> VotesPlan:
     judges.update({judge.name: judge for judge in new_judges})
     counts["judges"] = len(new_judges)
     rater_votes = Counter(v.rater for v in parsed.votes if v.rater)
+    flagged = {v.rater for v in parsed.votes if v.rater_flagged}
     raters = {r.participant_id: r for r in of_study(Rater, participant_id__in=list(rater_votes))}
     new_raters = [
-        Rater(study=study, participant_id=pid, target=n, source=Rater.Source.DIRECT)
+        Rater(
+            study=study,
+            participant_id=pid,
+            target=n,
+            source=Rater.Source.DIRECT,
+            flagged=pid in flagged,
+            flag_reason="flagged in the imported file" if pid in flagged else "",
+        )
         for pid, n in rater_votes.items()
         if pid not in raters
     ]
@@ -638,15 +688,19 @@ def votes_prepare(*, study: Study, parsed: importers.Parsed) -> VotesPlan:
                 "rater_id": rater,
                 "round": v.round,
                 "label_scheme": v.label_scheme,
+                "labels_swapped": v.labels_swapped,
                 "option_probs": v.option_probs,
                 "shown_first": shown_first,
                 "choice_shown": choice_shown,
                 "choice": choice_from_shown(shown_first, choice_shown) if choice_shown else None,
-                "parse_status": Vote.Parse.OK if choice_shown else Vote.Parse.INVALID,
+                "parse_status": v.parse_status or (Vote.Parse.OK if choice_shown else Vote.Parse.INVALID),
                 "not_familiar": v.not_familiar,
                 "client_ms": v.response_ms,
+                "server_ms": v.server_ms,
+                "raw_output": v.raw_output,
+                "error": v.error,
                 "meta": meta,
-                "received_at": now,
+                "received_at": v.received_at or now,
             }
         )
     counts["votes"] = len(rows)
@@ -706,6 +760,19 @@ def votes_write(plan: VotesPlan, *, study: Study) -> None:
         time.perf_counter() - started,
         time.thread_time() - cpu,
     )
+
+
+def _check_lengths(known, given: dict[str, int] | None, source: str) -> None:
+    """An answer the study has, named with lengths (the votes export's): they must be its own."""
+    for measure, length in (given or {}).items():
+        if getattr(known, f"len_{measure}") != length:
+            raise importers.ImportProblem(
+                source,
+                None,
+                f"len_{measure}",
+                f"answer {known.external_id!r} is in the study with {measure} length "
+                f"{getattr(known, f'len_{measure}')}, not {length}",
+            )
 
 
 def _check_judges_have_no_votes(study: Study, judge_names: list[str], source: str) -> None:

@@ -243,7 +243,9 @@ class VotesImportJobView(APIView):
         summary="State of a vote import",
         description=(
             "`state` is queued, running (with the `step` under way, `done` of `total` steps and `percent`), "
-            "done (`study`, `study_url` and the `counts`: questions, answers, items, judges, raters, votes, ...) "
+            "done (`study`, `study_url`, the `counts`: questions, answers, items, judges, raters, votes, ..., and "
+            "`ignored_columns`: each column of the file that was not imported, with why, such as the votes export's "
+            "computed `counted`) "
             'or failed (nothing was written: the first problem as {"detail", "path", "line", "field"} and every '
             'problem in that shape in "problems", the first 200, with "more" counting the others). An unknown, '
             "expired or forged token is a 404."
@@ -268,7 +270,9 @@ def votes_import_state(progress: dict, request: Request) -> dict:
     state["steps"] = list(analysis_services.VOTES_IMPORT_STEPS)
     if progress["state"] == "done":
         study_url = request.build_absolute_uri(reverse("api:study-detail", kwargs={"slug": progress["study"]}))
-        state.update(study=progress["study"], study_url=study_url, counts=progress["counts"])
+        counts = dict(progress["counts"])
+        ignored = counts.pop(analysis_services.IGNORED_COLUMNS, {})
+        state.update(study=progress["study"], study_url=study_url, counts=counts, ignored_columns=ignored)
     elif progress["state"] == "failed":
         problems = [
             {"detail": p["message"], "path": p["path"], "line": p["line"], "field": p["field"]}

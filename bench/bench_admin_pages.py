@@ -24,7 +24,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-CHEN = Path("/work/shared/datasets/humans_llms_judgement_bias")
+
+from biasstudy.datasets import dataset_path  # noqa: E402
+
+CHEN = dataset_path("humans_llms_judgement_bias")
 
 
 def seed(raters: int, votes_per_rater: int):

@@ -22,12 +22,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-DATASET = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets" / "llmbar"
+from biasstudy.datasets import dataset_path  # noqa: E402
+
+DATASET = dataset_path("llmbar")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--path", type=Path, default=Path(os.environ.get("LLMBAR_DIR", DATASET)))
+    parser.add_argument("--path", type=Path, default=DATASET)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     url = os.environ.get("DATABASE_URL")

@@ -19,7 +19,7 @@ With --postgres, the import runs on that server in a database of its own (the UR
 for an import's INSERTs there; the probe reads pg_stat_activity every 10 ms instead and reports
 how long the import's transaction stayed open.
 
-With --votes, the data set's folder (/work/shared/datasets, or --dataset) is imported with
+With --votes, the data set's folder (found by biasstudy.datasets, or --dataset) is imported with
 `manage.py import_votes --create` instead, into a new study; the probes are the same.
 
 Both modes also print what the import logs of its transaction (`annotations.study_io`,
@@ -46,9 +46,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-# The vote data sets --votes imports: their folder under /work/shared/datasets.
+from biasstudy.datasets import dataset_path  # noqa: E402
+
+# The vote data sets --votes imports: their folder among the data sets (biasstudy.datasets).
 VOTE_SETS = {"llmbar": "llmbar", "prd": "prd_vicuna80_lfqa", "mtbench": "mtbench_human_judgments"}
-DATASETS = Path("/work/shared/datasets")
 
 PARAGRAPH = (
     "The **answer** explains the effect in plain words, with a list:\n\n- one point about *scattering*\n"
@@ -142,7 +143,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "import.sqlite3"
         if args.votes:
-            path = args.dataset or DATASETS / VOTE_SETS[args.votes]
+            path = args.dataset or dataset_path(VOTE_SETS[args.votes])
             command = ["import_votes", str(path), "--format", args.votes, "--study", args.votes, "--create"]
         else:
             path, doc = Path(tmp) / "big.json", document(args.mb)

@@ -7,7 +7,10 @@ printed: on a shared machine the wall time mostly measures the other processes.
 
     python bench/bench_import_prd.py                          # SQLite in a temporary folder
     python bench/bench_import_prd.py --database-url postgres://biasstudy:biasstudy@127.0.0.1:5432/bench_prd
-    python bench/bench_import_prd.py --repeat 3 --path /work/shared/datasets/prd_vicuna80_lfqa
+    python bench/bench_import_prd.py --repeat 3 --path /elsewhere/prd_vicuna80_lfqa
+
+The data set is found as the tests find it (biasstudy.datasets: $BIASSTUDY_DATASETS, else
+../shared/datasets from the repository root) unless --path names it.
 """
 
 from __future__ import annotations
@@ -23,7 +26,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-DATASET = Path("/work/shared/datasets/prd_vicuna80_lfqa")
+
+from biasstudy.datasets import dataset_path  # noqa: E402
+
+DATASET = dataset_path("prd_vicuna80_lfqa")
 
 
 def once(database_url: str, path: str) -> None:

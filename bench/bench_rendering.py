@@ -33,8 +33,9 @@ import bleach  # noqa: E402
 import markdown as md  # noqa: E402
 
 from biasstudy import rendering  # noqa: E402
+from biasstudy.datasets import dataset_path  # noqa: E402
 
-CHEN = Path("/work/shared/datasets/humans_llms_judgement_bias")
+CHEN = dataset_path("humans_llms_judgement_bias")
 # Where the two pipelines could part: bare links among entities, links in code, raw HTML links.
 EDGE_CASES = [
     "See https://example.org/?a=1&b=2 and www.example.com/x_(y) now.",

@@ -5,7 +5,15 @@ rater, another rater, staff) so access control is checked everywhere.
 import pytest
 from django.test import Client
 
+from tests.datasets import require
 from tests.factories import make_question, make_rater, make_staff, make_study
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test marked `dataset(...)` runs only where those data sets are (tests/datasets.py)."""
+    for marker in item.iter_markers("dataset"):
+        require(*marker.args)
 
 
 @pytest.fixture

@@ -3,17 +3,17 @@
 import csv
 import shutil
 from io import StringIO
-from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
 
 from analysis import services
 from annotations.models import Answer, ComparisonItem, Judge, Question, Rater, Vote
+from biasstudy.datasets import dataset_path
 from tests.factories import make_study
 
-MTBENCH = Path("/work/shared/datasets/mtbench_human_judgments")
-needs_mtbench = pytest.mark.skipif(not MTBENCH.exists(), reason="MT-bench dataset not present")
+MTBENCH = dataset_path("mtbench_human_judgments")
+needs_mtbench = pytest.mark.dataset("mtbench_human_judgments")
 
 
 @pytest.fixture

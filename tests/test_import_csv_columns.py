@@ -66,7 +66,7 @@ def test_judge_kind_label_scheme_probabilities_and_lengths_are_stored_and_analys
 @pytest.mark.parametrize(
     ("row", "column", "value", "message"),
     [
-        (0, "judge_kind", "robot", "line 2, field 'judge_kind': 'robot' is not human or llm"),
+        (0, "judge_kind", "robot", "line 2, field 'judge_kind': 'robot' is not human, llm, simulated or imported"),
         (1, "judge_kind", "llm", "line 3, field 'judge_kind': judge 'crowd' had kind 'human' before"),
         (2, "prob_first", "1.5", "line 4, field 'prob_first': '1.5' is not a probability"),
         (2, "prob_tie", "", "line 4, field 'prob_tie': is needed with the other prob_ columns"),

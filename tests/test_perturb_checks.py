@@ -3,11 +3,11 @@ altered numbers or names from the question; a clean rule-made variant passes.
 """
 
 import json
-from pathlib import Path
 
 import pytest
 
 from annotations import lengths
+from biasstudy.datasets import dataset_path
 from perturbations import checks, rules
 from perturbations.services import variant_checks
 from tests.factories import make_question, make_study, make_variant
@@ -106,10 +106,10 @@ def test_the_word_diff_lists_what_changed():
     ]
 
 
-DATA = Path("/work/shared/datasets/humans_llms_judgement_bias")
+DATA = dataset_path("humans_llms_judgement_bias")
 
 
-@pytest.mark.skipif(not (DATA / "reference.json").exists(), reason="published data not present")
+@pytest.mark.dataset("humans_llms_judgement_bias/reference.json", "humans_llms_judgement_bias/raw.json")
 @pytest.mark.skipif(not lengths.bpe_available(), reason="no offline BPE tokenizer")
 @pytest.mark.django_db
 def test_the_published_reference_variants_are_flagged_as_much_longer():

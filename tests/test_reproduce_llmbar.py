@@ -12,18 +12,18 @@ consistency an unread verdict does not survive the swap, and such pairs are repo
 
 import csv
 from fractions import Fraction
-from pathlib import Path
 
 import pytest
 from django.core.management import call_command
 
 from analysis import services
+from biasstudy.datasets import dataset_path
 from tests.factories import make_study
 
-LLMBAR = Path("/work/shared/datasets/llmbar")
+LLMBAR = dataset_path("llmbar")
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not (LLMBAR / "evaluator_votes.csv.gz").exists(), reason="LLMBar dataset not present"),
+    pytest.mark.dataset("llmbar/evaluator_votes.csv.gz"),
 ]
 
 

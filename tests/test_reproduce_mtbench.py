@@ -2,8 +2,6 @@
 GPT-4 pair judge with the experts, and of experts with each other, turn 1, with ties (setup S1)
 and without (S2)."""
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -12,10 +10,11 @@ from django.core.management import call_command
 from analysis import services, stats, vote_pairs
 from analysis.loader import study_frame
 from annotations.models import Vote
+from biasstudy.datasets import dataset_path
 from tests.factories import make_study
 
-MTBENCH = Path("/work/shared/datasets/mtbench_human_judgments")
-pytestmark = pytest.mark.skipif(not MTBENCH.exists(), reason="MT-bench dataset not present")
+MTBENCH = dataset_path("mtbench_human_judgments")
+pytestmark = pytest.mark.dataset("mtbench_human_judgments")
 
 
 @pytest.fixture

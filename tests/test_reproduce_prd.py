@@ -4,16 +4,15 @@ ties, and per item against the human majority) and self-preference, as written t
 paper's own figures could not be read here (the section says so): these hold our figures to
 what the document tells a reader they will get."""
 
-from pathlib import Path
-
 import pytest
 from django.core.management import call_command
 
 from analysis import services
 from annotations.models import Study
+from biasstudy.datasets import dataset_path
 
-PRD = Path("/work/shared/datasets/prd_vicuna80_lfqa")
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(not PRD.exists(), reason="PRD dataset not present")]
+PRD = dataset_path("prd_vicuna80_lfqa")
+pytestmark = [pytest.mark.slow, pytest.mark.dataset("prd_vicuna80_lfqa")]
 
 # judge: votes, first, second, tie (%), as in the position table
 POSITION = {

@@ -11,11 +11,12 @@ from django.core.management.base import CommandError
 
 from annotations.models import Answer, ComparisonItem, Question, Study
 from annotations.study_io import STUDY_FIELDS, StudyFileError, study_export, study_import
+from biasstudy.datasets import dataset_path
 
-CHEN = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "humans_llms_judgement_bias"
+CHEN = dataset_path("humans_llms_judgement_bias")
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo_study.json"
 
-needs_chen = pytest.mark.skipif(not CHEN.exists(), reason="../shared/datasets is not beside the checkout")
+needs_chen = pytest.mark.dataset("humans_llms_judgement_bias")
 
 
 def minimal_document(**study) -> dict:

@@ -156,7 +156,7 @@ def test_every_bad_row_of_an_llmbar_folder_is_named(tmp_path):
     assert nothing_written()
 
 
-@pytest.mark.skipif(not PRD.exists(), reason="PRD dataset not present")
+@pytest.mark.dataset("prd_vicuna80_lfqa")
 def test_every_bad_line_of_a_prd_folder_is_named_across_its_files(prd_subset):  # noqa: F811
     """Two bad lines in GPT-4's ratings, one in the human ratings (read first)."""
     other_answer = rows(FILES[10])[0]["answer1_id"]  # the other system's answer, given as the second's

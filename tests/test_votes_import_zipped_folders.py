@@ -18,7 +18,6 @@ from annotations.archives import ArchiveLimits, archive_unpack
 from annotations.models import Judge, Question, Study, Vote
 from tests import test_analysis_import, test_import_prd
 from tests.factories import make_study
-from tests.test_analysis_import import MTBENCH
 from tests.test_import_prd import PRD
 from tests.test_reproduce_llmbar import LLMBAR
 
@@ -28,7 +27,7 @@ prd_subset = test_import_prd.prd_subset
 
 API = reverse("api:votes-import")
 ADMIN = reverse("analysis:votes-import")
-needs_data = pytest.mark.skipif(not (MTBENCH.exists() and PRD.exists()), reason="data sets not present")
+needs_data = pytest.mark.dataset("mtbench_human_judgments", "prd_vicuna80_lfqa")
 
 
 def zip_folder(folder: Path, *, inside: str = "") -> bytes:
@@ -159,7 +158,7 @@ def test_a_zip_that_cannot_be_unpacked_is_shown_with_its_reason_on_the_admin_pag
     assert nothing_written("fresh")
 
 
-@pytest.mark.skipif(not (PRD.exists() and LLMBAR.exists()), reason="data sets not present")
+@pytest.mark.dataset("prd_vicuna80_lfqa", "llmbar")
 @pytest.mark.parametrize("folder, marker", [(PRD, "vicuna80"), (LLMBAR, "evaluator_votes.csv.gz")])
 def test_the_real_prd_and_llmbar_folders_zipped_whole_fit_the_upload_limits(tmp_path, folder, marker):
     archive = tmp_path / "folder.zip"
