@@ -182,7 +182,7 @@ def parse(fmt: str, path: Path, *, known_groups: set[str], limit: int | None = N
 
 def _add_question(questions: dict, rec: QuestionRecord, path, line) -> QuestionRecord:
     known = questions.setdefault(rec.external_id, rec)
-    if known is rec and (problem := rendering.text_problem(rec.text)):
+    if known is rec and (problem := rendering.text_problem(rec.text or "")):
         raise ImportProblem(path, line, "question", f"question {rec.external_id!r}: {problem}")
     if known.text != rec.text:
         raise ImportProblem(path, line, "question", f"question {rec.external_id!r} has a different text than before")
@@ -197,7 +197,7 @@ def _add_question(questions: dict, rec: QuestionRecord, path, line) -> QuestionR
 
 def _add_answer(question: QuestionRecord, answer: AnswerRecord, path, line, field_name) -> None:
     known = question.answers.setdefault(answer.external_id, answer)
-    if known is answer and (problem := rendering.text_problem(answer.text)):
+    if known is answer and (problem := rendering.text_problem(answer.text or "")):
         raise ImportProblem(path, line, field_name, f"answer {answer.external_id!r}: {problem}")
     if (known.text, known.derived_from, known.lengths) != (answer.text, answer.derived_from, answer.lengths):
         raise ImportProblem(path, line, field_name, f"answer {answer.external_id!r} differs from an earlier row")
