@@ -7,6 +7,7 @@ import pytest
 
 from analysis import metrics
 from analysis.report import Options, analyze
+from analysis.text import report_lines
 from tests.analysis_frames import frame, item, votes
 
 LONGER_A2 = item(1, 1, "control", 1, 2, len_a1=10, len_a2=15)
@@ -63,5 +64,6 @@ def test_the_report_scores_with_the_chosen_convention_and_seed_and_names_them():
     assert conventions["longer_wins"] == "blog"
     assert "drawn at random" in conventions["longer_wins_ties"] and "seed 5" in conventions["longer_wins_ties"]
     assert conventions["longer_wins_equal_length"] == "pairs of equal length counted, never a win"
+    assert any("longer answer wins (words, a tie's winner drawn at random" in line for line in report_lines(result))
     default = analyze(hand_frame(), study="s", options=Options(bootstrap=10))["conventions"]
     assert (default["longer_wins"], default["longer_wins_ties"]) == ("tie_half", "a tie counts half a win")
