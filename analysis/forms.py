@@ -6,6 +6,7 @@ from django import forms
 
 from analysis.exports import PASTE_LISTS
 from analysis.frame import CONTROL, MEASURES, RUNS, Filters
+from analysis.metrics import VERBOSITY_CONVENTIONS
 from analysis.report import Options
 from annotations.models import BloomLevel
 
@@ -29,6 +30,13 @@ class FilterForm(forms.Form):
     until = forms.DateTimeField(required=False, label="Votes until")
     measure = forms.ChoiceField(required=False, choices=[(m, m) for m in MEASURES], label="Length measure")
     bin_width = forms.IntegerField(required=False, min_value=1, max_value=10_000, label="Length bin width")
+    verbosity_convention = forms.ChoiceField(
+        required=False,
+        choices=[(c, c) for c in VERBOSITY_CONVENTIONS],
+        label="Longer answer wins",
+        help_text="How a vote scores: tie_half (default) counts a tie as half a win; blog (the verbosity blog "
+        "post's) draws a tie's winner at random and counts pairs of equal length (docs/STATISTICS.md).",
+    )
     runs = forms.CharField(
         required=False,
         max_length=500,
@@ -87,7 +95,12 @@ class FilterForm(forms.Form):
 
     def options(self, **overrides) -> Options:
         d = self.cleaned_data
-        return Options(measure=d.get("measure") or "words", bin_width=d.get("bin_width") or 10, **overrides)
+        return Options(
+            measure=d.get("measure") or "words",
+            bin_width=d.get("bin_width") or 10,
+            verbosity_convention=d.get("verbosity_convention") or "tie_half",
+            **overrides,
+        )
 
 
 class PowerForm(forms.Form):

@@ -50,7 +50,7 @@ from datetime import datetime
 import numpy as np
 import pandas as pd
 
-MEASURES = ("words", "chars", "bpe")
+MEASURES = ("words", "chars", "bpe", "spaces")  # annotations.lengths
 CHOICES = ("a1", "a2", "tie")
 OPTIONS = ("first", "second", "tie")  # as displayed: Vote.choice_shown, Vote.option_probs
 CONTROL = "control"

@@ -12,7 +12,16 @@ from django.db.models import Case, Count, Max, Q, TextField, When
 from django.db.models.functions import Cast
 
 from analysis import results_cache
-from analysis.frame import CHOICES, COLUMNS, CONTROL, OPTIONAL_COLUMNS, empty_frame, normalise, probability_columns
+from analysis.frame import (
+    CHOICES,
+    COLUMNS,
+    CONTROL,
+    MEASURES,
+    OPTIONAL_COLUMNS,
+    empty_frame,
+    normalise,
+    probability_columns,
+)
 from annotations.models import RESPONSE_MS, Answer, ComparisonItem, Judge, Rater, Study, Vote
 from judges.models import JudgeRun
 
@@ -22,7 +31,7 @@ def answer_roots(study: Study) -> pd.DataFrame:
     on other variants) and its cached lengths."""
     rows = list(
         Answer.objects.filter(question__study=study).values_list(
-            "id", "derived_from_id", "len_words", "len_chars", "len_bpe", "system"
+            "id", "derived_from_id", *(f"len_{m}" for m in MEASURES), "system"
         )
     )
     parent = {a: p for a, p, *_ in rows}
@@ -32,7 +41,7 @@ def answer_roots(study: Study) -> pd.DataFrame:
         while parent.get(node) is not None and seen < 100:
             node, seen = parent[node], seen + 1
         roots[answer_id] = node
-    frame = pd.DataFrame(rows, columns=["answer_id", "derived_from", "words", "chars", "bpe", "system"])
+    frame = pd.DataFrame(rows, columns=["answer_id", "derived_from", *MEASURES, "system"])
     frame["root"] = frame["answer_id"].map(roots)
     return frame.set_index("answer_id")
 
@@ -62,7 +71,7 @@ def study_items(study: Study) -> pd.DataFrame:
     for side in ("a1", "a2"):
         ids = items[f"{side}_id"]
         items[f"{side}_root"] = ids.map(answers["root"]).astype("int64") if len(items) else ids
-        for m in ("words", "chars", "bpe"):
+        for m in MEASURES:
             items[f"len_{side}_{m}"] = ids.map(answers[m]).astype(float)
         items[f"{side}_system"] = ids.map(answers["system"]).fillna("").astype(str)
     items["words"] = (items["len_a1_words"] + items["len_a2_words"]).fillna(0).astype(np.int64)

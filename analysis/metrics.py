@@ -244,20 +244,64 @@ def _position_result(rates: list[dict] | None, p_value: float | None, n: int) ->
     }
 
 
-def verbosity(votes: pd.DataFrame, *, measure: str = "words", bin_width: int = 10, max_bins: int = 10) -> dict:
+# How a vote on a pair of answers scores for "the longer answer wins" (docs/STATISTICS.md):
+# what a tie scores, and what becomes of pairs of equal length.
+VERBOSITY_CONVENTIONS = {
+    "tie_half": ("a tie counts half a win", "pairs of equal length left out"),
+    "blog": (
+        "a tie's winner drawn at random, a win only when strictly longer (Dsouza 2023, verbosity blog post)",
+        "pairs of equal length counted, never a win",
+    ),
+}
+
+
+def verbosity_convention_parts(convention: str, *, seed: int) -> dict:
+    """The report's words for ``convention`` (its ``conventions`` object)."""
+    ties, equal = VERBOSITY_CONVENTIONS[convention]
+    if convention == "blog":
+        ties = f"{ties}; seed {seed}"
+    return {"longer_wins_ties": ties, "longer_wins_equal_length": equal}
+
+
+def longer_wins_scores(
+    choice: np.ndarray, a2_longer: np.ndarray, equal: np.ndarray, *, convention: str, seed: int
+) -> np.ndarray:
+    """Each vote's score for "the longer answer wins" under ``convention`` (a key of
+    ``VERBOSITY_CONVENTIONS``). ``choice``: 0 A1, 1 A2, 2 tie; ``a2_longer`` and ``equal`` say
+    which answer of the pair is longer. Under "tie_half" pairs of equal length must be left out
+    before; under "blog" they score 0, and each tie's winner is drawn with ``seed`` (one draw per
+    vote, in order, so a vote's draw does not depend on which other votes are ties)."""
+    if convention == "tie_half":
+        return np.where(choice == 2, 0.5, np.where((choice == 1) == a2_longer, 1.0, 0.0))
+    if convention == "blog":
+        coin = np.random.default_rng(seed).random(len(choice)) < 0.5
+        winner_a2 = np.where(choice == 2, coin, choice == 1)
+        return np.where(~equal & (winner_a2 == a2_longer), 1.0, 0.0)
+    raise ValueError(f"unknown verbosity convention {convention!r}; known: {', '.join(VERBOSITY_CONVENTIONS)}")
+
+
+def verbosity(
+    votes: pd.DataFrame,
+    *,
+    measure: str = "words",
+    bin_width: int = 10,
+    max_bins: int = 10,
+    convention: str = "tie_half",
+    seed: int = 0,
+) -> dict:
     """Preference for the longer answer against |Δ length| (bins of ``bin_width``, the last one
-    open), and "longer answer wins": the mean of the same vote scores over all bins. A vote
-    scores 1 for the longer answer, 0 for the shorter, 0.5 for a tie (a tie counts half a win).
-    Pairs of equal length, or with unknown length, are left out. Every figure has an interval
-    clustered by question (and rater)."""
+    open), and "longer answer wins": the mean of the same vote scores over all bins. How a vote
+    scores is the ``convention`` (``VERBOSITY_CONVENTIONS``): by default a vote scores 1 for the
+    longer answer, 0 for the shorter, 0.5 for a tie (a tie counts half a win), and pairs of equal
+    length are left out; "blog" draws a tie's winner with ``seed``. Pairs with unknown length
+    are left out. Every figure has an interval clustered by question (and rater)."""
     la1, la2 = votes[f"len_a1_{measure}"].to_numpy(), votes[f"len_a2_{measure}"].to_numpy()
     delta = la2 - la1
     with np.errstate(invalid="ignore"):
-        usable = ~np.isnan(delta) & (delta != 0)
+        usable = ~np.isnan(delta) & ((delta != 0) | (convention == "blog"))
     delta = delta[usable]
     choice = votes["choice"].array.codes[usable]
-    a2_longer = delta > 0
-    longer_chosen = np.where(choice == 2, 0.5, np.where((choice == 1) == a2_longer, 1.0, 0.0))
+    longer_chosen = longer_wins_scores(choice, delta > 0, delta == 0, convention=convention, seed=seed)
     absd = np.abs(delta)
     bin_of = np.minimum((absd // bin_width).astype(np.int64), max_bins) if len(absd) else np.zeros(0, np.int64)
     n_bins = int(bin_of.max()) + 1 if len(bin_of) else 0
@@ -272,6 +316,7 @@ def verbosity(votes: pd.DataFrame, *, measure: str = "words", bin_width: int = 1
         bins.append({"lo": lo, "hi": hi, "value": r["value"], "n": r["n"], "ci": r["ci"]})
     return {
         "measure": measure,
+        "convention": convention,
         "bin_width": bin_width,
         "bins": bins,
         "longer_wins": overall["value"],

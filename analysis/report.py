@@ -23,6 +23,8 @@ from analysis.frame import CONTROL, Filters, apply_filters, by_judge, is_in
 class Options:
     measure: str = "words"
     bin_width: int = 10
+    # How a vote scores for "the longer answer wins": a key of metrics.VERBOSITY_CONVENTIONS.
+    verbosity_convention: str = "tie_half"
     verbosity_groups: list[str] = field(default_factory=lambda: [CONTROL])
     bootstrap: int = 1000
     seed: int = 0
@@ -201,8 +203,8 @@ def conventions(filters: Filters, options: Options) -> dict:
     """Each choice the figures depend on, by name (docs/STATISTICS.md explains them)."""
     return {
         "item_preference": "sign of (votes A1 - votes A2); ties count 0",
-        "longer_wins_ties": "a tie counts half a win",
-        "longer_wins_equal_length": "pairs of equal length left out",
+        "longer_wins": options.verbosity_convention,
+        **metrics.verbosity_convention_parts(options.verbosity_convention, seed=options.seed),
         "asr_base": "questions with both a control and a perturbed-item preference",
         "accuracy_base": "questions with a perturbed-item preference (the control's is not needed)",
         "runs": "picked" if filters.run_ids else filters.runs,
@@ -309,7 +311,13 @@ def _judge_report(
         "asr": asr,
         "accuracy": acc,
         "position": overall_position,
-        "verbosity": metrics.verbosity(verbosity_votes, measure=options.measure, bin_width=options.bin_width),
+        "verbosity": metrics.verbosity(
+            verbosity_votes,
+            measure=options.measure,
+            bin_width=options.bin_width,
+            convention=options.verbosity_convention,
+            seed=options.seed,
+        ),
         **lc_part,
         "label_and_position": labels.label_and_position(votes, options.scheme_labels),
         "option_probs": metrics.option_probs(votes),

@@ -78,6 +78,7 @@ def items_version(study: Study) -> dict:
             words=Sum("len_words"),
             chars=Sum("len_chars"),
             bpe=Sum("len_bpe"),
+            spaces=Sum("len_spaces"),
         ),
     }
 

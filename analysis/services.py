@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from analysis import importers, loader, report, results_cache, simulate
 from analysis.frame import Filters
+from annotations import lengths
 from annotations.models import ComparisonItem, Judge, PerturbationKind, Rater, Slot, Study, Vote
 from biasstudy import bulk
 
@@ -574,11 +575,12 @@ def votes_prepare(*, study: Study, parsed: importers.Parsed) -> VotesPlan:
                 # repeats each system's answer on every pair) is measured once.
                 if a.lengths is not None:  # no text, its lengths given instead
                     answer.len_words, answer.len_chars = a.lengths.get("words", 0), a.lengths.get("chars", 0)
-                    answer.len_bpe = a.lengths.get("bpe")
+                    answer.len_bpe, answer.len_spaces = a.lengths.get("bpe"), a.lengths.get("spaces")
                 elif (same := measured.setdefault(a.text, answer)) is answer:
                     answer.refresh_lengths()
                 else:
-                    answer.len_words, answer.len_chars, answer.len_bpe = same.len_words, same.len_chars, same.len_bpe
+                    for m in lengths.MEASURES:
+                        setattr(answer, f"len_{m}", getattr(same, f"len_{m}"))
                 batch.append(answer)
         new_answers.append(batch)
         counts["answers"] += len(batch)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from analysis.metrics import VERBOSITY_CONVENTIONS
 from analysis.stats import format_p
 
 
@@ -57,7 +58,8 @@ def report_lines(report: dict, *, verbose: bool = False) -> Iterator[str]:
             yield f"  runs: {', '.join(str(r) for r in judge['runs'])}"
         if "verbosity" in judge:
             v = judge["verbosity"]
-            yield f"  longer answer wins ({v['measure']}, a tie counts half): {pct(v['longer_wins'])}{interval(v['longer_wins_ci'])}"
+            ties = VERBOSITY_CONVENTIONS[v.get("convention", "tie_half")][0]
+            yield f"  longer answer wins ({v['measure']}, {ties}): {pct(v['longer_wins'])}{interval(v['longer_wins_ci'])}"
         if judge.get("lc_winrate"):
             lc = ", ".join(f"{g} {pct(v)}" for g, v in judge["lc_winrate"].items())
             yield f"  length-controlled win rate of A2/A2p: {lc}"

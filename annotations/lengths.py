@@ -3,7 +3,9 @@
 - ``words``: whitespace-separated tokens;
 - ``chars``: characters;
 - ``bpe``: tokens of the local model's BPE tokenizer (SmolLM2's, read from its GGUF file with
-  llama-cpp-python, vocabulary only), where that tokenizer is installed; otherwise absent.
+  llama-cpp-python, vocabulary only), where that tokenizer is installed; otherwise absent;
+- ``spaces``: the pieces of ``text.split(" ")``, the verbosity blog post's tokens (Dsouza 2023):
+  a line break does not separate two pieces, and every further space in a run adds an empty one.
 
 Every figure that depends on length reports which measure it used.
 """
@@ -15,7 +17,7 @@ import threading
 from functools import lru_cache
 from typing import Any
 
-MEASURES = ("words", "chars", "bpe")
+MEASURES = ("words", "chars", "bpe", "spaces")
 
 _lock = threading.Lock()
 
@@ -26,6 +28,10 @@ def count_words(text: str) -> int:
 
 def count_chars(text: str) -> int:
     return len(text)
+
+
+def count_spaces(text: str) -> int:
+    return len(text.split(" "))
 
 
 @lru_cache(maxsize=1)
@@ -61,4 +67,9 @@ def bpe_available() -> bool:
 
 
 def measure_all(text: str) -> dict[str, int | None]:
-    return {"words": count_words(text), "chars": count_chars(text), "bpe": count_bpe(text)}
+    return {
+        "words": count_words(text),
+        "chars": count_chars(text),
+        "bpe": count_bpe(text),
+        "spaces": count_spaces(text),
+    }

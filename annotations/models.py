@@ -323,6 +323,8 @@ class Answer(RenderedText):
     len_words = models.PositiveIntegerField(default=0, editable=False)
     len_chars = models.PositiveIntegerField(default=0, editable=False)
     len_bpe = models.PositiveIntegerField(null=True, blank=True, editable=False)
+    # Null: unknown (an answer imported with its lengths instead of its text).
+    len_spaces = models.PositiveIntegerField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(default=timezone.now)
 
     objects = AnswerQuerySet.as_manager()
@@ -347,7 +349,7 @@ class Answer(RenderedText):
         # Lengths are a cache of the text: recomputed whenever the text may have changed.
         self.refresh_lengths()
         if kwargs.get("update_fields") is not None:
-            kwargs["update_fields"] = set(kwargs["update_fields"]) | {"len_words", "len_chars", "len_bpe"}
+            kwargs["update_fields"] = set(kwargs["update_fields"]) | {"len_words", "len_chars", "len_bpe", "len_spaces"}
         super().save(*args, **kwargs)
 
     @property
@@ -359,6 +361,7 @@ class Answer(RenderedText):
         self.len_words = measured["words"]
         self.len_chars = measured["chars"]
         self.len_bpe = measured.get("bpe")
+        self.len_spaces = measured["spaces"]
 
 
 def random_hand_out_rank() -> int:

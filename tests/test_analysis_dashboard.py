@@ -239,3 +239,14 @@ def test_a_judges_agreement_with_the_human_majority_carries_its_interval(db, sta
     assert re.search(r"75\.0%<span class=\"ci\">\[\d+\.\d%, \d+\.\d%\]</span></td><td>4</td>", body)
     metrics = b"".join(staff_client.get(reverse("analysis:export", args=["agree-s", "metrics"])).streaming_content)
     assert b"judge-agrees,,,agreement_vs_human_majority,,0.75," in metrics
+
+
+def test_the_verbosity_table_says_which_convention_scored_it(dash_study, staff_client):
+    url = reverse("analysis:study", args=["dash-s"])
+    assert "Longer answer wins (a tie counts half a win; pairs of equal length left out)" in (
+        staff_client.get(url).content.decode()
+    )
+    body = staff_client.get(url, {"verbosity_convention": "blog", "measure": "spaces"}).content.decode()
+    assert "a tie&#x27;s winner drawn at random" in body and "seed 0" in body
+    assert "Length measure: spaces." in body
+    assert staff_client.get(url, {"verbosity_convention": "coin"}).status_code == 400

@@ -17,3 +17,10 @@ def test_bpe_counts_tokens_when_the_local_tokenizer_is_installed():
     short = lengths.count_bpe("Water boils.")
     long = lengths.count_bpe("Water boils at one hundred degrees Celsius at sea level.")
     assert 0 < short < long
+
+
+def test_spaces_are_the_pieces_between_single_spaces():
+    # The verbosity blog post's tokens: a line break joins, a second space adds an empty piece.
+    assert lengths.count_spaces("one two\nthree") == 2
+    assert lengths.count_spaces("one  two") == 3
+    assert lengths.count_words("one two\nthree") == 3

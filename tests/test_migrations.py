@@ -16,6 +16,16 @@ def _migrate_to(name: str) -> None:
     executor.migrate([("annotations", name)])
 
 
+def _migrate_across(before: str, after: str) -> None:
+    """Back to ``before`` and forward through ``after``, then to the latest state again."""
+    _migrate_to(before)
+    try:
+        _migrate_to(after)
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())
+
+
 @pytest.mark.django_db(transaction=True)
 def test_leases_handed_out_before_0008_get_their_items_question():
     study = make_study(one_variant_per_question=True)
@@ -32,12 +42,7 @@ def test_leases_handed_out_before_0008_get_their_items_question():
             client_ms=9000,
             hand_out_next=True,
         )
-    _migrate_to("0007_rater_votes_done")
-    try:
-        _migrate_to("0008_lease_question")
-    finally:
-        executor = MigrationExecutor(connection)
-        executor.migrate(executor.loader.graph.leaf_nodes())
+    _migrate_across("0007_rater_votes_done", "0008_lease_question")
     leases = list(Lease.objects.select_related("item"))
     assert len(leases) == 4
     assert all(lease.question_id == lease.item.question_id for lease in leases)
@@ -55,12 +60,7 @@ def test_items_from_before_0011_get_their_slots_closed_by_their_counted_votes_an
         rater_id=voter.pk, slug=voter.study.slug, token=lease.token, choice_shown="tie", client_ms=9000
     )
     pending = assignment.lease_next(rater=holder)
-    _migrate_to("0010_vote_labels_swapped")
-    try:
-        _migrate_to("0011_slot_queue")
-    finally:
-        executor = MigrationExecutor(connection)
-        executor.migrate(executor.loader.graph.leaf_nodes())
+    _migrate_across("0010_vote_labels_swapped", "0011_slot_queue")
     for item in ComparisonItem.objects.filter(study=study):
         orders = sorted(item.slots.values_list("shown_first", flat=True))
         assert orders == ["a1", "a1", "a2", "a2"], item
@@ -79,12 +79,7 @@ def test_renders_stored_before_0016_are_stored_again_under_the_new_rendering_cod
     Question.objects.filter(pk=question.pk).update(text_html="<p>old</p>", text_html_key="0" * 40)
     Answer.objects.filter(pk=first.pk).update(text_html="<p>old</p>", text_html_key="0" * 40)
     kept = Answer.objects.values_list("text_html", "text_html_key").get(pk=second.pk)
-    _migrate_to("0015_study_allow_mturk_frame")
-    try:
-        _migrate_to("0016_refresh_stored_renders")
-    finally:
-        executor = MigrationExecutor(connection)
-        executor.migrate(executor.loader.graph.leaf_nodes())
+    _migrate_across("0015_study_allow_mturk_frame", "0016_refresh_stored_renders")
     for row in [Question.objects.get(pk=question.pk), Answer.objects.get(pk=first.pk)]:
         assert row.text_html_key == rendering.render_key(row.text)
         assert row.text_html == rendering.render_markdown(row.text) != "<p>old</p>"
@@ -99,12 +94,19 @@ def test_renders_stored_before_0017_with_a_linked_ftp_url_are_stored_again_as_te
     # As the code before 0017 stored it: the ftp URL linked.
     old = '<p>Fetch <a href="ftp://example.org/file">ftp://example.org/file</a> or https://example.org.</p>'
     Question.objects.filter(pk=question.pk).update(text_html=old, text_html_key="0" * 40)
-    _migrate_to("0016_refresh_stored_renders")
-    try:
-        _migrate_to("0017_refresh_stored_renders_link_protocols")
-    finally:
-        executor = MigrationExecutor(connection)
-        executor.migrate(executor.loader.graph.leaf_nodes())
+    _migrate_across("0016_refresh_stored_renders", "0017_refresh_stored_renders_link_protocols")
     row = Question.objects.get(pk=question.pk)
     assert row.text_html_key == rendering.render_key(row.text)
     assert row.text_html.startswith('<p>Fetch ftp://example.org/file or <a href="https://example.org"')
+
+
+@pytest.mark.django_db(transaction=True)
+def test_answers_stored_before_0022_get_their_pieces_between_single_spaces():
+    study = make_study()
+    question = make_question(study, a1="One two\nthree.", a2="One  two.")
+    first, second = question.answers.order_by("pk")
+    # An answer imported with its lengths instead of its text: its pieces stay unknown.
+    Answer.objects.filter(pk=second.pk).update(text="", len_words=40)
+    _migrate_across("0021_slot_rater_item", "0022_answer_len_spaces")
+    assert Answer.objects.get(pk=first.pk).len_spaces == 2
+    assert Answer.objects.get(pk=second.pk).len_spaces is None

@@ -30,7 +30,11 @@ def add_filter_arguments(parser: CommandParser) -> None:
     parser.add_argument("--subset", action="append", default=[], help="only this subset of imported data (repeatable)")
     parser.add_argument("--since", help="votes received from (ISO date/time)")
     parser.add_argument("--until", help="votes received until (ISO date/time)")
-    parser.add_argument("--measure", default="words", help="length measure: words, chars or bpe")
+    parser.add_argument("--measure", default="words", help="length measure: words, chars, bpe or spaces")
+    parser.add_argument(
+        "--verbosity-convention",
+        help="how a vote scores for 'longer answer wins': tie_half (default) or blog (ties drawn with --seed)",
+    )
     parser.add_argument("--bin-width", type=int, default=10)
     parser.add_argument(
         "--runs", help="LLM runs to count: latest (default: latest complete run per item), all, or ids like 3,5"
@@ -53,6 +57,7 @@ def filter_form(
         "until": options.get("until"),
         "measure": options.get("measure"),
         "bin_width": options.get("bin_width"),
+        "verbosity_convention": options.get("verbosity_convention"),
         "runs": options.get("runs"),
     }
     data = {k: v for k, v in data.items() if v not in (None, False)}
