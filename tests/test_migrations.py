@@ -101,12 +101,12 @@ def test_renders_stored_before_0017_with_a_linked_ftp_url_are_stored_again_as_te
 
 
 @pytest.mark.django_db(transaction=True)
-def test_answers_stored_before_0022_get_their_pieces_between_single_spaces():
+def test_answers_stored_before_0023_get_their_pieces_between_single_spaces():
     study = make_study()
     question = make_question(study, a1="One two\nthree.", a2="One  two.")
     first, second = question.answers.order_by("pk")
     # An answer imported with its lengths instead of its text: its pieces stay unknown.
     Answer.objects.filter(pk=second.pk).update(text="", len_words=40)
-    _migrate_across("0021_slot_rater_item", "0022_answer_len_spaces")
+    _migrate_across("0022_markdown_validators", "0023_answer_len_spaces")
     assert Answer.objects.get(pk=first.pk).len_spaces == 2
     assert Answer.objects.get(pk=second.pk).len_spaces is None

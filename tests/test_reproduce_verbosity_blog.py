@@ -19,12 +19,12 @@ from analysis import metrics
 from analysis.frame import Filters, apply_filters
 from analysis.loader import study_frame
 from annotations.models import Study
+from biasstudy.datasets import dataset_path
 from tests.factories import make_study
 
-DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
-MTBENCH = DATASETS / "mtbench_human_judgments"
-PRD = DATASETS / "prd_vicuna80_lfqa"
-pytestmark = pytest.mark.slow
+MTBENCH = dataset_path("mtbench_human_judgments")
+PRD = dataset_path("prd_vicuna80_lfqa")
+pytestmark = [pytest.mark.slow, pytest.mark.dataset("mtbench_human_judgments", "prd_vicuna80_lfqa")]
 
 SEEDS = range(200)
 BLOG = {"convention": "blog", "measure": "spaces"}

@@ -18,7 +18,7 @@ def measure_spaces(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("annotations", "0021_slot_rater_item"),
+        ("annotations", "0022_markdown_validators"),
     ]
 
     operations = [
