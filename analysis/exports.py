@@ -452,12 +452,16 @@ def _agreement_records(study: str, agreement: dict) -> Iterator[list]:
 
 
 def _label_and_position_records(study: str, name: str, kind: str, found: dict | None) -> Iterator[list]:
-    """Position and label effects in log-odds (group: the label scheme); a label effect that
-    cannot be told from position is left out, as on the dashboard."""
+    """Position and label effects in log-odds (group: the label scheme), conditional on each item;
+    a label effect that cannot be told from position is left out, as on the dashboard. The
+    marginal (pooled) effects follow as ``*_marginal`` rows."""
     if not found:
         return
     effects = [("position_log_odds", "", found["position"])]
     effects += [("label_log_odds", scheme, e) for scheme, e in found["label"].items() if e["identifiable"]]
+    marginal = found.get("marginal") or {"label": {}}
+    effects.append(("position_log_odds_marginal", "", marginal.get("position")))
+    effects += [("label_log_odds_marginal", scheme, e) for scheme, e in marginal["label"].items()]
     for metric, group, effect in effects:
         if effect is not None:
             lo, hi = effect["ci"]

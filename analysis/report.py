@@ -90,6 +90,7 @@ def _analyze(frame, *, study, filters, options, votes_per_item, groups, semantic
     # Per-judge work needs a few columns only; splitting the slim frame copies far less.
     needed = [
         "judge",
+        "item_id",
         "question_id",
         "rater",
         "run_id",
