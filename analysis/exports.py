@@ -417,6 +417,25 @@ def _report_records(result: dict) -> Iterator[list]:
                     lo, hi = rate["ci"]
                     yield [study, name, kind, bloom, metric, group, rate["value"], lo, hi, rate["n"], "", "", ""]
             yield from _position_records(study, name, kind, bloom, part["position"])
+        if "tie_share" in judge:
+            # Beside ASR: the share of item preferences that are ties; position_dominated 1 = not ranked.
+            yield _rate_row(study, name, kind, "tie_share", judge["tie_share"])
+            flagged = bool(judge.get("position_dominated"))
+            yield [
+                study,
+                name,
+                kind,
+                "",
+                "position_dominated",
+                "",
+                int(flagged),
+                None,
+                None,
+                judge["n_votes"],
+                "",
+                "",
+                "",
+            ]
         verbosity = judge.get("verbosity")
         if verbosity:
             lo, hi = verbosity["longer_wins_ci"]
