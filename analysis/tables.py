@@ -66,6 +66,32 @@ def table2(result: dict) -> list[dict]:
     return rows
 
 
+def label_rows(result: dict) -> list[dict]:
+    """One row per (judge, label scheme) of the position-and-label table: the conditional
+    position and label effects where the label order varied within items, else ``split``
+    False and the reason (people, older runs: the two cannot be told apart, and the position
+    alone is in the positional table)."""
+    rows = []
+    for judge in result["judges"]:
+        found = judge.get("label_and_position")
+        if not found:
+            continue
+        for scheme, label in found["label"].items():
+            rows.append(
+                {
+                    "judge": judge["judge"],
+                    "labels": f"{label['first_label']} / {label['second_label']}" if label["first_label"] else scheme,
+                    "split": label["identifiable"],
+                    "position": found["position"] if label["identifiable"] else None,
+                    "label": label if label["identifiable"] else None,
+                    "reason": label.get("reason"),
+                    "n": found["n"],
+                    "n_ties": found["n_ties"],
+                }
+            )
+    return rows
+
+
 def lc_rows(result: dict) -> list[dict]:
     """One row per (judge, group): raw and length-controlled win rates and effects, each with
     its interval (lo/hi keys beside the value), the length slope and the questions behind it."""
