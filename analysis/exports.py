@@ -420,6 +420,25 @@ def _report_records(result: dict) -> Iterator[list]:
                     lo, hi = rate["ci"]
                     yield [study, name, kind, bloom, metric, group, rate["value"], lo, hi, rate["n"], "", "", ""]
             yield from _position_records(study, name, kind, bloom, part["position"])
+        if "tie_share" in judge:
+            # Beside ASR: the share of item preferences that are ties; position_dominated 1 = not ranked.
+            yield _rate_row(study, name, kind, "tie_share", judge["tie_share"])
+            flagged = bool(judge.get("position_dominated"))
+            yield [
+                study,
+                name,
+                kind,
+                "",
+                "position_dominated",
+                "",
+                int(flagged),
+                None,
+                None,
+                judge["n_votes"],
+                "",
+                "",
+                "",
+            ]
         verbosity = judge.get("verbosity")
         if verbosity:
             lo, hi = verbosity["longer_wins_ci"]
@@ -455,12 +474,16 @@ def _agreement_records(study: str, agreement: dict) -> Iterator[list]:
 
 
 def _label_and_position_records(study: str, name: str, kind: str, found: dict | None) -> Iterator[list]:
-    """Position and label effects in log-odds (group: the label scheme); a label effect that
-    cannot be told from position is left out, as on the dashboard."""
+    """Position and label effects in log-odds (group: the label scheme), conditional on each item;
+    a label effect that cannot be told from position is left out, as on the dashboard. The
+    marginal (pooled) effects follow as ``*_marginal`` rows."""
     if not found:
         return
     effects = [("position_log_odds", "", found["position"])]
     effects += [("label_log_odds", scheme, e) for scheme, e in found["label"].items() if e["identifiable"]]
+    marginal = found.get("marginal") or {"label": {}}
+    effects.append(("position_log_odds_marginal", "", marginal.get("position")))
+    effects += [("label_log_odds_marginal", scheme, e) for scheme, e in marginal["label"].items()]
     for metric, group, effect in effects:
         if effect is not None:
             lo, hi = effect["ci"]

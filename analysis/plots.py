@@ -119,7 +119,9 @@ def forest(result: dict) -> tuple[Figure, Rows]:
         ax.set_xticks([0, 0.5, 1], ["0", "0.5", "1"])
         ax.set_title(f"{c['label']}\n({c['better']} is better)", fontsize=9)
         ax.grid(axis="x", color="#e0e0e0")
-    axes[0].set_yticks(ys, [r["judge"] for r in judges])
+    # A position-dominated judge's ASR says nothing about robustness: named so, as it is unranked.
+    names = [f"{r['judge']}\n(position-dominated)" if r.get("position_dominated") else r["judge"] for r in judges]
+    axes[0].set_yticks(ys, names)
     axes[0].set_ylim(-0.7, len(judges) - 0.3)
     fig.suptitle(title, fontsize=11)
     fig.supxlabel("share of questions (ASR) or of items (accuracy)")

@@ -92,6 +92,7 @@ def _analyze(frame, *, study, filters, options, votes_per_item, groups, semantic
     # Per-judge work needs a few columns only; splitting the slim frame copies far less.
     needed = [
         "judge",
+        "item_id",
         "question_id",
         "rater",
         "run_id",
@@ -145,13 +146,15 @@ def _analyze(frame, *, study, filters, options, votes_per_item, groups, semantic
     if judge_reports is not None:
         judge_reports.clear()
         judge_reports.update(parts)
-    _add_ranks(judges, groups, semantics)
-
     humans = human_like(judge_kinds, has_raters)
     nf = not_familiar[not_familiar["judge"].isin(humans).to_numpy()] if len(not_familiar) else not_familiar
     nf = nf[nf["choice"].notna().to_numpy()] if len(nf) else nf
     human_nf = metrics.position(nf)
     position_tests = _adjust_position_tests(judges, human_nf)
+    # After the adjusted p-values, which the flag reads; a flagged judge is not ranked.
+    for j in judges:
+        j["position_dominated"] = metrics.position_dominated(j["position"], j["tie_share"])
+    _add_ranks(judges, groups, semantics)
     agreement = _agreement(counted, prefs, prefs_by_judge, humans, judge_kinds, counts, question_index)
     # Issue 21: agreement over vote pairs as Zheng et al. count it, and self-preference.
     agreement["vote_pairs"] = vote_pairs.vote_pair_agreement(
@@ -310,6 +313,8 @@ def _judge_report(
         "n_votes_total": total,
         "asr": asr,
         "accuracy": acc,
+        # Beside ASR: a tie counts as robust there, and a judge voting by position ties a lot.
+        "tie_share": metrics.tie_share(prefs),
         "position": overall_position,
         "verbosity": metrics.verbosity(
             verbosity_votes,
@@ -405,16 +410,19 @@ def _orientation(prefs: pd.DataFrame) -> pd.Series:
 
 
 def _add_ranks(judges: list[dict], groups: list[str], semantics: dict[str, str]) -> None:
+    """Ranks by ASR and accuracy among the judges not flagged as position-dominated (their
+    rank is None: their ASR would put them first for voting by position)."""
+    ranked = [j for j in judges if not j["position_dominated"]]
     for j in judges:
         j["ranks"] = {"asr": {}, "accuracy": {}}
     for g in groups:
-        asr_ranks = stats.ranks({j["judge"]: j["asr"][g]["value"] for j in judges}, lower_is_better=True)
+        asr_ranks = stats.ranks({j["judge"]: j["asr"][g]["value"] for j in ranked}, lower_is_better=True)
         for j in judges:
-            j["ranks"]["asr"][g] = asr_ranks[j["judge"]]
+            j["ranks"]["asr"][g] = asr_ranks.get(j["judge"])
         if semantics[g] == "degrading":
-            acc_ranks = stats.ranks({j["judge"]: j["accuracy"][g]["value"] for j in judges}, lower_is_better=False)
+            acc_ranks = stats.ranks({j["judge"]: j["accuracy"][g]["value"] for j in ranked}, lower_is_better=False)
             for j in judges:
-                j["ranks"]["accuracy"][g] = acc_ranks[j["judge"]]
+                j["ranks"]["accuracy"][g] = acc_ranks.get(j["judge"])
 
 
 def _agreement(

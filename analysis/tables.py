@@ -32,20 +32,63 @@ def table1(result: dict, part: str | None = None) -> dict:
             cells.append({**rate, "lo": rate["ci"][0], "hi": rate["ci"][1], "rank": rank})
         # A Bloom level's votes, not the judge's total: its counted votes with a choice.
         n_votes = judge["n_votes"] if part is None else source["position"]["n"]
-        rows.append({"judge": judge["judge"], "kind": judge["kind"], "n_votes": n_votes, "cells": cells})
+        rows.append(
+            {
+                "judge": judge["judge"],
+                "kind": judge["kind"],
+                "n_votes": n_votes,
+                "cells": cells,
+                # The whole study's: a judge voting by position ties a lot, and ASR counts a tie as robust.
+                "ties": _tie_cell(judge.get("tie_share")) if part is None else None,
+                "position_dominated": judge.get("position_dominated") or [],
+            }
+        )
     rnd = result["random_judge"]
     cells = [
         {**rnd["asr" if c["metric"] == "asr" else "accuracy"][c["group"]], "lo": None, "hi": None, "rank": None}
         for c in cols
     ]
     rows.append({"judge": "random judge", "kind": "chance level", "n_votes": None, "cells": cells, "chance": True})
-    return {"columns": cols, "rows": rows}
+    return {"columns": cols, "rows": rows, "with_ties": part is None}
+
+
+def _tie_cell(ties: dict | None) -> dict | None:
+    """A tie share as a table cell (value, lo, hi, n), or None where the report has none."""
+    if not ties:
+        return None
+    return {**ties, "lo": ties["ci"][0], "hi": ties["ci"][1], "rank": None}
 
 
 def table2(result: dict) -> list[dict]:
     rows = [{"judge": j["judge"], "kind": j["kind"], **j["position"]} for j in result["judges"]]
     rows.append({"judge": "Human-NF", "kind": "not familiar", **result["human_nf_position"]})
     rows.append({"judge": "random judge", "kind": "chance level", **result["random_judge"]["position"], "chance": True})
+    return rows
+
+
+def label_rows(result: dict) -> list[dict]:
+    """One row per (judge, label scheme) of the position-and-label table: the conditional
+    position and label effects where the label order varied within items, else ``split``
+    False and the reason (people, older runs: the two cannot be told apart, and the position
+    alone is in the positional table)."""
+    rows = []
+    for judge in result["judges"]:
+        found = judge.get("label_and_position")
+        if not found:
+            continue
+        for scheme, label in found["label"].items():
+            rows.append(
+                {
+                    "judge": judge["judge"],
+                    "labels": f"{label['first_label']} / {label['second_label']}" if label["first_label"] else scheme,
+                    "split": label["identifiable"],
+                    "position": found["position"] if label["identifiable"] else None,
+                    "label": label if label["identifiable"] else None,
+                    "reason": label.get("reason"),
+                    "n": found["n"],
+                    "n_ties": found["n_ties"],
+                }
+            )
     return rows
 
 

@@ -53,6 +53,10 @@ def report_lines(report: dict, *, verbose: bool = False) -> Iterator[str]:
             yield f"  ASR {g}: {rate_text(judge['asr'][g])}"
             if g in judge["accuracy"]:
                 yield f"  Acc {g}: {rate_text(judge['accuracy'][g])}"
+        if "tie_share" in judge:
+            yield f"  item preferences tied: {rate_text(judge['tie_share'])}"
+        for reason in judge.get("position_dominated") or []:
+            yield f"  position-dominated, not ranked: {reason}"
         yield f"  position: {position_text(judge['position'])}"
         if judge.get("runs"):
             yield f"  runs: {', '.join(str(r) for r in judge['runs'])}"

@@ -49,6 +49,7 @@ def study_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
             table1=tables.table1(result),
             table2=tables.table2(result),
             lc_rows=tables.lc_rows(result),
+            label_rows=tables.label_rows(result),
             bloom_tables={b: tables.table1(result, part=b) for b in _blooms(result)},
             plots=plots.PLOTS,
         )

@@ -3,7 +3,10 @@
 import itertools
 import math
 
+import numpy as np
 import pytest
+from scipy.optimize import minimize_scalar
+from scipy.special import log_expit
 
 from analysis import simulate
 from analysis.labels import NO_LABELS, NOT_COUNTERBALANCED, TIED_TO_ANSWER, label_and_position
@@ -40,13 +43,28 @@ def always_b(n_questions=8):
     return frame(rows)
 
 
+def maximiser(log_likelihood):
+    return minimize_scalar(lambda b: -log_likelihood(b), bounds=(-10, 10), method="bounded", options={"xatol": 1e-10}).x
+
+
+def half_votes(b, cells):
+    """Half a vote each way in `cells` cells whose linear predictor is ±b."""
+    return cells * 0.5 * (log_expit(b) + log_expit(-b))
+
+
 def test_a_judge_that_always_picks_b_has_a_label_effect_and_no_position_effect():
     result = label_and_position(always_b(), AB)
-    # Each cell: 8 votes plus half a vote each way, so B is picked 8.5 times in 9: log-odds -ln 17.
+    # Per item, 2 of the 4 votes went to A2 (those where A2 was under B). Given that total, the
+    # 6 ways to place them have weights e^(±2a), e^(±2b), 1, 1 (a position, b label), and the
+    # observed one e^(-2b). At a = 0, 8 items plus the half votes of the 4 cells:
+    # 8 (-2b - log(4 + 2 cosh 2b)) + 4 · ½ (log σ(b) + log σ(-b)).
+    expected = maximiser(lambda b: 8 * (-2 * b - np.log(4 + 2 * np.cosh(2 * b))) + half_votes(b, 4))
     label = result["label"]["ab"]
     assert label["identifiable"] is True and result["identifiable"] is True
-    assert label["log_odds"] == pytest.approx(-math.log(17), abs=1e-6)
-    assert label["share"] == pytest.approx(1 / 18, abs=1e-6)
+    assert label["log_odds"] == pytest.approx(expected, abs=1e-6)
+    assert label["share"] == pytest.approx(1 / (1 + math.exp(-expected)), abs=1e-6)
+    # The pooled fit gives each cell 8 votes plus half each way: B 8.5 times in 9, -ln 17.
+    assert result["marginal"]["label"]["ab"]["log_odds"] == pytest.approx(-math.log(17), abs=1e-6)
     assert (label["first_label"], label["second_label"]) == ("A", "B")
     assert result["position"]["log_odds"] == pytest.approx(0.0, abs=1e-6)
     lo, hi = result["position"]["ci"]
@@ -64,8 +82,12 @@ def test_label_order_tied_to_position_reports_position_only_and_says_why():
     result = label_and_position(frame(rows), AB)
     assert result["identifiable"] is False and result["reason"] == NOT_COUNTERBALANCED
     assert result["label"]["ab"]["identifiable"] is False and "log_odds" not in result["label"]["ab"]
-    # Always the first shown (and always "A"): all of it shows up as position, as it must.
-    assert result["position"]["log_odds"] == pytest.approx(math.log(8.5 / 0.5), abs=1e-6)
+    # Always the first shown (and always "A"): all of it shows up as position, as it must. Per
+    # item, A2 got the 2 votes where it was shown first; given 2 votes for A2, the number of them
+    # shown first is 0, 1 or 2 with weights e^(-2a), 4, e^(2a). Plus half votes in 2 cells.
+    expected = maximiser(lambda a: 4 * (2 * a - np.log(np.exp(-2 * a) + 4 + np.exp(2 * a))) + half_votes(a, 2))
+    assert result["position"]["log_odds"] == pytest.approx(expected, abs=1e-6)
+    assert result["marginal"]["position"]["log_odds"] == pytest.approx(math.log(8.5 / 0.5), abs=1e-6)
 
 
 def test_votes_without_labels_are_not_a_label_preference():
@@ -93,8 +115,11 @@ def test_with_one_display_order_only_position_is_not_separable_from_content():
         it = item(q, q, "control", 2 * q, 2 * q + 1)
         rows += [vote(it, "a1", False, "A"), vote(it, "a1", True, "A")]
     result = label_and_position(frame(rows), AB)
-    assert result["position"] is None and result["content_a1"] is None
-    assert result["label"]["ab"]["log_odds"] == pytest.approx(math.log(4.5 / 0.5), abs=1e-6)
+    assert result["position"] is None and result["marginal"]["content_a1"] is None
+    # Per item, one vote under each label order, the one under A taken: σ(2b) per item.
+    expected = maximiser(lambda b: 4 * log_expit(2 * b) + half_votes(b, 2))
+    assert result["label"]["ab"]["log_odds"] == pytest.approx(expected, abs=1e-6)
+    assert result["marginal"]["label"]["ab"]["log_odds"] == pytest.approx(math.log(4.5 / 0.5), abs=1e-6)
 
 
 def test_ties_and_votes_of_unknown_order_are_left_out_and_nothing_decisive_is_none():
@@ -156,7 +181,7 @@ def test_with_realistic_judges_the_bias_not_planted_stays_at_zero(position, labe
         (result["position"], result["label"]["ab"]) if position else (result["label"]["ab"], result["position"])
     )
     assert covers(other, 0.0)
-    assert planted["ci"][0] > 0.5  # clearly there, a little attenuated by the items' spread
+    assert covers(planted, 1.0) and planted["ci"][0] > 0.5  # per item: no attenuation by the items' spread
 
 
 def test_a_label_bias_in_runs_that_were_not_counterbalanced_shows_up_as_position():
