@@ -221,6 +221,7 @@ REQUIRED = ("question_id", "judge")
 # The verdict: ``winner`` in files written by hand, ``choice`` in the votes export (the same values).
 WINNER_COLUMNS = ("winner", "choice")
 PROBS = ("prob_first", "prob_second", "prob_tie")
+PROBS_SUM_TOLERANCE = 0.002
 LENGTH_MEASURES = ("words", "chars", "bpe")
 COLUMNS = (  # every column the format reads: the required ones, then the others by name
     *REQUIRED,
@@ -376,6 +377,11 @@ def _csv_row(
         raise ImportProblem(
             path, line, next(c for c in PROBS if c not in probs), "is needed with the other prob_ columns"
         )
+    # A distribution, as the judge backends require of a reply's option probabilities; a file
+    # may round them (three decimals: 0.333 × 3 = 0.999).
+    if probs and not math.isclose(sum(probs.values()), 1.0, abs_tol=PROBS_SUM_TOLERANCE):
+        shown = ", ".join(f"{v:g}" for v in probs.values())
+        raise ImportProblem(path, line, "prob_first", f"the prob_ columns ({shown}) do not add up to 1")
     question = _add_question(
         questions,
         QuestionRecord(qid, row.get("question"), bloom, subset=get("subset"), is_gold=is_gold),
@@ -543,7 +549,9 @@ def _read_utf8(path: Path) -> str:
 
 
 def _csv_reader(path: Path) -> csv.DictReader:
-    reader = csv.DictReader(io.StringIO(_read_utf8(path), newline=""))
+    # strict: a quote left open is an error, not a field that swallows the rows after it (in the
+    # default mode `q1,"unterminated,...` merged the next rows into one wrong vote).
+    reader = csv.DictReader(io.StringIO(_read_utf8(path), newline=""), strict=True)
     with _csv_problems(path, reader):
         reader.fieldnames  # noqa: B018 - reads the header, where a broken one is reported
     return reader
@@ -552,11 +560,19 @@ def _csv_reader(path: Path) -> csv.DictReader:
 def _csv_rows(reader: csv.DictReader, path: Path, problems: Problems):
     """The rows whose fields are fine (_csv_fields); a row with a bad field is reported in
     ``problems`` and left out. Text that is not CSV ends the reading, reported the same way."""
+    start = reader.line_num + 1  # the header has been read
     try:
         with _csv_problems(path, reader):
-            for row in reader:
-                if problems.check(_csv_fields, row, reader.line_num, path):
-                    yield row
+            try:
+                for row in reader:
+                    if problems.check(_csv_fields, row, reader.line_num, path):
+                        yield row
+                    start = reader.line_num + 1
+            except csv.Error as exc:
+                # A quote opened in the record that starts on `start` and never closed is found
+                # only lines later: the problem is reported where that record starts.
+                message = f"not readable as CSV from this line on: {exc} (is a quoted field left open?)"
+                raise ImportProblem(path, start, None, message) from None
     except ImportProblem as exc:
         problems.add(exc)
 

@@ -71,6 +71,7 @@ def test_judge_kind_label_scheme_probabilities_and_lengths_are_stored_and_analys
         (2, "prob_first", "1.5", "line 4, field 'prob_first': '1.5' is not a probability"),
         (2, "prob_tie", "", "line 4, field 'prob_tie': is needed with the other prob_ columns"),
         (2, "prob_second", "high", "line 4, field 'prob_second': 'high' is not a probability"),
+        (2, "prob_first", "0.9", r"line 4, field 'prob_first': the prob_ columns \(0.9, 0.2, 0.1\) do not add up to 1"),
         (0, "len_a1_words", "-3", "line 2, field 'len_a1_words': '-3' is not a whole number"),
         (1, "len_a2_words", "7", "line 3, field 'answer_a2': answer 'q1-a2' differs"),
         (3, "len_a2_words", "9", "line 5, field 'len_a2_words': give either answer_a2 or its length"),
@@ -84,3 +85,33 @@ def test_bad_optional_values_name_the_line_and_field_and_write_nothing(db, tmp_p
     with pytest.raises(CommandError, match=message):
         call_command("import_votes", str(write(tmp_path / "v.csv", rows)), "--format", "csv", "--study", "cols-bad")
     assert not Vote.objects.filter(item__study=study).exists()
+
+
+def test_probabilities_that_are_not_a_distribution_are_refused_as_a_judge_reply_would_be(db, tmp_path):
+    make_study(slug="cols-probs")
+    rows = [list(r) for r in ROWS]
+    rows[2][HEADER.index("prob_first") : HEADER.index("prob_tie") + 1] = ["0.9", "0.9", "0.9"]
+    with pytest.raises(CommandError, match=r"line 4, field 'prob_first': the prob_ columns \(0.9, 0.9, 0.9\)"):
+        call_command("import_votes", str(write(tmp_path / "v.csv", rows)), "--format", "csv", "--study", "cols-probs")
+    assert not Vote.objects.exists()
+
+
+def test_rounded_probabilities_that_add_up_to_one_are_read(db, tmp_path):
+    make_study(slug="cols-rounded")
+    rows = [list(r) for r in ROWS]
+    rows[2][HEADER.index("prob_first") : HEADER.index("prob_tie") + 1] = ["0.333", "0.333", "0.333"]
+    call_command("import_votes", str(write(tmp_path / "v.csv", rows)), "--format", "csv", "--study", "cols-rounded")
+    assert Vote.objects.get(judge__name="model", item__question__external_id="q1").option_probs["first"] == 0.333
+
+
+def test_a_quote_left_open_is_a_problem_at_its_line_never_a_merged_vote(db, tmp_path):
+    # The open quote would swallow the next rows into one vote's question text (csv's lenient
+    # mode): refused, naming the line where the broken record starts.
+    make_study(slug="cols-quote")
+    path = write(tmp_path / "v.csv", ROWS)
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[2] = lines[2].replace("q1,Why?,", 'q1,"Why?,', 1)  # the second vote, line 3
+    path.write_text("".join(lines), encoding="utf-8")
+    with pytest.raises(CommandError, match=r"line 3: not readable as CSV from this line on: .*quoted field left open"):
+        call_command("import_votes", str(path), "--format", "csv", "--study", "cols-quote", verbosity=0)
+    assert not Vote.objects.exists()
