@@ -182,7 +182,9 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAdminUser"],
+    # Staff, with the model permissions of what a view reads or writes; a view that declares
+    # none is for superusers only (api/permissions.py).
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAdminUser", "api.permissions.ModelPermissions"],
     "DEFAULT_PARSER_CLASSES": [
         "api.parsers.BoundedJSONParser",
         "rest_framework.parsers.FormParser",
