@@ -176,6 +176,9 @@ RQ_QUEUES = {"default": {"URL": env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
 RQ = {"WORKER_CLASS": "biasstudy.rq_worker.Worker"}
 if TASKS["default"]["BACKEND"] == "django_tasks_rq.RQBackend":
     INSTALLED_APPS.append("django_rq")
+# Its dashboard is registered by judges/admin.py, for superusers and the holders of its own
+# permission only (biasstudy/rq_admin.py), not for every staff member as django-rq registers it.
+RQ_SHOW_ADMIN_LINK = False
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

@@ -187,7 +187,7 @@ def test_each_route_answers_each_persona_as_the_matrix_says(world, persona):
     for route in routes():
         category = rule(route)
         if category == "staff_needs_redis" and persona.startswith("staff"):
-            continue  # the RQ dashboard needs a Redis server; test_reliability_judge_worker has one
+            continue  # the RQ dashboard needs a Redis server: test_security_rq_dashboard has one
         category = "staff" if category == "staff_needs_redis" else category
         response = client.get(_path(route, world))
         if not _allowed(category, persona, route, response):
