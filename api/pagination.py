@@ -29,9 +29,7 @@ class IdCursorPagination(CursorPagination):
             cursor = None
             valid = False
         else:
-            valid = cursor is None or (
-                _only_cursor_keys(encoded) and (cursor.position is None or _is_id(cursor.position))
-            )
+            valid = cursor is None or (_only_cursor_keys(encoded) and (cursor.position is None or _is_id(cursor.position)))
         if not valid:
             raise ValidationError({self.cursor_query_param: ["Invalid cursor: use the next/previous links as given."]})
         return cursor
@@ -45,9 +43,7 @@ class VoteCursorPagination(IdCursorPagination):
 def _only_cursor_keys(encoded: str) -> bool:
     """Strictly base64, and only the keys DRF writes (DRF itself skips junk it cannot read)."""
     try:
-        tokens = parse.parse_qs(
-            b64decode(encoded.encode("ascii"), validate=True).decode("ascii"), keep_blank_values=True
-        )
+        tokens = parse.parse_qs(b64decode(encoded.encode("ascii"), validate=True).decode("ascii"), keep_blank_values=True)
     except ValueError:
         return False
     return set(tokens) <= {"o", "r", "p"}

@@ -175,6 +175,7 @@ class JudgeRun(models.Model):
         DONE = "done", "Done"
         FAILED = "failed", "Failed"
 
+
     study = models.ForeignKey("annotations.Study", on_delete=models.CASCADE, related_name="runs")
     judge = models.ForeignKey("annotations.Judge", on_delete=models.PROTECT, related_name="runs")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)

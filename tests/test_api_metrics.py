@@ -17,12 +17,7 @@ from tests.factories import make_question, make_study, make_variant
 def analysed_study(db):
     study = make_study(slug="metrics-s", votes_per_item=2)
     for i in range(6):
-        q = make_question(
-            study,
-            a1="short answer " * (i + 1),
-            a2="a longer answer " * 6,
-            bloom_level="remembering" if i % 2 else "applying",
-        )
+        q = make_question(study, a1="short answer " * (i + 1), a2="a longer answer " * 6, bloom_level="remembering" if i % 2 else "applying")
         make_variant(q, kind="reference", of="a2" if i % 2 else "a1")
         make_variant(q, kind="factual_error", text="Wrong facts. " * 5)
     services.judge_simulate(study=study, name="sim-1", params=JudgeParams(position=0.5), seed=1)
@@ -47,34 +42,12 @@ METRICS = reverse("api:study-metrics", args=["metrics-s"])
 # The same filters, as the command's options and as the API's query string.
 FILTERED = (
     [
-        "--bootstrap",
-        "50",
-        "--seed",
-        "3",
-        "--include-flagged",
-        "--min-ms",
-        "2500",
-        "--bloom",
-        "remembering",
-        "--group",
-        "reference",
-        "--since",
-        "2000-01-01T00:00:00Z",
-        "--measure",
-        "chars",
-        "--bin-width",
-        "25",
+        "--bootstrap", "50", "--seed", "3", "--include-flagged", "--min-ms", "2500", "--bloom", "remembering",
+        "--group", "reference", "--since", "2000-01-01T00:00:00Z", "--measure", "chars", "--bin-width", "25",
     ],
     {
-        "bootstrap": 50,
-        "seed": 3,
-        "include_flagged": "true",
-        "min_ms": 2500,
-        "bloom": "remembering",
-        "group": "reference",
-        "since": "2000-01-01T00:00:00Z",
-        "measure": "chars",
-        "bin_width": 25,
+        "bootstrap": 50, "seed": 3, "include_flagged": "true", "min_ms": 2500, "bloom": "remembering",
+        "group": "reference", "since": "2000-01-01T00:00:00Z", "measure": "chars", "bin_width": 25,
     },
 )
 
@@ -108,16 +81,8 @@ def test_repeated_parameters_select_several_bloom_levels_and_groups(analysed_stu
     query = "?bootstrap=20&bloom=remembering&bloom=applying&group=reference&group=factual_error"
     body = token_client.get(METRICS + query).json()
     expected = command_json(
-        "--bootstrap",
-        "20",
-        "--bloom",
-        "remembering",
-        "--bloom",
-        "applying",
-        "--group",
-        "reference",
-        "--group",
-        "factual_error",
+        "--bootstrap", "20", "--bloom", "remembering", "--bloom", "applying",
+        "--group", "reference", "--group", "factual_error",
     )
     assert body == expected
 

@@ -49,12 +49,8 @@ def test_an_answer_shows_provenance_checks_review_and_lengths(voted_study, token
 
 def test_answers_filter_by_review_status_kind_and_original(voted_study, token_client):
     slug = voted_study.study.slug
-    pending = make_variant(
-        voted_study.questions[1], kind="factual_error", review_status=Answer.Review.PENDING, item=False
-    )
-    assert [a["id"] for a in get(token_client, "study-answers", slug, review_status="pending")["results"]] == [
-        pending.pk
-    ]
+    pending = make_variant(voted_study.questions[1], kind="factual_error", review_status=Answer.Review.PENDING, item=False)
+    assert [a["id"] for a in get(token_client, "study-answers", slug, review_status="pending")["results"]] == [pending.pk]
     assert [a["id"] for a in get(token_client, "study-answers", slug, kind="reference")["results"]] == [
         voted_study.variant.pk
     ]

@@ -10,6 +10,7 @@ from tests.judge_server import JudgeServer
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
+
 @pytest.fixture
 def page():
     with chromium() as browser:

@@ -139,9 +139,7 @@ def test_our_format_imports_with_derived_items(db, tmp_path):
 
 
 def test_export_then_import_round_trips_without_loss(db, tmp_path):
-    study = study_import(
-        path=write(tmp_path, minimal_document(votes_per_item=4, completion_code="X1")), fmt="biasstudy"
-    )
+    study = study_import(path=write(tmp_path, minimal_document(votes_per_item=4, completion_code="X1")), fmt="biasstudy")
     first = study_export(study=study)
     again = study_import(path=write(tmp_path, first), fmt="biasstudy", slug="mini-copy")
     second = study_export(study=again)
@@ -201,10 +199,7 @@ def test_the_export_command_writes_a_file_the_import_command_reads(db, tmp_path)
         (lambda d: d["study"].update(votes_per_item=2**70), r"study\.votes_per_item"),
         (lambda d: d["study"].update(gold_min_accuracy=1.5), r"study: gold_min_accuracy must be between 0 and 1"),
         (lambda d: d["questions"][0].update(id="q" * 121), r"questions\[0\]\.id: at most 120 characters"),
-        (
-            lambda d: d["questions"][0]["answers"].append({"id": "q1-a3", "text": "Blue."}),
-            r"two original answers, found 3",
-        ),
+        (lambda d: d["questions"][0]["answers"].append({"id": "q1-a3", "text": "Blue."}), r"two original answers, found 3"),
     ],
 )
 def test_bad_input_fails_as_a_whole_naming_the_field(db, tmp_path, mutate, expected):
