@@ -8,6 +8,7 @@ from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin.views.decorators import staff_member_required
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
@@ -17,6 +18,7 @@ from analysis import importers, services, uploads
 from analysis.tasks import votes_upload_import_queue
 from annotations.admin import StudyAdmin
 from annotations.uploads import UploadError
+from biasstudy.permissions import model_permissions_required
 
 
 class VotesImportForm(forms.Form):
@@ -40,11 +42,15 @@ class VotesImportForm(forms.Form):
 
 @require_http_methods(["GET", "POST"])
 @staff_member_required
+@model_permissions_required("annotations.add_vote")
 def votes_import(request: HttpRequest) -> HttpResponse:
-    """The file and the study; the task worker imports it, the progress page follows."""
+    """The file and the study; the task worker imports it, the progress page follows. Making
+    the study (`create`) needs the permission to add studies too, as in the API."""
     form = VotesImportForm(request.POST or None, request.FILES or None, initial={"study": request.GET.get("study", "")})
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
+        if data["create"] and not request.user.has_perm("annotations.add_study"):
+            raise PermissionDenied
         try:
             upload = uploads.votes_upload_store(
                 chunks=data["file"].chunks(),
@@ -67,6 +73,7 @@ def votes_import(request: HttpRequest) -> HttpResponse:
 
 @require_http_methods(["GET"])
 @staff_member_required
+@model_permissions_required("annotations.add_vote")  # following one's own import, as in the API
 def votes_import_progress(request: HttpRequest, token: str) -> HttpResponse:
     """The task worker's progress, polled by htmx: its steps, then the counts or every problem."""
     try:

@@ -603,3 +603,15 @@ EXPORTS: dict[str, Callable[..., Iterator[list]]] = {
 }
 # Exports read the whole study as it is, with no dashboard filters.
 UNFILTERED = {"votes", "raters"}
+
+# What reading each output needs (biasstudy.permissions): the dashboard and the API check these.
+# The metrics, figures and item preferences are computed from the votes; the rater monitor and
+# the payment file show raters, the payment file by their platform ids.
+METRICS_PERMISSIONS = ("annotations.view_study", "annotations.view_vote")
+EXPORT_PERMISSIONS: dict[str, tuple[str, ...]] = {
+    "votes": ("annotations.view_vote",),
+    "items": ("annotations.view_comparisonitem", "annotations.view_vote"),
+    "metrics": METRICS_PERMISSIONS,
+    "raters": ("annotations.view_rater",),
+}
+PAYMENT_PERMISSIONS = ("annotations.view_rater",)

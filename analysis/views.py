@@ -1,10 +1,12 @@
-"""The results dashboard: staff only, every view (fragments included) checks it."""
+"""The results dashboard: staff only, with the model permissions of what each page shows
+(biasstudy.permissions, analysis.exports' *_PERMISSIONS); every view, fragments included, checks them."""
 
 from __future__ import annotations
 
 from decimal import Decimal
 
 from django.contrib.admin.views.decorators import staff_member_required
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
@@ -12,6 +14,7 @@ from django.views.decorators.http import require_GET
 from analysis import exports, plots, services, tables
 from analysis.forms import FilterForm, PaymentForm, PowerForm
 from annotations.models import Study
+from biasstudy.permissions import has_model_perms, model_permissions_required
 
 
 def _study(slug: str) -> Study:
@@ -20,12 +23,14 @@ def _study(slug: str) -> Study:
 
 @require_GET
 @staff_member_required
+@model_permissions_required("annotations.view_study")
 def study_list(request: HttpRequest) -> HttpResponse:
     return render(request, "analysis/study_list.html", {"studies": Study.objects.order_by("title")})
 
 
 @require_GET
 @staff_member_required
+@model_permissions_required(*exports.METRICS_PERMISSIONS)
 def study_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
     study = _study(slug)
     groups, _ = services.study_groups(study=study)
@@ -65,6 +70,7 @@ def _blooms(result: dict) -> list[str]:
 
 @require_GET
 @staff_member_required
+@model_permissions_required(*exports.PAYMENT_PERMISSIONS)  # it shows platform participant ids too
 def rater_monitor(request: HttpRequest, slug: str) -> HttpResponse:
     study = _study(slug)
     rows = services.raters_monitor(study=study)
@@ -74,6 +80,7 @@ def rater_monitor(request: HttpRequest, slug: str) -> HttpResponse:
 
 @require_GET
 @staff_member_required
+@model_permissions_required("annotations.view_study")
 def power(request: HttpRequest, slug: str) -> HttpResponse:
     study = _study(slug)
     form = PowerForm(request.GET or None, initial=PowerForm.initial_for(study))
@@ -111,6 +118,8 @@ def _csv_response(rows, filename: str) -> StreamingHttpResponse:
 def export_csv(request: HttpRequest, slug: str, name: str) -> HttpResponse:
     if name not in exports.EXPORTS:
         raise Http404("no such export")
+    if not has_model_perms(request.user, exports.EXPORT_PERMISSIONS[name]):
+        raise PermissionDenied
     study = _study(slug)
     kwargs = {}
     if name not in exports.UNFILTERED:
@@ -125,6 +134,7 @@ def export_csv(request: HttpRequest, slug: str, name: str) -> HttpResponse:
 
 @require_GET
 @staff_member_required
+@model_permissions_required(*exports.PAYMENT_PERMISSIONS)
 def payment_csv(request: HttpRequest, slug: str) -> HttpResponse:
     """The file for the platform's bulk approve / reject and bonus pages (``?paste=approve`` or
     ``?paste=bonus``: just the lines Prolific's bulk pages take). The one export with platform
@@ -145,6 +155,7 @@ def payment_csv(request: HttpRequest, slug: str) -> HttpResponse:
 
 @require_GET
 @staff_member_required
+@model_permissions_required(*exports.METRICS_PERMISSIONS)
 def plot(request: HttpRequest, slug: str, name: str, fmt: str) -> HttpResponse:
     """One figure of the dashboard as SVG or PNG, or the CSV of the numbers it draws, for the
     same filters as the page."""

@@ -47,14 +47,35 @@ def validate_participant_id(value: str) -> None:
         )
 
 
-def validate_turk_submit_to(value: str) -> None:
+# What an origin is written with; a space, quote or semicolon would add sources or directives to
+# the done page's Content-Security-Policy, which names the origin.
+_ORIGIN_CHARS = frozenset(string.ascii_letters + string.digits + ":/.-[]")
+
+
+def turk_submit_origin(value: str) -> str:
+    """The origin MTurk's `turkSubmitTo` names (`https://www.mturk.com`, its sandbox, or a
+    loopback stand-in), rebuilt from its parsed parts: the done page posts there and its CSP
+    allows it. Anything that is not such an origin alone (a path, credentials, a query, a
+    character no origin has) is refused."""
+    refused = ValidationError("turkSubmitTo is not an MTurk endpoint.", code="not_mturk")
     if len(value) > 200:
         raise ValidationError("turkSubmitTo is too long.", code="too_long")
+    if not value or not _ORIGIN_CHARS.issuperset(value):
+        raise refused
     parts = urlsplit(value)
-    official = parts.scheme == "https" and parts.hostname in MTURK_SUBMIT_HOSTS and parts.port is None
-    loopback = parts.scheme in ("http", "https") and parts.hostname in LOOPBACK_HOSTS
-    if not (official or loopback) or parts.username or parts.password or parts.query or parts.fragment:
-        raise ValidationError("turkSubmitTo is not an MTurk endpoint.", code="not_mturk")
+    try:
+        port = parts.port
+    except ValueError:
+        raise refused from None
+    host = parts.hostname
+    if "@" in parts.netloc or parts.path not in ("", "/") or parts.query or parts.fragment or not host:
+        raise refused
+    official = parts.scheme == "https" and host in MTURK_SUBMIT_HOSTS and port is None
+    loopback = parts.scheme in ("http", "https") and host in LOOPBACK_HOSTS
+    if not (official or loopback):
+        raise refused
+    netloc = f"[{host}]" if ":" in host else host
+    return f"{parts.scheme}://{netloc}" + (f":{port}" if port is not None else "")
 
 
 class PlatformForm(forms.Form):
@@ -88,12 +109,10 @@ class PlatformForm(forms.Form):
     def clean_turkSubmitTo(self) -> str:
         """An endpoint we would not post to is dropped, not an error: the worker still gets in
         (and their completion code to paste)."""
-        value = self.cleaned_data["turkSubmitTo"]
         try:
-            validate_turk_submit_to(value)
+            return turk_submit_origin(self.cleaned_data["turkSubmitTo"])
         except ValidationError:
             return ""
-        return value.rstrip("/")
 
     def is_mturk_preview(self) -> bool:
         return self.data.get("assignmentId") == self.MTURK_PREVIEW

@@ -27,7 +27,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
 
 from annotations import assignment, completion, ratelimit, statements
-from annotations.forms import EnterForm, PlatformForm, validate_turk_submit_to
+from annotations.forms import EnterForm, PlatformForm, turk_submit_origin
 from annotations.models import Rater, Study
 
 log = logging.getLogger(__name__)
@@ -274,13 +274,12 @@ def _mturk_submit(rater: Rater) -> dict | None:
     if rater.source != Rater.Source.MTURK or not submit_to or not assignment_id:
         return None
     try:
-        validate_turk_submit_to(submit_to)
+        origin = turk_submit_origin(submit_to)  # stored so; checked again, for rows stored before
     except ValidationError:
         return None
-    parts = urlsplit(submit_to)
     return {
-        "action": f"{submit_to}/mturk/externalSubmit",
-        "origin": f"{parts.scheme}://{parts.netloc}",
+        "action": f"{origin}/mturk/externalSubmit",
+        "origin": origin,
         "assignment_id": assignment_id,
     }
 

@@ -2,7 +2,9 @@
 
 Class-based (DRF generic views) rather than the house's function views: the generic views give
 pagination and let drf-spectacular read each endpoint's serializers into the OpenAPI schema.
-Every view needs a staff user (settings.REST_FRAMEWORK) and is throttled per token.
+Every view needs a staff user with the model permissions of what it reads or writes
+(settings.REST_FRAMEWORK: api.permissions; a view declares them in `model_permissions` or
+takes them from its `queryset`) and is throttled per token.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import json
 
 from django.conf import settings
+from django.core.exceptions import PermissionDenied
 from django.db.models import Case, CharField, Count, F, OuterRef, QuerySet, Subquery, Value, When
 from django.http import Http404, HttpResponse, HttpResponsePermanentRedirect, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
@@ -38,6 +41,7 @@ from api.schema import ErrorSerializer, form_parameters
 from api.services import UploadTooLarge, study_import_upload
 from judges.models import JudgeRun, LLMJudge
 from judges.services import JudgeRunError, judge_run_cancel, judge_run_resume, judge_run_start
+from perturbations.models import Variant
 from perturbations.services import (
     PerturbationError,
     answer_review,
@@ -76,6 +80,7 @@ class ApiRootView(APIView):
     """/api/v1/: every endpoint of this version, so that the API can be explored from its root."""
 
     patterns: tuple = ()  # the other endpoints of the version, given by the URLconf
+    model_permissions = {"GET": ()}  # names and links only
 
     # Navigation, not data: left out of the schema (whose documentation page lists the same).
     @extend_schema(exclude=True)
@@ -198,6 +203,7 @@ class StudiesView(ListView):
 
 class VotesImportView(APIView):
     parser_classes = [MultiPartParser]
+    model_permissions = {"POST": ("annotations.add_vote",)}  # and add_study to `create` one
 
     @extend_schema(
         summary="Import votes",
@@ -216,6 +222,8 @@ class VotesImportView(APIView):
         form = inputs.VotesImportUpload(data=request.data)
         form.is_valid(raise_exception=True)
         data = form.validated_data
+        if data["create"] and not request.user.has_perm("annotations.add_study"):
+            raise PermissionDenied("Creating the study needs the permission to add studies.")
         file = data["file"]
         if file.size > settings.API_IMPORT_MAX_MB * 1024 * 1024:
             raise PayloadTooLarge(f"The upload is larger than the {settings.API_IMPORT_MAX_MB} MB the API accepts.")
@@ -239,6 +247,8 @@ class VotesImportView(APIView):
 
 
 class VotesImportJobView(APIView):
+    model_permissions = {"GET": ("annotations.add_vote",)}  # following one's own import
+
     @extend_schema(
         summary="State of a vote import",
         description=(
@@ -289,6 +299,8 @@ class StudyDetailView(DetailView):
 
 
 class StudyExportView(APIView):
+    model_permissions = {"GET": ("annotations.view_study", "annotations.view_question", "annotations.view_answer")}
+
     @extend_schema(
         summary="Export a study",
         description="The study as a biasstudy JSON document (docs/STUDY_FORMAT.md); importing it gives it back.",
@@ -315,6 +327,8 @@ VOTES = Vote.objects.annotate(
     ),
     participant_id=F("rater__participant_id"),
 )
+# A vote names its rater by their platform id: reading votes needs reading raters too.
+VOTE_PERMISSIONS = ("annotations.view_vote", "annotations.view_rater")
 
 
 class StudyQuestionsView(StudyListView):
@@ -387,6 +401,7 @@ class VotesView(ListView):
     """All votes, oldest id first, 500 a page (page_size up to 5000)."""
 
     queryset = VOTES
+    model_permissions = {"GET": VOTE_PERMISSIONS}
     serializer_class = serializers.VoteSerializer
     filter_class = inputs.VoteFilter
     pagination_class = VoteCursorPagination
@@ -394,6 +409,7 @@ class VotesView(ListView):
 
 class VoteDetailView(DetailView):
     queryset = VOTES
+    model_permissions = {"GET": VOTE_PERMISSIONS}
     serializer_class = serializers.VoteSerializer
 
 
@@ -469,6 +485,8 @@ class RunDetailView(DetailView):
 
 
 class RunCancelView(APIView):
+    model_permissions = {"POST": ("judges.change_judgerun",)}
+
     @extend_schema(
         summary="Cancel a judge run",
         description="Stop a queued or running run; the votes it has are kept (judges.services.judge_run_cancel).",
@@ -485,6 +503,8 @@ class RunCancelView(APIView):
 
 
 class RunResumeView(APIView):
+    model_permissions = {"POST": ("judges.change_judgerun",)}
+
     @extend_schema(
         summary="Resume a judge run",
         description=(
@@ -528,6 +548,8 @@ ANALYSIS_FILTERS = form_parameters(FilterForm)
 
 
 class StudyMetricsView(APIView):
+    model_permissions = {"GET": exports.METRICS_PERMISSIONS}
+
     @extend_schema(
         summary="Every metric of a study",
         description=(
@@ -586,6 +608,7 @@ def _export_schema(export: str, *, filters: bool):
 
 class VotesExportView(ExportView):
     export = "votes"
+    model_permissions = {"GET": exports.EXPORT_PERMISSIONS["votes"]}
     takes_filters = False  # every vote with its provenance, as the command and the dashboard give it
 
     @_export_schema("votes", filters=False)
@@ -595,6 +618,7 @@ class VotesExportView(ExportView):
 
 class ItemsExportView(ExportView):
     export = "items"
+    model_permissions = {"GET": exports.EXPORT_PERMISSIONS["items"]}
 
     @_export_schema("items", filters=True)
     def get(self, request: Request, slug: str) -> StreamingHttpResponse:
@@ -603,6 +627,7 @@ class ItemsExportView(ExportView):
 
 class MetricsExportView(ExportView):
     export = "metrics"
+    model_permissions = {"GET": exports.EXPORT_PERMISSIONS["metrics"]}
 
     @_export_schema("metrics", filters=True)
     def get(self, request: Request, slug: str) -> StreamingHttpResponse:
@@ -622,6 +647,8 @@ class StudyPerturbationsView(StudyListView):
     """The study's variants (perturbed answers) with their checks and review status."""
 
     queryset = VARIANTS
+    # As the admin's generate and review pages (perturbations.admin).
+    model_permissions = {"GET": (Variant.VIEW_PERMISSION,), "POST": (Variant.REVIEW_PERMISSION,)}
     study_lookup = "question__study"
     serializer_class = serializers.VariantSerializer
     filter_class = inputs.VariantFilter
@@ -671,6 +698,8 @@ class StudyPerturbationsView(StudyListView):
 
 
 class AnswerReviewView(APIView):
+    model_permissions = {"POST": (Variant.REVIEW_PERMISSION,)}
+
     @extend_schema(
         summary="Approve or reject a variant",
         description=(

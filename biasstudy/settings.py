@@ -181,13 +181,18 @@ RQ_QUEUES = {"default": {"URL": env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
 RQ = {"WORKER_CLASS": "biasstudy.rq_worker.Worker"}
 if TASKS["default"]["BACKEND"] == "django_tasks_rq.RQBackend":
     INSTALLED_APPS.append("django_rq")
+# Its dashboard is registered by judges/admin.py, for superusers and the holders of its own
+# permission only (biasstudy/rq_admin.py), not for every staff member as django-rq registers it.
+RQ_SHOW_ADMIN_LINK = False
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAdminUser"],
+    # Staff, with the model permissions of what a view reads or writes; a view that declares
+    # none is for superusers only (api/permissions.py).
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAdminUser", "api.permissions.ModelPermissions"],
     "DEFAULT_PARSER_CLASSES": [
         "api.parsers.BoundedJSONParser",
         "rest_framework.parsers.FormParser",

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.apps import apps as django_apps
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
@@ -267,3 +268,12 @@ class CachedResponseAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+
+# The Redis queue's dashboard, when Redis is the queue: for those with its permission only.
+if django_apps.is_installed("django_rq"):
+    from django_rq.models import Dashboard
+
+    from biasstudy.rq_admin import PermittedQueueAdmin
+
+    admin.site.register(Dashboard, PermittedQueueAdmin)

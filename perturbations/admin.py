@@ -53,7 +53,7 @@ class PerturbationKindAdmin(admin.ModelAdmin):
 
 
 def _can_review(request: HttpRequest) -> bool:
-    return request.user.has_perm("perturbations.change_variant")
+    return request.user.has_perm(Variant.REVIEW_PERMISSION)
 
 
 @admin.action(description="Generate perturbations…")
@@ -86,7 +86,7 @@ class PerturbationStudyAdmin(admin.ModelAdmin):
         return False
 
     def has_view_permission(self, request, obj=None) -> bool:
-        return request.user.has_perm("perturbations.view_variant") or _can_review(request)
+        return request.user.has_perm(Variant.VIEW_PERMISSION) or _can_review(request)
 
     def get_queryset(self, request):
         variants = "questions__answers"

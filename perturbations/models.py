@@ -90,6 +90,11 @@ class PerturbationStudy(Study):
 class Variant(Answer):
     """Perturbed answers, for bulk review in the admin."""
 
+    # Generating and reviewing variants, in the admin and the API alike; reading them needs
+    # the view permission (biasstudy.permissions: the change permission holds it too).
+    REVIEW_PERMISSION = "perturbations.change_variant"
+    VIEW_PERMISSION = "perturbations.view_variant"
+
     class Meta:
         proxy = True
         verbose_name = "perturbed answer"

@@ -85,6 +85,25 @@ def make_staff(**kw):
     return user
 
 
+def make_staff_with(*perms: str):
+    """A staff member who is not a superuser and holds only `perms` ("app_label.codename")."""
+    from django.contrib.auth.models import Permission
+
+    user = make_staff(is_superuser=False)
+    for perm in perms:
+        app_label, codename = perm.split(".")
+        user.user_permissions.add(Permission.objects.get(content_type__app_label=app_label, codename=codename))
+    return user
+
+
+def view_permissions() -> list[str]:
+    """Every "view" permission there is: what a read-only researcher is given."""
+    from django.contrib.auth.models import Permission
+
+    found = Permission.objects.filter(codename__startswith="view_").select_related("content_type")
+    return [f"{p.content_type.app_label}.{p.codename}" for p in found]
+
+
 def make_llm_judge(**kw):
     """An LLM judge configuration (and its annotations.Judge) through the service that creates them."""
     from judges.services import llm_judge_create

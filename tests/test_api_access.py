@@ -1,13 +1,20 @@
 """Who may use the API: staff only, by token (scripts) or session (the browsable API and the
 docs page). Anonymous visitors and raters (a session from the rater pages, no user) get 401,
-logged-in users who are not staff 403, on every endpoint."""
+logged-in users who are not staff 403, on every endpoint. Staff need Django's model permissions
+as the admin applies them: the view permission to read, the add or change permission of what a
+request writes; superusers have them all."""
 
 import pytest
-from django.urls import reverse
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
 
-from annotations.models import Study
-from tests.factories import make_staff
+from annotations.models import Answer, Study, Vote
+from api.permissions import required_permissions
+from judges.models import JudgeRun
+from tests.factories import make_staff, make_staff_with, view_permissions
+from tests.test_analysis_import import GOOD_ROWS, write_csv
 from tests.test_study_import import minimal_document
 
 
@@ -101,7 +108,9 @@ def test_a_token_of_a_deactivated_user_is_refused(voted_study, api_token, token_
     assert token_client.get(reverse("api:studies")).status_code == 401
 
 
-@pytest.mark.parametrize(("persona", "status"), [("anon_client", 302), ("rater_session_client", 302), ("user_client", 302)])
+@pytest.mark.parametrize(
+    ("persona", "status"), [("anon_client", 302), ("rater_session_client", 302), ("user_client", 302)]
+)
 def test_the_docs_page_sends_everyone_but_staff_to_the_login(db, rater, persona, status, request):
     response = request.getfixturevalue(persona).get(reverse("api:docs"))
     assert response.status_code == status
@@ -143,3 +152,134 @@ def test_an_unknown_api_path_is_a_json_404(token_client, path):
     response = token_client.get(path)
     assert response.status_code == 404
     assert response.json()["detail"]
+
+
+# --------------------------------------------------------------------------- model permissions
+
+
+def client_of(user) -> APIClient:
+    from django.core.cache import cache
+
+    cache.clear()  # throttle budgets
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    return client
+
+
+NO_PERMISSION_NEEDED = {reverse("api:root"), reverse("api:schema") + "?format=json"}
+
+
+def writes(data, tmp_path) -> dict[str, tuple[str, dict]]:
+    """Every request that writes or starts something: name -> (url, APIClient.post keywords)."""
+    votes = write_csv(tmp_path / "votes.csv", GOOD_ROWS).read_bytes()
+    return {
+        "import a study": (reverse("api:studies"), {"data": minimal_document(), "format": "json"}),
+        "import votes": (
+            reverse("api:votes-import"),
+            {"data": {"file": SimpleUploadedFile("votes.csv", votes), "study": data.study.slug}, "format": "multipart"},
+        ),
+        "start a run": (reverse("api:runs"), {"data": {"study": data.study.slug, "judge": data.bot.pk}, "format": "json"}),
+        "cancel a run": (reverse("api:run-cancel", args=[1]), {}),
+        "resume a run": (reverse("api:run-resume", args=[1]), {}),
+        "generate variants": (
+            reverse("api:study-perturbations", args=[data.study.slug]),
+            {"data": {"kind": "reference", "seed": 7}, "format": "json"},
+        ),
+        "review a variant": (reverse("api:answer-review", args=[data.variant.pk]), {"data": {"decision": "reject"}, "format": "json"}),
+    }  # fmt: skip
+
+
+def written() -> tuple:
+    return (
+        Study.objects.count(),
+        Vote.objects.count(),
+        JudgeRun.objects.count(),
+        Answer.objects.count(),
+        list(Answer.objects.values_list("review_status", flat=True).order_by("pk")),
+    )
+
+
+@pytest.fixture
+def upload_dir(settings, tmp_path):
+    settings.STUDY_UPLOAD_DIR = tmp_path / "uploads"
+
+
+def test_a_staff_member_without_permissions_is_forbidden_everything_but_the_index_and_schema(
+    voted_study, tmp_path, upload_dir
+):
+    client = client_of(make_staff_with())
+    for url in get_urls(voted_study):
+        response = client.get(url)
+        if url in NO_PERMISSION_NEEDED:
+            assert response.status_code == 200, url
+        else:
+            assert response.status_code == 403, url
+            assert "permission" in response.json()["detail"]
+    assert client.get(reverse("api:root")).status_code == 200
+    before = written()
+    for name, (url, kwargs) in writes(voted_study, tmp_path).items():
+        assert client.post(url, **kwargs).status_code == 403, name
+    assert written() == before
+
+
+def test_a_staff_member_with_view_permissions_reads_everything_and_writes_nothing(voted_study, tmp_path, upload_dir):
+    client = client_of(make_staff_with(*view_permissions()))
+    for url in get_urls(voted_study):
+        assert client.get(url).status_code == 200, url
+    before = written()
+    for name, (url, kwargs) in writes(voted_study, tmp_path).items():
+        assert client.post(url, **kwargs).status_code == 403, name
+    assert written() == before
+
+
+@pytest.mark.parametrize(
+    ("name", "perm", "status"),
+    [
+        ("import a study", "annotations.add_study", 201),
+        ("import votes", "annotations.add_vote", 202),
+        ("start a run", "judges.add_judgerun", 400),  # allowed; the service refuses a simulated judge
+        ("cancel a run", "judges.change_judgerun", 404),  # allowed; there is no such run
+        ("resume a run", "judges.change_judgerun", 404),
+        ("generate variants", "perturbations.change_variant", 201),  # as the admin's generate page
+        ("review a variant", "perturbations.change_variant", 400),  # allowed; its item has votes
+    ],
+)
+def test_each_write_needs_the_permission_of_what_it_writes(voted_study, tmp_path, upload_dir, name, perm, status):
+    url, kwargs = writes(voted_study, tmp_path)[name]
+    assert client_of(make_staff_with(perm)).post(url, **kwargs).status_code == status
+
+
+def test_a_vote_import_that_creates_its_study_needs_the_permission_to_add_studies(voted_study, tmp_path, upload_dir):
+    def post(client):
+        file = SimpleUploadedFile("votes.csv", write_csv(tmp_path / "votes.csv", GOOD_ROWS).read_bytes())
+        data = {"file": file, "study": "made-here", "create": "true"}
+        return client.post(reverse("api:votes-import"), data, format="multipart")
+
+    assert post(client_of(make_staff_with("annotations.add_vote"))).status_code == 403
+    assert post(client_of(make_staff_with("annotations.add_vote", "annotations.add_study"))).status_code == 202
+
+
+def test_the_change_permission_is_enough_to_read_as_in_the_admin(voted_study):
+    client = client_of(make_staff_with("annotations.change_study"))
+    assert client.get(reverse("api:studies")).status_code == 200
+    assert client.get(reverse("api:votes")).status_code == 403
+
+
+def test_every_api_view_says_what_each_of_its_methods_needs():
+    """A view that says nothing is for superusers only (safe, but useless to everyone else)."""
+
+    def views(patterns):
+        for pattern in patterns:
+            if isinstance(pattern, URLResolver):
+                yield from views(pattern.url_patterns)
+            elif isinstance(pattern, URLPattern) and hasattr(pattern.callback, "view_class"):
+                yield pattern.callback.view_class
+
+    api = get_resolver().resolve("/api/v1/").func.view_class.patterns
+    silent = [
+        (view.__name__, method)
+        for view in set(views(api))
+        for method in ("GET", "POST")
+        if hasattr(view, method.lower()) and required_permissions(view(), method) is None
+    ]
+    assert not silent

@@ -1,9 +1,12 @@
-"""Every URL pattern of the project x anonymous visitor, rater, another rater, staff.
+"""Every URL pattern of the project x anonymous visitor, rater, another rater, staff (a
+superuser), a staff member without permissions and one with every view permission only.
 
 The routes are read from the URL resolver; each must have a rule in ACCESS, so a new URL that
-nobody classified fails test_every_route_has_an_access_rule. Everything under admin/ and api/
-is staff only (custom admin views included); the rater pages show only the asking rater's own
-state; health and the study list are public.
+nobody classified fails test_every_route_has_an_access_rule. Everything under admin/, api/ and
+dashboard/ is staff only (custom admin views included), and follows Django's model permissions:
+without any, a staff member gets only what needs none (NO_PERMISSION_NEEDED); with view
+permissions only, every page that reads but none that writes (WRITE_PAGES). The rater pages show
+only the asking rater's own state; health and the study list are public.
 """
 
 from __future__ import annotations
@@ -15,7 +18,16 @@ from django.test import Client
 from django.urls import URLResolver, get_resolver
 
 from annotations.models import Vote
-from tests.factories import human_pool, make_question, make_staff, make_study, make_variant, make_vote
+from tests.factories import (
+    human_pool,
+    make_question,
+    make_staff,
+    make_staff_with,
+    make_study,
+    make_variant,
+    make_vote,
+    view_permissions,
+)
 
 # route (as the resolver spells it) -> who may use it
 ACCESS: dict[str, str] = {
@@ -42,7 +54,27 @@ SAMPLES = {
     "admin/django_rq/dashboard/^stats.json/(?P<token>[\\w]+)?/?$": "admin/django_rq/dashboard/stats.json/abc/",
     "admin/(?P<url>.*)$": "admin/no-such-page/",
     "api/^[\\s\\S]*/$": "api/no-such-endpoint/",
+    "dashboard/<slug:slug>/export/<str:name>.csv": "dashboard/matrix/export/votes.csv",
+    "dashboard/<slug:slug>/plot/<str:name>.<str:fmt>": "dashboard/matrix/plot/forest.svg",
 }
+
+# Staff pages any staff member may open, whatever their permissions: the admin's index (it lists
+# what they may see), their own password, the API's index, schema and documentation.
+NO_PERMISSION_NEEDED = {
+    "admin/",
+    "admin/jsi18n/",
+    "admin/password_change/",
+    "admin/password_change/done/",
+    "api/docs/",
+    "api/schema/",
+    "api/v1/",
+}
+# Pages (GET included) that write, start or import something, or follow what one started: closed
+# to a staff member who may only read.
+WRITE_PAGES = re.compile(
+    r"(add|delete|autocomplete|edit|generate|cancel|resume|test-connection|password)/$"
+    r"|study/upload/|votes/import/|api/v1/answers/<int:pk>/review/"
+)
 
 
 def routes() -> list[str]:
@@ -102,10 +134,15 @@ def world(db):
     make_question(study)
     variant = make_variant(question)
     vote = make_vote(study.items.first(), human_pool(study))
-    personas = {"anonymous": Client(), "rater": Client(), "other_rater": Client(), "staff": Client()}
+    personas = {
+        name: Client()
+        for name in ("anonymous", "rater", "other_rater", "staff", "staff_no_permissions", "staff_view_only")
+    }
     for name in ("rater", "other_rater"):
         assert personas[name].post("/s/matrix/", {"participant_id": name, "consent": "on"}).status_code == 302
     personas["staff"].force_login(make_staff())
+    personas["staff_no_permissions"].force_login(make_staff_with())
+    personas["staff_view_only"].force_login(make_staff_with(*view_permissions()))
     return SimpleNamespace(study=study, variant=variant, vote=vote, personas=personas)
 
 
@@ -124,22 +161,33 @@ def _allowed(category: str, persona: str, route: str, response) -> bool:
             return status in (200, 302) and "/admin/" not in location
         return status == 302 and location.endswith(f"/s/{'matrix'}/")
     # staff only
-    if persona == "staff":
+    if persona == "staff_no_permissions" and route not in NO_PERMISSION_NEEDED:
+        # Refused; or the admin's 404 for an app they may not see, 405 for a POST-only page, or
+        # its redirect from an object's old address to its change page (refused in turn).
+        admin_way = route.startswith("admin/") and (
+            status in (404, 405) or (status == 302 and location.startswith("/admin/") and "login" not in location)
+        )
+        return status == 403 or admin_way
+    if persona == "staff_view_only" and WRITE_PAGES.search(route):
+        return status in (403, 405)
+    if persona.startswith("staff"):
         # Some admin pages are closed to everyone by design (votes are never added by hand...).
         by_design = route.endswith(("add/", "delete/", "autocomplete/")) and status == 403
         return (status not in (401, 403) or by_design) and "/admin/login/" not in location
     return status in (401, 403) or (status == 302 and "/admin/login/" in location)
 
 
-@pytest.mark.parametrize("persona", ["anonymous", "rater", "other_rater", "staff"])
+@pytest.mark.parametrize(
+    "persona", ["anonymous", "rater", "other_rater", "staff", "staff_no_permissions", "staff_view_only"]
+)
 def test_each_route_answers_each_persona_as_the_matrix_says(world, persona):
     client = world.personas[persona]
     client.raise_request_exception = False
     wrong = []
     for route in routes():
         category = rule(route)
-        if category == "staff_needs_redis" and persona == "staff":
-            continue  # the RQ dashboard needs a Redis server; test_reliability_judge_worker has one
+        if category == "staff_needs_redis" and persona.startswith("staff"):
+            continue  # the RQ dashboard needs a Redis server: test_security_rq_dashboard has one
         category = "staff" if category == "staff_needs_redis" else category
         response = client.get(_path(route, world))
         if not _allowed(category, persona, route, response):
