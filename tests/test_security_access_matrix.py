@@ -39,7 +39,7 @@ ACCESS: dict[str, str] = {
     "s/<slug:slug>/done/": "rater",
     "admin/login/": "public",
     "admin/logout/": "post_only",
-    "api/^[\\s\\S]*/$": "not_found",  # the API's JSON 404 for every unknown path
+    "api/^[\\s\\S]*$": "not_found",  # the API's JSON 404 for every unknown path
 }
 PREFIX_RULES = [
     ("admin/django_rq/", "staff_needs_redis"),
@@ -53,7 +53,7 @@ SAMPLES = {
     "admin/django_rq/dashboard/^stats.json/?$": "admin/django_rq/dashboard/stats.json",
     "admin/django_rq/dashboard/^stats.json/(?P<token>[\\w]+)?/?$": "admin/django_rq/dashboard/stats.json/abc/",
     "admin/(?P<url>.*)$": "admin/no-such-page/",
-    "api/^[\\s\\S]*/$": "api/no-such-endpoint/",
+    "api/^[\\s\\S]*$": "api/no-such-endpoint",
     "dashboard/<slug:slug>/export/<str:name>.csv": "dashboard/matrix/export/votes.csv",
     "dashboard/<slug:slug>/plot/<str:name>.<str:fmt>": "dashboard/matrix/plot/forest.svg",
 }
