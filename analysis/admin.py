@@ -19,6 +19,7 @@ from analysis.tasks import votes_upload_import_queue
 from annotations.admin import StudyAdmin
 from annotations.uploads import UploadError
 from biasstudy.permissions import model_permissions_required
+from biasstudy.queue import QueueUnavailable
 
 
 class VotesImportForm(forms.Form):
@@ -47,6 +48,7 @@ def votes_import(request: HttpRequest) -> HttpResponse:
     """The file and the study; the task worker imports it, the progress page follows. Making
     the study (`create`) needs the permission to add studies too, as in the API."""
     form = VotesImportForm(request.POST or None, request.FILES or None, initial={"study": request.GET.get("study", "")})
+    status = 200
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         if data["create"] and not request.user.has_perm("annotations.add_study"):
@@ -65,10 +67,17 @@ def votes_import(request: HttpRequest) -> HttpResponse:
         except (importers.ImportProblem, UploadError) as exc:
             form.add_error("file", f"nothing was imported: {exc}")
         else:
-            votes_upload_import_queue(upload=upload)
-            return HttpResponseRedirect(reverse("analysis:votes-import-progress", args=[upload.token]))
+            try:
+                votes_upload_import_queue(upload=upload)
+            except QueueUnavailable as exc:
+                form.add_error(None, str(exc))
+                status = 503
+            else:
+                return HttpResponseRedirect(reverse("analysis:votes-import-progress", args=[upload.token]))
     context = {**admin.site.each_context(request), "form": form, "title": "Import votes"}
-    return render(request, "analysis/votes_import.html", context, status=400 if form.errors else 200)
+    return render(
+        request, "analysis/votes_import.html", context, status=400 if form.errors and status == 200 else status
+    )
 
 
 @require_http_methods(["GET"])

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from functools import partial
 
-from django.db import transaction
 from django_tasks import task
 
 from analysis import importers, services
 from analysis.uploads import VotesUpload, votes_upload_get, votes_upload_import, votes_upload_queued
-from annotations.uploads import UploadError
+from annotations.uploads import UploadError, upload_discard
+from biasstudy.queue import enqueue_on_commit
 
 
 @task()
@@ -22,6 +22,12 @@ def import_votes_upload(*, token: str) -> dict | None:
 
 
 def votes_upload_import_queue(*, upload: VotesUpload) -> None:
-    """Import the upload in the task worker once the current transaction commits."""
+    """Import the upload in the task worker once the current transaction commits. Raises
+    biasstudy.queue.QueueUnavailable when the queue does not take it: the upload is discarded
+    (no progress page waits for an import that will never run)."""
     votes_upload_queued(upload=upload)
-    transaction.on_commit(partial(import_votes_upload.enqueue, token=upload.token))
+    enqueue_on_commit(
+        partial(import_votes_upload.enqueue, token=upload.token),
+        undo=partial(upload_discard, upload.folder),
+        what=f"the import of {upload.name}",
+    )

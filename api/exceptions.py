@@ -5,7 +5,8 @@ Shapes (documented in docs/API.md and in the schema):
 - 400 from a study file: {"detail": "...", "path": "...", "line": 3, "field": "questions[0].bloom",
   "problems": [every problem in that shape], "more": 0}
 - 401/403/404/405/429: {"detail": "..."}
-- 503 with Retry-After when the database cannot be reached: {"detail": "..."}
+- 503 with Retry-After when the database cannot be reached, or the task queue did not take a
+  job (a run started or resumed, a vote file to import; nothing was done): {"detail": "..."}
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler, set_rollback
 
+from biasstudy.queue import RETRY_AFTER_SECONDS, QueueUnavailable
+
 logger = logging.getLogger(__name__)
 
 # Seconds a client is asked to wait when the database failed (as on the rater pages).
@@ -27,6 +30,14 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
     response = exception_handler(exc, context)
     if response is not None:
         return response
+    if isinstance(exc, QueueUnavailable):
+        # Raised once the operation's transaction committed and was undone: nothing to roll back.
+        logger.warning("task queue unavailable for the API: %s", exc)
+        return Response(
+            {"detail": str(exc)},
+            status=status.HTTP_503_SERVICE_UNAVAILABLE,
+            headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+        )
     if isinstance(exc, (OperationalError, InterfaceError)):
         # The database is restarting, unreachable or locked too long: the transaction was rolled
         # back, so the client may send the same request again.

@@ -52,22 +52,34 @@ def _check_tasks() -> dict:
 
 def _check_judge_runs() -> dict:
     """Running judge runs whose worker has not written for twice the stale time: the watchdog
-    (judges.tasks.watch_run) should have resumed them after one, so no worker is taking them."""
+    (judges.tasks.watch_run) should have resumed them after one, so no worker is taking them.
+    And queued runs no worker took for as long as a task may wait (STALE_AFTER, or twice the
+    stale time if longer): no worker is running, or the run's job is lost (Redis restarted
+    without its data, or the queue refused the job and the run could not be undone either).
+    A queued run's heartbeat_at is when it was queued; resuming it queues it again."""
     from judges.models import JudgeRun, stale_after
 
-    silent_since = timezone.now() - 2 * stale_after()
+    now = timezone.now()
+    runs = JudgeRun.objects.order_by("pk")
     stalled = list(
-        JudgeRun.objects.filter(status=JudgeRun.Status.RUNNING, heartbeat_at__lt=silent_since).values_list(
+        runs.filter(status=JudgeRun.Status.RUNNING, heartbeat_at__lt=now - 2 * stale_after()).values_list(
             "pk", flat=True
         )[:20]
     )
+    untaken = list(
+        runs.filter(
+            status=JudgeRun.Status.QUEUED, heartbeat_at__lt=now - max(STALE_AFTER, 2 * stale_after())
+        ).values_list("pk", flat=True)[:20]
+    )
+    report: dict = {"ok": not (stalled or untaken)}
     if stalled:
-        return {
-            "ok": False,
-            "stalled_runs": stalled,
-            "error": "judge runs stopped making progress: is a worker running?",
-        }
-    return {"ok": True}
+        report.update(stalled_runs=stalled, error="judge runs stopped making progress: is a worker running?")
+    if untaken:
+        report["untaken_runs"] = untaken
+        report["error"] = "; ".join(
+            filter(None, [report.get("error"), "queued judge runs no worker took: is a worker running? (resume them)"])
+        )
+    return report
 
 
 def _is_staff(request: HttpRequest) -> bool:

@@ -18,6 +18,7 @@ from django.views.decorators.http import require_POST
 
 from annotations.models import Judge, Study
 from biasstudy.limits import VOTES_PER_ITEM_MAX
+from biasstudy.queue import QueueUnavailable
 from judges import prompts
 from judges.models import CachedResponse, JudgeRun, LLMJudge
 from judges.services import (
@@ -187,7 +188,7 @@ class JudgeRunAdmin(admin.ModelAdmin):
                     votes_per_item=form.cleaned_data["votes_per_item"],
                     user=request.user,
                 )
-            except JudgeRunError as exc:
+            except (JudgeRunError, QueueUnavailable) as exc:
                 form.add_error(None, str(exc))
             else:
                 self.message_user(request, f"Run #{run.pk} queued: {run.total} votes.", messages.SUCCESS)
@@ -239,7 +240,7 @@ class JudgeRunAdmin(admin.ModelAdmin):
     def _report(request: HttpRequest, action, message: str) -> None:
         try:
             action()
-        except JudgeRunError as exc:
+        except (JudgeRunError, QueueUnavailable) as exc:
             messages.error(request, str(exc))
         else:
             messages.success(request, message)

@@ -83,30 +83,54 @@ class Backend(Protocol):
 def checked(completion: Completion) -> Completion:
     """A reply as the rest of the code may trust it, or BackendError naming what is wrong.
 
-    Cleaned: NUL characters (which PostgreSQL cannot store in text) become U+FFFD, visibly.
-    Refused: text longer than MAX_REPLY_CHARS, token counts that are not whole numbers in
-    [0, MAX_TOKEN_COUNT], log-probabilities that are not finite numbers <= 0, option
-    probabilities that are not finite, non-negative and summing to 1. A refused reply makes its
-    vote `failed` with this message; the run goes on.
+    The text is the vote: text longer than MAX_REPLY_CHARS (or not text) is refused, and the
+    vote is then `failed` with this message; NUL characters (which PostgreSQL cannot store in
+    text) become U+FFFD, visibly. What comes beside the text is dropped when it is garbage, and
+    the vote kept: token counts that are not whole numbers in [0, MAX_TOKEN_COUNT] become 0,
+    log-probabilities that are not finite numbers <= 0 and option probabilities that are not a
+    distribution (finite, non-negative, summing to 1) become None. Each drop is said in
+    `meta["dropped"]`, which the runner writes on the vote.
     """
     if not isinstance(completion.text, str):
         raise BackendError(f"reply text is {type(completion.text).__name__}, not text")
     if len(completion.text) > MAX_REPLY_CHARS:
         raise BackendError(f"reply of {len(completion.text):,} characters; at most {MAX_REPLY_CHARS:,} are read")
     completion.text = completion.text.replace("\x00", "\ufffd")
+    dropped = completion.meta.setdefault("dropped", [])
     for name in ("tokens_in", "tokens_out"):
         value = getattr(completion, name)
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKEN_COUNT:
-            raise BackendError(f"reply's {name} is {value!r}, not a token count")
-    for index, token in enumerate(completion.logprobs or ()):
-        for text, logprob in ((token.token, token.logprob), *token.top):
-            if not (math.isfinite(logprob) and logprob <= 1e-6):
-                raise BackendError(f"reply's log-probability of token {index} ({text[:20]!r}) is {logprob!r}")
+            dropped.append(f"the reply's {name} {_shown(value)} is not a token count")
+            setattr(completion, name, 0)
+    if completion.logprobs and (problem := _logprobs_problem(completion.logprobs)):
+        dropped.append(problem)
+        completion.logprobs = None
     if completion.option_probs is not None:
         values = list(completion.option_probs.values())
-        if not all(math.isfinite(v) and v >= 0 for v in values) or not math.isclose(sum(values), 1.0, abs_tol=1e-6):
-            raise BackendError(f"option probabilities {completion.option_probs!r} are not a distribution")
+        if not all(_is_number(v) and math.isfinite(v) and v >= 0 for v in values) or not math.isclose(
+            sum(values), 1.0, abs_tol=1e-6
+        ):
+            dropped.append(f"the option probabilities {_shown(completion.option_probs)} are not a distribution")
+            completion.option_probs = None
+    if not dropped:
+        del completion.meta["dropped"]
     return completion
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _shown(value: Any) -> str:
+    return repr(value)[:60]
+
+
+def _logprobs_problem(tokens: list[TokenLogprob]) -> str:
+    for index, token in enumerate(tokens):
+        for text, logprob in ((token.token, token.logprob), *token.top):
+            if not (_is_number(logprob) and math.isfinite(logprob) and logprob <= 1e-6):
+                return f"the reply's log-probability of token {index} ({str(text)[:20]!r}) is {_shown(logprob)}"
+    return ""
 
 
 def _api_key(env_name: str, *, required: bool) -> str:
@@ -217,25 +241,55 @@ def _openai_completion(payload: Any) -> Completion:
     text = choice["message"].get("content") or ""
     if not isinstance(text, str):
         raise TypeError(f"content is {type(text).__name__}, not text")
+    meta: dict[str, Any] = {"finish_reason": choice.get("finish_reason")}
     tokens = None
     content_logprobs = (choice.get("logprobs") or {}).get("content")
     if content_logprobs:
-        tokens = [
-            TokenLogprob(
-                str(t["token"]),
-                float(t["logprob"]),
-                tuple((str(alt["token"]), float(alt["logprob"])) for alt in (t.get("top_logprobs") or ())),
-            )
-            for t in content_logprobs
-        ]
+        try:
+            tokens = [
+                TokenLogprob(
+                    str(t["token"]),
+                    _logprob(t["logprob"]),
+                    tuple((str(alt["token"]), _logprob(alt["logprob"])) for alt in (t.get("top_logprobs") or ())),
+                )
+                for t in content_logprobs
+            ]
+        except (KeyError, TypeError, AttributeError) as exc:
+            # The vote is in the text; log-probabilities shaped wrong are dropped, not the vote.
+            meta["dropped"] = [f"the reply's log-probabilities are not readable ({type(exc).__name__}: {exc})"]
     usage = payload.get("usage") or {}
+    if not isinstance(usage, dict):
+        usage = {}
     return Completion(
         text=text,
-        tokens_in=int(usage.get("prompt_tokens") or 0),
-        tokens_out=int(usage.get("completion_tokens") or 0),
+        tokens_in=_count(usage.get("prompt_tokens")),
+        tokens_out=_count(usage.get("completion_tokens")),
         logprobs=tokens,
-        meta={"finish_reason": choice.get("finish_reason")},
+        meta=meta,
     )
+
+
+def _count(value: Any) -> Any:
+    """A usage count as sent, made an int where it plainly is one ("12", 12.0); anything else is
+    left for checked() to drop."""
+    if value is None:
+        return 0
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _logprob(value: Any) -> Any:
+    """A log-probability as sent, a float where it is a number or a numeric string; checked()
+    drops the rest."""
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        try:
+            return float(value)
+        except (ValueError, OverflowError):
+            return value
+    return value
 
 
 class AnthropicBackend:

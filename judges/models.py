@@ -175,7 +175,6 @@ class JudgeRun(models.Model):
         DONE = "done", "Done"
         FAILED = "failed", "Failed"
 
-
     study = models.ForeignKey("annotations.Study", on_delete=models.CASCADE, related_name="runs")
     judge = models.ForeignKey("annotations.Judge", on_delete=models.PROTECT, related_name="runs")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
@@ -208,12 +207,27 @@ class JudgeRun(models.Model):
         )
 
     @property
+    def is_untaken(self) -> bool:
+        """Queued for longer than the stale time and no worker took it: its job may be lost (the
+        queue's data lost, or refused and the run not undone), so it may be queued again (a
+        second job is harmless: the first worker to claim the run runs it, the other finds it taken)."""
+        return (
+            self.status == self.Status.QUEUED
+            and self.heartbeat_at is not None
+            and timezone.now() - self.heartbeat_at > stale_after()
+        )
+
+    @property
     def can_cancel(self) -> bool:
         return self.status in (self.Status.QUEUED, self.Status.RUNNING)
 
     @property
     def can_resume(self) -> bool:
-        return self.status in (self.Status.CANCELLED, self.Status.FAILED, self.Status.DONE) or self.is_stale
+        return (
+            self.status in (self.Status.CANCELLED, self.Status.FAILED, self.Status.DONE)
+            or self.is_stale
+            or self.is_untaken
+        )
 
     def cancel(self) -> bool:
         """Ask the run to stop; the worker notices within a second. False if it was not active."""

@@ -181,6 +181,9 @@ class RunContext:
                     break
                 meta["tokens_in"] += completion.tokens_in
                 meta["tokens_out"] += completion.tokens_out
+                if completion.meta.get("dropped"):
+                    # Garbage beside the vote (backends.checked): the vote is kept without it.
+                    meta.setdefault("dropped", []).extend(completion.meta["dropped"])
                 hit = CachedResponse(
                     key=key,
                     backend=config["backend"],
@@ -208,7 +211,7 @@ class RunContext:
                     parsed.choice,
                     hit.option_probs,
                 )
-                outcome.error = ""
+                outcome.error = kept_note(meta.get("dropped"))
                 break
             outcome.error = parsed.reason
             invalid_outputs.append(hit.text)
@@ -216,6 +219,11 @@ class RunContext:
             # Earlier unparseable outputs are kept too; raw_output holds the last one.
             meta["invalid_outputs"] = invalid_outputs[:-1] if outcome.status == Vote.Parse.INVALID else invalid_outputs
         return outcome
+
+
+def kept_note(dropped: list[str] | None) -> str:
+    """The error field of a vote kept without the garbage its reply carried beside the text."""
+    return f"vote kept; dropped from the reply: {'; '.join(dropped)}"[:2000] if dropped else ""
 
 
 def plan_units(run: JudgeRun, *, retry_failed: bool) -> tuple[list[Unit], int]:

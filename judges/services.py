@@ -8,9 +8,11 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils import timezone
 
 from annotations.models import Judge, Study
 from biasstudy.limits import VOTES_PER_ITEM_MAX
+from biasstudy.queue import enqueue_on_commit
 from judges import backends, runner
 from judges.models import JudgeRun, LLMJudge
 from judges.prompts import PromptStyle, label_scheme
@@ -64,14 +66,18 @@ def _config_of(judge: Judge) -> LLMJudge:
         raise JudgeRunError(f"LLM judge {judge.name!r} has no configuration") from None
 
 
-def _enqueue(run: JudgeRun) -> None:
-    """Queue the run, and its watchdog: if the worker dies, another one resumes the run."""
+def _enqueue(run: JudgeRun, *, undo: Callable[[], object], what: str) -> None:
+    """Queue the run, and its watchdog (if the worker dies, another one resumes the run), once
+    the transaction commits. If the queue refuses them, `undo` takes back what the transaction
+    wrote and the caller gets QueueUnavailable: a queued run always has its job. The watchdog
+    goes first: if the run's job is then refused, the run is undone before any worker saw it,
+    and the watchdog finds nothing to watch."""
 
     def enqueue() -> None:
-        run_judge.enqueue(run.pk)
         watch_later(run.pk)
+        run_judge.enqueue(run.pk)
 
-    transaction.on_commit(enqueue)
+    enqueue_on_commit(enqueue, undo=undo, what=what)
 
 
 @transaction.atomic
@@ -79,7 +85,9 @@ def judge_run_start(
     *, study: Study, judge: Judge, user: Any = None, votes_per_item: int | None = None, enqueue: bool = True
 ) -> JudgeRun:
     """Create a run of `judge` over every item of `study` and queue it for the task worker
-    (enqueue=False leaves it queued for the caller to execute inline)."""
+    (enqueue=False leaves it queued for the caller to execute inline). Raises JudgeRunError
+    (refused, with the reason) or biasstudy.queue.QueueUnavailable (the queue did not take the
+    run: nothing was written)."""
     config = _config_of(judge)
     try:
         config.full_clean()
@@ -92,7 +100,8 @@ def judge_run_start(
         raise JudgeRunError(f"votes per item must be at least 1 and at most {VOTES_PER_ITEM_MAX}, got {votes_per_item}")
     active = JudgeRun.objects.select_for_update().filter(study=study, judge=judge).active().first()
     if active is not None:
-        raise JudgeRunError(f"run #{active.pk} of {judge.name!r} on {study.slug!r} is still {active.status}")
+        hint = "; no worker has taken it yet: resume it to queue it again" if active.is_untaken else ""
+        raise JudgeRunError(f"run #{active.pk} of {judge.name!r} on {study.slug!r} is still {active.status}{hint}")
     snapshot = config.snapshot()
     if votes_per_item is not None:
         snapshot["votes_per_item"] = votes_per_item
@@ -102,9 +111,15 @@ def judge_run_start(
         config=snapshot,
         total=items * snapshot["votes_per_item"],
         created_by=user if getattr(user, "is_authenticated", False) else None,
+        heartbeat_at=timezone.now(),  # of a queued run: queued since (/health/ reports one no worker takes)
     )
     if enqueue:
-        _enqueue(run)
+        _enqueue(
+            run,
+            # A run no worker took has no votes (and Vote.run protects one that has).
+            undo=lambda: JudgeRun.objects.filter(pk=run.pk, status=JudgeRun.Status.QUEUED).delete(),
+            what=f"starting a run of {judge.name!r} on {study.slug!r}",
+        )
     return run
 
 
@@ -117,16 +132,23 @@ def judge_run_cancel(*, run: JudgeRun) -> JudgeRun:
 @transaction.atomic
 def judge_run_resume(*, run: JudgeRun, retry_failed: bool = False, enqueue: bool = True) -> JudgeRun:
     """Queue a stopped (or dead) run again: it asks only for the votes still missing and, with
-    retry_failed, again for those whose request failed."""
+    retry_failed, again for those whose request failed. Raises JudgeRunError or
+    biasstudy.queue.QueueUnavailable (then the run is left as it was)."""
     run = JudgeRun.objects.select_for_update().get(pk=run.pk)
     if not run.can_resume:
         raise JudgeRunError(f"run #{run.pk} is {run.status} and its worker is alive; it cannot be resumed now")
+    before = {name: getattr(run, name) for name in ("status", "retry_failed", "finished_at", "heartbeat_at")}
     run.status = JudgeRun.Status.QUEUED
     run.retry_failed = retry_failed
     run.finished_at = None
-    run.save(update_fields=["status", "retry_failed", "finished_at"])
+    run.heartbeat_at = timezone.now()  # of a queued run: queued since (/health/ reports one no worker takes)
+    run.save(update_fields=list(before))
     if enqueue:
-        _enqueue(run)
+        _enqueue(
+            run,
+            undo=lambda: JudgeRun.objects.filter(pk=run.pk, status=JudgeRun.Status.QUEUED).update(**before),
+            what=f"resuming run #{run.pk}",
+        )
     return run
 
 

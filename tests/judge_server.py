@@ -17,7 +17,8 @@ the word GOOD (a tie when neither or both do), under the labels it reads from th
 Bad replies that parse as JSON (a vote with something wrong in it):
 
     [[do:nanlogprob]] [[do:inflogprob]] [[do:hugelogprob]]   log-probability NaN, Infinity, 1000
-    [[do:negtokens]] [[do:hugetokens]]                       usage of -5 or 10**30 tokens
+    [[do:strlogprob]]                                        log-probability "very likely"
+    [[do:negtokens]] [[do:hugetokens]] [[do:strtokens]]      usage of -5, 10**30 or "lots" tokens
     [[do:nul]]          the vote's text carries a NUL character
     [[do:megabyte]]     1 MB of text after the vote
 
@@ -39,8 +40,8 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-BAD_LOGPROBS = {"nanlogprob": math.nan, "inflogprob": math.inf, "hugelogprob": 1000.0}
-BAD_TOKENS = {"negtokens": -5, "hugetokens": 10**30}
+BAD_LOGPROBS = {"nanlogprob": math.nan, "inflogprob": math.inf, "hugelogprob": 1000.0, "strlogprob": "very likely"}
+BAD_TOKENS = {"negtokens": -5, "hugetokens": 10**30, "strtokens": "lots"}
 DIRECTIVE = re.compile(r"\[\[do:([a-z0-9]+?)(?:x(\d+))?\]\]")
 LABEL = re.compile(r"^\[(?!end of )([^\]\n]+)\]$", re.M)
 

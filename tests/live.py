@@ -10,6 +10,7 @@ test writes or reads goes through `run_django` or the server.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -139,3 +140,93 @@ def live_database(request, tmp_path) -> Iterator[str]:
     yield urlunsplit(parts._replace(path=f"/{name}"))
     with psycopg.connect(base, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+class RedisServer:
+    """Debian's redis-server on a free loopback port, without persistence (as a Redis restarted
+    without its data would be): stop() it for an outage and start() it again on the same port."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> RedisServer:
+        import redis
+
+        path = shutil.which("redis-server") or "/usr/bin/redis-server"
+        if not os.path.exists(path):
+            if os.environ.get("CI"):
+                pytest.fail("redis-server is missing: scripts/test.sh installs Debian's redis-server")
+            pytest.skip("redis-server is not installed")
+        self.process = subprocess.Popen(
+            [path, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", str(self.folder), "--protected-mode", "yes"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                redis.Redis.from_url(self.url).ping()
+                return self
+            except redis.ConnectionError:
+                assert self.process.poll() is None, self.process.stderr.read()[-2000:]
+                assert time.monotonic() < deadline, "redis-server did not come up"
+                time.sleep(0.1)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            stop(self.process)
+            self.process = None
+
+
+class PostgresCluster:
+    """A throwaway PostgreSQL cluster of the test's own on a free loopback port (trust auth, no
+    durability), which a test may stop() for an outage and start() again: the shared server
+    must not be stopped. Run as root, the server runs as the postgres user."""
+
+    def __init__(self):
+        import tempfile
+
+        version = sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=lambda p: int(p.parent.name))
+        if not version:
+            pytest.skip("PostgreSQL's binaries are not installed")
+        self.bin = version[-1]
+        self.folder = Path(tempfile.mkdtemp(prefix="biasstudy-pg-"))
+        self.port = free_port()
+        self.url = f"postgres://postgres@127.0.0.1:{self.port}/biasstudy"
+        self._as = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        if self._as:
+            shutil.chown(self.folder, "postgres")
+        self._run("initdb", "-D", str(self.folder / "data"), "-U", "postgres", "--auth=trust", "-E", "UTF8")
+
+    def _run(self, program: str, *args: str) -> None:
+        done = subprocess.run(
+            [*self._as, str(self.bin / program), *args], check=False, capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+
+    def start(self) -> PostgresCluster:
+        options = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off"
+        self._run(
+            "pg_ctl", "-D", str(self.folder / "data"), "-o", options, "-w", "-l", str(self.folder / "log"), "start"
+        )
+        return self
+
+    def stop(self) -> None:
+        self._run("pg_ctl", "-D", str(self.folder / "data"), "-m", "fast", "-w", "stop")
+
+    def create_database(self) -> str:
+        import psycopg
+
+        with psycopg.connect(self.url.rsplit("/", 1)[0] + "/postgres", autocommit=True) as conn:
+            conn.execute("CREATE DATABASE biasstudy")
+        return self.url
+
+    def remove(self) -> None:
+        subprocess.run(
+            [*self._as, str(self.bin / "pg_ctl"), "-D", str(self.folder / "data"), "-m", "immediate", "stop"],
+            check=False, capture_output=True, timeout=60,
+        )  # fmt: skip
+        shutil.rmtree(self.folder, ignore_errors=True)

@@ -54,7 +54,12 @@ def test_the_worker_imports_the_file_and_the_progress_page_shows_the_counts_and_
     study = make_study(slug="there")
     data = {"file": upload(tmp_path), "format": "csv", "study": "there"}
     response, callbacks = post_and_run(staff_client, django_capture_on_commit_callbacks, data)
-    queued = [c for c in callbacks if getattr(c, "func", None) == import_votes_upload.enqueue]
+    # enqueue_or_undo(partial(import_votes_upload.enqueue, ...), undo=..., what=...)
+    queued = [
+        c
+        for c in callbacks
+        if getattr(c.args[0] if getattr(c, "args", None) else c, "func", None) == import_votes_upload.enqueue
+    ]
     assert len(queued) == 1  # once, for the worker (the results cache has callbacks of its own)
     assert response.status_code == 302 and resolve(response["Location"]).url_name == "votes-import-progress"
     page = staff_client.get(response["Location"])

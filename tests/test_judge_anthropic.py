@@ -20,8 +20,9 @@ CASES = {  # no more than two failing cases in a row: ten failures in a row trip
     "500": (Vote.Parse.FAILED, "HTTP 500"),
     "malformed": (Vote.Parse.FAILED, "gave up"),
     "429x1": (Vote.Parse.OK, None),
-    "negtokens": (Vote.Parse.FAILED, "tokens_in"),
-    "hugetokens": (Vote.Parse.FAILED, "tokens_in"),
+    # The vote is kept; its error says the token count was dropped.
+    "negtokens": (Vote.Parse.OK, "tokens_in"),
+    "hugetokens": (Vote.Parse.OK, "tokens_in"),
     "nul": (Vote.Parse.OK, None),
     "megabyte": (Vote.Parse.FAILED, "characters"),
     "dropx2": (Vote.Parse.FAILED, "gave up"),  # no usable body on the try nor on its one retry
@@ -61,6 +62,7 @@ def test_votes_retries_and_bad_replies_through_the_anthropic_sdk(db, key, caplog
             assert vote.parse_status == status, (directive, vote.error)
             if status == Vote.Parse.OK:
                 assert vote.choice == "a1", (directive, vote.raw_output)
+                assert (error in vote.error) if error else not vote.error, (directive, vote.error)
             else:
                 assert error in vote.error, (directive, vote.error)
     retried = run.votes.filter(item__question__text="Case 429x1?").first()

@@ -1,7 +1,8 @@
 """Bad model replies, one mode per item, in one run against the scriptable server on loopback:
-each bad reply becomes a `failed` vote whose error says what was wrong (a NUL character is
-cleaned instead), the run finishes with every good vote stored, and retry-failed asks again
-for exactly the failed ones. The server misbehaves only for the first tries of each prompt
+a reply whose vote cannot be read becomes a `failed` vote whose error says what was wrong; a
+reply whose vote can be read but whose token counts or log-probabilities are garbage is kept as
+an `ok` vote without them, its error saying what was dropped (a NUL character is cleaned); the
+run finishes with every good vote stored, and retry-failed asks again for exactly the failed ones. The server misbehaves only for the first tries of each prompt
 (the run's attempt, and its one retry where the failure is transient), so retry-failed gets
 good replies."""
 
@@ -15,19 +16,32 @@ from tests.judge_server import JudgeServer
 
 VOTES_PER_ITEM = 2
 TRANSIENT = {"malformed", "drop", "cutbody"}
-# directive -> what the stored error must say (None: the vote is stored as ok)
+# directive -> what the stored error of a failed vote must say (None: the vote is stored as ok)
 MODES = {
     "": None,
     "nul": None,
-    "nanlogprob": "log-probability",
-    "inflogprob": "log-probability",
-    "hugelogprob": "log-probability",
-    "negtokens": "tokens_in",
-    "hugetokens": "tokens_in",
+    "nanlogprob": None,
+    "inflogprob": None,
+    "hugelogprob": None,
+    "strlogprob": None,
+    "negtokens": None,
+    "hugetokens": None,
+    "strtokens": None,
     "megabyte": "characters",
     "malformed": "malformed response",
     "drop": "gave up",
     "cutbody": "gave up",
+}
+
+# A vote kept without the garbage beside it: what its error says was dropped.
+KEPT_WITHOUT = {
+    "nanlogprob": "log-probabilit",
+    "inflogprob": "log-probabilit",
+    "hugelogprob": "log-probabilit",
+    "strlogprob": "log-probabilit",
+    "negtokens": "tokens_in",
+    "hugetokens": "tokens_in",
+    "strtokens": "tokens_in",
 }
 
 
@@ -55,6 +69,12 @@ def test_each_bad_reply_fails_only_its_own_vote_and_retry_failed_asks_only_for_t
             for vote in votes[mode]:
                 if expected is None:
                     assert (vote.parse_status, vote.choice) == (Vote.Parse.OK, "a1"), (mode, vote.error)
+                    dropped = KEPT_WITHOUT.get(mode)
+                    assert (dropped in vote.error) if dropped else not vote.error, (mode, vote.error)
+                    if dropped == "log-probabilit":
+                        assert vote.option_probs is None
+                    if dropped == "tokens_in":
+                        assert vote.meta["tokens_in"] == 0
                 else:
                     assert vote.parse_status == Vote.Parse.FAILED and expected in vote.error, (mode, vote.error)
         assert "\ufffd" in votes["nul"][0].raw_output and "\x00" not in votes["nul"][0].raw_output
@@ -71,3 +91,24 @@ def test_each_bad_reply_fails_only_its_own_vote_and_retry_failed_asks_only_for_t
         assert run.votes.count() == 2 * len(MODES) * VOTES_PER_ITEM
         assert set(run.votes.values_list("parse_status", flat=True)) == {Vote.Parse.OK}
         assert {v.pk: v.received_at for v in run.votes.filter(pk__in=kept)} == kept
+
+
+def test_replies_with_garbage_beside_the_vote_keep_every_vote_and_do_not_stop_the_run(db):
+    # 12 items x 4 votes, every reply with a bad usage or log-probability: many more than the
+    # runner's breaker (10 failures in a row) allows, had these been failures.
+    study = make_study(slug="garbage-beside")
+    for n, mode in enumerate((list(KEPT_WITHOUT) * 2)[:12]):
+        make_question(study, text=f"Question {n}?", a1=f"GOOD answer [[do:{mode}]]", a2="Plain answer.")
+    with JudgeServer() as server:
+        config = make_llm_judge(
+            base_url=server.base_url, concurrency=2, votes_per_item=4, max_retries=0, invalid_retries=0,
+            timeout=5, logprobs=True, prompt_style="vote_only",
+        )  # fmt: skip
+        run = judge_run_execute(run_id=judge_run_start(study=study, judge=config.judge, enqueue=False).pk)
+        assert len(server.log) == 48
+    assert run.status == JudgeRun.Status.DONE, run.error
+    votes = list(run.votes.all())
+    assert len(votes) == 48
+    assert {(vote.parse_status, vote.choice) for vote in votes} == {(Vote.Parse.OK, "a1")}
+    assert all(vote.error.startswith("vote kept; dropped from the reply:") for vote in votes)
+    assert run.progress()["failed"] == 0

@@ -17,7 +17,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import signal
 import subprocess
 import time
@@ -26,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from tests.judge_server import JudgeServer
-from tests.live import PYTHON, ROOT, db_worker, free_port, live_env, manage, prepare, run_django, stop
+from tests.live import PYTHON, ROOT, RedisServer, db_worker, live_env, manage, prepare, run_django, stop
 
 pytestmark = pytest.mark.slow
 
@@ -151,40 +150,14 @@ def test_a_worker_killed_mid_run_loses_and_doubles_nothing_after_a_resume(live_d
     assert len(server.log) - asked_before_kill <= TOTAL - killed["votes"] + 2 * 2
 
 
-def _redis_server() -> str:
-    path = shutil.which("redis-server") or "/usr/bin/redis-server"
-    if not os.path.exists(path):
-        if os.environ.get("CI"):
-            pytest.fail("redis-server is missing: scripts/test.sh installs Debian's redis-server")
-        pytest.skip("redis-server is not installed")
-    return path
-
-
 @pytest.fixture
 def redis_url(tmp_path):
     """Debian's redis-server on a free loopback port, without persistence, stopped afterwards."""
-    import redis
-
-    port = free_port()
-    server = subprocess.Popen(
-        [_redis_server(), "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", str(tmp_path), "--protected-mode", "yes"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    url = f"redis://127.0.0.1:{port}/0"
+    server = RedisServer(tmp_path).start()
     try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                redis.Redis.from_url(url).ping()
-                break
-            except redis.ConnectionError:
-                assert server.poll() is None, server.stderr.read()[-2000:]
-                assert time.monotonic() < deadline, "redis-server did not come up"
-                time.sleep(0.1)
-        yield url
+        yield server.url
     finally:
-        stop(server)
+        server.stop()
 
 
 @pytest.mark.parametrize("live_database", ["sqlite"], indirect=True)

@@ -71,3 +71,30 @@ def test_a_judge_run_that_stopped_making_progress_makes_health_unhealthy(client,
     assert anonymous.status_code == 503 and anonymous.json() == {"status": "unhealthy"}
     staff = admin_client.get("/health/").json()
     assert staff["judge_runs"]["stalled_runs"] == [run.pk]
+
+
+def test_a_queued_judge_run_no_worker_took_makes_health_unhealthy_and_can_be_resumed(
+    client, admin_client, db, settings
+):
+    # Its job lost: Redis restarted without its data, or the queue refused the job and the
+    # database refused the undo. Resuming it queues it again.
+    from judges.models import JudgeRun
+    from judges.services import JudgeRunError, judge_run_resume, judge_run_start
+    from tests.factories import make_llm_judge, make_question, make_study
+
+    settings.JUDGE_RUN_STALE_SECONDS = 60
+    study = make_study(slug="untaken")
+    make_question(study)
+    judge = make_llm_judge(name="untaken-judge").judge
+    run = judge_run_start(study=study, judge=judge, enqueue=False)
+    assert client.get("/health/").status_code == 200  # just queued
+    with pytest.raises(JudgeRunError, match="cannot be resumed"):
+        judge_run_resume(run=run, enqueue=False)
+    JudgeRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now() - timedelta(minutes=6))
+    with pytest.raises(JudgeRunError, match="resume it"):
+        judge_run_start(study=study, judge=judge, enqueue=False)
+    assert client.get("/health/").json() == {"status": "unhealthy"}
+    staff = admin_client.get("/health/").json()
+    assert staff["judge_runs"]["untaken_runs"] == [run.pk] and "no worker took" in staff["judge_runs"]["error"]
+    judge_run_resume(run=run, enqueue=False)
+    assert client.get("/health/").status_code == 200

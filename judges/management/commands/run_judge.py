@@ -14,6 +14,7 @@ from tqdm import tqdm
 
 from annotations.models import Judge, Study
 from biasstudy.limits import VOTES_PER_ITEM_MAX, int_argument
+from biasstudy.queue import QueueUnavailable
 from judges.models import JudgeRun
 from judges.services import JudgeRunError, judge_run_execute, judge_run_resume, judge_run_start
 from judges.tasks import worker_command
@@ -84,7 +85,7 @@ class Command(BaseCommand):
                 run = judge_run_start(
                     study=study, judge=judge, votes_per_item=options["votes_per_item"], enqueue=enqueue
                 )
-        except JudgeRunError as exc:
+        except (JudgeRunError, QueueUnavailable) as exc:
             raise CommandError(str(exc)) from exc
         if enqueue:
             if options["verbosity"] >= 1:
