@@ -173,10 +173,11 @@ FORMATS = {
     "mtbench": "analysis.importers.parse_mtbench",
     "prd": "analysis.import_prd.parse_prd",
     "llmbar": "analysis.import_llmbar.parse_llmbar",
+    "alpaca_eval": "analysis.import_alpaca_eval.parse_alpaca_eval",
 }
 
 
-def parse(fmt: str, path: Path, *, known_groups: set[str], limit: int | None = None) -> Parsed:
+def parse(fmt: str, path: Path | list[Path], *, known_groups: set[str], limit: int | None = None) -> Parsed:
     return import_string(FORMATS[fmt])(path, known_groups=known_groups, limit=limit)
 
 

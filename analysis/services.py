@@ -19,8 +19,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from analysis import importers, loader, report, results_cache, simulate
-from analysis.frame import Filters
+from analysis import importers, lc_alpaca, loader, report, results_cache, simulate
+from analysis.frame import Filters, apply_filters, by_judge
 from annotations import lengths
 from annotations.models import ComparisonItem, Judge, PerturbationKind, Rater, Slot, Study, Vote
 from biasstudy import bulk
@@ -403,13 +403,14 @@ def votes_import_path(
     *,
     slug: str,
     fmt: str,
-    path: Path,
+    path: Path | list[Path],
     create: bool = False,
     title: str | None = None,
     limit: int | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> tuple[Study, dict]:
-    """Import the vote file (or data-set folder) at ``path`` in format ``fmt`` (importers.FORMATS)
+    """Import the vote file (or data-set folder) at ``path`` in format ``fmt`` (importers.FORMATS;
+    a list of paths for a format that reads several files, ``alpaca_eval``)
     into the study ``slug``, made first with ``create``: what ``import_votes`` and the task
     worker (for the admin page and the API) call. Reading, checking and preparing every row
     happen first, outside any transaction; then one short transaction makes the study (with
@@ -811,3 +812,13 @@ def _group_of(rec: importers.QuestionRecord, answer_external_id: str) -> str:
         if a2 == answer_external_id:
             return group
     raise importers.ImportProblem("", None, "group", f"answer {answer_external_id!r} is in no item")
+
+
+def study_lc_alpaca(*, study: Study, filters: Filters | None = None) -> dict[str, lc_alpaca.AlpacaLC]:
+    """Per judge, the AlpacaEval-compatible LC win rates of every model against the study's
+    baseline A1 (analysis.lc_alpaca), from the judge's counted votes: a study of
+    ``import_votes --format alpaca_eval``, or any study whose A2 answers name their system."""
+    counted, _, _ = apply_filters(loader.study_frame(study), filters or Filters())
+    return {
+        judge: lc_alpaca.fit(*lc_alpaca.frame_inputs(votes)) for judge, votes in by_judge(counted).items() if len(votes)
+    }

@@ -1,4 +1,5 @@
-"""python manage.py import_votes PATH --format csv|mtbench|prd|llmbar --study S (formats: analysis.importers.FORMATS).
+"""python manage.py import_votes PATH... --format csv|mtbench|prd|llmbar|alpaca_eval --study S (formats:
+analysis.importers.FORMATS; several paths for alpaca_eval only).
 
 The task worker's job for a file uploaded in the admin or the API calls the same service
 (`services.votes_import_path`, by way of analysis/uploads.py)."""
@@ -12,12 +13,19 @@ from django.core.management.base import BaseCommand, CommandError
 
 from analysis import importers, services
 
+# Formats whose reader takes several files and folders at once.
+MANY_PATHS = ("alpaca_eval",)
+
 
 class Command(BaseCommand):
-    help = "Import pairwise votes collected elsewhere (a generic CSV, MT-bench human judgments, PRD Vicuna-80, LLMBar) into a study."
+    help = "Import pairwise votes collected elsewhere (a generic CSV, MT-bench human judgments, PRD Vicuna-80, LLMBar, AlpacaEval annotations) into a study."
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("path", help="vote file (or the MT-bench / PRD / LLMBar dataset folder)")
+        parser.add_argument(
+            "path",
+            nargs="+",
+            help="vote file (or the MT-bench / PRD / LLMBar dataset folder); alpaca_eval: annotation files or folders",
+        )
         parser.add_argument("--format", required=True, choices=sorted(importers.FORMATS))
         parser.add_argument("--study", required=True, help="study slug")
         parser.add_argument("--create", action="store_true", help="create the study if there is none by that slug")
@@ -25,9 +33,14 @@ class Command(BaseCommand):
         parser.add_argument("--limit", type=int, help="import only the first N votes (LLMBar: vote rows)")
 
     def handle(self, *args, **options) -> None:
-        path = Path(options["path"])
-        if not path.exists():
-            raise CommandError(f"{path}: no such file or folder")
+        paths = [Path(p) for p in options["path"]]
+        for path in paths:
+            if not path.exists():
+                raise CommandError(f"{path}: no such file or folder")
+        if len(paths) > 1 and options["format"] not in MANY_PATHS:
+            raise CommandError(
+                f"--format {options['format']} reads one file or folder; several: {', '.join(MANY_PATHS)}"
+            )
         started = time.perf_counter()
         steps = services.VOTES_IMPORT_STEPS
         progress = (lambda step: self.stdout.write(f"{steps[step]} …")) if options["verbosity"] > 1 else None
@@ -35,7 +48,7 @@ class Command(BaseCommand):
             study, counts = services.votes_import_path(
                 slug=options["study"],
                 fmt=options["format"],
-                path=path,
+                path=paths[0] if len(paths) == 1 else paths,
                 create=options["create"],
                 title=options["title"],
                 limit=options["limit"],
