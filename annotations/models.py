@@ -491,6 +491,11 @@ class Rater(models.Model):
     gold_correct = models.PositiveIntegerField(default=0)
     # Every vote they gave (attention checks and not-familiar included), kept with each vote.
     votes_done = models.PositiveIntegerField(default=0, editable=False)
+    # How many more of their votes on scored items (attention checks aside) had the A2 side (A2
+    # or A2p) shown first than the A1 side; negative when fewer. The hand-out keeps it within
+    # ±1 (annotations.assignment), so that a rater's habit of picking one side cannot line up
+    # with the perturbation. Kept with each vote, under the rater's lock, as `votes_done` is.
+    a2_first_lead = models.IntegerField(default=0, editable=False)
     created_at = models.DateTimeField(default=timezone.now)
     last_seen_at = models.DateTimeField(null=True, blank=True)
     # Set once, when the rater is shown their completion code (annotations.completion.rater_finish;
@@ -514,6 +519,15 @@ class Rater(models.Model):
     def may_get_items(self) -> bool:
         """The study is collecting and the rater has not reached their target."""
         return self.study.status == Study.Status.COLLECTING and self.votes_done < self.target
+
+    def order_needed(self) -> str:
+        """The display order the rater's next scored item must have to keep their own balance
+        within ±1 (`a2_first_lead`), or "" when either will do."""
+        if self.a2_first_lead > 0:
+            return Shown.A1_FIRST
+        if self.a2_first_lead < 0:
+            return Shown.A2_FIRST
+        return ""
 
     def score_attention_check(self, *, correct: bool) -> None:
         """Count one attention check and (un)flag the rater against the study's bar, once they
