@@ -6,7 +6,8 @@ a failure the rater can wait out (database down, too many requests) is a "try ag
 alert; a study may let MTurk show its rater pages inside its HIT frame (`mturk_frame`), every
 other page refuses to be framed. The pages: the list of studies, a study's landing page, where a
 rater enters, and the done page, with the completion code once they have earned it
-(annotations.completion), sent back to Prolific or handed back to MTurk.
+(annotations.completion), with the way back to Prolific a few seconds later, or handed back
+to MTurk.
 """
 
 from __future__ import annotations
@@ -246,8 +247,6 @@ def _done(request: HttpRequest, rater: Rater) -> HttpResponse:
         return redirect("annotations:task", slug=study.slug)
     waiting = completion.rater_can_get_more(rater=rater)
     code = completion.rater_finish(rater=rater) if not waiting and rater.votes_done > 0 else None
-    if code and rater.source == Rater.Source.PROLIFIC and study.prolific_completion_url:
-        return HttpResponseRedirect(_with_code(study.prolific_completion_url, code))
     mturk = _mturk_submit(rater) if code else None
     context = {
         "study": study,
@@ -256,6 +255,7 @@ def _done(request: HttpRequest, rater: Rater) -> HttpResponse:
         "waiting": waiting,
         "code": code,
         "mturk": mturk,
+        "platform_return": _prolific_return(rater, code),
     }
     response = render(request, "annotations/done.html", context)
     if mturk:
@@ -283,6 +283,16 @@ def _mturk_submit(rater: Rater) -> dict | None:
         "origin": f"{parts.scheme}://{parts.netloc}",
         "assignment_id": assignment_id,
     }
+
+
+def _prolific_return(rater: Rater, code: str | None) -> dict | None:
+    """Where the done page takes a Prolific rater who finished, and after how many seconds.
+    Not an immediate redirect: when Prolific is down or blocked the rater would see a browser
+    error instead of their code. The page shows the code first, with a link to go back now."""
+    url = rater.study.prolific_completion_url
+    if not code or rater.source != Rater.Source.PROLIFIC or not url:
+        return None
+    return {"url": _with_code(url, code), "platform": "Prolific", "seconds": settings.BIASSTUDY_PLATFORM_RETURN_SECONDS}
 
 
 def _with_code(url: str, code: str) -> str:

@@ -62,7 +62,7 @@ def test_a_prolific_rater_whose_only_item_is_held_by_someone_else_waits_and_gets
     assert b"PRO-1" not in done.content and Rater.objects.get(participant_id="pp1").finished_at is None
 
 
-def test_a_prolific_rater_with_nothing_more_to_get_is_sent_back_with_the_code_only_after_a_vote(client):
+def test_a_prolific_rater_with_nothing_more_to_get_is_given_the_way_back_with_the_code_only_after_a_vote(client):
     study = make_study(
         votes_per_item=1, target_per_rater=5, completion_code="PRO-2", prolific_completion_url=PROLIFIC_URL
     )
@@ -76,7 +76,7 @@ def test_a_prolific_rater_with_nothing_more_to_get_is_sent_back_with_the_code_on
     assert client.get(urls(study)["done"])["Location"] == urls(study)["task"], "pp2 has an item to answer"
     client.post(urls(study)["task"], {"token": token, "choice": "first", "client_ms": 5000})
     response = client.get(urls(study)["done"])
-    assert response.status_code == 302 and response["Location"] == f"{PROLIFIC_URL}?cc=PRO-2"
+    assert response.status_code == 200 and response.context["platform_return"]["url"] == f"{PROLIFIC_URL}?cc=PRO-2"
     rater = Rater.objects.get(participant_id="pp2")
     assert rater.finished_at is not None and rater.completion_code == "PRO-2"
 
