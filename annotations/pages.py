@@ -173,12 +173,19 @@ def _landing(request: HttpRequest, study: Study) -> HttpResponse:
         cookies_blocked = FRAME_CHECK not in request.COOKIES
 
     platform_id = platform[1] if platform else None
-    form = EnterForm(request.POST or None, platform_id=platform_id)
+    # Whoever the platform link names, if they took part: they get back in (to their code) when
+    # the study is full, and are not asked to consent again.
+    returning = None
+    if platform_id is not None:
+        returning = Rater.objects.filter(study=study, participant_id=platform_id).only("consent_at").first()
+    consented_at = returning.consent_at if returning else None
+    # Bound on every POST: a returning rater's form may have no field at all to send.
+    data = request.POST if request.method == "POST" else None
+    form = EnterForm(data, platform_id=platform_id, consented=consented_at is not None)
     collecting = study.status == Study.Status.COLLECTING
     # A study whose every slot has its vote takes nobody new; whoever took part still gets back
     # in (to their code): a platform link that names them, or the id they type on the full page.
-    returning = platform_id is not None and Rater.objects.filter(study=study, participant_id=platform_id).exists()
-    full = collecting and not returning and completion.study_is_full(study=study)
+    full = collecting and returning is None and completion.study_is_full(study=study)
     if request.method == "POST":
         limited = _over_limit(request, "enter", ratelimit.client_address(request), settings.RATER_ENTRY_RATE)
         if limited is not None:
@@ -201,6 +208,7 @@ def _landing(request: HttpRequest, study: Study) -> HttpResponse:
         # On a full study only someone who took part may enter, by typing their id.
         "resume_form": full and platform_id is None and not preview,
         "platform_id": platform_id,
+        "consented_at": consented_at,
         "preview": preview,
         "link_problems": platform_form.id_problems(),
         "query": request.GET.urlencode(),

@@ -112,9 +112,38 @@ def test_a_rater_whose_platform_link_names_them_gets_back_into_a_full_study(clie
     client.post(urls(study)["task"], {"token": token, "choice": "tie", "client_ms": 5000})
     client.cookies.clear()  # another browser
     page = client.get(urls(study)["landing"] + PROLIFIC.format(pid="pp1"))
-    assert b"This study is full" not in page.content and b"Start rating" in page.content
+    assert b"This study is full" not in page.content and b"Continue" in page.content
     assert enter(client, study, "pp1", prolific=True).status_code == 302
     assert b"FULL-2" in client.get(urls(study)["done"]).content
+
+
+def test_a_finished_prolific_rater_coming_back_through_their_link_is_not_asked_to_consent_again(client):
+    study = make_study(
+        votes_per_item=2,
+        target_per_rater=1,
+        completion_code="BACK-1",
+        prolific_completion_url=PROLIFIC_URL,
+        consent="Your answers are stored under your Prolific id only.",
+    )
+    make_question(study)
+    make_question(study)
+    assert enter(client, study, "pp9", prolific=True).status_code == 302
+    token = token_in(client.get(urls(study)["task"]))
+    client.post(urls(study)["task"], {"token": token, "choice": "tie", "client_ms": 5000})
+    assert b"BACK-1" in client.get(urls(study)["done"]).content
+    client.cookies.clear()  # another browser, or the cookie gone
+    page = client.get(urls(study)["landing"] + PROLIFIC.format(pid="pp9"))
+    assert b'name="consent"' not in page.content and b"stored under your Prolific id" not in page.content
+    assert b"Welcome back" in page.content and b"Continue" in page.content
+    response = client.post(urls(study)["landing"] + PROLIFIC.format(pid="pp9"), {})  # no consent ticked
+    assert response.status_code == 302 and response["Location"] == urls(study)["task"]
+    done = client.get(urls(study)["done"])
+    assert b"BACK-1" in done.content and Rater.objects.filter(participant_id="pp9").count() == 1
+    # Someone new through a link is still asked, and refused without it.
+    client.cookies.clear()
+    new = client.get(urls(study)["landing"] + PROLIFIC.format(pid="pp10"))
+    assert b'name="consent"' in new.content and b"Welcome back" not in new.content
+    assert client.post(urls(study)["landing"] + PROLIFIC.format(pid="pp10"), {}).status_code == 400
 
 
 def test_with_per_rater_codes_each_rater_gets_their_own_code_kept_on_the_rater(client):
