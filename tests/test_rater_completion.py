@@ -201,7 +201,7 @@ def test_the_most_items_counts_one_item_per_question_and_approved_items_only():
     assert study.most_items_per_rater() == 5
 
 
-def test_the_admin_shows_the_most_items_and_refuses_a_target_above_it(admin_client):
+def test_the_admin_shows_the_most_items_and_lowers_a_target_above_it_with_a_warning(admin_client):
     study = make_study(target_per_rater=2)
     for _ in range(2):
         make_question(study)
@@ -211,13 +211,14 @@ def test_the_admin_shows_the_most_items_and_refuses_a_target_above_it(admin_clie
     form = page.context["adminform"].form
     data = {name: value for name, value in form.initial.items() if value is not None}
     data.update({"target_per_rater": 3, "status": study.status, "created_at_0": "2026-01-01", "created_at_1": "00:00"})
-    refused = admin_client.post(change, data)
-    assert refused.status_code == 200
-    assert b"at most 2 items" in refused.content
+    saved = admin_client.post(change, data, follow=True)
+    assert saved.status_code == 200
+    assert "lowered from 3 to 2: one rater can get at most 2 items" in saved.content.decode()
     study.refresh_from_db()
     assert study.target_per_rater == 2
     data["target_per_rater"] = 2
-    assert admin_client.post(change, data).status_code == 302
+    quiet = admin_client.post(change, data, follow=True)
+    assert "lowered" not in quiet.content.decode()
 
 
 def test_a_rater_in_the_demo_study_can_reach_its_target():
