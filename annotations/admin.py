@@ -17,8 +17,24 @@ from django.utils.text import Truncator
 from django.views.decorators.http import require_http_methods
 
 from annotations import uploads
-from annotations.admin_forms import AnswerForm, QuestionCreateForm, StudyUploadForm, limit_answer_choices
-from annotations.models import Answer, ComparisonItem, Judge, Lease, Question, Rater, Study, Vote
+from annotations.admin_forms import (
+    AnswerForm,
+    QuestionCreateForm,
+    StudyAdminForm,
+    StudyUploadForm,
+    limit_answer_choices,
+)
+from annotations.models import (
+    Answer,
+    ComparisonItem,
+    Judge,
+    Lease,
+    Question,
+    Rater,
+    Study,
+    Vote,
+    target_lowered_message,
+)
 from annotations.services import question_answers_create
 from annotations.study_io import StudyFileError, study_export
 from annotations.tasks import study_upload_import_queue
@@ -40,6 +56,7 @@ def _count(queryset) -> Subquery:
 
 @admin.register(Study)
 class StudyAdmin(admin.ModelAdmin):
+    form = StudyAdminForm
     # Short columns, so that the list fits a 1280 px screen beside the admin's two sidebars (the
     # creation time in full, "Nov. 25, 2026, 1:47 a.m.", was cut off there): the slug goes under
     # the title, the creation time is a date.
@@ -80,6 +97,11 @@ class StudyAdmin(admin.ModelAdmin):
     )
 
     readonly_fields = ("most_items_per_rater", "questions_link")
+
+    def save_model(self, request: HttpRequest, obj: Study, form: StudyAdminForm, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        if form.lowered_target:
+            messages.warning(request, target_lowered_message(*form.lowered_target))
 
     @admin.display(description="questions")
     def formfield_for_dbfield(self, db_field, request: HttpRequest, **kwargs):
@@ -164,6 +186,8 @@ class StudyAdmin(admin.ModelAdmin):
             except StudyFileError as exc:
                 return self._upload_report(request, upload, exc)
             messages.success(request, f"Imported {study.title}: {report.preview.totals['questions']} questions.")
+            for note in report.preview.notes:
+                messages.warning(request, note)
             return HttpResponseRedirect(reverse("admin:annotations_study_change", args=[study.pk]))
         return render(
             request,
@@ -193,9 +217,17 @@ class StudyAdmin(admin.ModelAdmin):
             done_template="admin/annotations/study/_upload_done.html",
             again_url=reverse("admin:annotations_study_upload"),
             breadcrumbs_template="admin/annotations/study/_upload_breadcrumbs.html",
+            notes=self._upload_notes(upload),
         )
         template = "admin/upload_progress.html"  # shared with the vote files' (analysis/admin.py)
         return render(request, f"{template}#progress" if request.htmx else template, context)
+
+    @staticmethod
+    def _upload_notes(upload: uploads.Upload) -> list[str]:
+        """What the preview said the import changes (a lowered target), for the page that shows
+        the import done."""
+        report = uploads.study_upload_report(upload=upload)
+        return report.preview.notes if report.preview else []
 
     @admin.display(description="most items one rater can get")
     def most_items_per_rater(self, obj: Study) -> int | str:

@@ -28,6 +28,31 @@ class StudyUploadForm(forms.Form):
     )
 
 
+class StudyAdminForm(forms.ModelForm):
+    """The study's settings in the admin. A target above the most one rater can get is lowered
+    to that number (`lowered_target`: (old, new), for the page's warning) instead of refused:
+    a study made with the default target and then given its questions would otherwise fail its
+    next save on a field the researcher never touched."""
+
+    # No Meta: the admin makes it, with the study's fields from its fieldsets.
+    lowered_target: tuple[int, int] | None = None
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if self.instance.pk is None or data.get("target_per_rater") is None:
+            return data
+        probe = Study(
+            pk=self.instance.pk,
+            target_per_rater=data["target_per_rater"],
+            gold_every=data.get("gold_every", self.instance.gold_every),
+            one_variant_per_question=data.get("one_variant_per_question", self.instance.one_variant_per_question),
+        )
+        self.lowered_target = probe.target_reachable()
+        if self.lowered_target:
+            data["target_per_rater"] = probe.target_per_rater
+        return data
+
+
 class QuestionCreateForm(forms.ModelForm):
     """A new question with its two original answers; saving it also makes the control item."""
 

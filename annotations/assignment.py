@@ -5,9 +5,14 @@ item (`Slot.objects.sync`). A rater claims the first slot, lowest round first so
 evenly, that is open (no counted vote yet) and free (never claimed, freed by an uncounted vote,
 or claimed longer ago than the study's lease time) on a question they have not seen: the slot
 then names them. They get a `Lease`: their token and the order shown. A counted vote closes the
-slot; an uncounted one (not familiar, too fast) frees it. So order balance and quotas hold by
-construction, and expiry is a condition of the claim. Attention checks have no slots: every
-(gold_every + 1)-th item is a gold item the rater has not seen.
+slot; an uncounted one (not familiar, too fast) frees it. So each item's order balance and
+quotas hold by construction, and expiry is a condition of the claim. Each rater's own balance
+holds too: a rater who has voted on more items with the A2 side first than with the A1 side
+(`Rater.a2_first_lead`, kept with each vote) may claim only an A1-first slot next, and the
+other way round, so that over their items the two orders differ by at most one (when no slot in
+the order they need is left for them, they get nothing more: `in_order_needed`). Attention
+checks have no slots: every (gold_every + 1)-th item is a gold item the rater has not seen, in
+either order at random.
 
 Races are settled by the database. Every transaction here first locks the rater's row, so one
 rater's requests (two tabs, a double click) run one after the other; a claim locks its slot with
@@ -153,13 +158,17 @@ def vote_record(
         held = _held(lease)
         if lease.is_gold:
             rater.score_attention_check(correct=vote.choice == "a1" and not not_familiar)
-        elif counted and not held.update(vote=vote):
-            _slot_for_late_vote(lease, vote)
-        elif not counted:
-            held.update(rater=None, claimed_at=None)
+        else:
+            # Seen is seen: a not-familiar or too-fast vote moves the rater's balance too.
+            rater.a2_first_lead += 1 if lease.shown_first == Shown.A2_FIRST else -1
+            if counted and not held.update(vote=vote):
+                _slot_for_late_vote(lease, vote)
+            elif not counted:
+                held.update(rater=None, claimed_at=None)
         rater.votes_done += 1
         rater.last_seen_at = now
-        rater.save(update_fields=["votes_done", "last_seen_at", "gold_seen", "gold_correct", "flagged", "flag_reason"])
+        saved = ["votes_done", "a2_first_lead", "last_seen_at", "gold_seen", "gold_correct", "flagged", "flag_reason"]
+        rater.save(update_fields=saved)
         # A released lease was not the rater's pending one: they have another item already.
         if hand_out_next and lease.released_at is None:
             _lease_claim(rater, now=now)
@@ -180,6 +189,13 @@ def unseen(queryset: QuerySet, rater: Rater) -> QuerySet:
         return queryset.exclude(question_id__in=seen.values("question_id"))
     item = "item_id" if queryset.model is Slot else "pk"
     return queryset.exclude(**{f"{item}__in": seen.values("item_id")})
+
+
+def in_order_needed(slots: QuerySet, rater: Rater) -> QuerySet:
+    """The slots of `slots` in the display order the rater's own balance needs next (all of
+    them when either order will do)."""
+    order = rater.order_needed()
+    return slots.filter(shown_first=order) if order else slots
 
 
 @contextmanager
@@ -239,7 +255,9 @@ def _lease_claim(rater: Rater, *, now: datetime) -> Lease | None:
         if gold is not None:
             return _lease_create(rater, *gold, random.choice(Shown.values), now, gold=True)
     expired = now - timedelta(seconds=study.lease_seconds)
-    claim = statements.slot_claim(study=study, rater_id=rater.pk, now=now, claimed_before=expired)
+    claim = statements.slot_claim(
+        study=study, rater_id=rater.pk, order=rater.order_needed(), now=now, claimed_before=expired
+    )
     return None if claim is None else _lease_create(rater, *claim, now)
 
 

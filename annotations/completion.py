@@ -22,7 +22,7 @@ from django.db.models import DateTimeField, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from annotations.assignment import judge_human_pool, unseen, write_transaction
+from annotations.assignment import in_order_needed, judge_human_pool, unseen, write_transaction
 from annotations.models import Rater, Slot, Study
 
 
@@ -62,7 +62,7 @@ def rater_can_get_more(*, rater: Rater) -> bool:
     study = rater.study
     if not rater.may_get_items():
         return False
-    if unseen(Slot.objects.filter(study=study).rateable(), rater).exists():
+    if in_order_needed(unseen(Slot.objects.filter(study=study).rateable(), rater), rater).exists():
         return True
     return study.is_gold_turn(rater.votes_done) and unseen(study.items.approved().gold(), rater).exists()
 

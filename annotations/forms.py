@@ -142,11 +142,15 @@ class EnterForm(forms.Form):
     def clean_participant_id(self) -> str:
         return self.cleaned_data["participant_id"].strip()
 
-    def __init__(self, *args, platform_id: str | None = None, **kwargs) -> None:
+    def __init__(self, *args, platform_id: str | None = None, consented: bool = False, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         if platform_id is not None:
             # The platform already told us who this is; the id field is not shown.
             del self.fields["participant_id"]
+        if consented:
+            # The platform link names a rater who agreed when they first entered: coming back
+            # (to go on, or for their code) is not asked again.
+            del self.fields["consent"]
 
 
 class VoteForm(forms.Form):

@@ -27,6 +27,10 @@ class BloomLevel(models.TextChoices):
     CREATING = "creating", "Creating"
 
 
+# The too-fast filter's default threshold (Study.min_response_ms), as the demo study has it.
+DEFAULT_MIN_RESPONSE_MS = 3000
+
+
 class Study(models.Model):
     class Status(models.TextChoices):
         DRAFT = "draft", "Draft"
@@ -46,7 +50,10 @@ class Study(models.Model):
         default=6, help_text="Counted votes each item needs from each judge."
     )
     min_response_ms = models.PositiveIntegerField(
-        default=0, help_text="Votes faster than this (plus ms per word) are kept but not counted."
+        default=DEFAULT_MIN_RESPONSE_MS,
+        help_text="Votes faster than this (plus ms per word) are kept but not counted. The default, 3,000 ms, is "
+        "less than anyone needs to read a question and two short answers (at a fast skim of 700 words a minute "
+        "3 s covers 35 words); 0 turns the filter off.",
     )
     ms_per_word = models.PositiveIntegerField(
         default=0, help_text="Added to the threshold per word of the two answers shown."
@@ -56,7 +63,11 @@ class Study(models.Model):
         help_text="Tell a rater, gently, when a vote came faster than the minimum response time "
         "(the vote is stored all the same, and not counted).",
     )
-    target_per_rater = models.PositiveIntegerField(default=45)
+    target_per_rater = models.PositiveIntegerField(
+        default=45,
+        help_text="Items each rater is asked for (the paper's raters did at least 45). Above the most one rater "
+        "can get, it is lowered to that number when the study is saved or imported, with a warning.",
+    )
     one_variant_per_question = models.BooleanField(
         default=True, help_text="A rater never sees two items of the same question."
     )
@@ -79,7 +90,8 @@ class Study(models.Model):
         "Off: no site may frame the study.",
     )
     gold_every = models.PositiveSmallIntegerField(
-        default=0, help_text="Mix in an attention-check item every k items (0: never)."
+        default=10,
+        help_text="Mix in an attention-check item every k items, when the study has attention checks (0: never).",
     )
     gold_min_accuracy = models.FloatField(
         default=0.0, help_text="Raters below this attention-check accuracy are flagged."
@@ -134,6 +146,16 @@ class Study(models.Model):
         """The response-time threshold for an item whose two answers have `words` words."""
         return self.min_response_ms + self.ms_per_word * words
 
+    def target_reachable(self) -> tuple[int, int] | None:
+        """Lower the target to the most one rater can get when it is above it (unsaved);
+        returns (old, new) when it did, else None. Study forms and imports call it, so that a
+        target nobody can reach is never left to fail the next save."""
+        most = self.most_items_per_rater() if self.pk else 0
+        if not most or self.target_per_rater <= most:
+            return None
+        old, self.target_per_rater = self.target_per_rater, most
+        return old, most
+
     def clean(self) -> None:
         super().clean()
         if self.prolific_completion_url and not (self.completion_code.strip() or self.per_rater_codes):
@@ -161,6 +183,16 @@ class Study(models.Model):
         else:
             regular_n, gold_n = regular.count(), items.filter(question__is_gold=True).count()
         return items_reachable(regular=regular_n, gold=gold_n, gold_every=self.gold_every)
+
+
+def target_lowered_message(old: int, new: int) -> str:
+    """The warning shown wherever a target was lowered to what one rater can reach (the admin's
+    study form, the study upload, import_study)."""
+    return (
+        f"The target per rater was lowered from {old} to {new}: one rater can get at most {new} "
+        f"item{'' if new == 1 else 's'} in this "
+        f"study (one per question, plus attention checks). Raise it again after adding questions."
+    )
 
 
 def items_reachable(*, regular: int, gold: int, gold_every: int) -> int:
@@ -494,6 +526,11 @@ class Rater(models.Model):
     gold_correct = models.PositiveIntegerField(default=0)
     # Every vote they gave (attention checks and not-familiar included), kept with each vote.
     votes_done = models.PositiveIntegerField(default=0, editable=False)
+    # How many more of their votes on scored items (attention checks aside) had the A2 side (A2
+    # or A2p) shown first than the A1 side; negative when fewer. The hand-out keeps it within
+    # ±1 (annotations.assignment), so that a rater's habit of picking one side cannot line up
+    # with the perturbation. Kept with each vote, under the rater's lock, as `votes_done` is.
+    a2_first_lead = models.IntegerField(default=0, editable=False)
     created_at = models.DateTimeField(default=timezone.now)
     last_seen_at = models.DateTimeField(null=True, blank=True)
     # Set once, when the rater is shown their completion code (annotations.completion.rater_finish;
@@ -517,6 +554,15 @@ class Rater(models.Model):
     def may_get_items(self) -> bool:
         """The study is collecting and the rater has not reached their target."""
         return self.study.status == Study.Status.COLLECTING and self.votes_done < self.target
+
+    def order_needed(self) -> str:
+        """The display order the rater's next scored item must have to keep their own balance
+        within ±1 (`a2_first_lead`), or "" when either will do."""
+        if self.a2_first_lead > 0:
+            return Shown.A1_FIRST
+        if self.a2_first_lead < 0:
+            return Shown.A2_FIRST
+        return ""
 
     def score_attention_check(self, *, correct: bool) -> None:
         """Count one attention check and (un)flag the rater against the study's bar, once they

@@ -6,7 +6,8 @@ a failure the rater can wait out (database down, too many requests) is a "try ag
 alert; a study may let MTurk show its rater pages inside its HIT frame (`mturk_frame`), every
 other page refuses to be framed. The pages: the list of studies, a study's landing page, where a
 rater enters, and the done page, with the completion code once they have earned it
-(annotations.completion), sent back to Prolific or handed back to MTurk.
+(annotations.completion), with the way back to Prolific a few seconds later, or handed back
+to MTurk.
 """
 
 from __future__ import annotations
@@ -172,12 +173,19 @@ def _landing(request: HttpRequest, study: Study) -> HttpResponse:
         cookies_blocked = FRAME_CHECK not in request.COOKIES
 
     platform_id = platform[1] if platform else None
-    form = EnterForm(request.POST or None, platform_id=platform_id)
+    # Whoever the platform link names, if they took part: they get back in (to their code) when
+    # the study is full, and are not asked to consent again.
+    returning = None
+    if platform_id is not None:
+        returning = Rater.objects.filter(study=study, participant_id=platform_id).only("consent_at").first()
+    consented_at = returning.consent_at if returning else None
+    # Bound on every POST: a returning rater's form may have no field at all to send.
+    data = request.POST if request.method == "POST" else None
+    form = EnterForm(data, platform_id=platform_id, consented=consented_at is not None)
     collecting = study.status == Study.Status.COLLECTING
     # A study whose every slot has its vote takes nobody new; whoever took part still gets back
     # in (to their code): a platform link that names them, or the id they type on the full page.
-    returning = platform_id is not None and Rater.objects.filter(study=study, participant_id=platform_id).exists()
-    full = collecting and not returning and completion.study_is_full(study=study)
+    full = collecting and returning is None and completion.study_is_full(study=study)
     if request.method == "POST":
         limited = _over_limit(request, "enter", ratelimit.client_address(request), settings.RATER_ENTRY_RATE)
         if limited is not None:
@@ -200,6 +208,7 @@ def _landing(request: HttpRequest, study: Study) -> HttpResponse:
         # On a full study only someone who took part may enter, by typing their id.
         "resume_form": full and platform_id is None and not preview,
         "platform_id": platform_id,
+        "consented_at": consented_at,
         "preview": preview,
         "link_problems": platform_form.id_problems(),
         "query": request.GET.urlencode(),
@@ -246,8 +255,6 @@ def _done(request: HttpRequest, rater: Rater) -> HttpResponse:
         return redirect("annotations:task", slug=study.slug)
     waiting = completion.rater_can_get_more(rater=rater)
     code = completion.rater_finish(rater=rater) if not waiting and rater.votes_done > 0 else None
-    if code and rater.source == Rater.Source.PROLIFIC and study.prolific_completion_url:
-        return HttpResponseRedirect(_with_code(study.prolific_completion_url, code))
     mturk = _mturk_submit(rater) if code else None
     context = {
         "study": study,
@@ -256,6 +263,7 @@ def _done(request: HttpRequest, rater: Rater) -> HttpResponse:
         "waiting": waiting,
         "code": code,
         "mturk": mturk,
+        "platform_return": _prolific_return(rater, code),
     }
     response = render(request, "annotations/done.html", context)
     if mturk:
@@ -282,6 +290,16 @@ def _mturk_submit(rater: Rater) -> dict | None:
         "origin": origin,
         "assignment_id": assignment_id,
     }
+
+
+def _prolific_return(rater: Rater, code: str | None) -> dict | None:
+    """Where the done page takes a Prolific rater who finished, and after how many seconds.
+    Not an immediate redirect: when Prolific is down or blocked the rater would see a browser
+    error instead of their code. The page shows the code first, with a link to go back now."""
+    url = rater.study.prolific_completion_url
+    if not code or rater.source != Rater.Source.PROLIFIC or not url:
+        return None
+    return {"url": _with_code(url, code), "platform": "Prolific", "seconds": settings.BIASSTUDY_PLATFORM_RETURN_SECONDS}
 
 
 def _with_code(url: str, code: str) -> str:

@@ -31,6 +31,8 @@ from annotations.models import (
     Semantics,
     Slot,
     Study,
+    items_reachable,
+    target_lowered_message,
 )
 from annotations.signals import study_answers_prepared
 from biasstudy.bulk import PreparedRows, insert_prepared, insert_prepared_returning_ids, prepare_rows
@@ -769,7 +771,30 @@ def study_file_read(
     study_document_validate(document, path=path, locator=locator)
     if Study.objects.filter(slug=document["study"]["slug"]).exists():
         raise StudyFileError(path, f"a study with slug {document['study']['slug']!r} exists already (choose another with --slug)", field="study.slug")
+    document["notes"] = [note for note in [_target_reachable(document)] if note]
     return document
+
+
+def _target_reachable(document: dict) -> str | None:
+    """Lower the study's target (the file's, or the default) to the most items one rater can
+    get from this file, as Study.target_reachable does for a saved study; the warning to show,
+    or None. A target nobody can reach is never imported to fail the study's next save."""
+    study = document["study"]
+    by_question = study.get("one_variant_per_question", Study._meta.get_field("one_variant_per_question").default)
+    regular = 0
+    for record in document["questions"]:
+        approved = {a["id"] for a in record["answers"] if a.get("review_status", Answer.Review.APPROVED) == "approved"}
+        listed = record.get("items")
+        items = listed if listed is not None else _derive_items(record)
+        shown = sum(1 for item in items if item["a1"] in approved and item["a2"] in approved)
+        regular += min(shown, 1) if by_question else shown
+    gold_every = study.get("gold_every", Study._meta.get_field("gold_every").default)
+    most = items_reachable(regular=regular, gold=len(document.get("gold_items", [])), gold_every=gold_every)
+    target = study.get("target_per_rater", Study._meta.get_field("target_per_rater").default)
+    if not most or target <= most:
+        return None
+    study["target_per_rater"] = most
+    return target_lowered_message(target, most)
 
 
 def study_import(

@@ -252,6 +252,7 @@ class Preview:
     questions: list[dict]  # the first PREVIEW_QUESTIONS, each with its answers (and lengths) and items
     totals: dict[str, int]
     groups: dict[str, int] = field(default_factory=dict)  # items per group (control first)
+    notes: list[str] = field(default_factory=list)  # what the import will change, such as a lowered target
 
     @property
     def summary(self) -> list[tuple[str, int]]:
@@ -299,6 +300,7 @@ def study_preview(document: dict) -> Preview:
         questions=questions,
         totals=totals,
         groups=groups,
+        notes=document.get("notes", []),
     )
 
 

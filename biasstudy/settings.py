@@ -215,6 +215,10 @@ if not re.fullmatch(r"[1-9][0-9]*/(second|minute|hour|day)", API_THROTTLE_RATE):
 # there are several.
 RATER_ENTRY_RATE = env_rate("RATER_ENTRY_RATE", "30/minute")
 RATER_VOTE_RATE = env_rate("RATER_VOTE_RATE", "60/minute")
+# Seconds the done page shows a Prolific rater their completion code before it takes them back
+# to Prolific (they can go at once by its link, or stay): long enough to read or copy the code,
+# which they need when the way back fails.
+BIASSTUDY_PLATFORM_RETURN_SECONDS = env_int("BIASSTUDY_PLATFORM_RETURN_SECONDS", 10)
 # Without CACHE_URL the cache is a table of the database (created by `migrate`), which every
 # gunicorn worker and every web host on that database share, with an atomic counter.
 CACHES = {

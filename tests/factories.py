@@ -16,6 +16,8 @@ def make_study(**kw) -> Study:
     kw.setdefault("title", f"Study {n}")
     kw.setdefault("slug", f"study-{n}")
     kw.setdefault("status", Study.Status.COLLECTING)
+    # No too-fast filter unless a test asks for one: most tests vote at once.
+    kw.setdefault("min_response_ms", 0)
     return Study.objects.create(**kw)
 
 

@@ -48,6 +48,38 @@ def test_staff_make_a_study_then_a_question_whose_control_item_is_made_for_them(
     assert (item.kind, item.answer_a1, item.answer_a2) == (None, a1, a2)
 
 
+def form_as_sent(page, **changes):
+    """What the browser sends back from an admin form page: its initial values, with `changes`."""
+    form = page.context["adminform"].form
+    data = {name: form[name].value() for name in form.fields}
+    data = {name: ("on" if value is True else value) for name, value in data.items() if value is not None}
+    data = {name: value for name, value in data.items() if value is not False}  # an unticked box is not sent
+    data.update({"created_at_0": "2026-01-01", "created_at_1": "00:00:00", **changes})
+    return data
+
+
+def test_a_study_made_with_only_a_slug_and_a_title_gets_the_protocols_defaults_and_its_next_save_works(
+    staff_client,
+):
+    add = reverse("admin:annotations_study_add")
+    response = staff_client.post(add, form_as_sent(staff_client.get(add), title="Defaults", slug="defaults"))
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    study = Study.objects.get(slug="defaults")
+    assert study.min_response_ms == 3000, "the too-fast filter is on"
+    assert study.gold_every == 10, "attention checks come as soon as the study has some"
+    for _ in range(12):
+        make_question(study)
+    gold = make_question(study, is_gold=True)
+    assert study.most_items_per_rater() == 13 and study.target_per_rater == 45  # the gold one 11th
+    # The next save, touching nothing: the target nobody can reach is lowered, with a warning.
+    change = reverse("admin:annotations_study_change", args=[study.pk])
+    saved = staff_client.post(change, form_as_sent(staff_client.get(change)), follow=True)
+    assert saved.status_code == 200 and saved.redirect_chain, saved.context["adminform"].form.errors
+    assert "lowered from 45 to 13: one rater can get at most 13 items" in saved.content.decode()
+    study.refresh_from_db()
+    assert study.target_per_rater == 13 and gold.is_gold
+
+
 def test_a_question_with_two_identical_answers_is_refused_and_nothing_is_written(staff_client):
     study = make_study()
     data = question_data(study, answer_a2="Rayleigh scattering.")

@@ -62,7 +62,7 @@ def test_a_prolific_rater_whose_only_item_is_held_by_someone_else_waits_and_gets
     assert b"PRO-1" not in done.content and Rater.objects.get(participant_id="pp1").finished_at is None
 
 
-def test_a_prolific_rater_with_nothing_more_to_get_is_sent_back_with_the_code_only_after_a_vote(client):
+def test_a_prolific_rater_with_nothing_more_to_get_is_given_the_way_back_with_the_code_only_after_a_vote(client):
     study = make_study(
         votes_per_item=1, target_per_rater=5, completion_code="PRO-2", prolific_completion_url=PROLIFIC_URL
     )
@@ -76,7 +76,7 @@ def test_a_prolific_rater_with_nothing_more_to_get_is_sent_back_with_the_code_on
     assert client.get(urls(study)["done"])["Location"] == urls(study)["task"], "pp2 has an item to answer"
     client.post(urls(study)["task"], {"token": token, "choice": "first", "client_ms": 5000})
     response = client.get(urls(study)["done"])
-    assert response.status_code == 302 and response["Location"] == f"{PROLIFIC_URL}?cc=PRO-2"
+    assert response.status_code == 200 and response.context["platform_return"]["url"] == f"{PROLIFIC_URL}?cc=PRO-2"
     rater = Rater.objects.get(participant_id="pp2")
     assert rater.finished_at is not None and rater.completion_code == "PRO-2"
 
@@ -112,9 +112,38 @@ def test_a_rater_whose_platform_link_names_them_gets_back_into_a_full_study(clie
     client.post(urls(study)["task"], {"token": token, "choice": "tie", "client_ms": 5000})
     client.cookies.clear()  # another browser
     page = client.get(urls(study)["landing"] + PROLIFIC.format(pid="pp1"))
-    assert b"This study is full" not in page.content and b"Start rating" in page.content
+    assert b"This study is full" not in page.content and b"Continue" in page.content
     assert enter(client, study, "pp1", prolific=True).status_code == 302
     assert b"FULL-2" in client.get(urls(study)["done"]).content
+
+
+def test_a_finished_prolific_rater_coming_back_through_their_link_is_not_asked_to_consent_again(client):
+    study = make_study(
+        votes_per_item=2,
+        target_per_rater=1,
+        completion_code="BACK-1",
+        prolific_completion_url=PROLIFIC_URL,
+        consent="Your answers are stored under your Prolific id only.",
+    )
+    make_question(study)
+    make_question(study)
+    assert enter(client, study, "pp9", prolific=True).status_code == 302
+    token = token_in(client.get(urls(study)["task"]))
+    client.post(urls(study)["task"], {"token": token, "choice": "tie", "client_ms": 5000})
+    assert b"BACK-1" in client.get(urls(study)["done"]).content
+    client.cookies.clear()  # another browser, or the cookie gone
+    page = client.get(urls(study)["landing"] + PROLIFIC.format(pid="pp9"))
+    assert b'name="consent"' not in page.content and b"stored under your Prolific id" not in page.content
+    assert b"Welcome back" in page.content and b"Continue" in page.content
+    response = client.post(urls(study)["landing"] + PROLIFIC.format(pid="pp9"), {})  # no consent ticked
+    assert response.status_code == 302 and response["Location"] == urls(study)["task"]
+    done = client.get(urls(study)["done"])
+    assert b"BACK-1" in done.content and Rater.objects.filter(participant_id="pp9").count() == 1
+    # Someone new through a link is still asked, and refused without it.
+    client.cookies.clear()
+    new = client.get(urls(study)["landing"] + PROLIFIC.format(pid="pp10"))
+    assert b'name="consent"' in new.content and b"Welcome back" not in new.content
+    assert client.post(urls(study)["landing"] + PROLIFIC.format(pid="pp10"), {}).status_code == 400
 
 
 def test_with_per_rater_codes_each_rater_gets_their_own_code_kept_on_the_rater(client):
@@ -172,7 +201,7 @@ def test_the_most_items_counts_one_item_per_question_and_approved_items_only():
     assert study.most_items_per_rater() == 5
 
 
-def test_the_admin_shows_the_most_items_and_refuses_a_target_above_it(admin_client):
+def test_the_admin_shows_the_most_items_and_lowers_a_target_above_it_with_a_warning(admin_client):
     study = make_study(target_per_rater=2)
     for _ in range(2):
         make_question(study)
@@ -182,13 +211,14 @@ def test_the_admin_shows_the_most_items_and_refuses_a_target_above_it(admin_clie
     form = page.context["adminform"].form
     data = {name: value for name, value in form.initial.items() if value is not None}
     data.update({"target_per_rater": 3, "status": study.status, "created_at_0": "2026-01-01", "created_at_1": "00:00"})
-    refused = admin_client.post(change, data)
-    assert refused.status_code == 200
-    assert b"at most 2 items" in refused.content
+    saved = admin_client.post(change, data, follow=True)
+    assert saved.status_code == 200
+    assert "lowered from 3 to 2: one rater can get at most 2 items" in saved.content.decode()
     study.refresh_from_db()
     assert study.target_per_rater == 2
     data["target_per_rater"] = 2
-    assert admin_client.post(change, data).status_code == 302
+    quiet = admin_client.post(change, data, follow=True)
+    assert "lowered" not in quiet.content.decode()
 
 
 def test_a_rater_in_the_demo_study_can_reach_its_target():

@@ -45,7 +45,8 @@ def hit_page(live_server, study, origin: str) -> str:
 
 
 def two_question_study(**kw):
-    study = make_study(votes_per_item=1, target_per_rater=2, completion_code="C0DE-42", **kw)
+    # Two votes per item: both orders of each, so the worker's own order balance never stops them.
+    study = make_study(votes_per_item=2, target_per_rater=2, completion_code="C0DE-42", **kw)
     for i in range(2):
         make_question(study, text=f"Question {i}: what is {i} + {i}?", a1=f"It is {2 * i}.", a2="Nobody knows.")
     return study

@@ -9,7 +9,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from annotations import statements
-from annotations.assignment import lease_next, unseen, vote_record
+from annotations.assignment import in_order_needed, lease_next, unseen, vote_record
 from annotations.models import Answer, Lease, Rater, Slot, Study
 from tests.factories import human_pool, make_question, make_rater, make_study, make_variant
 
@@ -37,7 +37,7 @@ def lease_to_vote_orm(rater_id, slug, token):
 
 def free_slot_orm(*, study, rater, claimed_before):
     free = Q(rater__isnull=True) | Q(claimed_at__lte=claimed_before)
-    slots = unseen(Slot.objects.filter(free, study=study).rateable(), rater)
+    slots = in_order_needed(unseen(Slot.objects.filter(free, study=study).rateable(), rater), rater)
     return slots.order_by("round", "rank").values_list("pk", "item_id", "question_id", "shown_first")
 
 
@@ -171,7 +171,10 @@ def _both_free_slots(study, rater, claimed_before, now):
     order); the claim is rolled back after its slot is read back as it left it."""
     orm = free_slot_orm(study=study, rater=rater, claimed_before=claimed_before).first()
     with transaction.atomic():
-        claim = statements.slot_claim(study=study, rater_id=rater.pk, now=now, claimed_before=claimed_before)
+        order = rater.order_needed()
+        claim = statements.slot_claim(
+            study=study, rater_id=rater.pk, order=order, now=now, claimed_before=claimed_before
+        )
         taken = Slot.objects.filter(rater=rater, claimed_at=now, vote__isnull=True)
         ours = taken.values_list("pk", "item_id", "question_id", "shown_first").first()
         assert (claim is None and ours is None) or (ours[1:] == claim and taken.count() == 1)
@@ -193,6 +196,7 @@ def test_the_free_slot_matches_the_orm_through_a_whole_study(one_variant_per_que
     now = timezone.now()
     for step in range(40):
         rater = raters[step % len(raters)]
+        rater.refresh_from_db()  # the order their balance needs, as their last vote left it
         for claimed_before in (now - timedelta(seconds=60), now + timedelta(seconds=1)):
             ours, orm = _both_free_slots(study, rater, claimed_before, now)
             assert ours == orm

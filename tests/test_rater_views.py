@@ -331,7 +331,7 @@ def test_a_rater_with_nothing_left_to_rate_gets_the_code_before_the_target_but_o
     assert b"ALL-DONE" not in page.content and b"no items for you" in page.content
 
 
-def test_prolific_raters_are_sent_back_to_prolific_with_the_code(anon_client):
+def test_prolific_raters_see_their_code_and_a_way_back_to_prolific_with_it(anon_client):
     study = make_study(
         target_per_rater=1,
         completion_code="PRO1",
@@ -342,8 +342,12 @@ def test_prolific_raters_are_sent_back_to_prolific_with_the_code(anon_client):
     token = token_in(anon_client.get(urls(study)["task"]))
     anon_client.post(urls(study)["task"], {"token": token, "choice": "first"})
     response = anon_client.get(urls(study)["done"])
-    assert response.status_code == 302
-    assert response["Location"] == "https://app.prolific.com/submissions/complete?cc=PRO1"
+    # A page, not a redirect: were Prolific unreachable, the rater would still have their code.
+    assert response.status_code == 200
+    back = "https://app.prolific.com/submissions/complete?cc=PRO1"
+    assert response.context["code"] == "PRO1" and response.context["platform_return"]["url"] == back
+    page = response.content.decode()
+    assert '<output id="completion-code"' in page and f'href="{back}"' in page and f'data-return-to="{back}"' in page
 
 
 def test_the_done_page_sends_an_unfinished_rater_back_to_work(rater):

@@ -28,7 +28,10 @@ def test_a_study_saved_in_the_admin_without_questions_round_trips(staff_client, 
 
 
 def test_a_study_made_in_the_admin_forms_round_trips(staff_client, tmp_path):
-    staff_client.post(reverse("admin:annotations_study_add"), study_data(instructions="# Read\n\n- a\n- b"))
+    # A target one rater can reach in the study it becomes (one question, one attention check):
+    # the import lowers one above that (tests/test_study_safe_defaults.py).
+    data = study_data(instructions="# Read\n\n- a\n- b", target_per_rater="1")
+    staff_client.post(reverse("admin:annotations_study_add"), data)
     study = Study.objects.get(slug="sky")
     staff_client.post(reverse("admin:annotations_question_add"), question_data(study))
     gold = question_data(study, external_id="gold-1", is_gold="on", answer_a1="Good.", answer_a2="Bad.")

@@ -99,6 +99,28 @@
     if (submit) submit.requestSubmit();
   });
 
+  // Prolific: the done page shows the code, then takes the rater back after a few seconds
+  // (the link does it at once without this file; "Stay on this page" cancels).
+  document.addEventListener("DOMContentLoaded", function () {
+    var box = document.querySelector("[data-return-to]");
+    if (!box) return;
+    var status = box.querySelector("[data-return-status]");
+    var stay = box.querySelector("[data-return-stay]");
+    var seconds = parseInt(box.getAttribute("data-return-seconds"), 10) || 10;
+    var platform = box.getAttribute("data-return-platform");
+    status.textContent = "Taking you back to " + platform + " in " + seconds + " seconds.";
+    var timer = window.setTimeout(function () {
+      status.textContent = "Taking you back to " + platform + "…";
+      window.location.assign(box.getAttribute("data-return-to"));
+    }, seconds * 1000);
+    stay.hidden = false;
+    stay.addEventListener("click", function () {
+      window.clearTimeout(timer);
+      stay.hidden = true;
+      status.textContent = "You stay on this page. Use the link to go back to " + platform + " when you are ready.";
+    });
+  });
+
   // The completion code's copy button (shown only where the clipboard can be written).
   document.addEventListener("click", function (event) {
     var button = event.target.closest ? event.target.closest("[data-copy]") : null;

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotations.study_io import READERS, StudyFileError, study_import
+from annotations.study_io import READERS, StudyFileError, study_document_write, study_file_read
 
 
 class Command(BaseCommand):
@@ -14,10 +14,13 @@ class Command(BaseCommand):
         parser.add_argument("--status", help="draft, collecting or closed (overrides the file's).")
 
     def handle(self, *args, path: str, fmt: str, slug=None, title=None, status=None, verbosity: int = 1, **options):
-        try:
-            study = study_import(path=path, fmt=fmt, slug=slug, title=title, status=status)
+        try:  # study_import's two steps, so that the reading's notes can be shown
+            document = study_file_read(path=path, fmt=fmt, slug=slug, title=title, status=status)
+            study = study_document_write(document)
         except StudyFileError as exc:
             raise CommandError(f"import failed, nothing was written: {exc}") from None
+        for note in document["notes"]:
+            self.stderr.write(self.style.WARNING(f"Warning: {note}"))
         if verbosity:
             questions = study.questions.filter(is_gold=False).count()
             self.stdout.write(
