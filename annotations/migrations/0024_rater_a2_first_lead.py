@@ -17,7 +17,7 @@ def lead_from_votes(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotations', '0022_markdown_validators'),
+        ('annotations', '0023_answer_len_spaces'),
     ]
 
     operations = [

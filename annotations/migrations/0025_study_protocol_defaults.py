@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotations', '0023_rater_a2_first_lead'),
+        ('annotations', '0024_rater_a2_first_lead'),
     ]
 
     operations = [
