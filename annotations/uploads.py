@@ -30,9 +30,10 @@ from typing import ClassVar, Self
 
 from django.conf import settings
 from django.core import signing
+from django.db import DatabaseError
 
 from annotations import lengths
-from annotations.archives import ArchiveError, ArchiveLimits, archive_root, archive_unpack
+from annotations.archives import ArchiveError, ArchiveLimits, ArchiveTooLarge, archive_root, archive_unpack
 from annotations.models import Study
 from annotations.study_io import CHEN_CONTROL_FILE, StudyFileError, study_file_read, study_import
 from annotations.study_io import _derive_items as derive_items  # the import's rule, for the preview
@@ -48,6 +49,10 @@ _CHUNK = 1 << 20
 
 class UploadError(ValueError):
     """An upload that cannot be used (expired or tampered token, bad zip, too large)."""
+
+
+class UploadTooLarge(UploadError):
+    """An upload over API_IMPORT_MAX_MB, as sent or once unpacked (the API answers 413)."""
 
 
 class StoredUpload:
@@ -100,10 +105,12 @@ class Upload(StoredUpload):
         return self.folder / (CHEN_FOLDER if self.fmt == "chen2024" else JSON_NAME)
 
 
-def study_upload_store(*, name: str, chunks, slug: str = "", title: str = "", status: str = "") -> Upload:
-    """Keep an uploaded file (an iterable of byte chunks) for preview and import. A name ending in
-    .zip is the chen2024 folder, anything else our JSON format."""
-    fmt = "chen2024" if name.lower().endswith(".zip") else "biasstudy"
+def study_upload_store(
+    *, name: str, chunks, slug: str = "", title: str = "", status: str = "", fmt: str | None = None
+) -> Upload:
+    """Keep an uploaded file (an iterable of byte chunks) for preview and import. Without `fmt`,
+    a name ending in .zip is the chen2024 folder, anything else our JSON format."""
+    fmt = fmt or ("chen2024" if name.lower().endswith(".zip") else "biasstudy")
     upload = Upload(
         id=upload_folder_new(),
         name=upload_name(name),
@@ -119,6 +126,8 @@ def study_upload_store(*, name: str, chunks, slug: str = "", title: str = "", st
             unpacked = upload.folder / "unpacked"
             try:
                 chen_archive_unpack(archive=archive, target=unpacked).rename(upload.path)
+            except ArchiveTooLarge as exc:
+                raise UploadTooLarge(str(exc)) from None
             except ArchiveError as exc:
                 raise UploadError(str(exc)) from None
             shutil.rmtree(unpacked, ignore_errors=True)  # what was left beside the folder renamed
@@ -214,6 +223,12 @@ def study_upload_import(*, upload: Upload) -> Study:
             status=upload.status or None,
             progress=lambda done, total: _progress(upload, state="running", done=done, total=total),
         )
+    except (DatabaseError, OverflowError) as exc:
+        # A value the checks let through but a column cannot hold (a number out of range): the
+        # transaction rolled back, so nothing was written.
+        error = f"import failed, nothing was written: the database refused a value: {exc}"
+        _progress(upload, state="failed", error=error)
+        raise StudyFileError(upload.name, f"the database refused a value: {exc}") from None
     except StudyFileError as exc:
         shown = _as_uploaded(exc, upload)
         problems = [{"path": p.path, "line": p.line, "field": p.field, "message": p.message} for p in shown.problems]
@@ -353,7 +368,7 @@ def upload_file_write(path: Path, chunks) -> None:
         for chunk in chunks:
             written += len(chunk)
             if written > limit:
-                raise UploadError(f"the file is larger than the limit of {settings.API_IMPORT_MAX_MB} MB")
+                raise UploadTooLarge(f"the file is larger than the limit of {settings.API_IMPORT_MAX_MB} MB (API_IMPORT_MAX_MB)")
             out.write(chunk)
 
 

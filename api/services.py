@@ -1,28 +1,39 @@
-"""Importing a study sent over HTTP: the bytes go to a private temporary folder and through
-annotations.study_io.study_import, the very function `manage.py import_study` calls, so the API
-accepts and refuses exactly what the command does."""
+"""Importing a study sent over HTTP: the same path as the admin's upload (annotations.uploads).
+The bytes are kept as an upload, checked as `manage.py import_study` checks a file, and then
+imported here or, for a study of more than STUDY_UPLOAD_BACKGROUND_QUESTIONS questions, by the
+task worker (a 600-question file held its request for 17-19 s): the API accepts and refuses
+exactly what the admin and the command do."""
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path, PurePosixPath
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import BinaryIO
 
-from django.conf import settings
-from django.db import DatabaseError
-
-from annotations.archives import ArchiveError, ArchiveTooLarge
 from annotations.models import Study
-from annotations.study_io import StudyFileError, study_import
-from annotations.uploads import chen_archive_unpack
+from annotations.study_io import StudyFileError
+from annotations.tasks import study_upload_import_queue
+from annotations.uploads import (
+    Upload,
+    UploadError,
+    UploadTooLarge,
+    study_upload_import,
+    study_upload_report,
+    study_upload_store,
+    upload_discard,
+)
 
 _CHUNK = 1024 * 1024
 
 
-class UploadTooLarge(Exception):
-    def __init__(self, limit: int):
-        self.limit = limit
-        super().__init__(f"larger than the {limit // _CHUNK} MB the API accepts (API_IMPORT_MAX_MB)")
+@dataclass
+class StudyImport:
+    """What a study import sent over HTTP became: the study (imported in the request) or the
+    upload the task worker imports (its progress at the API's import URL)."""
+
+    study: Study | None = None
+    queued: Upload | None = None
 
 
 def study_import_upload(
@@ -33,54 +44,30 @@ def study_import_upload(
     slug: str | None = None,
     title: str | None = None,
     status: str | None = None,
-) -> Study:
+) -> StudyImport:
     """Import a study from an uploaded file: a biasstudy JSON document, or for chen2024 a zip of
-    the folder. `name` is what error messages call the file. Raises StudyFileError (paths
-    shown relative to the upload) or UploadTooLarge; writes nothing when it raises."""
-    limit = settings.API_IMPORT_MAX_MB * _CHUNK
+    the folder. `name` is what error messages call the file. Raises StudyFileError (paths as
+    the researcher knows them) or UploadTooLarge (over API_IMPORT_MAX_MB); writes
+    nothing when it raises."""
     name = PurePosixPath(name.replace("\\", "/")).name or "upload"
-    with tempfile.TemporaryDirectory(prefix="biasstudy-import-") as tmp:
-        root = Path(tmp)
-        upload = root / "upload"
-        _copy_bounded(stream, upload, limit)
-        if fmt == "chen2024":
-            try:
-                path = chen_archive_unpack(archive=upload, target=root / "folder")
-            except ArchiveTooLarge:
-                raise UploadTooLarge(limit) from None
-            except ArchiveError as exc:
-                raise StudyFileError(name, str(exc)) from None
-            shown_root = root / "folder"
-        else:
-            path = root / name
-            upload.rename(path)
-            shown_root = root
-        try:
-            return study_import(path=path, fmt=fmt, slug=slug, title=title, status=status)
-        except StudyFileError as exc:
-            raise _relative(exc, shown_root, name) from None
-        except (DatabaseError, OverflowError) as exc:
-            # A value the checks let through but a column cannot hold (a too-long text, a number
-            # out of range): the transaction rolled back, so nothing was written.
-            raise StudyFileError(name, f"the database refused a value: {exc}") from None
+    try:
+        upload = study_upload_store(
+            name=name, chunks=_chunks(stream), fmt=fmt, slug=slug or "", title=title or "", status=status or ""
+        )
+    except UploadTooLarge:
+        raise
+    except UploadError as exc:  # a zip that cannot be unpacked: a problem with the file, by its name
+        raise StudyFileError(name, str(exc)) from None
+    report = study_upload_report(upload=upload)
+    if report.problem is not None:
+        upload_discard(upload.folder)
+        raise report.problem
+    if report.in_worker:
+        study_upload_import_queue(upload=upload)
+        return StudyImport(queued=upload)
+    return StudyImport(study=study_upload_import(upload=upload))
 
 
-def _copy_bounded(stream: BinaryIO, target: Path, limit: int) -> None:
-    size = 0
-    with target.open("wb") as out:
-        while chunk := stream.read(_CHUNK):
-            size += len(chunk)
-            if size > limit:
-                raise UploadTooLarge(limit)
-            out.write(chunk)
-
-
-def _relative(exc: StudyFileError, root: Path, name: str) -> StudyFileError:
-    def shown(path: str) -> str:
-        try:
-            inside = Path(path).resolve().relative_to(root.resolve()).as_posix()
-        except ValueError:
-            return name
-        return inside if inside != "." else name
-
-    return exc.renamed(shown)
+def _chunks(stream: BinaryIO) -> Iterator[bytes]:
+    while chunk := stream.read(_CHUNK):
+        yield chunk

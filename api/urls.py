@@ -11,6 +11,7 @@ app_name = "api"
 
 v1 = [
     path("studies/", views.StudiesView.as_view(), name="studies"),
+    path("study-imports/<str:token>/", views.StudyImportView.as_view(), name="study-import"),
     path("studies/<slug:slug>/", views.StudyDetailView.as_view(), name="study-detail"),
     path("studies/<slug:slug>/export/", views.StudyExportView.as_view(), name="study-export"),
     path("studies/<slug:slug>/questions/", views.StudyQuestionsView.as_view(), name="study-questions"),

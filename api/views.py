@@ -34,11 +34,11 @@ from analysis.tasks import votes_upload_import_queue
 from analysis.uploads import votes_upload_get, votes_upload_progress, votes_upload_store
 from annotations.models import Answer, ComparisonItem, Judge, Question, Rater, Study, Vote
 from annotations.study_io import StudyFileError, study_export
-from annotations.uploads import UploadError
+from annotations.uploads import UploadError, UploadTooLarge, study_upload_get, study_upload_progress
 from api import inputs, serializers
 from api.pagination import MAX_ID, IdCursorPagination, VoteCursorPagination
 from api.schema import ErrorSerializer, form_parameters
-from api.services import UploadTooLarge, study_import_upload
+from api.services import study_import_upload
 from judges.models import JudgeRun, LLMJudge
 from judges.services import JudgeRunError, judge_run_cancel, judge_run_resume, judge_run_start
 from perturbations.models import Variant
@@ -172,6 +172,7 @@ class StudiesView(ListView):
         request={"application/json": OpenApiTypes.OBJECT, "multipart/form-data": inputs.StudyImportUpload},
         responses={
             201: serializers.StudySerializer,
+            202: OpenApiTypes.OBJECT,
             413: ErrorSerializer,
             415: ErrorSerializer,
         },
@@ -190,11 +191,15 @@ class StudiesView(ListView):
             upload = {"stream": file, "fmt": options.validated_data["format"], "name": file.name or "upload"}
         overrides = {key: options.validated_data.get(key) for key in ("slug", "title", "status")}
         try:
-            study = study_import_upload(**upload, **overrides)
+            imported = study_import_upload(**upload, **overrides)
         except StudyFileError as exc:
             return Response(study_file_error_body(exc), status=status.HTTP_400_BAD_REQUEST)
         except UploadTooLarge as exc:
             raise PayloadTooLarge(f"The upload is {exc}.") from None
+        if imported.queued is not None:
+            url = request.build_absolute_uri(reverse("api:study-import", kwargs={"token": imported.queued.token}))
+            return Response({"state": "queued", "url": url}, status=status.HTTP_202_ACCEPTED, headers={"Location": url})
+        study = imported.study
         location = reverse("api:study-detail", kwargs={"slug": study.slug})
         return Response(
             serializers.StudySerializer(study).data, status=status.HTTP_201_CREATED, headers={"Location": location}
@@ -290,6 +295,39 @@ def votes_import_state(progress: dict, request: Request) -> dict:
         ]
         state.update(problems[0], problems=problems, more=progress.get("more", 0))
     return state
+
+
+class StudyImportView(APIView):
+    model_permissions = {"GET": ("annotations.add_study",)}  # following one's own import
+
+    @extend_schema(
+        summary="State of a study import",
+        description=(
+            "A study file of more than STUDY_UPLOAD_BACKGROUND_QUESTIONS questions is imported by the task worker, "
+            "as the admin's upload is: the import answers 202 with this URL. `state` is queued, running (`done` of "
+            "`total` rows, `percent`), done (`study`, `study_url`) or failed (nothing was written: `detail`, and "
+            'for problems with the file each one as {"detail", "path", "line", "field"} in "problems"). An '
+            "unknown, expired or forged token is a 404."
+        ),
+        parameters=[OpenApiParameter("token", OpenApiTypes.STR, OpenApiParameter.PATH, pattern=r"^[-A-Za-z0-9_:]+$")],
+        responses={200: OpenApiTypes.OBJECT, 404: ErrorSerializer},
+    )
+    def get(self, request: Request, token: str) -> Response:
+        try:
+            progress = study_upload_progress(upload=study_upload_get(token=token))
+        except UploadError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_404_NOT_FOUND)
+        state = {key: progress[key] for key in ("state", "done", "total", "percent") if key in progress}
+        if progress["state"] == "done":
+            url = request.build_absolute_uri(reverse("api:study-detail", kwargs={"slug": progress["study"]}))
+            state.update(study=progress["study"], study_url=url)
+        elif progress["state"] == "failed":
+            problems = [
+                {"detail": p["message"], "path": p["path"], "line": p["line"], "field": p["field"]}
+                for p in progress.get("problems", [])
+            ]
+            state.update(detail=progress.get("error", ""), problems=problems, more=progress.get("more", 0))
+        return Response(state)
 
 
 class StudyDetailView(DetailView):

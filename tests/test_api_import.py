@@ -186,7 +186,8 @@ def test_errors_in_a_chen2024_zip_name_the_file_inside_and_its_line(token_client
     response = token_client.post(URL, {"file": upload, "format": "chen2024"}, format="multipart")
     assert response.status_code == 400
     body = response.json()
-    assert (body["path"], body["line"], body["field"]) == ("d/reference.json", 3, "answers.answer1.answer_id")
+    # Named as the admin's upload names it: the zip, then the file inside its folder.
+    assert (body["path"], body["line"], body["field"]) == ("chen.zip: reference.json", 3, "answers.answer1.answer_id")
     assert not Study.objects.exists()
 
 
@@ -256,3 +257,32 @@ def test_an_mturk_frame_setting_that_is_not_true_or_false_is_a_400_naming_it(tok
     assert response.json()["field"] == "study.allow_mturk_frame"
     assert "must be true/false" in response.json()["detail"]
     assert not Study.objects.exists()
+
+
+def test_a_large_study_is_imported_by_the_task_worker_as_the_admins_upload_is(
+    token_client, settings, django_capture_on_commit_callbacks
+):
+    # Over the bound the admin's upload hands to the worker, the API does too (a 600-question
+    # file held its request for 17-19 s): 202, then its state at the URL given.
+    settings.STUDY_UPLOAD_BACKGROUND_QUESTIONS = 0
+    with django_capture_on_commit_callbacks(execute=True):
+        response = post_json(token_client, minimal_document())
+    assert response.status_code == 202, response.content
+    url = response.json()["url"]
+    assert response["Location"] == url
+    state = token_client.get(url).json()
+    assert (state["state"], state["study"]) == ("done", "mini")
+    assert Study.objects.get(slug="mini").questions.count() == 1
+
+
+def test_a_large_study_with_a_problem_is_refused_at_once_and_nothing_is_queued(token_client, settings):
+    settings.STUDY_UPLOAD_BACKGROUND_QUESTIONS = 0
+    document = minimal_document()
+    document["questions"][0]["bloom"] = "memorising"
+    response = post_json(token_client, document)
+    assert response.status_code == 400 and response.json()["field"] == "questions[0].bloom"
+    assert not Study.objects.exists()
+
+
+def test_an_unknown_import_token_is_a_404(token_client):
+    assert token_client.get("/api/v1/study-imports/not-a-token/").status_code == 404

@@ -73,7 +73,7 @@ NO_PERMISSION_NEEDED = {
 # to a staff member who may only read.
 WRITE_PAGES = re.compile(
     r"(add|delete|autocomplete|edit|generate|cancel|resume|test-connection|password)/$"
-    r"|study/upload/|votes/import/|api/v1/answers/<int:pk>/review/"
+    r"|study/upload/|votes/import/|study-imports/|api/v1/answers/<int:pk>/review/"
 )
 
 
