@@ -289,12 +289,17 @@ def votes_import_state(progress: dict, request: Request) -> dict:
         ignored = counts.pop(analysis_services.IGNORED_COLUMNS, {})
         state.update(study=progress["study"], study_url=study_url, counts=counts, ignored_columns=ignored)
     elif progress["state"] == "failed":
-        problems = [
-            {"detail": p["message"], "path": p["path"], "line": p["line"], "field": p["field"]}
-            for p in progress["problems"]
-        ]
+        problems = _progress_problems(progress)
         state.update(problems[0], problems=problems, more=progress.get("more", 0))
     return state
+
+
+def _progress_problems(progress: dict) -> list[dict]:
+    """A failed import's problems (its upload's progress) in the API's shape."""
+    return [
+        {"detail": p["message"], "path": p["path"], "line": p["line"], "field": p["field"]}
+        for p in progress.get("problems", [])
+    ]
 
 
 class StudyImportView(APIView):
@@ -322,10 +327,7 @@ class StudyImportView(APIView):
             url = request.build_absolute_uri(reverse("api:study-detail", kwargs={"slug": progress["study"]}))
             state.update(study=progress["study"], study_url=url)
         elif progress["state"] == "failed":
-            problems = [
-                {"detail": p["message"], "path": p["path"], "line": p["line"], "field": p["field"]}
-                for p in progress.get("problems", [])
-            ]
+            problems = _progress_problems(progress)
             state.update(detail=progress.get("error", ""), problems=problems, more=progress.get("more", 0))
         return Response(state)
 
