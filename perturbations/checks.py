@@ -23,7 +23,7 @@ from annotations import lengths
 from perturbations import kinds
 from perturbations.rules import AUTHOR_YEAR_CITATION, remove_insertions, split_reference_block
 
-CHECKS_VERSION = 1
+CHECKS_VERSION = 2  # 2: one length warning; declared insertions; the facts of tone rewrites
 MIN_SIMILARITY = 0.98  # below this, a non-semantic variant has changed the answer's words
 MAX_LISTED_WORDS = 40
 

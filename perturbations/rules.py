@@ -17,7 +17,8 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-GENERATOR_VERSION = 1
+# 2: references in APA 7 with titles from the question's topic; rules get the question (RuleContext).
+GENERATOR_VERSION = 2
 
 
 @dataclass(frozen=True)
