@@ -314,8 +314,15 @@ _VERB_STEMS = _names(
     live look lose make matter mean measure melt move multiply need occur orbit paint pass pay play pollute power
     prevent produce protect prove pull push reach read recycle reduce reflect scatter remain rise rotate rule save see
     seem sell shine show sing sink solve spend spin spread start stay store subtract support survive take teach
-    tell think travel turn use vote wash win work write"""
+    tell think travel turn use vote wash win work write walk rent stop encourage ban"""
 )
+# The instructions questions open with (Bloom's verbs); many are nouns elsewhere ("a list").
+_INSTRUCTIONS = _bank(
+    """analyse analyze apply argue assess classify compare construct contrast create critique define demonstrate
+    describe design discuss estimate evaluate explain give identify illustrate imagine interpret judge justify
+    list name outline plan predict propose rank recommend state suggest summarise summarize write"""
+)
+_ARTICLES = _bank("the a an its their our your his her")
 _IRREGULAR_VERBS = _bank(
     """am is are was were be been do does did done has have had can could will would shall should may might must
     grew grown made became began begun fell fallen rose risen won lost fought led took taken gave given kept built
@@ -338,7 +345,8 @@ _VERBS = frozenset(_IRREGULAR_VERBS.union(*(_verb_forms(stem) for stem in _VERB_
 _ADJECTIVES = _bank(
     """blue red green yellow black white dark bright big small large tiny long short high low hot cold warm wet dry
     important different useful possible necessary dangerous healthy safe true false good bad fast slow heavy light
-    hard soft strong weak rich poor old new young easy difficult common rare"""
+    hard soft strong weak rich poor old new young easy difficult common rare better worse best worst heavier
+    lighter bigger smaller faster slower"""
 )
 # Nouns too vague to be a topic on their own ("the difference", "the main reasons").
 _VAGUE = _bank(
@@ -396,8 +404,9 @@ def _phrases(sentence: str) -> list[tuple[str, ...]]:
             run = []  # "blue", "1991": no topic by themselves
         if run and run[-1].lower() not in _VAGUE and len(run) <= _MAX_PHRASE_WORDS:
             words = list(run)
-            if article in ("a", "an") and words[-1].islower():
-                words[-1] = _plural(words[-1])
+            head = next((i - 1 for i, w in enumerate(words) if w in _JOINERS), len(words) - 1)
+            if article in ("a", "an") and words[head].islower() and not words[head].endswith("s"):
+                words[head] = _plural(words[head])  # "a kilogram of iron": "kilograms of iron"
             elif article == "the":
                 words.insert(0, "the")
             found.append(tuple(words))
@@ -406,10 +415,14 @@ def _phrases(sentence: str) -> list[tuple[str, ...]]:
     previous = ""
     for token in tokens:
         lower = token.lower()
-        # After an article or a vague word a verb form is a noun: "the use of", "the main causes".
-        as_noun = lower in _VERBS - _IRREGULAR_VERBS and (previous in _DETERMINERS or previous in _VAGUE)
+        # After an article, a vague word or "of" a verb form is a noun: "the use of", "the main
+        # causes", "states of matter".
+        as_noun = lower in _VERBS - _IRREGULAR_VERBS and (
+            previous in _ARTICLES or previous in _VAGUE or (previous in _JOINERS and bool(run))
+        )
+        instruction = not previous and lower in _INSTRUCTIONS
         previous = lower
-        if _is_topic_word(token) or as_noun:
+        if (_is_topic_word(token) or as_noun) and not instruction:
             run.append(token)
         elif run and lower in _JOINERS:
             run.append(lower)

@@ -49,6 +49,24 @@ CASES = [
         {"describe", "spent", "raise", "spread"},
     ),
 ]
+CASES += [
+    (
+        "Evaluate whether homework should be banned.",
+        "Homework helps some pupils practise, but too much of it takes time from sleep and play. A little, "
+        "set with care, seems fairer than none.",
+        {"evaluate", "banned", "helps", "takes", "seems"},
+    ),
+    (
+        "What are the three states of matter?",
+        "Matter can be solid, liquid or gas. Heating a solid can melt it, and heating a liquid can boil it.",
+        {"are", "melt", "boil"},
+    ),
+    (
+        "Which is heavier, a kilogram of feathers or a kilogram of iron?",
+        "Neither: a kilogram is a kilogram. The feathers take up far more space, which fools people.",
+        {"is", "take", "fools"},
+    ),
+]
 STOPWORDS = rules.STOPWORDS | {"the", "a", "an", "of", "and", "to", "from", "in", "about"}
 
 
@@ -102,6 +120,25 @@ def test_titles_look_like_titles(question, answer, verbs):
             assert reference["venue"].istitle() or all(
                 w[0].isupper() for w in reference["venue"].split() if w not in ("of", "and")
             )
+
+
+@pytest.mark.parametrize(
+    ("question", "topics"),
+    [
+        ("Why did the Soviet Union dissolve in 1991?", ["the Soviet Union"]),
+        ("Describe the main causes of the French Revolution.", ["the causes of the French Revolution"]),
+        ("What are the three states of matter?", ["the three states of matter"]),
+        ("How do you add a fraction to another fraction?", ["fractions"]),
+        (
+            "Which is heavier, a kilogram of feathers or a kilogram of iron?",
+            ["kilograms of feathers", "kilograms of iron"],
+        ),
+        ("Summarize the plot of Romeo and Juliet.", ["the plot of Romeo and Juliet"]),
+        ("Why is the sky blue?", ["the sky"]),
+    ],
+)
+def test_the_topic_is_the_question_s_noun_phrase(question, topics):
+    assert rules.topic_phrases(question, "", count=2) == topics
 
 
 def test_the_references_are_in_one_style_and_listed_in_the_provenance():
