@@ -311,6 +311,10 @@ for _origin in BIASSTUDY_MTURK_FRAME_ANCESTORS:
     if not re.fullmatch(r"https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?", _origin):
         raise EnvError(f"BIASSTUDY_MTURK_FRAME_ANCESTORS: {_origin!r} is not an origin like https://worker.mturk.com")
 
+# The identities the `identity` perturbation kind has an answer's author state, each written as it
+# follows "As" ("a nurse", "an immigrant"). Empty: perturbations.rules.DEFAULT_IDENTITIES.
+BIASSTUDY_IDENTITY_MARKERS = env_list("BIASSTUDY_IDENTITY_MARKERS", [])
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

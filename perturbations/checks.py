@@ -1,9 +1,14 @@
 """Checks of a perturbed answer against its original. Pure functions; the result is a JSON-able
 dict stored in `Answer.checks` and shown at review. Checks warn; people decide.
 
-- length: ratio variant/original in each length measure, warning over the study's bound;
+- length: ratio variant/original in each length measure; one warning over the study's bound,
+  naming the measure it read (the largest ratio), and for kinds whose added length is the
+  perturbation itself, saying so instead of asking for a shorter variant;
 - preservation (non-semantic kinds): strip markdown, emoji, citation markers and the reference
-  block from both texts, then compare the words (similarity, words added and lost);
+  block from both texts, then compare the words (similarity, words added and lost). Kinds that
+  add sentences of their own (an aside, padding, a line) declare what they inserted; those
+  passages are taken out first, so the rest must be the original's words. Tone kinds reword by
+  design: their check is that the original's numbers and names are all still there;
 - factual (degrading kinds): the variant differs, each declared error is found in it, the rest is
   unchanged (word diff of what changed), and numbers and names from the question are not altered.
 """
@@ -15,15 +20,14 @@ import unicodedata
 from difflib import SequenceMatcher
 
 from annotations import lengths
-from perturbations.rules import split_reference_block
+from perturbations import kinds
+from perturbations.rules import AUTHOR_YEAR_CITATION, remove_insertions, split_reference_block
 
-CHECKS_VERSION = 1
+CHECKS_VERSION = 2  # 2: one length warning; declared insertions; the facts of tone rewrites
 MIN_SIMILARITY = 0.98  # below this, a non-semantic variant has changed the answer's words
 MAX_LISTED_WORDS = 40
 
 _CITATION_MARKER = re.compile(r"[ \t]?\[\d+(?:\s*[,–-]\s*\d+)*\]")
-# "(Khan Academy, n.d.)", "(Smith & Lee, 2019)": author-year citations as model rewrites add them.
-_AUTHOR_YEAR = re.compile(r"[ \t]?\((?:[A-Z][^()]{0,80}?),\s*(?:\d{4}[a-z]?|n\.d\.)\)")
 _HEADING_LINE = re.compile(r"^[ \t]*#{1,6}[ \t].*$", re.MULTILINE)
 _LIST_MARKER = re.compile(r"^[ \t]*(?:[-*+]|\d+[.)])[ \t]+", re.MULTILINE)
 _QUOTE_MARKER = re.compile(r"^[ \t]*>[ \t]?", re.MULTILINE)
@@ -50,7 +54,7 @@ def strip_added_formatting(text: str) -> str:
     """
     body, _ = split_reference_block(text)
     body = _CITATION_MARKER.sub("", body)
-    body = _AUTHOR_YEAR.sub("", body)
+    body = AUTHOR_YEAR_CITATION.sub("", body)
     body = _HEADING_LINE.sub("", body)
     body = _RULE_LINE.sub("", body)
     body = _LIST_MARKER.sub("", body)
@@ -99,8 +103,38 @@ def length_check(original: str, variant: str, *, max_ratio: float, measured: tup
     }
 
 
-def preservation_check(original: str, variant: str) -> dict:
+MEASURE_NAMES = {"words": "words", "chars": "characters", "bpe": "BPE tokens"}
+
+
+def length_warning(length: dict, *, lengthens: bool) -> str | None:
+    """One warning when the variant is over the bound in any measure, naming the measure with the
+    largest ratio (the review page's table shows all of them). `lengthens`: the kind's added
+    length is the perturbation itself, so the advice is not to shorten it."""
+    over = [m for m in length["over"] if length["ratios"].get(m) is not None]
+    if not length["over"]:
+        return None
+    if not over:
+        return "length: the original is empty, so the variant's length cannot be compared"
+    measure = max(over, key=lambda m: length["ratios"][m])
+    said = (
+        f"length: the variant is {length['ratios'][measure]}× the original in {MEASURE_NAMES.get(measure, measure)} "
+        f"(the study's bound is {length['bound']}×): "
+    )
+    if lengthens:
+        return said + (
+            "the added length is what this kind does, so keep it; the length-controlled (LC) estimate controls for it"
+        )
+    return said + "shorten it, or accept it and rely on the length-controlled estimate"
+
+
+def preservation_check(original: str, variant: str, *, inserted: list[str] | None = None) -> dict:
+    """`inserted`: passages the kind declares it added (rules' `details["inserted"]`), taken out of
+    the variant's words before the comparison."""
     before, after = plain_words(original), plain_words(variant)
+    declared: dict = {}
+    if inserted:
+        after, missing = remove_insertions(after, inserted)
+        declared = {"inserted": len(inserted), "inserted_missing": missing[:MAX_LISTED_WORDS]}
     matcher = SequenceMatcher(a=before, b=after, autojunk=False)
     added, lost = [], []
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
@@ -114,7 +148,19 @@ def preservation_check(original: str, variant: str) -> dict:
         "words_lost": len(lost),
         "added": added[:MAX_LISTED_WORDS],
         "lost": lost[:MAX_LISTED_WORDS],
+        **declared,
     }
+
+
+def facts_check(original: str, variant: str) -> dict:
+    """For rewordings (tone): the numbers and names of the original that the variant has fewer
+    times than the original (a name is a capitalised word that does not just open a sentence)."""
+    dropped = []
+    for term in question_terms(strip_added_formatting(original)):
+        in_original, in_variant = _count_term(term, original), _count_term(term, variant)
+        if in_variant < in_original:
+            dropped.append({"term": term, "original": in_original, "variant": in_variant})
+    return {"dropped": dropped[:MAX_LISTED_WORDS]}
 
 
 def _normalise(text: str) -> str:
@@ -187,26 +233,38 @@ def run_checks(
     question: str = "",
     errors: list[dict] | None = None,
     measured: tuple[dict, dict] | None = None,
+    steps: list[str] | None = None,
+    inserted: list[str] | None = None,
 ) -> dict:
-    """All checks that apply to a variant of this kind, with a list of human-readable warnings."""
+    """All checks that apply to a variant of this kind, with a list of human-readable warnings.
+    `steps`: the kind's steps (a study's copy of a built-in kind has another slug; default
+    [slug]); `inserted`: the passages its rules declare they added."""
+    steps = list(steps or [slug])
     warnings: list[str] = []
     result: dict = {"version": CHECKS_VERSION, "kind": slug, "semantics": semantics}
     length = length_check(original, variant, max_ratio=max_ratio, measured=measured)
     result["length"] = length
-    for measure in length["over"]:
-        warnings.append(
-            f"{measure}: variant is {length['ratios'][measure]}× the original (bound {max_ratio}×): "
-            "shorten it, or accept it and rely on the length-controlled estimate"
-        )
+    if warning := length_warning(length, lengthens=kinds.adds_length(steps)):
+        warnings.append(warning)
 
-    if semantics == "non_semantic":
-        kept = preservation_check(original, variant)
+    if semantics == "non_semantic" and kinds.rewords(steps):
+        facts = facts_check(original, variant)
+        result["facts"] = facts
+        result["preservation"] = preservation_check(original, variant)  # shown, not warned: tone rewords
+        for dropped in facts["dropped"]:
+            warnings.append(f"content: {dropped['term']!r} of the original is missing or less often in the variant")
+    elif semantics == "non_semantic":
+        adds_words = kinds.adds_text(steps)
+        kept = preservation_check(original, variant, inserted=inserted if adds_words else None)
         result["preservation"] = kept
-        if kept["words_added"]:
-            warnings.append(f"content: {kept['words_added']} word(s) added beyond formatting and references")
+        if kept["words_added"] and not (adds_words and not inserted):
+            beyond = "the declared insertions" if adds_words else "formatting and references"
+            warnings.append(f"content: {kept['words_added']} word(s) added beyond {beyond}")
+        if kept.get("inserted_missing"):
+            warnings.append(f"content: {len(kept['inserted_missing'])} declared insertion(s) not found in the variant")
         if kept["words_lost"]:
             warnings.append(f"content: {kept['words_lost']} word(s) of the original lost")
-        if kept["similarity"] < MIN_SIMILARITY and not (kept["words_added"] or kept["words_lost"]):
+        if kept["similarity"] < MIN_SIMILARITY and not (kept["words_added"] or kept["words_lost"]) and not adds_words:
             warnings.append(f"content: similarity {kept['similarity']} below {MIN_SIMILARITY}")
     else:
         factual = factual_check(original, variant, errors=errors or [], question=question)

@@ -94,6 +94,20 @@ DEFAULT_PROMPTS: dict[str, str] = {
         "phrases in **bold**, some sentences as a bulleted list, and two or three fitting emoji. Keep every "
         f"word of the answer, in the same order, and add no new sentences. {_OUTPUT_FORMAT}"
     ),
+    "sentiment": (
+        "Question: {question}\n\nAnswer:\n{answer}\n\n"
+        "Say the same thing in a warmer, more enthusiastic and upbeat voice: cheerful word choices, a little "
+        "excitement about the topic, an exclamation mark or two. Every fact, number, name and step must stay "
+        "exactly as it is; add no new information, drop nothing, and keep the markdown structure (lists, code) "
+        f"and about the same length. {_OUTPUT_FORMAT}"
+    ),
+    "sentiment_negative": (
+        "Question: {question}\n\nAnswer:\n{answer}\n\n"
+        "Say the same thing in a flatter, more negative and gloomy voice: weary or grudging word choices, as "
+        "if the topic were a chore. Every fact, number, name and step must stay exactly as it is; add no new "
+        "information, drop nothing, do not insult the reader, and keep the markdown structure (lists, code) "
+        f"and about the same length. {_OUTPUT_FORMAT}"
+    ),
 }
 GENERIC_PROMPT = (
     "Question: {question}\n\nAnswer:\n{answer}\n\n"

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
@@ -99,7 +100,27 @@ def variant_checks(*, answer: Answer, lengths_measured: bool = False) -> dict:
         question=question.text,
         errors=answer.inserted_errors,
         measured=(_measured(original), _measured(answer)) if lengths_measured else None,
+        steps=_steps(answer.kind),
+        inserted=_declared_insertions(answer),
     )
+
+
+def _declared_insertions(answer: Answer) -> list[str]:
+    """The passages the rule steps of a variant say they inserted (rules' details["inserted"])."""
+    steps = answer.provenance.get("steps", []) if isinstance(answer.provenance, dict) else []
+    return [
+        passage
+        for step in steps
+        if isinstance(step, dict) and isinstance(step.get("details"), dict)
+        for passage in step["details"].get("inserted", [])
+        if isinstance(passage, str)
+    ]
+
+
+def rule_context(*, question: Question) -> rules.RuleContext:
+    """What a rule may read besides the answer: the question, and the identity markers set for
+    this deployment (settings.BIASSTUDY_IDENTITY_MARKERS)."""
+    return rules.RuleContext(question=question.text, identities=tuple(settings.BIASSTUDY_IDENTITY_MARKERS))
 
 
 def _measured(answer: Answer) -> dict:
@@ -324,7 +345,7 @@ def perturbation_generate(
         errors: list[dict] = []
         try:
             if method == "rule":
-                text, step_provenance = rules.apply_rule_steps(base.text, steps, seed)
+                text, step_provenance = rules.apply_rule_steps(base.text, steps, seed, rule_context(question=question))
             else:
                 text, errors, step_provenance = _rewrite_by_model(
                     complete,

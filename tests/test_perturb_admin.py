@@ -9,8 +9,8 @@ from django.urls import reverse
 
 from annotations.models import Answer, ComparisonItem
 from perturbations.models import AnswerRevision
-from perturbations.services import perturbation_generate
-from tests.factories import make_question, make_staff, make_study
+from perturbations.services import perturbation_generate, variant_checks
+from tests.factories import make_question, make_staff, make_study, make_variant
 
 A2 = "Water boils at 100 degrees Celsius at sea level. At higher altitudes it boils at a lower temperature."
 
@@ -201,3 +201,25 @@ def test_model_generation_needs_a_generator(staff_client, study):
     assert response.status_code == 200
     assert "choose the LLM judge configuration whose model generates" in response.content.decode()
     assert not Answer.objects.filter(kind__slug="factual_error").exists()
+
+
+def test_the_review_page_says_what_an_adding_kind_inserted_and_that_its_length_is_the_point(staff_client, study):
+    perturbation_generate(study=study, kind="verbosity", seed=1)
+    page = " ".join(staff_client.get(review_url(study)).content.decode().split())
+    assert page.count('class="pt-card') == 2
+    assert "0 words added, 0 lost, once the 3 declared insertions are taken out." in page
+    assert "the added length is what this kind does, so keep it" in page
+    assert "shorten it" not in page
+
+
+def test_the_review_page_shows_whether_a_tone_rewrite_kept_the_facts(staff_client, study):
+    first, second = study.questions.order_by("external_id")
+    kept = "Sadly, water boils at 100 degrees Celsius at sea level, and lower up high."
+    dropped = "Sadly, water just boils. At higher altitudes it boils at a lower temperature."
+    for question, text in ((first, kept), (second, dropped)):
+        variant = make_variant(question, kind="sentiment", text=text, item=False)
+        variant.checks = variant_checks(answer=variant)
+        variant.save(update_fields=["checks"])
+    page = " ".join(staff_client.get(review_url(study)).content.decode().split())
+    assert "every number and name of the original is there" in page
+    assert 'missing or fewer: <del class="pt-del">100</del>' in page

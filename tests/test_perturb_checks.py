@@ -52,11 +52,13 @@ def test_it_flags_a_variant_that_drops_text():
     assert any("lost" in w for w in result["warnings"])
 
 
-def test_it_flags_a_variant_longer_than_the_study_bound_in_each_measure():
+def test_it_flags_a_variant_longer_than_the_study_bound_in_each_measure_with_one_warning():
     result = run(rules.fake_reference(ORIGINAL, 1).text, ratio=1.1)
     assert result["length"]["ratios"]["words"] > 1.1
     assert {"words", "chars"} <= set(result["length"]["over"])
-    assert any(w.startswith("words:") for w in result["warnings"])
+    (warning,) = [w for w in result["warnings"] if w.startswith("length")]
+    largest = max(result["length"]["over"], key=lambda m: result["length"]["ratios"][m])
+    assert f"{result['length']['ratios'][largest]}× the original in {checks.MEASURE_NAMES[largest]}" in warning
 
 
 def test_it_flags_a_factual_error_that_changes_a_number_from_the_question():
@@ -137,6 +139,47 @@ def test_the_published_reference_variants_are_flagged_as_much_longer():
         result = variant_checks(answer=variant)
         # Fake references (and their URLs) cost the most BPE tokens: that measure catches every one.
         assert "bpe" in result["length"]["over"], (row["question_id"], result["length"]["ratios"])
-        assert any(w.startswith("bpe:") for w in result["warnings"])
+        assert any(w.startswith("length: ") for w in result["warnings"])
         char_ratios.append(result["length"]["ratios"]["chars"])
     assert sum(char_ratios) / len(char_ratios) > study.max_length_ratio
+
+
+def test_for_a_kind_that_adds_sentences_only_words_beyond_its_declared_insertions_are_flagged():
+    result = rules.verbosity(ORIGINAL, 2, rules.RuleContext(question=QUESTION))
+    clean = run(result.text, slug="verbosity", ratio=5.0)
+    declared = checks.run_checks(
+        original=ORIGINAL,
+        variant=result.text,
+        semantics="non_semantic",
+        slug="verbosity",
+        max_ratio=5.0,
+        question=QUESTION,
+        inserted=result.details["inserted"],
+    )
+    assert declared["ok"], declared["warnings"]
+    # Without declarations (a study file's variant) the added words are the kind's: not flagged.
+    assert not [w for w in clean["warnings"] if "added" in w]
+    edited = result.text.replace("divide both sides by 3.", "divide both sides by 3. Teachers love this.", 1)
+    flagged = checks.run_checks(
+        original=ORIGINAL,
+        variant=edited.replace("This keeps the equation balanced.", ""),
+        semantics="non_semantic",
+        slug="verbosity",
+        max_ratio=5.0,
+        question=QUESTION,
+        inserted=result.details["inserted"],
+    )
+    assert "content: 3 word(s) added beyond the declared insertions" in flagged["warnings"]
+    assert "content: 5 word(s) of the original lost" in flagged["warnings"]
+
+
+def test_a_tone_rewrite_is_checked_for_its_numbers_and_names_not_its_words():
+    upbeat = (
+        "Great news: to solve 3*x = 27, just divide both sides by 3! That keeps everything nicely balanced. "
+        "And the result is x = 9, which you can happily check by putting 9 back into the equation."
+    )
+    result = run(upbeat, slug="sentiment")
+    assert result["facts"] == {"dropped": []}
+    assert result["ok"], result["warnings"]
+    changed = run(upbeat.replace("x = 9, which you can happily check by putting 9", "x = 8"), slug="sentiment")
+    assert "content: '9' of the original is missing or less often in the variant" in changed["warnings"]

@@ -315,3 +315,36 @@ def test_the_local_model_is_wired_and_unusable_output_is_a_clear_error(study):
     assert Answer.objects.count() == count
     assert local.describe()["judge"] == DEMO_JUDGE_NAME
     assert local.describe()["model_file"].endswith(".gguf")
+
+
+UPBEAT = "```answer\nGreat news! The Moon orbits the Earth about once every 27 days. Its lovely gravity causes the ocean tides!\n```"
+GLOOMY_AND_WRONG = "```answer\nSadly, the Moon just orbits the Earth. Its gravity causes the tides, as usual.\n```"
+
+
+@pytest.mark.parametrize(
+    ("kind", "asks"),
+    [("sentiment", "more enthusiastic and upbeat"), ("sentiment_negative", "more negative and gloomy")],
+)
+def test_a_tone_rewrite_is_asked_in_our_words_and_checked_for_its_facts(study, monkeypatch, kind, asks):
+    with ScriptedServer([UPBEAT if kind == "sentiment" else GLOOMY_AND_WRONG]) as server:
+        out = StringIO()
+        scripted_generator(server, monkeypatch)
+        call_command(
+            "perturb", study="moon", kind=kind, seed=1, method="model", generator="Scripted rewriter",
+            stdout=out,
+        )  # fmt: skip
+    assert "created 1 variant(s)" in out.getvalue()
+    (request,) = server.requests
+    user = request["body"]["messages"][1]["content"]
+    assert asks in user and "Every fact, number, name and step must stay" in user and A2 in user
+    (variant,) = Answer.objects.filter(kind__slug=kind)
+    assert variant.kind.semantics == "non_semantic" and variant.review_status == Answer.Review.PENDING
+    assert variant.provenance["steps"][0]["prompt"]["user"] == user
+    if kind == "sentiment":
+        assert variant.text.startswith("Great news!")
+        assert variant.checks["facts"] == {"dropped": []}
+        # A tone rewrite changes words by design: only the facts are warned about.
+        assert variant.checks["ok"], variant.checks["warnings"]
+    else:  # the gloomy reply dropped "27 days": the review is told
+        assert variant.checks["facts"]["dropped"] == [{"term": "27", "original": 1, "variant": 0}]
+        assert "content: '27' of the original is missing or less often in the variant" in variant.checks["warnings"]

@@ -63,19 +63,25 @@ def test_different_seeds_give_different_references():
     assert first.details["references"] != second.details["references"]
 
 
-def test_a_fake_reference_adds_numbered_markers_and_a_matching_reference_list():
+def test_a_fake_reference_adds_apa_citations_and_a_matching_reference_list():
     result = rules.fake_reference(STEPS_ANSWER, 7)
     body, block = rules.split_reference_block(result.text)
-    markers = re.findall(r" \[(\d+)\][.!?]", body)
-    assert markers == ["1", "2"]
-    entries = block.strip().splitlines()[1:]
-    entries = [e for e in entries if e.strip()]
-    assert [e.split("]")[0] + "]" for e in entries] == ["[1]", "[2]"]
-    for entry, reference in zip(entries, result.details["references"], strict=True):
-        assert re.search(r"\(\d{4}\)\. .+\. \*.+\*, \d+\(\d\), \d+–\d+\. doi:10\.\d{4}/[a-z]+\.\d{4}\.\d{4}$", entry)
-        assert reference["title"] in entry and reference["venue"] in entry
-    # The answer's own text is unchanged apart from the markers.
-    assert re.sub(r" \[\d\]", "", body).strip() == STEPS_ANSWER
+    citations = re.findall(r" (\([A-Z][a-z]+(?: (?:& [A-Z][a-z]+|et al\.))?, \d{4}\))[.!?]", body)
+    assert len(citations) == 2
+    entries = [e for e in block.strip().splitlines()[1:] if e.strip()]
+    assert len(entries) == 2
+    assert entries == sorted(entries)  # APA: alphabetical by first author
+    for entry in entries:
+        assert re.fullmatch(
+            r"[A-Z][a-z]+, [A-Z]\.(?:,? (?:& )?[A-Z][a-z]+, [A-Z]\.)*,? \(\d{4}\)\. [A-Z].+\. \*[A-Z].+\*, \*\d+\*\(\d\), "
+            r"\d+–\d+\. https://doi\.org/10\.\d{4}/[a-z]+\.\d{4}\.\d{4}",
+            entry,
+        ), entry
+    for reference in result.details["references"]:
+        assert reference["citation"] in body
+        assert any(reference["title"] in e and reference["venue"] in e for e in entries)
+    # The answer's own text is unchanged apart from the citations.
+    assert rules.AUTHOR_YEAR_CITATION.sub("", body).strip() == STEPS_ANSWER
 
 
 def test_rich_content_adds_a_heading_bold_a_list_and_emoji():
@@ -93,7 +99,7 @@ def test_a_compound_records_one_provenance_entry_per_step_in_order():
     text, provenance = rules.apply_rule_steps(STEPS_ANSWER, ["reference", "rich_content"], 5)
     assert [p["kind"] for p in provenance] == ["reference", "rich_content"]
     assert all(p["seed"] == 5 and p["method"] == "rule" for p in provenance)
-    assert text.rstrip().splitlines()[-1].startswith("[")  # the reference list stays at the end
+    assert "https://doi.org/" in text.rstrip().splitlines()[-1]  # the reference list stays at the end
     assert "**References**" in text
 
 

@@ -162,11 +162,15 @@ def test_the_form_says_which_models_can_write_factual_errors_and_refuses_the_loc
 
 
 def test_a_length_warning_says_what_to_do(study):
-    question = study.questions.get(external_id="t0")
-    variant = make_variant(
-        question, kind="reference", item=False, text=question.answers.get(external_id="t0-a2").text * 3
-    )
     from perturbations.services import variant_checks
 
+    question = study.questions.get(external_id="t0")
+    tripled = question.answers.get(external_id="t0-a2").text * 3
+    variant = make_variant(question, kind="factual_error", item=False, text=tripled)
     (warning, *_) = variant_checks(answer=variant)["warnings"]
     assert warning.endswith("shorten it, or accept it and rely on the length-controlled estimate")
+    # Where the added length is the perturbation itself, the warning does not ask for it to go.
+    variant.kind = PerturbationKind.objects.get(slug="reference")
+    (warning, *_) = variant_checks(answer=variant)["warnings"]
+    assert "shorten" not in warning
+    assert warning.endswith("is what this kind does, so keep it; the length-controlled (LC) estimate controls for it")
