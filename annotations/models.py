@@ -14,6 +14,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 
+from annotations import context as context_text
 from annotations import lengths
 from biasstudy import rendering
 
@@ -247,6 +248,13 @@ def stored_html(text: str, html: str, key: str) -> SafeString:
     return rendering.render_markdown(text)
 
 
+def validate_context(value: str) -> None:
+    try:
+        context_text.check(value)
+    except context_text.ContextError as exc:
+        raise ValidationError(f"context: {exc}") from None
+
+
 class Question(RenderedText):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="questions")
     external_id = models.CharField(max_length=120)
@@ -350,6 +358,17 @@ class Answer(RenderedText):
     review_status = models.CharField(max_length=10, choices=Review.choices, default=Review.APPROVED)
     # For factual-error variants: [{"original": str, "error": str, "explanation": str}, ...].
     inserted_errors = models.JSONField(default=list, blank=True)
+    # For a variant of a context kind (bandwagon, authority, sycophancy...): the text is the
+    # original's, unchanged, and this is what both kinds of judge are told about the pair, a
+    # template naming the answers {A1} and {A2} (annotations.context). Empty: no context.
+    context = models.CharField(
+        max_length=context_text.MAX_CHARS,
+        blank=True,
+        default="",
+        validators=[validate_context],
+        help_text="What the judges are told about the pair, one line; {A1} and {A2} name the answers "
+        "(each vote shows the label the answer has there), {judge_family} and {other_family} model families.",
+    )
     # Results of the perturbation checks (see perturbations.checks), shown at review.
     checks = models.JSONField(default=dict, blank=True)
     len_words = models.PositiveIntegerField(default=0, editable=False)
@@ -468,6 +487,18 @@ class ComparisonItem(models.Model):
         super().save(*args, **kwargs)
         if adding:
             Slot.objects.sync(self.study, items=[self])
+
+    @property
+    def context(self) -> str:
+        """What the judges are told about this pair (a template: annotations.context), or ''."""
+        return self.answer_a2.context
+
+    @property
+    def for_raters(self) -> bool:
+        """Whether human raters are handed this item (it has slots). Not attention checks, which
+        come by their own turn, and not an item whose context names the judge's own model
+        family (self-enhancement): a person has none."""
+        return not self.question.is_gold and not context_text.names_judge_family(self.context)
 
     @property
     def group(self) -> str:
@@ -781,12 +812,13 @@ class SlotQuerySet(models.QuerySet):
     def sync(self, study: Study, *, items: list[ComparisonItem] | None = None) -> None:
         """Give each item of the study (or each of `items`) as many slots as its quota: new
         ones in the order the item has fewer of, so the orders stay balanced; when the quota
-        went down, free slots go, from the order with more. Attention checks get none."""
+        went down, free slots go, from the order with more. Attention checks and items not for raters
+        (`ComparisonItem.for_raters`) get none."""
         quota = study.votes_per_item
         existing = self.filter(study=study) if items is None else self.filter(item__in=items)
         if items is None:
-            items = list(study.items.select_related("question"))
-        items = [item for item in items if not item.question.is_gold]
+            items = list(study.items.select_related("question", "answer_a2"))
+        items = [item for item in items if item.for_raters]
         slots: dict[int, list[Slot]] = {item.pk: [] for item in items}
         for slot in existing:
             slots[slot.item_id].append(slot)
@@ -816,7 +848,7 @@ class SlotQuerySet(models.QuerySet):
         return [
             slot
             for item in items
-            if not item.question.is_gold
+            if item.for_raters
             for slot in _added_slots(study, item, {Shown.A1_FIRST: 0, Shown.A2_FIRST: 0}, start=0)
         ]
 

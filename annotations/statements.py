@@ -25,6 +25,7 @@ from django.utils import timezone
 from django.utils.safestring import SafeString
 from psycopg.rows import dict_row
 
+from annotations import context as context_text
 from annotations.models import Lease, Rater, Slot, Study, stored_html
 
 
@@ -87,7 +88,7 @@ RATER_WITH_LEASE = (
     + """,
        q.text AS question_text, q.text_html AS question_html, q.text_html_key AS question_key,
        a1.text AS a1_text, a1.text_html AS a1_html, a1.text_html_key AS a1_key,
-       a2.text AS a2_text, a2.text_html AS a2_html, a2.text_html_key AS a2_key
+       a2.text AS a2_text, a2.text_html AS a2_html, a2.text_html_key AS a2_key, a2.context AS a2_context
 FROM annotations_rater r
 JOIN annotations_study s ON s.id = r.study_id
 LEFT JOIN annotations_lease l ON l.rater_id = r.id AND l.voted_at IS NULL AND l.released_at IS NULL
@@ -110,7 +111,8 @@ class Shown:
 def rater_in_study(rater_id: int, slug: str) -> Rater | None:
     """The rater with this id in the study with this slug, `rater.study` filled, and
     `rater.pending_lease`: their pending lease, expired or not, with `page` (the question and
-    the two answers in the order shown, rendered), or None. None if there is no such rater there."""
+    the two answers in the order shown, rendered, and the item's context line, or ''), or None.
+    None if there is no such rater there."""
     row = _row(RATER_WITH_LEASE, [rater_id, slug])
     if row is None:
         return None
@@ -137,7 +139,9 @@ def _with_page(lease: Lease, row: dict) -> Lease:
     a1, a2 = (Shown(stored_html(row[f"{a}_text"], row[f"{a}_html"], row[f"{a}_key"])) for a in ("a1", "a2"))
     left, right = (a1, a2) if lease.shown_first == "a1" else (a2, a1)
     question = Shown(stored_html(row["question_text"], row["question_html"], row["question_key"]))
-    lease.page = {"question": question, "left": left, "right": right}
+    # A context kind's line, with the answers named as this page names them (plain text).
+    context = context_text.for_rater(row["a2_context"] or "", lease.shown_first)
+    lease.page = {"question": question, "left": left, "right": right, "context": context}
     return lease
 
 

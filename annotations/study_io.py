@@ -22,6 +22,7 @@ from typing import Any
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import models, transaction
 
+from annotations import context as context_text
 from annotations.models import (
     Answer,
     BloomLevel,
@@ -66,7 +67,17 @@ STUDY_FIELDS: dict[str, type | tuple[type, ...]] = {
     "gold_min_accuracy": (int, float),
     "max_length_ratio": (int, float),
 }
-ANSWER_FIELDS = {"id", "text", "derived_from", "kind", "provenance", "review_status", "inserted_errors", "checks"}
+ANSWER_FIELDS = {
+    "id",
+    "text",
+    "derived_from",
+    "kind",
+    "provenance",
+    "review_status",
+    "inserted_errors",
+    "checks",
+    "context",
+}
 QUESTION_FIELDS = {"id", "bloom", "text", "answers", "items", "subset"}
 GOLD_FIELDS = {"id", "bloom", "text", "better", "worse"}
 KIND_FIELDS = {"slug", "name", "description", "semantics", "steps"}
@@ -199,7 +210,7 @@ def study_document_validate(document: dict, *, path: str | Path, locator: _Locat
     if unstorable is not None:
         check(fail, unstorable[1], unstorable[0] or "(a key)")
     if document.get("format") != FORMAT_NAME:
-        check(fail, f"expected \"format\": \"{FORMAT_NAME}\"", "format")
+        check(fail, f'expected "format": "{FORMAT_NAME}"', "format")
     if document.get("version") != FORMAT_VERSION:
         check(fail, f"unsupported version {document.get('version')!r} (this program reads {FORMAT_VERSION})", "version")
     study = document.get("study")
@@ -364,11 +375,15 @@ def _validate_question(question: Any, field: str, kinds: dict, seen: set, fail: 
         if parent is None or kind is None:
             fail("a variant needs both derived_from and kind", afield, answer["id"])
         if parent not in by_id:
-            fail(f"the original {parent!r} is not an answer of question {qid!r}", f"{afield}.derived_from", answer["id"])
+            fail(
+                f"the original {parent!r} is not an answer of question {qid!r}", f"{afield}.derived_from", answer["id"]
+            )
         if parent == answer["id"]:
             fail("an answer cannot be derived from itself", f"{afield}.derived_from", answer["id"])
         if kind not in kinds:
-            fail(f"unknown perturbation kind {kind!r} (declare it in perturbation_kinds)", f"{afield}.kind", answer["id"])
+            fail(
+                f"unknown perturbation kind {kind!r} (declare it in perturbation_kinds)", f"{afield}.kind", answer["id"]
+            )
     for ai, answer in enumerate(answers):
         # Every variant leads back to an original in a few steps: no cycle, no chain deeper than
         # MAX_DERIVATION_DEPTH (the writer and deletion walk it).
@@ -469,7 +484,9 @@ def _unstorable_text(text: str) -> str | None:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        return f"contains a lone surrogate (\\u{ord(text[exc.start]):04x}), which is not valid UTF-8 and cannot be stored"
+        return (
+            f"contains a lone surrogate (\\u{ord(text[exc.start]):04x}), which is not valid UTF-8 and cannot be stored"
+        )
     return None
 
 
@@ -504,6 +521,15 @@ def validate_answer_record(answer: dict, field: str, fail: Callable) -> None:
         fail("must be a list of text", f"{field}.checks.warnings", aid)
     if not isinstance(checks.get("ok", True), bool):
         fail("must be true or false", f"{field}.checks.ok", aid)
+    context = answer.get("context", "")
+    if not isinstance(context, str):
+        fail(f"must be text, got {_shown(context)}", f"{field}.context", aid)
+    if context and answer.get("derived_from") is None:
+        fail("only a variant (an answer with derived_from) carries a context", f"{field}.context", aid)
+    try:
+        context_text.check(context)
+    except context_text.ContextError as exc:
+        fail(str(exc), f"{field}.context", aid)
 
 
 def _shown(value: Any) -> str:
@@ -538,7 +564,9 @@ def _check_bloom(value: Any, field: str, fail: Callable, near: str | None) -> No
 
 def _type_name(expected: type | tuple[type, ...]) -> str:
     types = expected if isinstance(expected, tuple) else (expected,)
-    return " or ".join({"str": "text", "int": "a whole number", "float": "a number", "bool": "true/false"}[t.__name__] for t in types)
+    return " or ".join(
+        {"str": "text", "int": "a whole number", "float": "a number", "bool": "true/false"}[t.__name__] for t in types
+    )
 
 
 # --------------------------------------------------------------------------- chen2024 format
@@ -620,7 +648,9 @@ def _read_chen_control(control: Path, line_no: int, row: dict, questions: dict, 
             raise StudyFileError(control, "missing answer or answer_id", line=line_no, field=f"answers.{slot}")
         aid = answer["answer_id"]
         if aid in answers_by_id or any(aid == a["id"] for a in answers):
-            raise StudyFileError(control, f"duplicate answer id {aid!r}", line=line_no, field=f"answers.{slot}.answer_id")
+            raise StudyFileError(
+                control, f"duplicate answer id {aid!r}", line=line_no, field=f"answers.{slot}.answer_id"
+            )
         answers.append({"id": aid, "text": answer["answer"], "provenance": _chen_provenance(row, None)})
     for record in answers:  # a line is taken whole or not at all
         answers_by_id[record["id"]] = (qid, record)
@@ -645,7 +675,9 @@ def _read_chen_perturbation(
     seen.add(qid)
     perturbed = [(slot, a) for slot, a in row["answers"].items() if isinstance(a, dict) and a.get("perturb")]
     if len(perturbed) != 1:
-        raise StudyFileError(file, f"expected exactly one perturbed answer, found {len(perturbed)}", line=line_no, field="answers")
+        raise StudyFileError(
+            file, f"expected exactly one perturbed answer, found {len(perturbed)}", line=line_no, field="answers"
+        )
     slot, answer = perturbed[0]
     aid = answer.get("answer_id") or ""
     if not isinstance(aid, str):
@@ -685,7 +717,12 @@ def _read_chen_perturbation(
 
 def _chen_provenance(row: dict, answer: dict | None) -> dict:
     if answer is None:
-        return {"method": "import", "source": "chen2024", "model": row.get("model_id"), "temperature": row.get("temperature")}
+        return {
+            "method": "import",
+            "source": "chen2024",
+            "model": row.get("model_id"),
+            "temperature": row.get("temperature"),
+        }
     return {
         "method": "import",
         "source": "chen2024",
@@ -770,7 +807,11 @@ def study_file_read(
         document["study"].update(overrides)
     study_document_validate(document, path=path, locator=locator)
     if Study.objects.filter(slug=document["study"]["slug"]).exists():
-        raise StudyFileError(path, f"a study with slug {document['study']['slug']!r} exists already (choose another with --slug)", field="study.slug")
+        raise StudyFileError(
+            path,
+            f"a study with slug {document['study']['slug']!r} exists already (choose another with --slug)",
+            field="study.slug",
+        )
     document["notes"] = [note for note in [_target_reachable(document)] if note]
     return document
 
@@ -865,6 +906,7 @@ def _prepare_question(record: dict) -> tuple[Question, dict[str, Answer]]:
                 review_status=data.get("review_status", Answer.Review.APPROVED),
                 inserted_errors=data.get("inserted_errors", []),
                 checks=data.get("checks", {}),
+                context=data.get("context", ""),
             )
         )
         for data in record["answers"]
@@ -1004,7 +1046,9 @@ def study_export(*, study: Study) -> dict:
     for answer in Answer.objects.filter(question__study=study).select_related("derived_from", "kind").order_by("id"):
         answers_by_question.setdefault(answer.question_id, []).append(answer)
     items_by_question: dict[int, list[ComparisonItem]] = {}
-    for item in ComparisonItem.objects.filter(study=study).select_related("kind", "answer_a1", "answer_a2").order_by("id"):
+    for item in (
+        ComparisonItem.objects.filter(study=study).select_related("kind", "answer_a1", "answer_a2").order_by("id")
+    ):
         items_by_question.setdefault(item.question_id, []).append(item)
     for question in study.questions.order_by("id"):
         answers = answers_by_question.get(question.id, [])
@@ -1057,6 +1101,8 @@ def _answer_record(answer: Answer) -> dict:
         value = getattr(answer, field)
         if value != empty:
             record[field] = value
+    if answer.context:
+        record["context"] = answer.context
     if answer.review_status != Answer.Review.APPROVED:
         record["review_status"] = answer.review_status
     return record

@@ -15,7 +15,14 @@ from annotations.study_io import READERS
 from api.pagination import MAX_ID
 from biasstudy.limits import BOOTSTRAP_MAX, SEED_MAX, VOTES_PER_ITEM_MAX
 from judges.models import JudgeRun, LLMJudge
-from perturbations.services import DECISIONS, METHODS, PerturbationError, grammar_refusal, kind_for_study
+from perturbations.services import (
+    DECISIONS,
+    METHODS,
+    PerturbationError,
+    grammar_refusal,
+    kind_for_study,
+    method_refusal,
+)
 
 
 def _id_field(help_text: str) -> serializers.IntegerField:
@@ -272,6 +279,8 @@ class PerturbationGenerateInput(serializers.Serializer):
     def validate(self, attrs: dict) -> dict:
         if attrs.get("generator") is not None and attrs.get("method") != "model":
             raise serializers.ValidationError({"generator": "only with method 'model'"})
+        if refusal := method_refusal(kind=attrs["kind"], method=attrs.get("method", "rule")):
+            raise serializers.ValidationError({"method": refusal})
         if attrs.get("constrain_format"):
             refusal = (
                 "only with method 'model'"

@@ -77,6 +77,7 @@ class AnswerSerializer(serializers.ModelSerializer):
             "review_status",
             "provenance",
             "inserted_errors",
+            "context",
             "checks",
             "lengths",
             "created_at",
@@ -92,7 +93,17 @@ class ItemSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = ComparisonItem
-        fields = ["id", "study", "question", "question_external_id", "group", "kind", "answer_a1", "answer_a2", "created_at"]
+        fields = [
+            "id",
+            "study",
+            "question",
+            "question_external_id",
+            "group",
+            "kind",
+            "answer_a1",
+            "answer_a2",
+            "created_at",
+        ]
         read_only_fields = fields
 
 

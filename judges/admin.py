@@ -32,7 +32,7 @@ from judges.services import (
 
 CONFIG_FIELDS = [
     "backend", "model", "base_url", "api_key_env", "temperature", "max_tokens", "timeout", "seed", "prompt_style",
-    "system_template", "user_template", "label_schemes", "votes_per_item", "concurrency", "rpm_limit", "max_retries",
+    "system_template", "user_template", "label_schemes", "family", "votes_per_item", "concurrency", "rpm_limit", "max_retries",
     "retry_base_seconds", "invalid_retries", "logprobs", "constrain_vote", "price_in_per_mtok", "price_out_per_mtok",
 ]  # fmt: skip
 
@@ -91,7 +91,7 @@ class LLMJudgeAdmin(admin.ModelAdmin):
     fieldsets = [
         (None, {"fields": ["name", "backend", "model", "base_url", "api_key_env"]}),
         ("Sampling", {"fields": ["temperature", "max_tokens", "seed", "logprobs", "constrain_vote"]}),
-        ("Prompt", {"fields": ["prompt_style", "label_schemes", "system_template", "user_template"]}),
+        ("Prompt", {"fields": ["prompt_style", "label_schemes", "system_template", "user_template", "family"]}),
         ("Votes and limits", {"fields": [
             "votes_per_item", "concurrency", "rpm_limit", "timeout", "max_retries", "retry_base_seconds",
             "invalid_retries",

@@ -59,7 +59,16 @@ class LLMJudge(models.Model):
     system_template = models.TextField(blank=True, default=prompts.DEFAULT_SYSTEM_TEMPLATE)
     user_template = models.TextField(
         default=prompts.DEFAULT_USER_TEMPLATE,
-        help_text="Fields: {question} {first} {second} {label_first} {label_second} {label_tie} {vote_instruction}.",
+        help_text="Fields: {question} {first} {second} {label_first} {label_second} {label_tie} {vote_instruction} "
+        "{context} (what a context kind's item tells the judge about the pair, with a blank line after it; empty "
+        "for other items; a template without it gets it before the message).",
+    )
+    family = models.CharField(
+        "model family",
+        max_length=120,
+        blank=True,
+        help_text="The family of models this judge belongs to (e.g. Claude, GPT-4, Llama), as a context that names "
+        "the judge's own family says it (self-enhancement); blank: the model name.",
     )
     label_schemes = models.JSONField(
         default=default_label_schemes,
@@ -123,6 +132,14 @@ class LLMJudge(models.Model):
         if errors:
             raise ValidationError(errors)
 
+    def own_family(self) -> str:
+        """The judge's family of models as a context names it: the one set, else the model's name."""
+        if self.family.strip():
+            return self.family.strip()
+        if self.backend == self.Backend.LOCAL and self.model == "default":
+            return "SmolLM2"
+        return self.model
+
     # What a run reads from its configuration (prices are added as floats by snapshot()).
     RUN_FIELDS = (
         "backend",
@@ -137,6 +154,7 @@ class LLMJudge(models.Model):
         "system_template",
         "user_template",
         "label_schemes",
+        "family",
         "votes_per_item",
         "concurrency",
         "rpm_limit",
@@ -150,6 +168,7 @@ class LLMJudge(models.Model):
     def snapshot(self) -> dict[str, Any]:
         """Everything a run needs, frozen at its start so later edits do not mix into it."""
         data = {name: getattr(self, name) for name in self.RUN_FIELDS}
+        data["family"] = self.own_family()
         for name in ("price_in_per_mtok", "price_out_per_mtok"):
             value = getattr(self, name)
             data[name] = float(value) if value is not None else None

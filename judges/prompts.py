@@ -3,7 +3,13 @@
 A prompt shows the question and the two answers in the order chosen for the round, each under
 the label of the round's label scheme in the round's label order (`LabelScheme.in_order`), and
 tells the judge where to put its vote for the prompt style in use. Templates use `str.format` fields: {question}, {first}, {second},
-{label_first}, {label_second}, {label_tie}, {vote_instruction}.
+{label_first}, {label_second}, {label_tie}, {vote_instruction}, {context}.
+
+{context} is what the item tells every judge about the pair (a context kind: bandwagon,
+authority, sycophancy, self-enhancement), already rendered for this vote by `vote_context`, with
+the answers named by the labels they have here, followed by a blank line; empty for other items.
+A template without {context} gets it put before the user message, so a judge whose template was
+written before context kinds existed still sees what raters see.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 import string
 from dataclasses import dataclass
 
+from annotations import context as context_text
 from biasstudy import gbnf
 
 
@@ -83,6 +90,7 @@ DEFAULT_SYSTEM_TEMPLATE = (
 
 DEFAULT_USER_TEMPLATE = (
     "Question:\n{question}\n\n"
+    "{context}"
     "[{label_first}]\n{first}\n[end of {label_first}]\n\n"
     "[{label_second}]\n{second}\n[end of {label_second}]\n\n"
     "Which answer is better in content and accuracy: {label_first}, {label_second}, or {label_tie}?\n"
@@ -101,7 +109,16 @@ VOTE_INSTRUCTIONS = {
     ),
 }
 
-TEMPLATE_FIELDS = {"question", "first", "second", "label_first", "label_second", "label_tie", "vote_instruction"}
+TEMPLATE_FIELDS = {
+    "question",
+    "first",
+    "second",
+    "label_first",
+    "label_second",
+    "label_tie",
+    "vote_instruction",
+    "context",
+}
 
 
 def check_template(template: str, *, where: str) -> None:
@@ -134,6 +151,14 @@ def vote_grammar(*, style: str, scheme: LabelScheme) -> str:
     return f"{rules[style]}\nvote ::= {labels}\n"
 
 
+def vote_context(template: str, *, shown_first: str, scheme: LabelScheme, judge_family: str | None) -> str:
+    """An item's context (annotations.context) as one vote shows it: {A1} and {A2} become the
+    labels those answers have in this vote. `scheme` is the scheme in the vote's label order
+    (`LabelScheme.in_order`), whose `first` labels the answer shown first."""
+    a1, a2 = (scheme.first, scheme.second) if shown_first == "a1" else (scheme.second, scheme.first)
+    return context_text.render(template, a1=a1, a2=a2, judge_family=judge_family)
+
+
 def render_messages(
     *,
     system_template: str,
@@ -143,20 +168,31 @@ def render_messages(
     first: str,
     second: str,
     scheme: LabelScheme,
+    context: str = "",
 ) -> list[dict[str, str]]:
-    """Chat messages for one round: `first` and `second` are the answers in the order shown."""
+    """Chat messages for one round: `first` and `second` are the answers in the order shown,
+    `context` the item's context as this vote shows it (`vote_context`), or ''."""
     if style not in VOTE_INSTRUCTIONS:
         raise PromptError(f"unknown prompt style {style!r}; known: {', '.join(PromptStyle.values)}")
     labels = {"label_first": scheme.first, "label_second": scheme.second, "label_tie": scheme.tie}
+    block = f"{context}\n\n" if context else ""
     fields = {
         **labels,
         "question": question,
         "first": first,
         "second": second,
         "vote_instruction": VOTE_INSTRUCTIONS[style].format(**labels),
+        "context": block,
     }
     messages = []
     if system_template.strip():
         messages.append({"role": "system", "content": system_template.format(**fields)})
-    messages.append({"role": "user", "content": user_template.format(**fields)})
+    user = user_template.format(**fields)
+    if block and not _uses_context(system_template, user_template):
+        user = block + user
+    messages.append({"role": "user", "content": user})
     return messages
+
+
+def _uses_context(*templates: str) -> bool:
+    return any(name == "context" for template in templates for _, name, _, _ in string.Formatter().parse(template))

@@ -29,7 +29,7 @@ from judges.models import CachedResponse, JudgeRun
 from judges.parsing import parse_vote
 from judges.plan import PlannedVote, item_rounds
 from judges.probs import option_probs
-from judges.prompts import label_scheme, render_messages, vote_grammar
+from judges.prompts import label_scheme, render_messages, vote_context, vote_grammar
 
 log = logging.getLogger(__name__)
 
@@ -253,6 +253,7 @@ def plan_units(run: JudgeRun, *, retry_failed: bool) -> tuple[list[Unit], int]:
             first, second = (
                 (item.answer_a1, item.answer_a2) if planned.shown_first == "a1" else (item.answer_a2, item.answer_a1)
             )
+            scheme = label_scheme(planned.scheme).in_order(planned.label_order)
             messages = render_messages(
                 system_template=config["system_template"],
                 user_template=config["user_template"],
@@ -260,7 +261,14 @@ def plan_units(run: JudgeRun, *, retry_failed: bool) -> tuple[list[Unit], int]:
                 question=item.question.text,
                 first=first.text,
                 second=second.text,
-                scheme=label_scheme(planned.scheme).in_order(planned.label_order),
+                scheme=scheme,
+                # Runs started before families were configured name the model.
+                context=vote_context(
+                    item.context,
+                    shown_first=planned.shown_first,
+                    scheme=scheme,
+                    judge_family=config.get("family") or config["model"],
+                ),
             )
             keys = [
                 cache_key(config, messages, sample=planned.sample, attempt=a, labels_swapped=planned.labels_swapped)

@@ -18,13 +18,15 @@ from django.views.decorators.http import require_http_methods
 from annotations.admin import StudyAdmin
 from annotations.models import Answer, PerturbationKind, Study
 from judges.services import llm_judge_demo_create
-from perturbations.forms import EditForm, GenerateForm, KindForm, ReviewFilterForm, ReviewForm
+from perturbations.forms import ContextEditForm, EditForm, GenerateForm, KindForm, ReviewFilterForm, ReviewForm
 from perturbations.models import AnswerRevision, GenerationReport, PerturbationStudy, Variant
 from perturbations.services import (
     PerturbationError,
+    answer_context_edit,
     answer_edit,
     answers_checks_run,
     answers_review,
+    kind_changes_context,
     kind_new_group,
     perturbation_generate,
     variant_checks,
@@ -284,14 +286,20 @@ class PerturbationStudyAdmin(admin.ModelAdmin):
             pk=answer_id,
             question__study_id=study_id,
         )
-        form = EditForm(request.POST or None, initial={"text": answer.text})
+        # A context kind's variant keeps the original's text: its context is what is edited.
+        field = "context" if answer.context or kind_changes_context(answer.kind) else "text"
+        edit_form, edit = (ContextEditForm, answer_context_edit) if field == "context" else (EditForm, answer_edit)
+        form = edit_form(request.POST or None, initial={field: getattr(answer, field)})
         if request.method == "POST" and form.is_valid():
             try:
-                answer_edit(
-                    answer=answer, text=form.cleaned_data["text"], user=request.user, note=form.cleaned_data["note"]
+                edit(
+                    answer=answer,
+                    user=request.user,
+                    note=form.cleaned_data["note"],
+                    **{field: form.cleaned_data[field]},
                 )
             except PerturbationError as exc:
-                form.add_error("text", str(exc))
+                form.add_error(field, str(exc))
             else:
                 messages.success(request, f"Saved {answer.external_id}; its checks were run again.")
                 return HttpResponseRedirect(reverse("admin:perturbations_review", args=[study_id]))

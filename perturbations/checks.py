@@ -19,6 +19,7 @@ import re
 import unicodedata
 from difflib import SequenceMatcher
 
+from annotations import context as context_text
 from annotations import lengths
 from perturbations import kinds
 from perturbations.rules import AUTHOR_YEAR_CITATION, remove_insertions, split_reference_block
@@ -282,3 +283,26 @@ def run_checks(
     result["warnings"] = warnings
     result["ok"] = not warnings
     return result
+
+
+def context_checks(*, original: str, variant: str, context: str, slug: str, semantics: str) -> dict:
+    """The checks of a context kind's variant: the answer is the original's, word for word, and
+    the context is a template the judges can be shown that names A2 (annotations.context)."""
+    warnings: list[str] = []
+    if variant != original:
+        warnings.append("text: a context kind keeps the original's text; this variant's text differs")
+    if not context:
+        warnings.append("context: empty, so the item would be the control pair again")
+    else:
+        try:
+            context_text.check(context)
+        except context_text.ContextError as exc:
+            warnings.append(f"context: {exc}")
+    return {
+        "version": CHECKS_VERSION,
+        "kind": slug,
+        "semantics": semantics,
+        "context": {"same_text": variant == original, "chars": len(context)},
+        "warnings": warnings,
+        "ok": not warnings,
+    }

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django import forms
 from django.db.models import Q
 
-from annotations.models import Answer, PerturbationKind, Study
+from annotations.models import Answer, PerturbationKind, Study, validate_context
 from biasstudy.limits import SEED_MAX
 from biasstudy.rendering import MAX_MARKDOWN_CHARS, validate_markdown
 from judges.models import LLMJudge
@@ -14,6 +14,7 @@ from perturbations.services import (
     generator_can_write_errors,
     grammar_refusal,
     kind_wants_errors,
+    method_refusal,
     questions_with_voted_items,
     study_vote_summary,
 )
@@ -83,6 +84,8 @@ class GenerateForm(forms.Form):
         kind, generator = data.get("kind"), data.get("generator")
         if data.get("method") == "model" and not generator:
             self.add_error("generator", "choose the LLM judge configuration whose model generates")
+        if kind and (refusal := method_refusal(kind=kind, method=data.get("method", ""))):
+            self.add_error("method", refusal)
         model_asked = data.get("method") == "model" and kind and generator
         if model_asked and kind_wants_errors(kind) and not generator_can_write_errors(generator):
             self.add_error(
@@ -190,5 +193,17 @@ class EditForm(forms.Form):
         strip=False,
         max_length=MAX_MARKDOWN_CHARS,
         validators=[validate_markdown],
+    )
+    note = forms.CharField(required=False, max_length=2000, help_text="Why you changed it (kept with the revision).")
+
+
+class ContextEditForm(forms.Form):
+    """What a context kind's variant tells the judges: one line naming the answers {A1} and {A2}."""
+
+    context = forms.CharField(
+        max_length=Answer._meta.get_field("context").max_length,
+        validators=[validate_context],
+        widget=forms.TextInput(attrs={"size": 100}),
+        help_text=Answer._meta.get_field("context").help_text,
     )
     note = forms.CharField(required=False, max_length=2000, help_text="Why you changed it (kept with the revision).")

@@ -17,6 +17,9 @@ class KindSpec:
     # The perturbation is text added to the answer (references, formatting, an aside, padding, a
     # line): a longer variant is the point, not a fault, and the checks say so.
     adds_length: bool = False
+    # "answer": the kind rewrites A2; "context": A2's text stays, and the item tells the judges
+    # something about the pair (perturbations.context_rules).
+    changes: str = "answer"
 
 
 BUILTIN_KINDS: tuple[KindSpec, ...] = (
@@ -48,6 +51,49 @@ BUILTIN_KINDS: tuple[KindSpec, ...] = (
         "Markdown structure (heading, bold, lists) and emoji are added; the content is unchanged. "
         "Probes beauty bias: a good judge does not move.",
         adds_length=True,
+    ),
+    # Context kinds: the perturbed item is the control pair (same texts) with a line that favours
+    # A2; raters read it above the answers, LLM judges in their prompt, in the same words.
+    KindSpec(
+        "bandwagon",
+        "Bandwagon",
+        "non_semantic",
+        "The judge is told that most readers (or a share of them) preferred A2; the answers are "
+        "unchanged. Probes bandwagon bias: a good judge does not move.",
+        changes="context",
+    ),
+    KindSpec(
+        "authority_source",
+        "Authority of source",
+        "non_semantic",
+        "The judge is told that an expert wrote A2 and a layperson A1; the answers are unchanged. "
+        "Probes authority bias in who is named as the author: a good judge does not move.",
+        changes="context",
+    ),
+    KindSpec(
+        "compassion_fade",
+        "Compassion-fade (named author)",
+        "non_semantic",
+        "A2 is said to come from a named, well-known model and A1 from an anonymous source; the "
+        "answers are unchanged. Probes compassion-fade: a good judge does not move.",
+        changes="context",
+    ),
+    KindSpec(
+        "sycophancy",
+        "Sycophancy",
+        "non_semantic",
+        "The asker says they think A2 is right; the answers are unchanged. Probes sycophancy: a good "
+        "judge does not move.",
+        changes="context",
+    ),
+    KindSpec(
+        "self_enhancement",
+        "Self-enhancement (own model family)",
+        "non_semantic",
+        "A2 is said to be written by the judge's own family of models and A1 by another; the answers "
+        "are unchanged. Probes self-enhancement in LLM judges; not shown to people, who have no model "
+        "family.",
+        changes="context",
     ),
     KindSpec(
         "reference_rich_content",
@@ -131,6 +177,7 @@ def rewords(steps: list[str] | tuple[str, ...]) -> bool:
 
 TEXT_ADDING = frozenset({"distraction", "verbosity", "refinement", "identity"})
 REWORDING = frozenset({"sentiment", "sentiment_negative"})
+CONTEXT_KINDS = frozenset(spec.slug for spec in BUILTIN_KINDS if spec.changes == "context")
 
 
 def builtin(slug: str) -> KindSpec:

@@ -8,6 +8,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from annotations import context as context_text
 from annotations import statements
 from annotations.assignment import in_order_needed, lease_next, unseen, vote_record
 from annotations.models import Answer, Lease, Rater, Slot, Study
@@ -109,6 +110,7 @@ def test_the_pending_lease_read_matches_the_orm_and_shows_the_answers_in_the_ord
         )
         assert ours.page["left"].html == first.html and ours.page["right"].html == second.html
         assert ours.page["question"].html == item.question.html
+        assert ours.page["context"] == context_text.for_rater(item.context, orm.shown_first)
         vote_record(rater_id=rater.pk, slug=rater.study.slug, token=lease.token, choice_shown="tie", client_ms=9000)
         # Voted: no longer pending, in either read.
         assert statements.pending_lease(rater) is None and pending_lease_orm(rater.pk) is None

@@ -140,7 +140,9 @@ def test_our_format_imports_with_derived_items(db, tmp_path):
 
 
 def test_export_then_import_round_trips_without_loss(db, tmp_path):
-    study = study_import(path=write(tmp_path, minimal_document(votes_per_item=4, completion_code="X1")), fmt="biasstudy")
+    study = study_import(
+        path=write(tmp_path, minimal_document(votes_per_item=4, completion_code="X1")), fmt="biasstudy"
+    )
     first = study_export(study=study)
     again = study_import(path=write(tmp_path, first), fmt="biasstudy", slug="mini-copy")
     second = study_export(study=again)
@@ -200,7 +202,10 @@ def test_the_export_command_writes_a_file_the_import_command_reads(db, tmp_path)
         (lambda d: d["study"].update(votes_per_item=2**70), r"study\.votes_per_item"),
         (lambda d: d["study"].update(gold_min_accuracy=1.5), r"study: gold_min_accuracy must be between 0 and 1"),
         (lambda d: d["questions"][0].update(id="q" * 121), r"questions\[0\]\.id: at most 120 characters"),
-        (lambda d: d["questions"][0]["answers"].append({"id": "q1-a3", "text": "Blue."}), r"two original answers, found 3"),
+        (
+            lambda d: d["questions"][0]["answers"].append({"id": "q1-a3", "text": "Blue."}),
+            r"two original answers, found 3",
+        ),
     ],
 )
 def test_bad_input_fails_as_a_whole_naming_the_field(db, tmp_path, mutate, expected):
@@ -253,8 +258,13 @@ def test_the_demo_study_loads_with_six_questions_per_bloom_level(db):
     assert len(levels) == 6 and min(levels.values()) >= 6
     for question in study.questions.filter(is_gold=False):
         groups = set(question.items.values_list("kind__slug", flat=True))
-        assert groups == {None, "factual_error", "reference", "rich_content"}
+        answer_groups = {None, "factual_error", "reference", "rich_content"}
+        # ...and one context kind per question, in turn (their items keep A2's text).
+        assert answer_groups < groups and len(groups - answer_groups) == 1
+        assert groups - answer_groups <= {"bandwagon", "authority_source", "sycophancy"}
     assert all(a.inserted_errors for a in Answer.objects.filter(question__study=study, kind__slug="factual_error"))
     assert not Answer.objects.variants().filter(question__study=study, checks={}).exists()  # checked, for the review
+    context_items = study.items.exclude(answer_a2__context="")
+    assert context_items.count() == 36 and all(item.answer_a2.checks["ok"] for item in context_items)
     call_command("load_demo", verbosity=0)  # a second call changes nothing
     assert Study.objects.filter(slug="demo").count() == 1

@@ -8,6 +8,7 @@ from django import template
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
+from annotations import context as context_text
 from perturbations.checks import word_diff
 
 register = template.Library()
@@ -36,3 +37,14 @@ def over_bound(ratio, bound) -> bool:
         return ratio is None or float(ratio) > float(bound)
     except (TypeError, ValueError):
         return False
+
+
+@register.filter
+def context_as_raters_see_it(template: str) -> str:
+    """A context as the rater page shows it with A1 on the left (plain text: escaped where shown).
+    {judge_family} stays a placeholder: each LLM judge reads its own family there."""
+    try:
+        a1, a2 = context_text.rater_labels("a1")
+        return context_text.render(template, a1=a1, a2=a2, judge_family="[the judge's own model family]")
+    except (context_text.ContextError, KeyError, IndexError, ValueError):
+        return template

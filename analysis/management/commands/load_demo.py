@@ -17,7 +17,14 @@ DEMO_SLUG = "demo"
 DEMO_SIMULATED_JUDGES = {
     "Simulated: swayed by references and formatting": {
         "position": 0.2,
-        "susceptibility": {"reference": 1.2, "rich_content": 0.8, "factual_error": -1.5},
+        "susceptibility": {
+            "reference": 1.2,
+            "rich_content": 0.8,
+            "factual_error": -1.5,
+            "bandwagon": 1.0,
+            "authority_source": 0.9,
+            "sycophancy": 0.6,
+        },
     },
     "Simulated: prefers the left answer": {"position": 1.2, "susceptibility": {"factual_error": -0.8}},
 }
