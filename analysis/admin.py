@@ -80,7 +80,7 @@ def votes_import_progress(request: HttpRequest, token: str) -> HttpResponse:
         "title": "Import votes",
         "upload": upload,
         "progress": progress,
-        "counts": [(name.replace("_", " "), n) for name, n in progress.get("counts", {}).items()],
+        "counts": services.votes_import_summary(progress.get("counts", {})),
         "steps": services.VOTES_IMPORT_STEPS,
         "unit": "steps done",
         "running_title": "importing",

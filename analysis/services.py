@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q
+from django.db.models import Count, F, Q
 from django.utils import timezone
 
 from analysis import importers, loader, report, results_cache, simulate
@@ -269,11 +269,11 @@ def raters_monitor(*, study: Study) -> list[dict]:
     choices, tie rate, attention-check accuracy, flags, completion status and total time (entry
     to completion code, or to the last vote for those who have not finished), and the suggested
     action for payment with its reason (`suggested_action`), so careless raters can be replaced
-    in time and everyone paid right."""
+    in time and everyone paid right. Only raters who came through the study link: people whose
+    votes were imported are summed up by `imported_people`."""
     columns = ["rater_id", "client_ms", "choice_shown", "not_familiar", "meta"]
-    votes = pd.DataFrame(
-        list(Vote.objects.filter(item__study=study, rater__isnull=False).values_list(*columns)), columns=columns
-    )
+    crowd = Vote.objects.filter(item__study=study, rater__isnull=False).exclude(judge__kind=Judge.Kind.IMPORTED)
+    votes = pd.DataFrame(list(crowd.values_list(*columns)), columns=columns)
     stats_by_rater = {}
     if len(votes):
         votes["client_ms"] = votes["client_ms"].astype(float)
@@ -298,7 +298,7 @@ def raters_monitor(*, study: Study) -> list[dict]:
             stats_by_rater[rid]["left"] = float((shown == "first").mean())
             stats_by_rater[rid]["tie"] = float((shown == "tie").mean())
     rows = []
-    for rater in Rater.objects.filter(study=study).order_by("participant_id"):
+    for rater in Rater.objects.filter(study=study).crowd().order_by("participant_id"):
         s = stats_by_rater.get(rater.id, {})
         end = rater.finished_at or rater.last_seen_at
         status = rater_status(rater)
@@ -323,6 +323,18 @@ def raters_monitor(*, study: Study) -> list[dict]:
             }
         )
     return rows
+
+
+def imported_people(*, study: Study) -> list[dict]:
+    """Per imported judge with people (import_votes), how many people and votes it brought.
+    They did not come through the study link: no slot, no completion code, no payment here."""
+    rows = (
+        Vote.objects.filter(item__study=study, rater__isnull=False, judge__kind=Judge.Kind.IMPORTED)
+        .values("judge__name")
+        .annotate(people=Count("rater", distinct=True), votes=Count("id"))
+        .order_by("judge__name")
+    )
+    return [{"judge": r["judge__name"], "people": r["people"], "votes": r["votes"]} for r in rows]
 
 
 MAX_SIMULATED_VOTES_PER_ITEM = 24
@@ -465,6 +477,21 @@ class VotesPlan:
     raters_added: dict[int, list[int]]  # votes added → ids of the study's raters who get that many
     votes: bulk.PreparedRows
     counts: dict[str, int]
+
+
+# What an import's count means where its name does not say it (the command and the admin's
+# progress page show it beside the number).
+VOTES_IMPORT_NOTES = {
+    "repeats_unlinked": (
+        "a person's second vote on the same item in the file: kept and counted, but without their "
+        "rater id, because a rater votes once per item"
+    ),
+}
+
+
+def votes_import_summary(counts: dict[str, int]) -> list[tuple[str, int, str]]:
+    """An import's counts as (what, how many, note) for people to read."""
+    return [(name.replace("_", " "), n, VOTES_IMPORT_NOTES.get(name, "") if n else "") for name, n in counts.items()]
 
 
 def votes_prepare(*, study: Study, parsed: importers.Parsed) -> VotesPlan:

@@ -67,8 +67,9 @@ def _blooms(result: dict) -> list[str]:
 def rater_monitor(request: HttpRequest, slug: str) -> HttpResponse:
     study = _study(slug)
     rows = services.raters_monitor(study=study)
+    imported = services.imported_people(study=study)
     template = "analysis/raters.html#monitor" if request.htmx else "analysis/raters.html"
-    return render(request, template, {"study": study, "rows": rows})
+    return render(request, template, {"study": study, "rows": rows, "imported": imported})
 
 
 @require_GET

@@ -309,7 +309,6 @@ VOTES = Vote.objects.annotate(
         default=F("item__kind__slug"),
         output_field=CharField(),
     ),
-    participant_id=F("rater__participant_id"),
 )
 
 

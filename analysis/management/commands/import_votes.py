@@ -47,5 +47,8 @@ class Command(BaseCommand):
         except services.StudyNotFound as exc:
             raise CommandError(str(exc)) from exc
         if options["verbosity"] > 0:
-            summary = ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in counts.items())
+            summary = ", ".join(
+                f"{n} {name}" + (f" ({note})" if note else "")
+                for name, n, note in services.votes_import_summary(counts)
+            )
             self.stdout.write(f"imported into {study.slug}: {summary} in {time.perf_counter() - started:.1f} s")
