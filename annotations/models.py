@@ -150,6 +150,14 @@ class Study(models.Model):
                 }
             )
 
+    def entry_links(self, landing_url: str) -> dict[str, str]:
+        """The links raters enter by, from the absolute URL of the study's landing page: the
+        plain participant link, the Prolific study URL with Prolific's placeholders (it fills
+        them in for each participant) and the MTurk ExternalQuestion URL (MTurk appends
+        assignmentId, hitId, workerId and turkSubmitTo itself)."""
+        prolific = "PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
+        return {"participant": landing_url, "prolific": f"{landing_url}?{prolific}", "mturk": landing_url}
+
     def most_items_per_rater(self) -> int:
         """The most items one rater can be given: one item per question (or every item without
         `one_variant_per_question`), plus the attention checks their cadence lets in."""
