@@ -311,6 +311,28 @@ class AnswerInline(admin.StackedInline):
         return formset
 
 
+class ItemInline(admin.TabularInline):
+    """A question's items on its page, where the answer known to be better is set (accuracy
+    against gold on the dashboard); items themselves are made with the question or by the
+    perturbation pages."""
+
+    model = ComparisonItem
+    fk_name = "question"
+    fields = ("group_name", "answer_a1", "answer_a2", "gold_label")
+    readonly_fields = ("group_name", "answer_a1", "answer_a2")
+    extra = 0
+    can_delete = False
+    verbose_name = "comparison item"
+    verbose_name_plural = "Comparison items (which answer is better)"
+
+    def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    @admin.display(description="group")
+    def group_name(self, obj: ComparisonItem) -> str:
+        return obj.group
+
+
 @admin.register(Question)
 class QuestionAdmin(admin.ModelAdmin):
     """A new question is added with its two answers in one form, and gets its control item;
@@ -320,7 +342,7 @@ class QuestionAdmin(admin.ModelAdmin):
     list_display = ("external_id", "short_text", "bloom_level", "study", "is_gold")
     list_filter = ("study", "bloom_level", "is_gold")
     search_fields = ("external_id", "text")
-    inlines = [AnswerInline]
+    inlines = [AnswerInline, ItemInline]
     list_select_related = ("study",)
 
     def get_form(self, request: HttpRequest, obj=None, change: bool = False, **kwargs):
@@ -333,7 +355,7 @@ class QuestionAdmin(admin.ModelAdmin):
         if obj is None:
             return [
                 (None, {"fields": ["study", "external_id", "bloom_level", "text", "is_gold"]}),
-                ("The two answers compared", {"fields": ["answer_a1", "answer_a2"]}),
+                ("The two answers compared", {"fields": ["answer_a1", "answer_a2", "gold_label"]}),
             ]
         return super().get_fieldsets(request, obj)
 
@@ -343,7 +365,10 @@ class QuestionAdmin(admin.ModelAdmin):
     def save_model(self, request: HttpRequest, obj: Question, form, change: bool) -> None:
         super().save_model(request, obj, form, change)
         if not change:
-            question_answers_create(question=obj, a1=form.cleaned_data["answer_a1"], a2=form.cleaned_data["answer_a2"])
+            data = form.cleaned_data
+            question_answers_create(
+                question=obj, a1=data["answer_a1"], a2=data["answer_a2"], gold_label=data["gold_label"]
+            )
 
     def response_add(self, request: HttpRequest, obj: Question, post_url_continue=None) -> HttpResponse:
         response = super().response_add(request, obj, post_url_continue)
