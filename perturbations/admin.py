@@ -255,6 +255,13 @@ class PerturbationStudyAdmin(admin.ModelAdmin):
                 variants = variants.filter(checks__ok=False)
             page_number = data["page"] or 1
         page = Paginator(variants, REVIEW_PAGE_SIZE).get_page(page_number)
+        by_status = dict(
+            Answer.objects.variants()
+            .filter(question__study=study)
+            .order_by()
+            .values_list("review_status")
+            .annotate(n=Count("id"))
+        )
         for variant in page:
             if not variant.checks:  # imported with its study: checked for this page only
                 variant.checks = variant_checks(answer=variant)
@@ -271,6 +278,9 @@ class PerturbationStudyAdmin(admin.ModelAdmin):
                 filters=filters,
                 query=query.urlencode(),
                 can_review=_can_review(request),
+                status_counts=[(value, label, by_status.get(value, 0)) for value, label in Answer.Review.choices],
+                n_variants=sum(by_status.values()),
+                none_shown=_none_shown(filters),
                 reports=GenerationReport.objects.filter(study=study).select_related("user")[:5],
             ),
         )
@@ -301,6 +311,21 @@ class PerturbationStudyAdmin(admin.ModelAdmin):
             "admin/perturbations/edit.html",
             self._context(request, title=f"Edit {answer.external_id}", answer=answer, form=form, revisions=revisions),
         )
+
+
+def _none_shown(filters: ReviewFilterForm) -> str:
+    """What the review page says when its filters leave nothing: "No pending variants of kind
+    reference with warnings", not "No variants yet" when the study has some."""
+    data = filters.cleaned_data if filters.is_valid() else {}
+    words = ["No"]
+    if data.get("status"):
+        words.append(str(Answer.Review(data["status"]).label).split()[0].lower())
+    words.append("variants")
+    if data.get("kind"):
+        words.append(f"of kind {data['kind'].slug}")
+    if data.get("flagged"):
+        words.append("with warnings")
+    return " ".join(words)
 
 
 @admin.register(Variant)
