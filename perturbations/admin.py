@@ -14,6 +14,7 @@ from django.urls import path, reverse
 from django.utils.decorators import method_decorator
 from django.utils.html import format_html
 from django.views.decorators.http import require_http_methods
+from django_htmx.http import HttpResponseClientRefresh
 
 from annotations.admin import StudyAdmin
 from annotations.models import Answer, PerturbationKind, Study
@@ -237,6 +238,11 @@ class PerturbationStudyAdmin(admin.ModelAdmin):
                     messages.error(request, error)
             return HttpResponseRedirect(request.get_full_path())
 
+        running = list(GenerationReport.objects.filter(study=study, finished_at__isnull=True).order_by("created_at"))
+        if request.htmx:  # the poll of a generation's progress
+            if not running:  # it ended: the whole page, with the new variants and the report
+                return HttpResponseClientRefresh()
+            return render(request, "admin/perturbations/review.html#generation", {"running": running})
         filters = ReviewFilterForm(request.GET or None, study=study)
         variants = (
             Answer.objects.variants()
@@ -281,7 +287,10 @@ class PerturbationStudyAdmin(admin.ModelAdmin):
                 status_counts=[(value, label, by_status.get(value, 0)) for value, label in Answer.Review.choices],
                 n_variants=sum(by_status.values()),
                 none_shown=_none_shown(filters),
-                reports=GenerationReport.objects.filter(study=study).select_related("user")[:5],
+                reports=GenerationReport.objects.filter(study=study, finished_at__isnull=False).select_related("user")[
+                    :5
+                ],
+                running=running,
             ),
         )
 
