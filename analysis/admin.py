@@ -96,11 +96,7 @@ def votes_import_progress(request: HttpRequest, token: str) -> HttpResponse:
         "title": "Import votes",
         "upload": upload,
         "progress": progress,
-        "counts": [
-            (name.replace("_", " "), n)
-            for name, n in progress.get("counts", {}).items()
-            if name != services.IGNORED_COLUMNS
-        ],
+        "counts": services.votes_import_counts(progress.get("counts", {})),
         "ignored_columns": progress.get("counts", {}).get(services.IGNORED_COLUMNS, {}),
         "steps": services.VOTES_IMPORT_STEPS,
         "unit": "steps done",

@@ -23,7 +23,7 @@ import numpy as np
 
 from analysis import loader, metrics, report, services, stats
 from analysis.frame import CONTROL, Filters, apply_filters, exclusion_masks
-from annotations.models import Judge, Study, Vote
+from annotations.models import Judge, Study, Vote, pseudonym
 from judges.models import JudgeRun
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -217,7 +217,7 @@ def votes_rows(study: Study, *, chunk_size: int = 2000) -> Iterator[list]:
             rec["client_ms"],
             rec["server_ms"],
             # Pseudonymous: the database id, never the platform's participant id.
-            f"R{rec['rater_id']}" if rec["rater_id"] else "",
+            pseudonym(rec["rater_id"]),
             bool(rec["rater__flagged"]),
             judge.name,
             judge.kind,
@@ -523,7 +523,7 @@ def raters_rows(study: Study) -> Iterator[list]:
     for r in services.raters_monitor(study=study):
         rater = r["rater"]
         yield [
-            *(study.slug, f"R{rater.id}", r["status"], r["votes"], r["counted"], rater.target, r["too_fast"]),
+            *(study.slug, rater.pseudonym, r["status"], r["votes"], r["counted"], rater.target, r["too_fast"]),
             *(r["not_familiar_votes"], r["median_ms"], r["total_seconds"], r["left"], r["tie"]),
             *(rater.gold_correct, rater.gold_seen, rater.flagged, rater.flag_reason),
         ]
@@ -531,6 +531,7 @@ def raters_rows(study: Study) -> Iterator[list]:
 
 PAYMENT_COLUMNS = [
     "participant_id",
+    "rater",
     "source",
     "status",
     "votes",
@@ -556,6 +557,7 @@ def payment_rows(study: Study, *, bonus_per_counted_vote: Decimal = Decimal("0")
         bonus = bonus_per_counted_vote * r["counted"] if action == "approve" else Decimal("0")
         yield [
             rater.participant_id,
+            rater.pseudonym,
             rater.source,
             r["status"],
             r["votes"],

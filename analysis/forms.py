@@ -118,17 +118,14 @@ class PowerForm(forms.Form):
     noise = forms.FloatField(min_value=0, max_value=5, label="Disagreement between items (log-odds sd)")
     tie_rate = forms.FloatField(min_value=0, max_value=0.9, label="Tie rate")
 
-    @staticmethod
-    def initial_for(study) -> dict:
-        n = study.questions.filter(is_gold=False).count() or 142
-        return {
-            "n_questions": min(max(n, 10), 2000),
-            "raters": 79,
-            "items_per_rater": study.target_per_rater,
-            "susceptibility": 0.5,
-            "noise": 1.0,
-            "tie_rate": 0.15,
-        }
+    pay_per_rater = forms.DecimalField(
+        required=False,
+        min_value=0,
+        max_value=100_000,
+        decimal_places=2,
+        label="Pay per rater",
+        help_text="What one rater is paid for the task (any currency): the recommendation then says what it costs.",
+    )
 
 
 class PaymentForm(forms.Form):

@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
+from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import numpy as np
 import pandas as pd
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q
+from django.db.models import Count, F, Q
 from django.utils import timezone
 
 from analysis import importers, lc_alpaca, loader, report, results_cache, simulate
@@ -270,11 +271,11 @@ def raters_monitor(*, study: Study) -> list[dict]:
     choices, tie rate, attention-check accuracy, flags, completion status and total time (entry
     to completion code, or to the last vote for those who have not finished), and the suggested
     action for payment with its reason (`suggested_action`), so careless raters can be replaced
-    in time and everyone paid right."""
+    in time and everyone paid right. Only raters who came through the study link: people whose
+    votes were imported are summed up by `imported_people`."""
     columns = ["rater_id", "client_ms", "choice_shown", "not_familiar", "meta"]
-    votes = pd.DataFrame(
-        list(Vote.objects.filter(item__study=study, rater__isnull=False).values_list(*columns)), columns=columns
-    )
+    crowd = Vote.objects.filter(item__study=study, rater__isnull=False).exclude(judge__kind=Judge.Kind.IMPORTED)
+    votes = pd.DataFrame(list(crowd.values_list(*columns)), columns=columns)
     stats_by_rater = {}
     if len(votes):
         votes["client_ms"] = votes["client_ms"].astype(float)
@@ -299,7 +300,7 @@ def raters_monitor(*, study: Study) -> list[dict]:
             stats_by_rater[rid]["left"] = float((shown == "first").mean())
             stats_by_rater[rid]["tie"] = float((shown == "tie").mean())
     rows = []
-    for rater in Rater.objects.filter(study=study).order_by("participant_id"):
+    for rater in Rater.objects.filter(study=study).crowd().order_by("participant_id"):
         s = stats_by_rater.get(rater.id, {})
         end = rater.finished_at or rater.last_seen_at
         status = rater_status(rater)
@@ -326,32 +327,116 @@ def raters_monitor(*, study: Study) -> list[dict]:
     return rows
 
 
+def imported_people(*, study: Study) -> list[dict]:
+    """Per imported judge with people (import_votes), how many people and votes it brought.
+    They did not come through the study link: no slot, no completion code, no payment here."""
+    rows = (
+        Vote.objects.filter(item__study=study, rater__isnull=False, judge__kind=Judge.Kind.IMPORTED)
+        .values("judge__name")
+        .annotate(people=Count("rater", distinct=True), votes=Count("id"))
+        .order_by("judge__name")
+    )
+    return [{"judge": r["judge__name"], "people": r["people"], "votes": r["votes"]} for r in rows]
+
+
 MAX_SIMULATED_VOTES_PER_ITEM = 24
 
 
+# The recommendation: the fewest votes per item, an even number (half in each display order),
+# whose widest ASR interval is within POWER_TOLERANCE of the width at POWER_REFERENCE votes per
+# item (past it the questions, not the votes, set the width: the simulation's tail is noise).
+# Wider than POWER_WIDE there, the page says that more questions, not votes, would narrow it.
+POWER_TOLERANCE = 0.02
+POWER_REFERENCE = 12
+POWER_WIDE = 0.2
+
+
+def power_groups(*, study: Study) -> dict[str, tuple[str, int]]:
+    """The study's perturbation groups for the simulation, ``{slug: (semantics, words added)}``
+    (the built-in kinds keep the lengths they usually add); the three built-in ones for a study
+    that has none yet."""
+    _, semantics = study_groups(study=study)
+    builtin = simulate.SYNTHETIC_GROUPS
+    return {g: (sem, builtin.get(g, (sem, 0))[1]) for g, sem in semantics.items()} or dict(builtin)
+
+
+def power_defaults(*, study: Study) -> dict:
+    """Where the "how many votes" page starts: the study's questions (the form's bounds kept),
+    the raters who have come through its link so far or, before anyone has, as many as its
+    votes per item need, and its items per rater."""
+    questions = min(max(study.questions.filter(is_gold=False).count(), 10), 2000)
+    items = questions * (len(power_groups(study=study)) + 1)
+    needed = -(-study.votes_per_item * items // max(study.target_per_rater, 1))
+    so_far = Rater.objects.filter(study=study).crowd().count()
+    return {
+        "n_questions": questions,
+        "raters": min(so_far or needed, 10_000),
+        "items_per_rater": min(study.target_per_rater, 1000),
+        "susceptibility": 0.5,
+        "noise": 1.0,
+        "tie_rate": 0.15,
+    }
+
+
 def power_table(
-    *, n_questions: int, raters: int, items_per_rater: int, susceptibility: float, noise: float, tie_rate: float
+    *,
+    n_questions: int,
+    raters: int,
+    items_per_rater: int,
+    susceptibility: float,
+    noise: float,
+    tie_rate: float,
+    groups: dict[str, tuple[str, int]] | None = None,
+    pay_per_rater: Decimal | None = None,
 ) -> dict:
     """Interval widths of ASR for several votes-per-item, including what the given raters
-    supply (raters × items per rater spread over the questions' items). The width falls as
-    votes per item grow, towards what the number of questions allows (simulate.asr_interval_widths)."""
-    groups = len(simulate.SYNTHETIC_GROUPS) + 1
-    supplied = max(1, (raters * items_per_rater) // (n_questions * groups))
+    supply (raters × items per rater spread over the questions' items), for the design's
+    perturbation ``groups`` (simulate.synthetic_items). The width falls as votes per item grow,
+    towards what the number of questions allows (simulate.asr_interval_widths). The
+    recommendation is the fewest votes per item within POWER_TOLERANCE of that floor, with the
+    raters it takes and, given ``pay_per_rater``, what they cost."""
+    groups = dict(simulate.SYNTHETIC_GROUPS) if groups is None else groups
+    n_items = n_questions * (len(groups) + 1)
+    supplied = max(1, (raters * items_per_rater) // n_items)
     # The simulation costs in proportion to the votes it draws: 10,000 raters × 1,000 items
     # supplied 1,250 votes per item and took 75 s in a web request. Past MAX_SIMULATED_VOTES_PER_ITEM
     # the width hardly moves (the questions bound it), so the row shown is that many.
-    ks = sorted({1, 2, 4, 6, 8, 12, min(supplied, MAX_SIMULATED_VOTES_PER_ITEM)})
+    most = MAX_SIMULATED_VOTES_PER_ITEM
+    ks = sorted({1, 2, 4, 6, 8, POWER_REFERENCE, min(supplied, most)})
     params = simulate.JudgeParams(
         tie_rate=tie_rate,
         noise=noise,
-        susceptibility={"reference": susceptibility, "rich_content": susceptibility, "factual_error": -susceptibility},
+        susceptibility={g: -susceptibility if sem == "degrading" else susceptibility for g, (sem, _) in groups.items()},
     )
-    rows = simulate.asr_interval_widths(n_questions=n_questions, votes_per_item=ks, params=params)
+    rows = simulate.asr_interval_widths(n_questions=n_questions, votes_per_item=ks, params=params, groups=groups)
+    widest = {
+        r["votes_per_item"]: max((r[g]["width"] for g in groups if r[g]["width"] is not None), default=None)
+        for r in rows
+    }
+    recommended = None
+    if (floor := widest[POWER_REFERENCE]) is not None:
+        even = [k for k in ks if k % 2 == 0 and k <= POWER_REFERENCE and widest[k] is not None]
+        k = next(k for k in even if widest[k] <= floor + POWER_TOLERANCE)
+        raters_needed = -(-k * n_items // items_per_rater)
+        recommended = {
+            "votes_per_item": k,
+            "width": widest[k],
+            "floor": floor,
+            "reference": POWER_REFERENCE,
+            "tolerance_points": round(100 * POWER_TOLERANCE),
+            "questions_limit": floor > POWER_WIDE,
+            "raters": raters_needed,
+            "votes": k * n_items,
+            "pay_per_rater": pay_per_rater,
+            "cost": raters_needed * pay_per_rater if pay_per_rater is not None else None,
+        }
     return {
         "rows": rows,
         "supplied": supplied,
-        "simulated": min(supplied, MAX_SIMULATED_VOTES_PER_ITEM),
-        "groups": list(simulate.SYNTHETIC_GROUPS),
+        "simulated": min(supplied, most),
+        "groups": list(groups),
+        "items": n_items,
+        "recommended": recommended,
     }
 
 
@@ -444,8 +529,9 @@ IGNORED_COLUMNS = "ignored_columns"
 
 
 def votes_import_summary(result: dict) -> str:
-    """An import's result in words, as the command and the admin's page say it."""
-    counts = ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in result.items() if name != IGNORED_COLUMNS)
+    """An import's result in words, as the command says it (the admin's page shows the same
+    parts: votes_import_counts and the columns not imported)."""
+    counts = ", ".join(f"{n} {name}" + (f" ({note})" if note else "") for name, n, note in votes_import_counts(result))
     ignored = result.get(IGNORED_COLUMNS) or {}
     if not ignored:
         return counts
@@ -483,6 +569,25 @@ class VotesPlan:
     raters_added: dict[int, list[int]]  # votes added → ids of the study's raters who get that many
     votes: bulk.PreparedRows
     counts: dict[str, int]
+
+
+# What an import's count means where its name does not say it (the command and the admin's
+# progress page show it beside the number).
+VOTES_IMPORT_NOTES = {
+    "repeats_unlinked": (
+        "a person's second vote on the same item in the file: kept and counted, but without their "
+        "rater id, because a rater votes once per item"
+    ),
+}
+
+
+def votes_import_counts(result: dict) -> list[tuple[str, int, str]]:
+    """An import's counts as (what, how many, note) for people to read."""
+    return [
+        (name.replace("_", " "), n, VOTES_IMPORT_NOTES.get(name, "") if n else "")
+        for name, n in result.items()
+        if name != IGNORED_COLUMNS
+    ]
 
 
 def votes_prepare(*, study: Study, parsed: importers.Parsed) -> VotesPlan:

@@ -226,7 +226,7 @@ def votes_frame(
 
 
 def asr_interval_widths(
-    *, n_questions: int, votes_per_item: list[int], params: JudgeParams, seed: int = 0
+    *, n_questions: int, votes_per_item: list[int], params: JudgeParams, seed: int = 0, groups: dict | None = None
 ) -> list[dict]:
     """How wide the 95% interval of each ASR is for a design of ``n_questions`` with k votes per
     item, for a judge like ``params``: the "how many votes do I need" question.
@@ -246,11 +246,13 @@ def asr_interval_widths(
       interval (neighbours that go the other way are simulation noise or the tie rule: an
       even number of votes ties more often).
 
-    Each row also has the ASR the analysis reports from the first k votes, and its base set."""
+    Each row also has the ASR the analysis reports from the first k votes, and its base set.
+    ``groups``: the design's perturbation groups as in ``synthetic_items`` (default: three)."""
     from analysis import metrics
 
-    items = synthetic_items(n_questions, seed=seed)
-    semantics = {g: s for g, (s, _) in SYNTHETIC_GROUPS.items()}
+    groups = SYNTHETIC_GROUPS if groups is None else groups
+    items = synthetic_items(n_questions, groups=groups, seed=seed)
+    semantics = {g: s for g, (s, _) in groups.items()}
     half = max(12, *votes_per_item)
     votes = simulate_votes(items, params, votes_per_item=2 * half, seed=seed + 1)
     rounds = votes["round"].to_numpy()

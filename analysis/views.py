@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET
 
 from analysis import exports, plots, services, tables
 from analysis.forms import FilterForm, PaymentForm, PowerForm
-from annotations.models import Study
+from annotations.models import Rater, Study
 from biasstudy.permissions import has_model_perms, model_permissions_required
 
 
@@ -74,8 +74,9 @@ def _blooms(result: dict) -> list[str]:
 def rater_monitor(request: HttpRequest, slug: str) -> HttpResponse:
     study = _study(slug)
     rows = services.raters_monitor(study=study)
+    imported = services.imported_people(study=study)
     template = "analysis/raters.html#monitor" if request.htmx else "analysis/raters.html"
-    return render(request, template, {"study": study, "rows": rows})
+    return render(request, template, {"study": study, "rows": rows, "imported": imported})
 
 
 @require_GET
@@ -83,12 +84,21 @@ def rater_monitor(request: HttpRequest, slug: str) -> HttpResponse:
 @model_permissions_required("annotations.view_study")
 def power(request: HttpRequest, slug: str) -> HttpResponse:
     study = _study(slug)
-    form = PowerForm(request.GET or None, initial=PowerForm.initial_for(study))
-    rows = None
-    if form.is_bound and form.is_valid():
-        rows = services.power_table(**form.cleaned_data)
+    defaults = services.power_defaults(study=study)
+    # The page opens on the study's own design, simulated; the form changes it.
+    form = PowerForm(request.GET or defaults, initial=defaults)
+    groups = services.power_groups(study=study)
+    rows = services.power_table(**form.cleaned_data, groups=groups) if form.is_valid() else None
+    context = {
+        "study": study,
+        "form": form,
+        "rows": rows,
+        "study_groups": services.study_groups(study=study)[0],
+        "raters_so_far": Rater.objects.filter(study=study).crowd().count(),
+        "questions": study.questions.filter(is_gold=False).count(),
+    }
     template = "analysis/power.html#table" if request.htmx else "analysis/power.html"
-    return render(request, template, {"study": study, "form": form, "rows": rows}, status=400 if form.errors else 200)
+    return render(request, template, context, status=400 if form.errors else 200)
 
 
 def _filter_form(request: HttpRequest, study: Study) -> FilterForm:

@@ -4,6 +4,7 @@ and never deletable (exclusions are analysis-time filters)."""
 import json
 
 from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
 from django.db import models
 from django.db.models import F, Func, IntegerField, OuterRef, Subquery
@@ -60,7 +61,16 @@ class StudyAdmin(admin.ModelAdmin):
     # Short columns, so that the list fits a 1280 px screen beside the admin's two sidebars (the
     # creation time in full, "Nov. 25, 2026, 1:47 a.m.", was cut off there): the slug goes under
     # the title, the creation time is a date.
-    list_display = ("study", "status", "question_count", "item_count", "rater_count", "vote_count", "results", "created")
+    list_display = (
+        "study",
+        "status",
+        "question_count",
+        "item_count",
+        "rater_count",
+        "vote_count",
+        "results",
+        "created",
+    )
     list_filter = ("status",)
     search_fields = ("title", "slug")
     prepopulated_fields = {"slug": ("title",)}
@@ -117,7 +127,18 @@ class StudyAdmin(admin.ModelAdmin):
         listed = f"{reverse('admin:annotations_question_changelist')}?study__id__exact={obj.pk}"
         count = obj.questions.filter(is_gold=False).count()
         return format_html('<a href="{}">Add a question</a> · <a href="{}">its {} question(s)</a>', add, listed, count)
+
     change_list_template = "admin/annotations/study/change_list.html"
+    change_form_template = "admin/annotations/study/change_form.html"
+
+    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "", extra_context=None):
+        """The study's page also shows the links raters enter by, each to copy, and links to its
+        dashboard and its perturbations."""
+        study = self.get_object(request, unquote(object_id))
+        if study is not None:
+            landing = request.build_absolute_uri(reverse("annotations:landing", args=[study.slug]))
+            extra_context = {**(extra_context or {}), "entry_links": study.entry_links(landing)}
+        return super().change_view(request, object_id, form_url, extra_context)
 
     # --- upload: file -> report and preview -> import ------------------------------------------
 
@@ -127,7 +148,9 @@ class StudyAdmin(admin.ModelAdmin):
             path("upload/", view(self.upload_view), name="annotations_study_upload"),
             path("upload/<str:token>/", view(self.upload_preview_view), name="annotations_study_upload_preview"),
             path(
-                "upload/<str:token>/progress/", view(self.upload_progress_view), name="annotations_study_upload_progress"
+                "upload/<str:token>/progress/",
+                view(self.upload_progress_view),
+                name="annotations_study_upload_progress",
             ),
             *super().get_urls(),
         ]
@@ -297,7 +320,16 @@ class AnswerInline(admin.StackedInline):
     model = Answer
     fk_name = "question"
     extra = 0
-    fields = ("external_id", "text", "derived_from", "kind", "review_status", "inserted_errors", "provenance", "lengths")
+    fields = (
+        "external_id",
+        "text",
+        "derived_from",
+        "kind",
+        "review_status",
+        "inserted_errors",
+        "provenance",
+        "lengths",
+    )
     readonly_fields = ("lengths",)
     show_change_link = True
 
@@ -311,6 +343,28 @@ class AnswerInline(admin.StackedInline):
         return formset
 
 
+class ItemInline(admin.TabularInline):
+    """A question's items on its page, where the answer known to be better is set (accuracy
+    against gold on the dashboard); items themselves are made with the question or by the
+    perturbation pages."""
+
+    model = ComparisonItem
+    fk_name = "question"
+    fields = ("group_name", "answer_a1", "answer_a2", "gold_label")
+    readonly_fields = ("group_name", "answer_a1", "answer_a2")
+    extra = 0
+    can_delete = False
+    verbose_name = "comparison item"
+    verbose_name_plural = "Comparison items (which answer is better)"
+
+    def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    @admin.display(description="group")
+    def group_name(self, obj: ComparisonItem) -> str:
+        return obj.group
+
+
 @admin.register(Question)
 class QuestionAdmin(admin.ModelAdmin):
     """A new question is added with its two answers in one form, and gets its control item;
@@ -320,7 +374,7 @@ class QuestionAdmin(admin.ModelAdmin):
     list_display = ("external_id", "short_text", "bloom_level", "study", "is_gold")
     list_filter = ("study", "bloom_level", "is_gold")
     search_fields = ("external_id", "text")
-    inlines = [AnswerInline]
+    inlines = [AnswerInline, ItemInline]
     list_select_related = ("study",)
 
     def get_form(self, request: HttpRequest, obj=None, change: bool = False, **kwargs):
@@ -333,7 +387,7 @@ class QuestionAdmin(admin.ModelAdmin):
         if obj is None:
             return [
                 (None, {"fields": ["study", "external_id", "bloom_level", "text", "is_gold"]}),
-                ("The two answers compared", {"fields": ["answer_a1", "answer_a2"]}),
+                ("The two answers compared", {"fields": ["answer_a1", "answer_a2", "gold_label"]}),
             ]
         return super().get_fieldsets(request, obj)
 
@@ -343,7 +397,10 @@ class QuestionAdmin(admin.ModelAdmin):
     def save_model(self, request: HttpRequest, obj: Question, form, change: bool) -> None:
         super().save_model(request, obj, form, change)
         if not change:
-            question_answers_create(question=obj, a1=form.cleaned_data["answer_a1"], a2=form.cleaned_data["answer_a2"])
+            data = form.cleaned_data
+            question_answers_create(
+                question=obj, a1=data["answer_a1"], a2=data["answer_a2"], gold_label=data["gold_label"]
+            )
 
     def response_add(self, request: HttpRequest, obj: Question, post_url_continue=None) -> HttpResponse:
         response = super().response_add(request, obj, post_url_continue)
@@ -360,7 +417,16 @@ class QuestionAdmin(admin.ModelAdmin):
 @admin.register(Answer)
 class AnswerAdmin(admin.ModelAdmin):
     form = AnswerForm
-    list_display = ("external_id", "question", "kind", "derived_from", "review_status", "len_words", "len_chars", "len_bpe")
+    list_display = (
+        "external_id",
+        "question",
+        "kind",
+        "derived_from",
+        "review_status",
+        "len_words",
+        "len_chars",
+        "len_bpe",
+    )
     list_filter = ("question__study", "kind", "review_status")
     search_fields = ("external_id", "text", "question__external_id")
     readonly_fields = ("len_words", "len_chars", "len_bpe", "created_at")
@@ -405,10 +471,30 @@ class JudgeAdmin(admin.ModelAdmin):
 
 @admin.register(Rater)
 class RaterAdmin(admin.ModelAdmin):
-    list_display = ("participant_id", "study", "source", "target", "vote_count", "gold", "flagged", "flag_reason", "finished_at", "completion_code", "last_seen_at")
+    list_display = (
+        "participant_id",
+        "study",
+        "source",
+        "target",
+        "vote_count",
+        "gold",
+        "flagged",
+        "flag_reason",
+        "finished_at",
+        "completion_code",
+        "last_seen_at",
+    )
     list_filter = ("study", "source", "flagged", ("finished_at", admin.EmptyFieldListFilter))
     search_fields = ("participant_id", "completion_code")
-    readonly_fields = ("created_at", "last_seen_at", "consent_at", "gold_seen", "gold_correct", "finished_at", "completion_code")
+    readonly_fields = (
+        "created_at",
+        "last_seen_at",
+        "consent_at",
+        "gold_seen",
+        "gold_correct",
+        "finished_at",
+        "completion_code",
+    )
     list_select_related = ("study",)
     actions = ["flag", "unflag"]
 
@@ -452,7 +538,17 @@ class VoteAdmin(admin.ModelAdmin):
         "assignment",
         "received_at",
     )
-    list_filter = ("item__study", "judge__kind", "judge", "run", "choice", "shown_first", "not_familiar", "parse_status", "item__kind")
+    list_filter = (
+        "item__study",
+        "judge__kind",
+        "judge",
+        "run",
+        "choice",
+        "shown_first",
+        "not_familiar",
+        "parse_status",
+        "item__kind",
+    )
     search_fields = ("rater__participant_id", "item__question__external_id", "raw_output")
     date_hierarchy = "received_at"
     list_select_related = ("item__question", "item__kind", "judge", "rater")
@@ -481,12 +577,22 @@ class VoteAdmin(admin.ModelAdmin):
         return ", ".join(key.replace("_", " ") for key, value in info.items() if value is True) or "not counted"
 
 
-
 @admin.register(Lease)
 class LeaseAdmin(admin.ModelAdmin):
     """Items handed to raters: who holds what, in which order, until when."""
 
-    list_display = ("id", "study", "rater", "item", "shown_first", "is_gold", "created_at", "expires_at", "voted_at", "released_at")
+    list_display = (
+        "id",
+        "study",
+        "rater",
+        "item",
+        "shown_first",
+        "is_gold",
+        "created_at",
+        "expires_at",
+        "voted_at",
+        "released_at",
+    )
     list_filter = ("study", "is_gold", "shown_first")
     search_fields = ("rater__participant_id", "item__question__external_id")
     list_select_related = ("study", "rater", "item__question", "item__kind")

@@ -70,6 +70,13 @@ class QuestionCreateForm(forms.ModelForm):
         validators=[validate_markdown],
         help_text="Markdown. For an attention check: the worse answer.",
     )
+    gold_label = forms.ChoiceField(
+        label="Which answer is better?",
+        choices=[("", "Not known"), ("a1", "A1 is better"), ("a2", "A2 is better")],
+        required=False,
+        help_text="If one answer is known to be the better one, say which: the dashboard then gives each "
+        "judge's accuracy against it. Attention checks always count A1 as the better answer.",
+    )
 
     class Meta:
         model = Question

@@ -173,6 +173,14 @@ class Study(models.Model):
                 }
             )
 
+    def entry_links(self, landing_url: str) -> dict[str, str]:
+        """The links raters enter by, from the absolute URL of the study's landing page: the
+        plain participant link, the Prolific study URL with Prolific's placeholders (it fills
+        them in for each participant) and the MTurk ExternalQuestion URL (MTurk appends
+        assignmentId, hitId, workerId and turkSubmitTo itself)."""
+        prolific = "PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
+        return {"participant": landing_url, "prolific": f"{landing_url}?{prolific}", "mturk": landing_url}
+
     def most_items_per_rater(self) -> int:
         """The most items one rater can be given: one item per question (or every item without
         `one_variant_per_question`), plus the attention checks their cadence lets in."""
@@ -538,6 +546,23 @@ class Judge(models.Model):
         return self.name
 
 
+def pseudonym(rater_id: int | None) -> str:
+    """How every output but the payment file and the admin's rater pages names a rater: R<id>,
+    never the platform's participant id ("" for a vote without a rater)."""
+    return f"R{rater_id}" if rater_id else ""
+
+
+class RaterQuerySet(models.QuerySet):
+    def imported(self) -> RaterQuerySet:
+        """People whose votes were imported from a file (import_votes), not raters who came
+        through the study link: no one paid them here and nothing was counted as a slot."""
+        return self.filter(votes__judge__kind=Judge.Kind.IMPORTED).distinct()
+
+    def crowd(self) -> RaterQuerySet:
+        """Raters who came through the study link: the rater monitor and the payment file."""
+        return self.exclude(pk__in=Rater.objects.imported().values("pk"))
+
+
 class Rater(models.Model):
     class Source(models.TextChoices):
         DIRECT = "direct", "Direct link"
@@ -570,6 +595,8 @@ class Rater(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True, editable=False)
     completion_code = models.CharField(max_length=64, blank=True, editable=False)
 
+    objects = RaterQuerySet.as_manager()
+
     class Meta:
         ordering = ["study", "participant_id"]
         constraints = [
@@ -581,6 +608,10 @@ class Rater(models.Model):
 
     def __str__(self) -> str:
         return self.participant_id
+
+    @property
+    def pseudonym(self) -> str:
+        return pseudonym(self.pk)
 
     def may_get_items(self) -> bool:
         """The study is collecting and the rater has not reached their target."""

@@ -301,12 +301,21 @@ def study_preview(document: dict) -> Preview:
                             "kind": a.get("kind") or "",
                             "derived_from": a.get("derived_from") or "",
                             "review_status": a.get("review_status", "approved"),
+                            "text": a["text"],
                             "words": lengths.count_words(a["text"]),
                             "chars": lengths.count_chars(a["text"]),
                         }
                         for a in record["answers"]
                     ],
-                    "items": [{"group": i.get("kind") or "control", "a1": i["a1"], "a2": i["a2"]} for i in items],
+                    "items": [
+                        {
+                            "group": i.get("kind") or "control",
+                            "a1": i["a1"],
+                            "a2": i["a2"],
+                            "gold": i.get("gold_label", ""),
+                        }
+                        for i in items
+                    ],
                 }
             )
     return Preview(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from annotations.models import Answer, ComparisonItem, Judge, Question, Rater, Study, Vote
+from annotations.models import Answer, ComparisonItem, Judge, Question, Rater, Study, Vote, pseudonym
 from judges.models import JudgeRun, LLMJudge
 
 
@@ -108,9 +108,11 @@ class ItemSerializer(serializers.ModelSerializer):
 
 
 class RaterSerializer(serializers.ModelSerializer):
-    """Pseudonymous: the participant id the platform gave, never the platform's session data."""
+    """Pseudonymous: R<id>, never the platform's participant id or session data (those are in
+    the payment file only)."""
 
     study = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    pseudonym = serializers.CharField(read_only=True, help_text="R<id>, as in the votes CSV.")
     n_votes = serializers.IntegerField(read_only=True)
 
     class Meta:
@@ -118,7 +120,7 @@ class RaterSerializer(serializers.ModelSerializer):
         fields = [
             "id",
             "study",
-            "participant_id",
+            "pseudonym",
             "source",
             "target",
             "n_votes",
@@ -146,7 +148,7 @@ class VoteSerializer(serializers.ModelSerializer):
     # Annotated by the view's queryset (api.views.votes_queryset): one query per page.
     study = serializers.SlugField(source="study_slug", read_only=True)
     group = serializers.CharField(read_only=True, help_text='"control", "gold" or the perturbation kind\'s slug.')
-    participant_id = serializers.CharField(read_only=True, allow_null=True, help_text="The rater's, for human votes.")
+    pseudonym = serializers.SerializerMethodField(help_text="The rater's pseudonym R<id>, for human votes.")
 
     class Meta:
         model = Vote
@@ -157,7 +159,7 @@ class VoteSerializer(serializers.ModelSerializer):
             "group",
             "judge",
             "rater",
-            "participant_id",
+            "pseudonym",
             "run",
             "round",
             "shown_first",
@@ -176,6 +178,9 @@ class VoteSerializer(serializers.ModelSerializer):
             "meta",
         ]
         read_only_fields = fields
+
+    def get_pseudonym(self, vote: Vote) -> str | None:
+        return pseudonym(vote.rater_id) or None
 
 
 # --------------------------------------------------------------------------- LLM judges and runs

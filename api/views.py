@@ -365,7 +365,6 @@ VOTES = Vote.objects.annotate(
         default=F("item__kind__slug"),
         output_field=CharField(),
     ),
-    participant_id=F("rater__participant_id"),
 )
 # A vote names its rater by their platform id: reading votes needs reading raters too.
 VOTE_PERMISSIONS = ("annotations.view_vote", "annotations.view_rater")

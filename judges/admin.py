@@ -15,6 +15,7 @@ from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.views.decorators.http import require_POST
+from django_htmx.http import HttpResponseClientRefresh
 
 from annotations.models import Judge, Study
 from biasstudy.limits import VOTES_PER_ITEM_MAX
@@ -221,6 +222,10 @@ class JudgeRunAdmin(admin.ModelAdmin):
             if self.admin_site.is_registered(run.votes.model)
             else "",
         }
+        if request.htmx and not run.can_cancel:
+            # The run has stopped (the last poll, or a cancel): the whole page again, in its
+            # final state, without the "queued" message or the pause button, with its results.
+            return HttpResponseClientRefresh()
         template = f"{self.run_template}#progress" if request.htmx else self.run_template
         return TemplateResponse(request, template, context)
 

@@ -14,6 +14,7 @@ from django.urls import path, reverse
 from django.utils.decorators import method_decorator
 from django.utils.html import format_html
 from django.views.decorators.http import require_http_methods
+from django_htmx.http import HttpResponseClientRefresh
 
 from annotations.admin import StudyAdmin
 from annotations.models import Answer, PerturbationKind, Study
@@ -239,6 +240,11 @@ class PerturbationStudyAdmin(admin.ModelAdmin):
                     messages.error(request, error)
             return HttpResponseRedirect(request.get_full_path())
 
+        running = list(GenerationReport.objects.filter(study=study, finished_at__isnull=True).order_by("created_at"))
+        if request.htmx:  # the poll of a generation's progress
+            if not running:  # it ended: the whole page, with the new variants and the report
+                return HttpResponseClientRefresh()
+            return render(request, "admin/perturbations/review.html#generation", {"running": running})
         filters = ReviewFilterForm(request.GET or None, study=study)
         variants = (
             Answer.objects.variants()
@@ -257,6 +263,13 @@ class PerturbationStudyAdmin(admin.ModelAdmin):
                 variants = variants.filter(checks__ok=False)
             page_number = data["page"] or 1
         page = Paginator(variants, REVIEW_PAGE_SIZE).get_page(page_number)
+        by_status = dict(
+            Answer.objects.variants()
+            .filter(question__study=study)
+            .order_by()
+            .values_list("review_status")
+            .annotate(n=Count("id"))
+        )
         for variant in page:
             if not variant.checks:  # imported with its study: checked for this page only
                 variant.checks = variant_checks(answer=variant)
@@ -273,7 +286,13 @@ class PerturbationStudyAdmin(admin.ModelAdmin):
                 filters=filters,
                 query=query.urlencode(),
                 can_review=_can_review(request),
-                reports=GenerationReport.objects.filter(study=study).select_related("user")[:5],
+                status_counts=[(value, label, by_status.get(value, 0)) for value, label in Answer.Review.choices],
+                n_variants=sum(by_status.values()),
+                none_shown=_none_shown(filters),
+                reports=GenerationReport.objects.filter(study=study, finished_at__isnull=False).select_related("user")[
+                    :5
+                ],
+                running=running,
             ),
         )
 
@@ -309,6 +328,21 @@ class PerturbationStudyAdmin(admin.ModelAdmin):
             "admin/perturbations/edit.html",
             self._context(request, title=f"Edit {answer.external_id}", answer=answer, form=form, revisions=revisions),
         )
+
+
+def _none_shown(filters: ReviewFilterForm) -> str:
+    """What the review page says when its filters leave nothing: "No pending variants of kind
+    reference with warnings", not "No variants yet" when the study has some."""
+    data = filters.cleaned_data if filters.is_valid() else {}
+    words = ["No"]
+    if data.get("status"):
+        words.append(str(Answer.Review(data["status"]).label).split()[0].lower())
+    words.append("variants")
+    if data.get("kind"):
+        words.append(f"of kind {data['kind'].slug}")
+    if data.get("flagged"):
+        words.append("with warnings")
+    return " ".join(words)
 
 
 @admin.register(Variant)

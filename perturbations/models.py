@@ -61,12 +61,20 @@ class GenerationReport(models.Model):
     # [{"question": external id, "reason": text}, ...]: not attempted, a variant could never be approved
     blocked = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
+    # Questions handled so far, while it runs (model generation, in the task worker: the review
+    # page polls it); empty finished_at: queued or running.
+    done = models.PositiveIntegerField(default=0)
+    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
         return f"{self.study} {self.kind} ({self.method}, seed {self.seed}) at {self.created_at:%Y-%m-%d %H:%M}"
+
+    @property
+    def percent(self) -> float:
+        return round(100 * self.done / self.questions, 1) if self.questions else 0.0
 
     @property
     def attempted(self) -> int:

@@ -308,6 +308,7 @@ def perturbation_generate(
     constrain_format: bool = False,
     user=None,
     dry_run: bool = False,
+    report: GenerationReport | None = None,
 ) -> GenerateResult:
     """Create one pending variant of kind `kind` for each (non-gold) question of the study, derived
     from the original `of` (A2 by default), with its checks. Existing variants of the same kind,
@@ -320,6 +321,8 @@ def perturbation_generate(
     PerturbationError before anything is written. `constrain_format` sends the grammar of the reply
     format (modelgen.reply_grammar) with every request, so that a small model on llama.cpp's server
     can only answer in blocks we parse; only a generator on the OpenAI-compatible backend takes it.
+    The GenerationReport (``report``, made when the generation was queued, or made here) counts
+    the questions done as it goes, so the review page can show a model's progress.
     """
     if method not in METHODS:
         raise PerturbationError(f"method must be one of {', '.join(METHODS)}, not {method!r}")
@@ -352,9 +355,17 @@ def perturbation_generate(
     result = GenerateResult(dry_run=dry_run)
     if questions is None:
         questions = study.questions.filter(is_gold=False).order_by("external_id")
+    questions = list(questions)
+    if not dry_run:
+        report = report or GenerationReport(study=study, kind=kind.slug, method=method, seed=seed)
+        report.user = user if getattr(user, "pk", None) else None
+        report.questions = len(questions)
+        report.save()
     voted = questions_with_voted_items(study=study, kind=kind)
     n_questions = 0
     for question in questions:
+        if report is not None and method == "model":  # a model takes seconds a question: say how far it is
+            GenerationReport.objects.filter(pk=report.pk).update(done=n_questions, created=len(result.created))
         n_questions += 1
         if question.study_id != study.pk:
             raise PerturbationError(f"question {question.external_id} is not in study {study.slug}")
@@ -432,23 +443,19 @@ def perturbation_generate(
         if not dry_run:
             variant.save()
         result.created.append(variant)
-    if not dry_run:
-        result.report = GenerationReport.objects.create(
-            study=study,
-            kind=kind.slug,
-            method=method,
-            seed=seed,
-            generator=_generator_name(complete) if method == "model" else "",
-            user=user if getattr(user, "pk", None) else None,
-            questions=n_questions,
-            created=len(result.created),
-            skipped=len(result.skipped),
-            failures=[
-                {"question": qid, "reason": why, "raw_output": result.raw_outputs.get(qid, "")}
-                for qid, why in result.failed
-            ],
-            blocked=[{"question": qid, "reason": why} for qid, why in result.blocked],
-        )
+    if report is not None:
+        report.generator = _generator_name(complete) if method == "model" else ""
+        report.done = report.questions = n_questions
+        report.created = len(result.created)
+        report.skipped = len(result.skipped)
+        report.failures = [
+            {"question": qid, "reason": why, "raw_output": result.raw_outputs.get(qid, "")}
+            for qid, why in result.failed
+        ]
+        report.blocked = [{"question": qid, "reason": why} for qid, why in result.blocked]
+        report.finished_at = timezone.now()
+        report.save()
+        result.report = report
     return result
 
 

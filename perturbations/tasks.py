@@ -8,10 +8,12 @@ from functools import partial
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.utils import timezone
 from django_tasks import task
 
 from annotations.models import Study
 from judges.models import LLMJudge
+from perturbations.models import GenerationReport
 from perturbations.services import perturbation_generate
 
 
@@ -26,20 +28,31 @@ def generate_perturbations_task(
     user_id: int | None,
     generator_id: int | None = None,
     constrain_format: bool = False,
+    report_id: int | None = None,
 ) -> dict:
     study = Study.objects.get(pk=study_id)
     user = get_user_model().objects.filter(pk=user_id).first() if user_id else None
-    generator = LLMJudge.objects.select_related("judge").get(pk=generator_id) if generator_id else None
-    result = perturbation_generate(
-        study=study,
-        kind=kind,
-        seed=seed,
-        method=method,
-        of=of,
-        user=user,
-        generator=generator,
-        constrain_format=constrain_format,
-    )
+    report = GenerationReport.objects.filter(pk=report_id).first() if report_id else None
+    try:
+        generator = LLMJudge.objects.select_related("judge").get(pk=generator_id) if generator_id else None
+        result = perturbation_generate(
+            study=study,
+            kind=kind,
+            seed=seed,
+            method=method,
+            of=of,
+            user=user,
+            generator=generator,
+            constrain_format=constrain_format,
+            report=report,
+        )
+    except Exception as exc:
+        # Nothing was generated: the review page says why instead of waiting for it forever.
+        if report is not None:
+            report.failures = [{"question": "(every question)", "reason": str(exc), "raw_output": ""}]
+            report.finished_at = timezone.now()
+            report.save(update_fields=["failures", "finished_at"])
+        raise
     return {
         "created": [a.external_id for a in result.created],
         "flagged": [a.external_id for a in result.flagged],
@@ -54,7 +67,11 @@ def perturbation_generate_queue(
 ) -> None:
     """Queue model-based generation for the task worker, once the current transaction commits:
     a model rewrites one answer at a time, which must not hold a web request. The admin and the
-    API both queue through here (here, not in services, which the task calls: no import cycle)."""
+    API both queue through here (here, not in services, which the task calls: no import cycle).
+    Its GenerationReport is made now, so the review page shows it queued, then its progress."""
+    report = GenerationReport.objects.create(
+        study=study, kind=kind, method="model", seed=seed, user=user if getattr(user, "pk", None) else None
+    )
     transaction.on_commit(
         partial(
             generate_perturbations_task.enqueue,
@@ -66,5 +83,6 @@ def perturbation_generate_queue(
             user_id=user.pk if user is not None else None,
             generator_id=generator.pk if generator is not None else None,
             constrain_format=constrain_format,
+            report_id=report.pk,
         )
     )

@@ -96,3 +96,42 @@ start_postgres() {
     || runuser -u postgres -- createdb -O biasstudy biasstudy >/dev/null 2>&1 || return 1
   echo "postgres://biasstudy:biasstudy@127.0.0.1:5432/biasstudy"
 }
+
+# Processes started by start_together, each the leader of its own process group (setsid), so
+# that stopping one stops what it started too (runserver's autoreloader child, the worker's).
+_together=()
+
+# start_together CMD...: run CMD in the background, in a process group of its own.
+start_together() {
+  setsid "$@" &
+  _together+=("$!")
+}
+
+# stop_together: SIGTERM every group start_together started, wait for them, SIGKILL what is
+# still there after 10 s.
+stop_together() {
+  local pid
+  for pid in "${_together[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
+  for _ in $(seq 100); do
+    local alive=0
+    for pid in "${_together[@]}"; do kill -0 -- "-$pid" 2>/dev/null && alive=1; done
+    [ "$alive" = 0 ] && break
+    sleep 0.1
+  done
+  for pid in "${_together[@]}"; do kill -KILL -- "-$pid" 2>/dev/null || true; done
+  _together=()
+}
+
+# run_together: wait until one of the processes start_together started ends, or the script is
+# told to stop (Ctrl-C, SIGTERM, SIGHUP); then stop them all. Bash runs a trap only between
+# commands, so the script waits with the `wait` builtin, which a signal interrupts at once.
+run_together() {
+  trap 'stop_together; exit 130' INT
+  trap 'stop_together; exit 143' TERM
+  trap 'stop_together; exit 129' HUP
+  trap 'stop_together' EXIT
+  local status=0
+  wait -n "${_together[@]}" || status=$?
+  stop_together
+  return "$status"
+}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install everything, migrate, load the demo study, print a staff login, and serve the app at
-# http://127.0.0.1:8000 with the background task worker running. Ctrl-C stops both.
+# http://127.0.0.1:8000 with the background task worker running. Ctrl-C or SIGTERM stops both.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
@@ -21,10 +21,11 @@ log "Preparing the database"
 "$PY" manage.py ensure_staff
 
 log "Starting the task worker"
-"$PY" manage.py db_worker --queue-name "*" &
-worker=$!
-trap 'kill $worker 2>/dev/null || true' EXIT INT TERM
+start_together "$PY" manage.py db_worker --queue-name "*"
 
 addr="${BIASSTUDY_ADDR:-127.0.0.1:8000}"
 log "Serving http://$addr  (admin: http://$addr/admin/, raters: http://$addr/s/demo/)"
-"$PY" manage.py runserver "$addr"
+start_together "$PY" manage.py runserver "$addr"
+# Ctrl-C or SIGTERM stops the server and the worker (and what they started); so does either
+# of them ending.
+run_together

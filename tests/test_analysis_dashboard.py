@@ -9,6 +9,7 @@ from django.urls import reverse
 
 from analysis import services, tables
 from analysis.simulate import JudgeParams
+from annotations.models import Rater
 from tests.factories import human_pool, make_judge, make_question, make_rater, make_study, make_variant, make_vote
 
 
@@ -82,7 +83,9 @@ def test_bad_filters_are_shown_not_applied(dash_study, staff_client):
 
 def test_the_rater_monitor_lists_every_rater_with_flags(dash_study, staff_client):
     body = staff_client.get(reverse("analysis:raters", args=["dash-s"])).content.decode()
-    assert body.count("SIM-06-") == 4
+    raters = Rater.objects.filter(study=dash_study, participant_id__startswith="SIM-06-")
+    assert len(raters) == 4 and all(f">{r.pseudonym}</a>" in body for r in raters)
+    assert "SIM-06-" not in body  # pseudonyms: the participant ids are in the payment file
     assert "flagged" in body and "2/5" in body
 
 
@@ -107,7 +110,8 @@ def test_the_power_page_simulates_at_most_a_bounded_number_of_votes_per_item(das
 
     params = {"n_questions": 40, "raters": 10_000, "items_per_rater": 1000, "susceptibility": 0.5, "noise": 1.0}
     response = staff_client.get(reverse("analysis:power", args=["dash-s"]), {**params, "tie_rate": 0.1})
-    assert response.context["rows"]["supplied"] == 10_000 * 1000 // (40 * 4)
+    items = 40 * (len(services.power_groups(study=dash_study)) + 1)  # the study's own groups
+    assert response.context["rows"]["supplied"] == 10_000 * 1000 // items
     assert max(row["votes_per_item"] for row in response.context["rows"]["rows"]) == MAX_SIMULATED_VOTES_PER_ITEM
     assert f"The table stops at {MAX_SIMULATED_VOTES_PER_ITEM}" in response.content.decode()
 

@@ -49,8 +49,12 @@ def test_an_answer_shows_provenance_checks_review_and_lengths(voted_study, token
 
 def test_answers_filter_by_review_status_kind_and_original(voted_study, token_client):
     slug = voted_study.study.slug
-    pending = make_variant(voted_study.questions[1], kind="factual_error", review_status=Answer.Review.PENDING, item=False)
-    assert [a["id"] for a in get(token_client, "study-answers", slug, review_status="pending")["results"]] == [pending.pk]
+    pending = make_variant(
+        voted_study.questions[1], kind="factual_error", review_status=Answer.Review.PENDING, item=False
+    )
+    assert [a["id"] for a in get(token_client, "study-answers", slug, review_status="pending")["results"]] == [
+        pending.pk
+    ]
     assert [a["id"] for a in get(token_client, "study-answers", slug, kind="reference")["results"]] == [
         voted_study.variant.pk
     ]
@@ -76,7 +80,8 @@ def test_raters_are_pseudonymous_with_gold_counts_and_vote_counts(voted_study, t
     rater.save()
     body = get(token_client, "study-raters", voted_study.study.slug)["results"]
     assert len(body) == 1
-    assert body[0]["participant_id"] == rater.participant_id
+    assert body[0]["pseudonym"] == f"R{rater.pk}"
+    assert rater.participant_id not in str(body)
     assert (body[0]["gold_seen"], body[0]["gold_correct"], body[0]["n_votes"]) == (4, 3, len(voted_study.items))
     assert "source_meta" not in body[0]
     assert "someone" not in str(body)
@@ -102,12 +107,12 @@ def test_a_vote_shows_its_study_group_and_rater(voted_study, token_client):
     body = get(token_client, "vote-detail", vote.pk)
     assert body["study"] == voted_study.study.slug
     assert body["group"] == "control"
-    assert body["participant_id"] == voted_study.rater.participant_id
+    assert body["pseudonym"] == f"R{voted_study.rater.pk}"
     assert (body["shown_first"], body["choice_shown"], body["choice"]) == ("a1", "first", "a1")
     assert body["labels_swapped"] is False
     Vote.objects.filter(pk=voted_study.bot_votes[0].pk).update(labels_swapped=True)
     bot_vote = get(token_client, "vote-detail", voted_study.bot_votes[0].pk)
-    assert (bot_vote["rater"], bot_vote["participant_id"], bot_vote["choice"]) == (None, None, "a1")
+    assert (bot_vote["rater"], bot_vote["pseudonym"], bot_vote["choice"]) == (None, None, "a1")
     assert bot_vote["labels_swapped"] is True
 
 

@@ -106,10 +106,11 @@ def test_staff_start_a_run_that_the_task_worker_carries_out(
 
     full = staff_client.get(response.url)
     assert b"htmx.min.js" in full.content and b"4 / 4" in full.content
-    fragment = staff_client.get(response.url, HTTP_HX_REQUEST="true")
-    assert fragment.content.lstrip().startswith(b'<section id="run-progress"')
-    assert b"<html" not in fragment.content
-    assert b"hx-trigger" not in fragment.content  # a finished run stops polling
+    assert b"hx-trigger" not in full.content and b"Pause updates" not in full.content  # a finished run stops polling
+    assert reverse("analysis:study", args=[study.slug]).encode() in full.content  # and links to its results
+    # The poll that finds it finished reloads the page, so that nothing of the live page stays.
+    last_poll = staff_client.get(response.url, HTTP_HX_REQUEST="true")
+    assert last_poll.headers["HX-Refresh"] == "true"
 
 
 def test_a_running_run_polls_and_can_be_cancelled_then_resumed(staff_client, server, study):
@@ -117,11 +118,14 @@ def test_a_running_run_polls_and_can_be_cancelled_then_resumed(staff_client, ser
     run = judge_run_start(study=study, judge=config.judge, enqueue=False)
     page = staff_client.get(reverse("admin:judges_judgerun_change", args=[run.pk]))
     assert b'hx-trigger="every 2s"' in page.content and b"Cancel run" in page.content
+    fragment = staff_client.get(reverse("admin:judges_judgerun_change", args=[run.pk]), HTTP_HX_REQUEST="true")
+    assert fragment.content.lstrip().startswith(b'<section id="run-progress"') and b"<html" not in fragment.content
 
     cancel = reverse("admin:judges_judgerun_cancel", args=[run.pk])
     assert staff_client.get(cancel).status_code == 405
-    fragment = staff_client.post(cancel, HTTP_HX_REQUEST="true")
-    assert b"Cancelled" in fragment.content and b"Resume run" in fragment.content
+    assert staff_client.post(cancel, HTTP_HX_REQUEST="true").headers["HX-Refresh"] == "true"
+    page = staff_client.get(reverse("admin:judges_judgerun_change", args=[run.pk]))
+    assert b"Cancelled" in page.content and b"Resume run" in page.content and b"Pause updates" not in page.content
     run.refresh_from_db()
     assert run.status == "cancelled"
 

@@ -121,24 +121,7 @@
     });
   });
 
-  // The completion code's copy button (shown only where the clipboard can be written).
-  document.addEventListener("click", function (event) {
-    var button = event.target.closest ? event.target.closest("[data-copy]") : null;
-    if (!button) return;
-    var source = document.getElementById(button.getAttribute("data-copy"));
-    var status = document.getElementById(button.getAttribute("aria-controls") || "copy-status");
-    navigator.clipboard.writeText(source.textContent.trim()).then(function () {
-      if (status) status.textContent = "Copied.";
-    }, function () {
-      if (status) status.textContent = "Could not copy: please select the code and copy it by hand.";
-    });
-  });
-
-  document.addEventListener("DOMContentLoaded", function () {
-    if (!navigator.clipboard) return;
-    var buttons = document.querySelectorAll("[data-copy]");
-    for (var i = 0; i < buttons.length; i++) buttons[i].hidden = false;
-  });
+  // The completion code's copy button: copy.js, shared with the staff pages.
 
   document.addEventListener("htmx:afterSwap", function (event) {
     // A "try again" alert (429, 503) keeps the item on screen: its clock must keep running.

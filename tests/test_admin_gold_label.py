@@ -1,0 +1,81 @@
+"""The answer known to be better (an item's gold label) can be given where a researcher writes
+their own material: the question form, each question's page, and the study-upload preview
+shows it with every question's text and answers, rendered safely."""
+
+import json
+
+import pytest
+from django.urls import reverse
+
+from analysis import services
+from annotations.models import ComparisonItem, Question
+from tests.factories import human_pool, make_rater, make_study, make_vote
+from tests.test_admin_study_forms import question_data
+from tests.test_admin_study_upload import post_file
+from tests.test_study_import import minimal_document
+
+
+@pytest.fixture(autouse=True)
+def upload_dir(settings, tmp_path):
+    settings.STUDY_UPLOAD_DIR = tmp_path / "uploads"
+
+
+def test_the_question_form_says_which_answer_is_better_and_accuracy_against_it_follows(staff_client):
+    study = make_study(slug="sky")
+    page = staff_client.get(reverse("admin:annotations_question_add")).content.decode()
+    assert 'name="gold_label"' in page and "Which answer is better?" in page
+    response = staff_client.post(reverse("admin:annotations_question_add"), question_data(study, gold_label="a1"))
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    item = ComparisonItem.objects.get(question__external_id="sky-1")
+    assert item.gold_label == "a1"
+
+    make_vote(item, human_pool(study), rater=make_rater(study), client_ms=5000)  # a vote for A1, shown first
+    judge = services.study_analyze(study=study)["judges"][0]
+    shown_a1_first = judge["gold_accuracy"]["a1_first"]
+    assert (shown_a1_first["n"], shown_a1_first["value"]) == (1, 1.0)
+
+
+def test_leaving_it_unknown_keeps_no_gold_label(staff_client):
+    study = make_study(slug="sky")
+    staff_client.post(reverse("admin:annotations_question_add"), question_data(study))
+    assert ComparisonItem.objects.get(question__external_id="sky-1").gold_label == ""
+
+
+def test_a_questions_page_sets_the_better_answer_of_each_item(staff_client):
+    study = make_study(slug="sky")
+    staff_client.post(reverse("admin:annotations_question_add"), question_data(study))
+    question = Question.objects.get(external_id="sky-1")
+    page = staff_client.get(reverse("admin:annotations_question_change", args=[question.pk]))
+    item = ComparisonItem.objects.get(question=question)
+    formset = next(f for f in page.context["inline_admin_formsets"] if f.formset.model is ComparisonItem).formset
+    data = {f"{formset.prefix}-{k}": v for k, v in formset.management_form.initial.items()}
+    data |= {f"{formset.prefix}-0-id": str(item.pk), f"{formset.prefix}-0-question": str(question.pk)}
+    data[f"{formset.prefix}-0-gold_label"] = "a2"
+    answers = next(f for f in page.context["inline_admin_formsets"] if f.formset.model is not ComparisonItem).formset
+    data |= {f"{answers.prefix}-{k}": v for k, v in answers.management_form.initial.items()}
+    for i, form in enumerate(answers.forms):
+        for name, field in form.fields.items():
+            value = form.initial.get(name, field.initial)
+            if value is not None and name != "DELETE":
+                data[f"{answers.prefix}-{i}-{name}"] = value.pk if hasattr(value, "pk") else value
+        data[f"{answers.prefix}-{i}-provenance"] = json.dumps(form.initial.get("provenance") or {})
+        data[f"{answers.prefix}-{i}-inserted_errors"] = json.dumps(form.initial.get("inserted_errors") or [])
+    data |= {"study": str(study.pk), "external_id": "sky-1", "bloom_level": "remembering", "text": question.text}
+    response = staff_client.post(reverse("admin:annotations_question_change", args=[question.pk]), data)
+    assert response.status_code == 302, response.context["errors"]
+    item.refresh_from_db()
+    assert item.gold_label == "a2"
+
+
+def test_the_upload_preview_shows_texts_rendered_safely_and_the_better_answer(staff_client):
+    document = minimal_document()
+    question = document["questions"][0]
+    question["text"] = "What colour is the **sky**? <script>alert('q')</script>"
+    question["answers"][0]["text"] = "Blue, because air scatters *blue* light most. <img src=x onerror=alert(1)>"
+    question["items"] = [{"a1": "q1-a1", "a2": "q1-a2", "gold_label": "a1"}]
+    response = post_file(staff_client, "mini.json", json.dumps(document).encode())
+    html = staff_client.get(response["Location"]).content.decode()
+    assert "<strong>sky</strong>" in html and "<em>blue</em>" in html
+    assert "<script>alert" not in html and "onerror" not in html
+    assert "It looks blue: short wavelengths scatter more." in html
+    assert "A1 is better" in html

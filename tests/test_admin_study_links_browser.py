@@ -1,0 +1,48 @@
+"""The study's admin page gives the links raters enter by (participant, Prolific with its
+placeholders, MTurk ExternalQuestion), each with a working copy button, and links to the
+study's dashboard, perturbation generation and review."""
+
+import pytest
+from django.urls import reverse
+
+from tests.browser import chromium, expect, session_cookie
+from tests.factories import make_staff, make_study
+
+PROLIFIC = "?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
+
+
+def test_the_study_page_lists_the_entry_links_and_where_to_go_next(db, staff_client):
+    study = make_study(slug="crowd")
+    page = staff_client.get(reverse("admin:annotations_study_change", args=[study.pk])).content.decode()
+    landing = "http://testserver/s/crowd/"
+    assert f'<code id="link-participant">{landing}</code>' in page
+    assert f'<code id="link-prolific">{landing}{PROLIFIC.replace("&", "&amp;")}</code>' in page
+    assert f'<code id="link-mturk">{landing}</code>' in page
+    assert reverse("analysis:study", args=["crowd"]) in page
+    assert f"{reverse('admin:perturbations_generate')}?ids={study.pk}" in page
+    assert reverse("admin:perturbations_review", args=[study.pk]) in page
+
+
+def test_the_add_page_has_no_links_yet(db, staff_client):
+    page = staff_client.get(reverse("admin:annotations_study_add")).content.decode()
+    assert "Links for raters" not in page and "Review perturbations" not in page
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_each_copy_button_puts_its_link_on_the_clipboard(live_server):
+    study = make_study(slug="crowd")
+    with chromium() as browser:
+        context = browser.new_context(viewport={"width": 390, "height": 844})
+        context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
+        context.add_cookies([session_cookie(make_staff(username="linker"), live_server.url)])
+        page = context.new_page()
+        page.goto(f"{live_server.url}{reverse('admin:annotations_study_change', args=[study.pk])}")
+        landing = f"{live_server.url}/s/crowd/"
+        for name, expected in (("participant", landing), ("prolific", landing + PROLIFIC), ("mturk", landing)):
+            page.locator(f'[data-copy="link-{name}"]').click()
+            expect(page.locator("#copy-status")).to_have_text(f"Copied: {expected}")
+            assert page.evaluate("() => navigator.clipboard.readText()") == expected
+        box = page.locator("#entry-links").bounding_box()
+        assert box["x"] + box["width"] <= 390 + 1, "the links panel is wider than a phone"
+        context.close()
