@@ -1,4 +1,4 @@
-"""Parse pairwise votes collected elsewhere into plain records; ``services.votes_import_path`` writes
+"""Parse pairwise votes collected elsewhere into plain records; ``vote_import.votes_import_path`` writes
 them. Every problem is an ``ImportProblem`` naming the file, the line and the field.
 
 Generic CSV (UTF-8, header row; one row per vote): its columns and what each means are in

@@ -9,7 +9,7 @@ from django.db.models import Q, QuerySet
 from rest_framework import serializers
 from rest_framework.fields import empty
 
-from analysis.services import UPLOAD_FORMATS
+from analysis.vote_import import UPLOAD_FORMATS
 from annotations.models import Answer, Judge, PerturbationKind, Rater, Study
 from annotations.study_io import READERS
 from api.pagination import MAX_ID
