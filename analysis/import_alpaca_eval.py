@@ -50,7 +50,7 @@ from analysis.importers import (
     every_problem,
 )
 from annotations.models import BloomLevel
-from annotations.study_io import Problems
+from annotations.study_files import Problems
 
 TEXTS = ("instruction", "output_1", "output_2", "generator_1", "generator_2", "annotator")
 REQUIRED = (*TEXTS, "preference")

@@ -38,7 +38,7 @@ from analysis.importers import (
     every_problem,
 )
 from annotations.models import BloomLevel
-from annotations.study_io import Problems
+from annotations.study_files import Problems
 
 VOTES_FILE = "evaluator_votes.csv.gz"
 COLUMNS = ("subset", "evaluator", "strategy", "instance", "label", "stage", "final")

@@ -46,7 +46,7 @@ from django.utils.dateparse import parse_datetime
 from django.utils.module_loading import import_string
 
 from annotations.models import BloomLevel
-from annotations.study_io import Problems, StudyFileError
+from annotations.study_files import Problems, StudyFileError
 from biasstudy import rendering
 
 MTBENCH_BLOOM = {

@@ -1,5 +1,5 @@
 """Importing a study sent over HTTP: the bytes go to a private temporary folder and through
-annotations.study_io.study_import, the very function `manage.py import_study` calls, so the API
+annotations.study_files.study_import, the very function `manage.py import_study` calls, so the API
 accepts and refuses exactly what the command does."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from django.db import DatabaseError
 
 from annotations.archives import ArchiveError, ArchiveTooLarge
 from annotations.models import Study
-from annotations.study_io import StudyFileError, study_import
+from annotations.study_files import StudyFileError, study_import
 from annotations.uploads import chen_archive_unpack
 
 _CHUNK = 1024 * 1024

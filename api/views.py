@@ -33,7 +33,7 @@ from analysis.forms import FilterForm
 from analysis.tasks import votes_upload_import_queue
 from analysis.uploads import votes_upload_get, votes_upload_progress, votes_upload_store
 from annotations.models import Answer, ComparisonItem, Judge, Question, Rater, Study, Vote
-from annotations.study_io import StudyFileError, study_export
+from annotations.study_files import StudyFileError, study_export
 from annotations.uploads import UploadError
 from api import inputs, serializers
 from api.pagination import MAX_ID, IdCursorPagination, VoteCursorPagination

@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from analysis import importers, vote_import
 from annotations.models import Judge, Question, Study, Vote
-from annotations.study_io import MAX_PROBLEMS
+from annotations.study_files import MAX_PROBLEMS
 from tests.factories import make_study
 from tests.test_analysis_import import (
     GOOD_ROWS,

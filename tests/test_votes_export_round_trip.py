@@ -16,7 +16,7 @@ from django.urls import reverse
 
 from analysis import exports, importers, services, vote_import
 from annotations.models import Judge, Vote
-from annotations.study_io import study_export, study_import
+from annotations.study_files import study_export, study_import
 from judges.models import JudgeRun
 from tests.factories import human_pool, make_llm_judge, make_question, make_rater, make_study, make_variant
 from tests.test_analysis_import import GOOD_ROWS, write_csv
