@@ -87,7 +87,9 @@ def _read_chen_control(control: Path, line_no: int, row: dict, questions: dict, 
             raise StudyFileError(control, "missing answer or answer_id", line=line_no, field=f"answers.{slot}")
         aid = answer["answer_id"]
         if aid in answers_by_id or any(aid == a["id"] for a in answers):
-            raise StudyFileError(control, f"duplicate answer id {aid!r}", line=line_no, field=f"answers.{slot}.answer_id")
+            raise StudyFileError(
+                control, f"duplicate answer id {aid!r}", line=line_no, field=f"answers.{slot}.answer_id"
+            )
         answers.append({"id": aid, "text": answer["answer"], "provenance": _chen_provenance(row, None)})
     for record in answers:  # a line is taken whole or not at all
         answers_by_id[record["id"]] = (qid, record)
@@ -112,7 +114,9 @@ def _read_chen_perturbation(
     seen.add(qid)
     perturbed = [(slot, a) for slot, a in row["answers"].items() if isinstance(a, dict) and a.get("perturb")]
     if len(perturbed) != 1:
-        raise StudyFileError(file, f"expected exactly one perturbed answer, found {len(perturbed)}", line=line_no, field="answers")
+        raise StudyFileError(
+            file, f"expected exactly one perturbed answer, found {len(perturbed)}", line=line_no, field="answers"
+        )
     slot, answer = perturbed[0]
     aid = answer.get("answer_id") or ""
     if not isinstance(aid, str):
@@ -152,7 +156,12 @@ def _read_chen_perturbation(
 
 def _chen_provenance(row: dict, answer: dict | None) -> dict:
     if answer is None:
-        return {"method": "import", "source": "chen2024", "model": row.get("model_id"), "temperature": row.get("temperature")}
+        return {
+            "method": "import",
+            "source": "chen2024",
+            "model": row.get("model_id"),
+            "temperature": row.get("temperature"),
+        }
     return {
         "method": "import",
         "source": "chen2024",

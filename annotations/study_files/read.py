@@ -40,7 +40,11 @@ def study_file_read(
         document["study"].update(overrides)
     study_document_validate(document, path=path, locator=locator)
     if Study.objects.filter(slug=document["study"]["slug"]).exists():
-        raise StudyFileError(path, f"a study with slug {document['study']['slug']!r} exists already (choose another with --slug)", field="study.slug")
+        raise StudyFileError(
+            path,
+            f"a study with slug {document['study']['slug']!r} exists already (choose another with --slug)",
+            field="study.slug",
+        )
     document["notes"] = [note for note in [_target_reachable(document)] if note]
     return document
 

@@ -85,7 +85,7 @@ def study_document_validate(document: dict, *, path: str | Path, locator: _Locat
     if unstorable is not None:
         check(fail, unstorable[1], unstorable[0] or "(a key)")
     if document.get("format") != FORMAT_NAME:
-        check(fail, f"expected \"format\": \"{FORMAT_NAME}\"", "format")
+        check(fail, f'expected "format": "{FORMAT_NAME}"', "format")
     if document.get("version") != FORMAT_VERSION:
         check(fail, f"unsupported version {document.get('version')!r} (this program reads {FORMAT_VERSION})", "version")
     study = document.get("study")
@@ -250,11 +250,15 @@ def _validate_question(question: Any, field: str, kinds: dict, seen: set, fail: 
         if parent is None or kind is None:
             fail("a variant needs both derived_from and kind", afield, answer["id"])
         if parent not in by_id:
-            fail(f"the original {parent!r} is not an answer of question {qid!r}", f"{afield}.derived_from", answer["id"])
+            fail(
+                f"the original {parent!r} is not an answer of question {qid!r}", f"{afield}.derived_from", answer["id"]
+            )
         if parent == answer["id"]:
             fail("an answer cannot be derived from itself", f"{afield}.derived_from", answer["id"])
         if kind not in kinds:
-            fail(f"unknown perturbation kind {kind!r} (declare it in perturbation_kinds)", f"{afield}.kind", answer["id"])
+            fail(
+                f"unknown perturbation kind {kind!r} (declare it in perturbation_kinds)", f"{afield}.kind", answer["id"]
+            )
     for ai, answer in enumerate(answers):
         # Every variant leads back to an original in a few steps: no cycle, no chain deeper than
         # MAX_DERIVATION_DEPTH (the writer and deletion walk it).
@@ -355,7 +359,9 @@ def _unstorable_text(text: str) -> str | None:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        return f"contains a lone surrogate (\\u{ord(text[exc.start]):04x}), which is not valid UTF-8 and cannot be stored"
+        return (
+            f"contains a lone surrogate (\\u{ord(text[exc.start]):04x}), which is not valid UTF-8 and cannot be stored"
+        )
     return None
 
 
@@ -424,4 +430,6 @@ def _check_bloom(value: Any, field: str, fail: Callable, near: str | None) -> No
 
 def _type_name(expected: type | tuple[type, ...]) -> str:
     types = expected if isinstance(expected, tuple) else (expected,)
-    return " or ".join({"str": "text", "int": "a whole number", "float": "a number", "bool": "true/false"}[t.__name__] for t in types)
+    return " or ".join(
+        {"str": "text", "int": "a whole number", "float": "a number", "bool": "true/false"}[t.__name__] for t in types
+    )

@@ -20,6 +20,7 @@ from biasstudy.bulk import PreparedRows, insert_prepared, insert_prepared_return
 
 log = logging.getLogger(__name__)
 
+
 def study_import(
     *,
     path: str | Path,
@@ -227,7 +228,9 @@ def study_export(*, study: Study) -> dict:
     for answer in Answer.objects.filter(question__study=study).select_related("derived_from", "kind").order_by("id"):
         answers_by_question.setdefault(answer.question_id, []).append(answer)
     items_by_question: dict[int, list[ComparisonItem]] = {}
-    for item in ComparisonItem.objects.filter(study=study).select_related("kind", "answer_a1", "answer_a2").order_by("id"):
+    for item in (
+        ComparisonItem.objects.filter(study=study).select_related("kind", "answer_a1", "answer_a2").order_by("id")
+    ):
         items_by_question.setdefault(item.question_id, []).append(item)
     for question in study.questions.order_by("id"):
         answers = answers_by_question.get(question.id, [])
