@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from pathlib import Path
 from typing import Any
 
@@ -153,8 +153,7 @@ def _validate_gold(gold: Any, field: str, seen_questions: set, fail: Callable) -
         fail("must be an object", field)
     _check_keys(gold, GOLD_FIELDS, field, fail, gold.get("id"))
     for key in ("id", "text", "better", "worse"):
-        if not isinstance(gold.get(key), str) or not gold[key].strip():
-            fail("required text", f"{field}.{key}", gold.get("id"))
+        _check_required_text(gold.get(key), f"{field}.{key}", fail, gold.get("id"))
         _check_text_size(gold[key], f"{field}.{key}", fail, gold["id"])
     _check_bloom(gold.get("bloom"), f"{field}.bloom", fail, gold["id"])
     if gold["id"] in seen_questions:
@@ -200,108 +199,154 @@ def _validate_kind(kind: Any, field: str, known: dict[str, str], fail: Callable)
 
 
 def _validate_question(question: Any, field: str, kinds: dict, seen: set, fail: Callable) -> None:
-    if not isinstance(question, dict):
-        fail("must be an object", field)
-    qid = question.get("id")
-    if not isinstance(qid, str) or not qid.strip():
-        fail("required text", f"{field}.id")
-    _check_keys(question, QUESTION_FIELDS, field, fail, qid)
-    if qid in seen:
-        fail(f"duplicate question id {qid!r}", f"{field}.id", qid)
-    _check_length(qid, Question, "external_id", f"{field}.id", fail)
+    """One question record, part by part in this order: its id, its text, its answers, its items.
+    `fail` raises, so the first problem ends the record (and the report's order is this one)."""
+    qid = _validate_question_id(question, field, seen, fail)
+    _validate_question_text(question, field, qid, fail)
+    by_id = _validate_answers(question.get("answers"), f"{field}.answers", qid, kinds, fail)
+    listed = question.get("items")
+    items = _derive_items(question) if listed is None else listed
+    _validate_items(items, f"{field}.items", qid, by_id, kinds, fail)
+
+
+def _validate_question_id(question: Any, field: str, seen: set, fail: Callable) -> str:
+    """The record is an object of known fields, with an id no other question of the file has."""
+    qid = _check_record_id(
+        question, field, fail, allowed=QUESTION_FIELDS, model=Question, what="question", earlier=seen, near=None
+    )
     seen.add(qid)
-    if not isinstance(question.get("text"), str) or not question["text"].strip():
-        fail("required text", f"{field}.text", qid)
+    return qid
+
+
+def _check_record_id(
+    record: Any,
+    field: str,
+    fail: Callable,
+    *,
+    allowed: set,
+    model: type,
+    what: str,
+    earlier: Container,
+    near: str | None,
+) -> str:
+    """A question's or an answer's record is an object of `allowed` fields whose id is text,
+    short enough for `model`'s external_id and not among `earlier` ids. Returns the id."""
+    if not isinstance(record, dict):
+        fail("must be an object", field, near)
+    rid = record.get("id")
+    _check_required_text(rid, f"{field}.id", fail, near)
+    _check_keys(record, allowed, field, fail, rid)
+    if rid in earlier:
+        fail(f"duplicate {what} id {rid!r}", f"{field}.id", rid)
+    _check_length(rid, model, "external_id", f"{field}.id", fail)
+    return rid
+
+
+def _validate_question_text(question: dict, field: str, qid: str, fail: Callable) -> None:
+    """Its text, Bloom level and (optional) subset."""
+    _check_required_text(question.get("text"), f"{field}.text", fail, qid)
     _check_text_size(question["text"], f"{field}.text", fail, qid)
     _check_bloom(question.get("bloom"), f"{field}.bloom", fail, qid)
     if not isinstance(question.get("subset", ""), str):
         fail("must be text", f"{field}.subset", qid)
     _check_length(question.get("subset", ""), Question, "subset", f"{field}.subset", fail)
-    answers = question.get("answers")
+
+
+def _validate_answers(answers: Any, field: str, qid: str, kinds: dict, fail: Callable) -> dict[str, dict]:
+    """A question's answers: each one's own fields, then each variant's original and kind, then
+    the chains of variants, then the two originals. Returns the answers by id."""
     if not isinstance(answers, list):
-        fail("must be a list", f"{field}.answers", qid)
+        fail("must be a list", field, qid)
     by_id: dict[str, dict] = {}
     for ai, answer in enumerate(answers):
-        afield = f"{field}.answers[{ai}]"
-        if not isinstance(answer, dict):
-            fail("must be an object", afield, qid)
-        aid = answer.get("id")
-        if not isinstance(aid, str) or not aid.strip():
-            fail("required text", f"{afield}.id", qid)
-        _check_keys(answer, ANSWER_FIELDS, afield, fail, aid)
-        if aid in by_id:
-            fail(f"duplicate answer id {aid!r}", f"{afield}.id", aid)
-        _check_length(aid, Answer, "external_id", f"{afield}.id", fail)
-        if not isinstance(answer.get("text"), str) or not answer["text"].strip():
-            fail("required text", f"{afield}.text", aid)
-        _check_text_size(answer["text"], f"{afield}.text", fail, aid)
-        by_id[aid] = answer
-        validate_answer_record(answer, afield, fail)
+        _validate_answer(answer, f"{field}[{ai}]", qid, by_id, fail)
+        by_id[answer["id"]] = answer
     for ai, answer in enumerate(answers):
-        afield = f"{field}.answers[{ai}]"
-        parent, kind = answer.get("derived_from"), answer.get("kind")
-        if parent is None and kind is None:
-            continue
-        for key, value in (("derived_from", parent), ("kind", kind)):
-            if value is not None and not isinstance(value, str):
-                fail(
-                    f"must be an answer id or a kind slug (text), got {_shown(value)}", f"{afield}.{key}", answer["id"]
-                )
-        if parent is None or kind is None:
-            fail("a variant needs both derived_from and kind", afield, answer["id"])
-        if parent not in by_id:
-            fail(
-                f"the original {parent!r} is not an answer of question {qid!r}", f"{afield}.derived_from", answer["id"]
-            )
-        if parent == answer["id"]:
-            fail("an answer cannot be derived from itself", f"{afield}.derived_from", answer["id"])
-        if kind not in kinds:
-            fail(
-                f"unknown perturbation kind {kind!r} (declare it in perturbation_kinds)", f"{afield}.kind", answer["id"]
-            )
+        _validate_variant(answer, f"{field}[{ai}]", qid, by_id, kinds, fail)
     for ai, answer in enumerate(answers):
-        # Every variant leads back to an original in a few steps: no cycle, no chain deeper than
-        # MAX_DERIVATION_DEPTH (the writer and deletion walk it).
-        steps, parent = 0, answer.get("derived_from")
-        while parent is not None:
-            steps += 1
-            if steps > MAX_DERIVATION_DEPTH:
-                fail(
-                    f"derived through more than {MAX_DERIVATION_DEPTH} variants, or in a circle",
-                    f"{field}.answers[{ai}].derived_from",
-                    answer["id"],
-                )
-            parent = by_id[parent].get("derived_from")
+        _validate_derivation(answer, f"{field}[{ai}].derived_from", by_id, fail)
     originals = [a["id"] for a in answers if a.get("derived_from") is None]
     if len(originals) != 2:
-        fail(f"a question needs exactly two original answers, found {len(originals)}", f"{field}.answers", qid)
-    items = question.get("items")
-    if items is None:
-        items = _derive_items(question)
+        fail(f"a question needs exactly two original answers, found {len(originals)}", field, qid)
+    return by_id
+
+
+def _validate_answer(answer: Any, field: str, qid: str, earlier: dict[str, dict], fail: Callable) -> None:
+    """One answer's own fields: an id no earlier answer of the question has, its text, and the
+    optional parts (`validate_answer_record`)."""
+    aid = _check_record_id(
+        answer, field, fail, allowed=ANSWER_FIELDS, model=Answer, what="answer", earlier=earlier, near=qid
+    )
+    _check_required_text(answer.get("text"), f"{field}.text", fail, aid)
+    _check_text_size(answer["text"], f"{field}.text", fail, aid)
+    validate_answer_record(answer, field, fail)
+
+
+def _validate_variant(answer: dict, field: str, qid: str, by_id: dict[str, dict], kinds: dict, fail: Callable) -> None:
+    """A variant (an answer with derived_from or kind) names both: another answer of the same
+    question as its original, and a known perturbation kind."""
+    aid, parent, kind = answer["id"], answer.get("derived_from"), answer.get("kind")
+    if parent is None and kind is None:
+        return  # an original
+    for key, value in (("derived_from", parent), ("kind", kind)):
+        if value is not None and not isinstance(value, str):
+            fail(f"must be an answer id or a kind slug (text), got {_shown(value)}", f"{field}.{key}", aid)
+    if parent is None or kind is None:
+        fail("a variant needs both derived_from and kind", field, aid)
+    if parent not in by_id:
+        fail(f"the original {parent!r} is not an answer of question {qid!r}", f"{field}.derived_from", aid)
+    if parent == aid:
+        fail("an answer cannot be derived from itself", f"{field}.derived_from", aid)
+    if kind not in kinds:
+        fail(f"unknown perturbation kind {kind!r} (declare it in perturbation_kinds)", f"{field}.kind", aid)
+
+
+def _validate_derivation(answer: dict, field: str, by_id: dict[str, dict], fail: Callable) -> None:
+    """Every variant leads back to an original in a few steps: no cycle, no chain deeper than
+    MAX_DERIVATION_DEPTH (the writer and deletion walk it)."""
+    steps, parent = 0, answer.get("derived_from")
+    while parent is not None:
+        steps += 1
+        if steps > MAX_DERIVATION_DEPTH:
+            fail(f"derived through more than {MAX_DERIVATION_DEPTH} variants, or in a circle", field, answer["id"])
+        parent = by_id[parent].get("derived_from")
+
+
+def _validate_items(items: Any, field: str, qid: str, by_id: dict[str, dict], kinds: dict, fail: Callable) -> None:
+    """A question's items (listed, or derived from its answers): each compares two of its answers,
+    one item per group, and one of them is the control."""
     if not isinstance(items, list):
-        fail("must be a list", f"{field}.items", qid)
+        fail("must be a list", field, qid)
     groups: set = set()
     for ii, item in enumerate(items):
-        ifield = f"{field}.items[{ii}]"
-        if not isinstance(item, dict) or set(item) - {"kind", "a1", "a2", "gold_label"}:
-            fail("must be an object with kind, a1, a2 and optionally gold_label", ifield, qid)
-        if item.get("gold_label", "") not in ("", "a1", "a2"):
-            fail("must be a1, a2 or empty", f"{ifield}.gold_label", qid)
-        for side in ("a1", "a2"):
-            if not isinstance(item.get(side), str) or item[side] not in by_id:
-                fail(f"unknown answer {_shown(item.get(side))}", f"{ifield}.{side}", qid)
-        if item["a1"] == item["a2"]:
-            fail("an item compares two different answers", ifield, qid)
-        group = item.get("kind")
-        if group is not None and not isinstance(group, str):
-            fail(f"must be a kind slug (text) or null, got {_shown(group)}", f"{ifield}.kind", qid)
-        if group is not None and group not in kinds:
-            fail(f"unknown perturbation kind {group!r}", f"{ifield}.kind", qid)
-        if group in groups:
-            fail(f"two items of group {group or 'control'!r} for one question", f"{ifield}.kind", qid)
-        groups.add(group)
+        _validate_item(item, f"{field}[{ii}]", qid, by_id, fail)
+        _validate_item_group(item.get("kind"), f"{field}[{ii}].kind", qid, kinds, groups, fail)
+        groups.add(item.get("kind"))
     if None not in groups:
-        fail("every question needs one control item (kind null)", f"{field}.items", qid)
+        fail("every question needs one control item (kind null)", field, qid)
+
+
+def _validate_item(item: Any, field: str, qid: str, by_id: dict[str, dict], fail: Callable) -> None:
+    """An item's fields, its gold label, and its two answers: different answers of the question."""
+    if not isinstance(item, dict) or set(item) - {"kind", "a1", "a2", "gold_label"}:
+        fail("must be an object with kind, a1, a2 and optionally gold_label", field, qid)
+    if item.get("gold_label", "") not in ("", "a1", "a2"):
+        fail("must be a1, a2 or empty", f"{field}.gold_label", qid)
+    for side in ("a1", "a2"):
+        if not isinstance(item.get(side), str) or item[side] not in by_id:
+            fail(f"unknown answer {_shown(item.get(side))}", f"{field}.{side}", qid)
+    if item["a1"] == item["a2"]:
+        fail("an item compares two different answers", field, qid)
+
+
+def _validate_item_group(group: Any, field: str, qid: str, kinds: dict, earlier: set, fail: Callable) -> None:
+    """An item's group: null for the control, else a known kind; no group twice in a question."""
+    if group is not None and not isinstance(group, str):
+        fail(f"must be a kind slug (text) or null, got {_shown(group)}", field, qid)
+    if group is not None and group not in kinds:
+        fail(f"unknown perturbation kind {group!r}", field, qid)
+    if group in earlier:
+        fail(f"two items of group {group or 'control'!r} for one question", field, qid)
 
 
 def _derive_items(question: dict) -> list[dict]:
@@ -402,6 +447,11 @@ def _shown(value: Any) -> str:
     """A value as an error message quotes it: its repr, cut short."""
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _check_required_text(value: Any, field: str, fail: Callable, near: str | None) -> None:
+    if not isinstance(value, str) or not value.strip():
+        fail("required text", field, near)
 
 
 def _check_text_size(value: str, field: str, fail: Callable, near: str | None) -> None:
