@@ -34,8 +34,13 @@ from django.core import signing
 from annotations import lengths
 from annotations.archives import ArchiveError, ArchiveLimits, archive_root, archive_unpack
 from annotations.models import Study
-from annotations.study_files import CHEN_CONTROL_FILE, StudyFileError, study_file_read, study_import
-from annotations.study_files.validate import _derive_items as derive_items  # the import's rule, for the preview
+from annotations.study_files import (
+    CHEN_CONTROL_FILE,
+    StudyFileError,
+    derive_items,  # the import's rule, for the preview
+    study_file_read,
+    study_import,
+)
 
 SALT = "annotations.study-upload"
 JSON_NAME = "study.json"

@@ -6,9 +6,9 @@ import re
 from pathlib import Path
 
 from annotations.models import BloomLevel, PerturbationKind
-from annotations.study_files.decode import _jsonl
+from annotations.study_files.decode import jsonl
 from annotations.study_files.problems import Problems, StudyFileError
-from annotations.study_files.validate import FORMAT_NAME, FORMAT_VERSION, _shown
+from annotations.study_files.validate import FORMAT_NAME, FORMAT_VERSION, shown
 
 CHEN_CONTROL_FILE = "raw.json"
 _BLOCK = re.compile(r"```(\w+)\s*\n(.*?)(?:```|\Z)", re.S)
@@ -32,7 +32,7 @@ def read_chen2024(path: Path) -> tuple[dict, None]:
     questions: dict[str, dict] = {}
     answers_by_id: dict[str, tuple[str, dict]] = {}
     problems = Problems()  # each line is read on its own: the report names every bad line
-    for line_no, row in _jsonl(control, problems):
+    for line_no, row in jsonl(control, problems):
         problems.check(_read_chen_control, control, line_no, row, questions, answers_by_id)
 
     for file in sorted(folder.glob("*.json")):
@@ -43,7 +43,7 @@ def read_chen2024(path: Path) -> tuple[dict, None]:
             problems.add(StudyFileError(file, f"no perturbation kind {kind!r}: the file name must be a kind's slug"))
             continue
         seen: set[str] = set()
-        for line_no, row in _jsonl(file, problems):
+        for line_no, row in jsonl(file, problems):
             problems.check(_read_chen_perturbation, file, line_no, row, kind, questions, answers_by_id, seen)
     problems.raise_any()
 
@@ -145,7 +145,7 @@ def _read_chen_perturbation(
     raw_answer = answer.get("raw_answer") or ""
     if not isinstance(raw_answer, str):
         raise StudyFileError(
-            file, f"must be text, got {_shown(raw_answer)}", line=line_no, field=f"answers.{slot}.raw_answer"
+            file, f"must be text, got {shown(raw_answer)}", line=line_no, field=f"answers.{slot}.raw_answer"
         )
     errors = _chen_inserted_errors(raw_answer)
     if errors:

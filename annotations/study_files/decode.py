@@ -12,10 +12,10 @@ from annotations.study_files.problems import Problems, StudyFileError
 from annotations.study_files.validate import MAX_DEPTH
 
 
-def _jsonl(path: Path, problems: Problems):
+def jsonl(path: Path, problems: Problems):
     """(line number, object) of each line of a JSON Lines file; a line that is not a JSON object
     is a problem of its own, and the lines after it are read all the same."""
-    text = problems.check(_read_text, path)
+    text = problems.check(read_text, path)
     for line_no, line in enumerate((text or "").splitlines(), start=1):
         if line.strip():
             row = problems.check(_jsonl_row, line, path, line_no)
@@ -24,13 +24,13 @@ def _jsonl(path: Path, problems: Problems):
 
 
 def _jsonl_row(line: str, path: Path, line_no: int) -> dict:
-    row = _loads(line, path, line=line_no)
+    row = loads(line, path, line=line_no)
     if not isinstance(row, dict):
         raise StudyFileError(path, "each line must be a JSON object", line=line_no)
     return row
 
 
-def _loads(text: str, path: Path, *, line: int | None = None) -> Any:
+def loads(text: str, path: Path, *, line: int | None = None) -> Any:
     """json.loads, with every way it can fail on hostile input turned into a StudyFileError:
     syntax, NaN and Infinity (not JSON, though Python reads them), integers of thousands of
     digits, and nesting deep enough to exhaust the parser's recursion."""
@@ -48,7 +48,7 @@ def _refuse_constant(name: str) -> None:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def _read_text(path: Path) -> str:
+def read_text(path: Path) -> str:
     try:
         return Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:

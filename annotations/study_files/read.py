@@ -8,20 +8,20 @@ from pathlib import Path
 
 from annotations.models import Answer, Study, items_reachable, target_lowered_message
 from annotations.study_files.chen2024 import read_chen2024
-from annotations.study_files.decode import _loads, _read_text
+from annotations.study_files.decode import loads, read_text
 from annotations.study_files.problems import StudyFileError
-from annotations.study_files.validate import _derive_items, _Locator, study_document_validate
+from annotations.study_files.validate import Locator, derive_items, study_document_validate
 
 
-def read_biasstudy(path: Path) -> tuple[dict, _Locator]:
-    text = _read_text(path)
-    document = _loads(text, path)
+def read_biasstudy(path: Path) -> tuple[dict, Locator]:
+    text = read_text(path)
+    document = loads(text, path)
     if not isinstance(document, dict):
         raise StudyFileError(path, "the document must be a JSON object", line=1)
-    return document, _Locator(text)
+    return document, Locator(text)
 
 
-READERS: dict[str, Callable[[Path], tuple[dict, _Locator | None]]] = {
+READERS: dict[str, Callable[[Path], tuple[dict, Locator | None]]] = {
     "biasstudy": read_biasstudy,
     "chen2024": read_chen2024,
 }
@@ -59,7 +59,7 @@ def _target_reachable(document: dict) -> str | None:
     for record in document["questions"]:
         approved = {a["id"] for a in record["answers"] if a.get("review_status", Answer.Review.APPROVED) == "approved"}
         listed = record.get("items")
-        items = listed if listed is not None else _derive_items(record)
+        items = listed if listed is not None else derive_items(record)
         shown = sum(1 for item in items if item["a1"] in approved and item["a2"] in approved)
         regular += min(shown, 1) if by_question else shown
     gold_every = study.get("gold_every", Study._meta.get_field("gold_every").default)

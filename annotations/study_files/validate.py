@@ -58,7 +58,7 @@ MAX_INTEGER = 2**63 - 1
 MAX_DERIVATION_DEPTH = 8
 
 
-class _Locator:
+class Locator:
     """Finds the line where a record starts, so errors in a JSON document can name a line."""
 
     def __init__(self, text: str):
@@ -71,7 +71,7 @@ class _Locator:
         return self.text.count("\n", 0, index) + 1 if index >= 0 else None
 
 
-def study_document_validate(document: dict, *, path: str | Path, locator: _Locator | None = None) -> None:
+def study_document_validate(document: dict, *, path: str | Path, locator: Locator | None = None) -> None:
     """Check a biasstudy document completely; raise StudyFileError with every problem found
     (each setting, kind, question and attention check is checked on its own)."""
     locate = locator.line_of if locator else (lambda _needle: None)
@@ -205,7 +205,7 @@ def _validate_question(question: Any, field: str, kinds: dict, seen: set, fail: 
     _validate_question_text(question, field, qid, fail)
     by_id = _validate_answers(question.get("answers"), f"{field}.answers", qid, kinds, fail)
     listed = question.get("items")
-    items = _derive_items(question) if listed is None else listed
+    items = derive_items(question) if listed is None else listed
     _validate_items(items, f"{field}.items", qid, by_id, kinds, fail)
 
 
@@ -290,7 +290,7 @@ def _validate_variant(answer: dict, field: str, qid: str, by_id: dict[str, dict]
         return  # an original
     for key, value in (("derived_from", parent), ("kind", kind)):
         if value is not None and not isinstance(value, str):
-            fail(f"must be an answer id or a kind slug (text), got {_shown(value)}", f"{field}.{key}", aid)
+            fail(f"must be an answer id or a kind slug (text), got {shown(value)}", f"{field}.{key}", aid)
     if parent is None or kind is None:
         fail("a variant needs both derived_from and kind", field, aid)
     if parent not in by_id:
@@ -334,7 +334,7 @@ def _validate_item(item: Any, field: str, qid: str, by_id: dict[str, dict], fail
         fail("must be a1, a2 or empty", f"{field}.gold_label", qid)
     for side in ("a1", "a2"):
         if not isinstance(item.get(side), str) or item[side] not in by_id:
-            fail(f"unknown answer {_shown(item.get(side))}", f"{field}.{side}", qid)
+            fail(f"unknown answer {shown(item.get(side))}", f"{field}.{side}", qid)
     if item["a1"] == item["a2"]:
         fail("an item compares two different answers", field, qid)
 
@@ -342,14 +342,14 @@ def _validate_item(item: Any, field: str, qid: str, by_id: dict[str, dict], fail
 def _validate_item_group(group: Any, field: str, qid: str, kinds: dict, earlier: set, fail: Callable) -> None:
     """An item's group: null for the control, else a known kind; no group twice in a question."""
     if group is not None and not isinstance(group, str):
-        fail(f"must be a kind slug (text) or null, got {_shown(group)}", field, qid)
+        fail(f"must be a kind slug (text) or null, got {shown(group)}", field, qid)
     if group is not None and group not in kinds:
         fail(f"unknown perturbation kind {group!r}", field, qid)
     if group in earlier:
         fail(f"two items of group {group or 'control'!r} for one question", field, qid)
 
 
-def _derive_items(question: dict) -> list[dict]:
+def derive_items(question: dict) -> list[dict]:
     """Control item of the two originals, plus one item per approved variant against the other
     original (the one the variant was not derived from)."""
     answers = question["answers"]
@@ -425,7 +425,7 @@ def validate_answer_record(answer: dict, field: str, fail: Callable) -> None:
         _check_keys(error, INSERTED_ERROR_FIELDS, efield, fail, aid)
         for key, value in error.items():
             if not isinstance(value, str):
-                fail(f"must be text, got {_shown(value)}", f"{efield}.{key}", aid)
+                fail(f"must be text, got {shown(value)}", f"{efield}.{key}", aid)
     provenance = answer.get("provenance", {})
     if not isinstance(provenance, dict):
         fail("must be an object", f"{field}.provenance", aid)
@@ -433,9 +433,7 @@ def validate_answer_record(answer: dict, field: str, fail: Callable) -> None:
         fail("must be a list", f"{field}.provenance.edits", aid)
     checks = answer.get("checks", {})
     if not isinstance(checks, dict):
-        fail(
-            f"must be an object (the results of the perturbation checks), got {_shown(checks)}", f"{field}.checks", aid
-        )
+        fail(f"must be an object (the results of the perturbation checks), got {shown(checks)}", f"{field}.checks", aid)
     warnings = checks.get("warnings", [])
     if not isinstance(warnings, list) or not all(isinstance(w, str) for w in warnings):
         fail("must be a list of text", f"{field}.checks.warnings", aid)
@@ -443,7 +441,7 @@ def validate_answer_record(answer: dict, field: str, fail: Callable) -> None:
         fail("must be true or false", f"{field}.checks.ok", aid)
 
 
-def _shown(value: Any) -> str:
+def shown(value: Any) -> str:
     """A value as an error message quotes it: its repr, cut short."""
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."

@@ -15,7 +15,7 @@ from django.db import models, transaction
 from annotations.models import Answer, ComparisonItem, PerturbationKind, Question, Slot, Study
 from annotations.signals import study_answers_prepared
 from annotations.study_files.read import study_file_read
-from annotations.study_files.validate import FORMAT_NAME, FORMAT_VERSION, STUDY_FIELDS, _derive_items
+from annotations.study_files.validate import FORMAT_NAME, FORMAT_VERSION, STUDY_FIELDS, derive_items
 from biasstudy.bulk import PreparedRows, insert_prepared, insert_prepared_returning_ids, prepare_rows
 
 log = logging.getLogger(__name__)
@@ -149,7 +149,7 @@ def _study_rows(document: dict, questions: list, gold: list) -> _StudyRows:
             answer.derived_from = by_id.get(parents[data["id"]])
             _at_level(answers, _derivation_level(data["id"], parents)).append(answer)
         listed = record.get("items")
-        for item in listed if listed is not None else _derive_items(record):
+        for item in listed if listed is not None else derive_items(record):
             items.append(
                 ComparisonItem(
                     study=study,
