@@ -14,7 +14,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from analysis import importers, services, uploads
+from analysis import importers, uploads, vote_import
 from analysis.tasks import votes_upload_import_queue
 from annotations.admin import StudyAdmin
 from annotations.uploads import UploadError
@@ -27,7 +27,7 @@ class VotesImportForm(forms.Form):
         help_text="A vote file (docs/VOTE_FILES.md); for mtbench, prd and llmbar a zip of the data set's folder."
     )
     format = forms.ChoiceField(
-        choices=[(f, f) for f in services.UPLOAD_FORMATS],
+        choices=[(f, f) for f in vote_import.UPLOAD_FORMATS],
         help_text="csv: one file. MT-bench, PRD and LLMBar read their data set's folder: upload it zipped.",
     )
     study = forms.SlugField(max_length=80, help_text="Slug of the study the votes go into.")
@@ -62,7 +62,7 @@ def votes_import(request: HttpRequest) -> HttpResponse:
                 create=data["create"],
                 title=data["title"],
             )
-        except services.StudyNotFound as exc:
+        except vote_import.StudyNotFound as exc:
             form.add_error("study", str(exc))
         except (importers.ImportProblem, UploadError) as exc:
             form.add_error("file", f"nothing was imported: {exc}")
@@ -96,9 +96,9 @@ def votes_import_progress(request: HttpRequest, token: str) -> HttpResponse:
         "title": "Import votes",
         "upload": upload,
         "progress": progress,
-        "counts": services.votes_import_counts(progress.get("counts", {})),
-        "ignored_columns": progress.get("counts", {}).get(services.IGNORED_COLUMNS, {}),
-        "steps": services.VOTES_IMPORT_STEPS,
+        "counts": vote_import.votes_import_counts(progress.get("counts", {})),
+        "ignored_columns": progress.get("counts", {}).get(vote_import.IGNORED_COLUMNS, {}),
+        "steps": vote_import.VOTES_IMPORT_STEPS,
         "unit": "steps done",
         "running_title": "importing",
         "done_template": "analysis/_votes_import_done.html",

@@ -1,5 +1,5 @@
 """AlpacaEval's own annotation files (``annotations.json``: Dubois et al.; see
-``../shared/datasets/alpaca_eval/README.md``) as parsed records for ``services.votes_import_path``:
+``../shared/datasets/alpaca_eval/README.md``) as parsed records for ``vote_import.votes_import_path``:
 ``manage.py import_votes FILE_OR_FOLDER... --format alpaca_eval --study S``.
 
 Each file is a JSON list of records (``.json``, or gzip-compressed ``.json.gz``); a folder is
@@ -50,7 +50,7 @@ from analysis.importers import (
     every_problem,
 )
 from annotations.models import BloomLevel
-from annotations.study_io import Problems
+from annotations.study_files import Problems
 
 TEXTS = ("instruction", "output_1", "output_2", "generator_1", "generator_2", "annotator")
 REQUIRED = (*TEXTS, "preference")

@@ -1,5 +1,5 @@
 """LLMBar (Zeng et al., ICLR 2024; ``../shared/datasets/llmbar``, see its README) as parsed
-records for ``services.votes_import_path``: ``manage.py import_votes PATH --format llmbar --study S``.
+records for ``vote_import.votes_import_path``: ``manage.py import_votes PATH --format llmbar --study S``.
 
 ``PATH`` is the dataset folder: ``evaluator_votes.csv.gz`` and ``datasets/<subset>.json``.
 
@@ -38,7 +38,7 @@ from analysis.importers import (
     every_problem,
 )
 from annotations.models import BloomLevel
-from annotations.study_io import Problems
+from annotations.study_files import Problems
 
 VOTES_FILE = "evaluator_votes.csv.gz"
 COLUMNS = ("subset", "evaluator", "strategy", "instance", "label", "stage", "final")

@@ -47,7 +47,7 @@ from analysis.importers import (
     _jsonl_numbered,
     every_problem,
 )
-from annotations.study_io import Problems
+from annotations.study_files import Problems
 
 VICUNA_BLOOM = {
     "generic": "understanding",

@@ -1,4 +1,4 @@
-"""Parse pairwise votes collected elsewhere into plain records; ``services.votes_import_path`` writes
+"""Parse pairwise votes collected elsewhere into plain records; ``vote_import.votes_import_path`` writes
 them. Every problem is an ``ImportProblem`` naming the file, the line and the field.
 
 Generic CSV (UTF-8, header row; one row per vote): its columns and what each means are in
@@ -46,7 +46,7 @@ from django.utils.dateparse import parse_datetime
 from django.utils.module_loading import import_string
 
 from annotations.models import BloomLevel
-from annotations.study_io import Problems, StudyFileError
+from annotations.study_files import Problems, StudyFileError
 from biasstudy import rendering
 
 MTBENCH_BLOOM = {

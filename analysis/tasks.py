@@ -6,7 +6,7 @@ from functools import partial
 
 from django_tasks import task
 
-from analysis import importers, services
+from analysis import importers, vote_import
 from analysis.uploads import VotesUpload, votes_upload_get, votes_upload_import, votes_upload_queued
 from annotations.uploads import UploadError, upload_discard
 from biasstudy.queue import enqueue_on_commit
@@ -16,7 +16,7 @@ from biasstudy.queue import enqueue_on_commit
 def import_votes_upload(*, token: str) -> dict | None:
     try:
         study, counts = votes_upload_import(upload=votes_upload_get(token=token))
-    except (importers.ImportProblem, services.StudyNotFound, UploadError):
+    except (importers.ImportProblem, vote_import.StudyNotFound, UploadError):
         return None  # the reason is in the upload's progress, which the admin's page and the API show
     return {"study": study.slug, **counts}
 

@@ -5,7 +5,7 @@ An upload lives where a study upload does (annotations.uploads: a folder under
 STUDY_UPLOAD_DIR named by a random id, a signed token naming it and the options chosen with the
 file, a progress file the admin's page and the API read). The request only stores the file,
 unpacking a zipped data-set folder as it comes (a zip that cannot be unpacked is refused at
-once), and checks that the study is there; the worker then calls `services.votes_import_path`,
+once), and checks that the study is there; the worker then calls `vote_import.votes_import_path`,
 the body of `manage.py import_votes` too: one transaction, so a file with a problem writes
 nothing. Small files go the same way: one code path.
 """
@@ -19,7 +19,7 @@ from typing import ClassVar
 
 from django.conf import settings
 
-from analysis import importers, services
+from analysis import importers, vote_import
 from annotations.archives import ArchiveError, ArchiveLimits, archive_root, archive_unpack
 from annotations.models import Study
 from annotations.uploads import (
@@ -61,12 +61,12 @@ def votes_upload_store(*, chunks, name: str, fmt: str, slug: str, create: bool =
     StudyNotFound, ImportProblem (a format no upload has, a zip that cannot be unpacked) or
     UploadError (too large); keeps nothing when it raises."""
     name = upload_name(name)
-    if fmt not in services.UPLOAD_FORMATS:
+    if fmt not in vote_import.UPLOAD_FORMATS:
         raise importers.ImportProblem(name, None, "format", f"{fmt} is not a format an upload can have")
-    services.study_for_votes_check(slug=slug, create=create)
+    vote_import.study_for_votes_check(slug=slug, create=create)
     upload = VotesUpload(id=upload_folder_new(), name=name, fmt=fmt, slug=slug, create=create, title=title)
     try:
-        if fmt in services.ZIPPED_FOLDERS:
+        if fmt in vote_import.ZIPPED_FOLDERS:
             archive = upload.folder / "upload.zip"
             upload_file_write(archive, chunks)
             _unpack(upload, archive)
@@ -81,11 +81,11 @@ def votes_upload_store(*, chunks, name: str, fmt: str, slug: str, create: bool =
 def _unpack(upload: VotesUpload, archive: Path) -> None:
     unpacked = upload.folder / "unpacked"
     limits = ArchiveLimits(
-        total_bytes=settings.API_IMPORT_MAX_MB << 20, members=services.ZIP_MEMBERS, depth=services.ZIP_DEPTH
+        total_bytes=settings.API_IMPORT_MAX_MB << 20, members=vote_import.ZIP_MEMBERS, depth=vote_import.ZIP_DEPTH
     )
     try:
-        archive_unpack(archive=archive, target=unpacked, limits=limits, suffixes=services.ZIP_SUFFIXES)
-        archive_root(unpacked, services.ZIPPED_FOLDERS[upload.fmt]).rename(upload.path)
+        archive_unpack(archive=archive, target=unpacked, limits=limits, suffixes=vote_import.ZIP_SUFFIXES)
+        archive_root(unpacked, vote_import.ZIPPED_FOLDERS[upload.fmt]).rename(upload.path)
     except ArchiveError as exc:
         message = f"{upload.fmt} is uploaded as a zip of its folder: {exc}"
         raise importers.ImportProblem(upload.name, None, "file", message) from None
@@ -99,20 +99,20 @@ def votes_upload_get(*, token: str) -> VotesUpload:
 
 
 def votes_upload_queued(*, upload: VotesUpload) -> None:
-    _progress(upload, state="queued", done=0, total=len(services.VOTES_IMPORT_STEPS))
+    _progress(upload, state="queued", done=0, total=len(vote_import.VOTES_IMPORT_STEPS))
 
 
 def votes_upload_import(*, upload: VotesUpload) -> tuple[Study, dict[str, int]]:
     """Import the upload exactly as `manage.py import_votes` would (the task worker's job),
     recording each step and then the counts, or the problem with its file, line and field;
     the uploaded data is removed afterwards, whatever happened. Raises what the import raises."""
-    steps = services.VOTES_IMPORT_STEPS
+    steps = vote_import.VOTES_IMPORT_STEPS
 
     def step(index: int) -> None:
         _progress(upload, state="running", step=steps[index], done=index, total=len(steps))
 
     try:
-        study, counts = services.votes_import_path(
+        study, counts = vote_import.votes_import_path(
             slug=upload.slug,
             fmt=upload.fmt,
             path=upload.path,
@@ -125,7 +125,7 @@ def votes_upload_import(*, upload: VotesUpload) -> tuple[Study, dict[str, int]]:
         problems = [{"path": p.path, "line": p.line, "field": p.field, "message": p.message} for p in shown.problems]
         _failed(upload, shown, problems, more=shown.more)
         raise shown from None
-    except services.StudyNotFound as exc:
+    except vote_import.StudyNotFound as exc:
         _failed(upload, exc, [{"path": None, "line": None, "field": "study", "message": str(exc)}])
         raise
     except Exception as exc:

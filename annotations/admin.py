@@ -37,7 +37,7 @@ from annotations.models import (
     target_lowered_message,
 )
 from annotations.services import question_answers_create
-from annotations.study_io import StudyFileError, study_export
+from annotations.study_files import StudyFileError, study_export
 from annotations.tasks import study_upload_import_queue
 from biasstudy.limits import VOTES_PER_ITEM_MAX
 from biasstudy.rendering import MAX_MARKDOWN_CHARS

@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import Q
 
 from annotations.models import Answer, PerturbationKind, Question, Study
-from annotations.study_io import validate_answer_record
+from annotations.study_files import validate_answer_record
 from biasstudy.rendering import MAX_MARKDOWN_CHARS, validate_markdown
 
 
@@ -112,7 +112,7 @@ def limit_answer_choices(form_class: type[forms.BaseForm], question: Question | 
 class AnswerForm(forms.ModelForm):
     """An answer as staff edit it, on its own page and below its question: text no longer than a
     study file may hold, the JSON fields of the types the review page and the checks read
-    (annotations.study_io), and a variant's original an answer of the same question."""
+    (annotations.study_files), and a variant's original an answer of the same question."""
 
     text = forms.CharField(widget=forms.Textarea, strip=False, max_length=MAX_MARKDOWN_CHARS)
 

@@ -7,7 +7,7 @@ from functools import partial
 from django.db import transaction
 from django_tasks import task
 
-from annotations.study_io import StudyFileError
+from annotations.study_files import StudyFileError
 from annotations.uploads import Upload, UploadError, study_upload_get, study_upload_import, study_upload_queued
 
 

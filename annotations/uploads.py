@@ -9,7 +9,7 @@ files uploaded in the admin and the API (analysis/uploads.py) are kept and follo
 files, within the size limit, no path leaving the upload's folder; the folder that holds
 raw.json becomes the upload's.
 
-Reading, validating and writing are study_io's: the preview is `study_file_read` (what the
+Reading, validating and writing are done by annotations.study_files: the preview is `study_file_read` (what the
 command checks) and the import is `study_import` (what the command writes), in the request or,
 for a large study, in the task worker, which reports its progress in the upload's folder.
 The validation report (the problems, or the preview) is made once, the first time it is asked
@@ -35,8 +35,13 @@ from django.db import DatabaseError
 from annotations import lengths
 from annotations.archives import ArchiveError, ArchiveLimits, ArchiveTooLarge, archive_root, archive_unpack
 from annotations.models import Study
-from annotations.study_io import CHEN_CONTROL_FILE, StudyFileError, study_file_read, study_import
-from annotations.study_io import _derive_items as derive_items  # the import's rule, for the preview
+from annotations.study_files import (
+    CHEN_CONTROL_FILE,
+    StudyFileError,
+    derive_items,  # the import's rule, for the preview
+    study_file_read,
+    study_import,
+)
 
 SALT = "annotations.study-upload"
 JSON_NAME = "study.json"

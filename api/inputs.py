@@ -9,9 +9,9 @@ from django.db.models import Q, QuerySet
 from rest_framework import serializers
 from rest_framework.fields import empty
 
-from analysis.services import UPLOAD_FORMATS
+from analysis.vote_import import UPLOAD_FORMATS
 from annotations.models import Answer, Judge, PerturbationKind, Rater, Study
-from annotations.study_io import READERS
+from annotations.study_files import READERS
 from api.pagination import MAX_ID
 from biasstudy.limits import BOOTSTRAP_MAX, SEED_MAX, VOTES_PER_ITEM_MAX
 from judges.models import JudgeRun, LLMJudge

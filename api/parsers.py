@@ -1,8 +1,8 @@
-"""The API's JSON parser: DRF's, with the bounds a study file has (annotations.study_io).
+"""The API's JSON parser: DRF's, with the bounds a study file has (annotations.study_files).
 
 DRF's JSONParser already refuses NaN and Infinity; this one also refuses, with a 400, bodies
 nested so deeply that parsing them exhausts the recursion limit (a RecursionError, else a 500),
-bodies nested deeper than study_io.MAX_DEPTH, and numbers Python reads as infinite (1e400) or
+bodies nested deeper than study_files.MAX_DEPTH, and numbers Python reads as infinite (1e400) or
 that no column holds.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
-from annotations.study_io import first_unstorable
+from annotations.study_files import first_unstorable
 
 
 class BoundedJSONParser(JSONParser):

@@ -12,7 +12,7 @@ from pathlib import PurePosixPath
 from typing import BinaryIO
 
 from annotations.models import Study
-from annotations.study_io import StudyFileError
+from annotations.study_files import StudyFileError
 from annotations.tasks import study_upload_import_queue
 from annotations.uploads import (
     Upload,

@@ -27,13 +27,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from analysis import exports, importers
+from analysis import exports, importers, vote_import
 from analysis import services as analysis_services
 from analysis.forms import FilterForm
 from analysis.tasks import votes_upload_import_queue
 from analysis.uploads import votes_upload_get, votes_upload_progress, votes_upload_store
 from annotations.models import Answer, ComparisonItem, Judge, Question, Rater, Study, Vote
-from annotations.study_io import StudyFileError, study_export
+from annotations.study_files import StudyFileError, study_export
 from annotations.uploads import UploadError, UploadTooLarge, study_upload_get, study_upload_progress
 from api import inputs, serializers
 from api.pagination import MAX_ID, IdCursorPagination, VoteCursorPagination
@@ -241,7 +241,7 @@ class VotesImportView(APIView):
                 create=data["create"],
                 title=data.get("title") or "",
             )
-        except analysis_services.StudyNotFound as exc:
+        except vote_import.StudyNotFound as exc:
             return Response({"detail": str(exc), "field": "study"}, status=status.HTTP_400_BAD_REQUEST)
         except importers.ImportProblem as exc:
             return Response(study_file_error_body(exc), status=status.HTTP_400_BAD_REQUEST)
@@ -282,11 +282,11 @@ class VotesImportJobView(APIView):
 def votes_import_state(progress: dict, request: Request) -> dict:
     """The upload's progress (analysis.uploads) as the API tells it."""
     state = {key: progress[key] for key in ("state", "step", "done", "total", "percent") if key in progress}
-    state["steps"] = list(analysis_services.VOTES_IMPORT_STEPS)
+    state["steps"] = list(vote_import.VOTES_IMPORT_STEPS)
     if progress["state"] == "done":
         study_url = request.build_absolute_uri(reverse("api:study-detail", kwargs={"slug": progress["study"]}))
         counts = dict(progress["counts"])
-        ignored = counts.pop(analysis_services.IGNORED_COLUMNS, {})
+        ignored = counts.pop(vote_import.IGNORED_COLUMNS, {})
         state.update(study=progress["study"], study_url=study_url, counts=counts, ignored_columns=ignored)
     elif progress["state"] == "failed":
         problems = _progress_problems(progress)

@@ -32,7 +32,7 @@ CHEN = dataset_path("humans_llms_judgement_bias")
 
 def seed(raters: int, votes_per_rater: int):
     from annotations.models import Rater, Vote
-    from annotations.study_io import study_import
+    from annotations.study_files import study_import
 
     study = study_import(path=CHEN, fmt="chen2024", slug="chen-big")
     from annotations.models import Judge

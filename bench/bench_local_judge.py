@@ -36,7 +36,7 @@ def main() -> None:
     from bench.django_env import setup_django
 
     setup_django(f"sqlite:///{tmp / 'judge.sqlite3'}", settings="biasstudy.settings")
-    from annotations.study_io import study_import
+    from annotations.study_files import study_import
     from judges.models import CachedResponse, JudgeRun
     from judges.services import judge_run_execute, judge_run_start, llm_judge_demo_create
 

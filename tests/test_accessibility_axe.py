@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
-from analysis.services import VOTES_IMPORT_STEPS
 from analysis.uploads import votes_upload_store
+from analysis.vote_import import VOTES_IMPORT_STEPS
 from annotations import uploads
 from annotations.uploads import upload_progress_write
 from judges.services import judge_run_start

@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from annotations import uploads
 from annotations.models import ComparisonItem, Study
-from annotations.study_io import study_import
+from annotations.study_files import study_import
 from tests.test_study_import import CHEN, DEMO, minimal_document, needs_chen
 
 UPLOAD = reverse("admin:annotations_study_upload")

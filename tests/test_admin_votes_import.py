@@ -7,7 +7,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import resolve, reverse
 
-from analysis import services, uploads
+from analysis import uploads, vote_import
 from analysis.tasks import import_votes_upload
 from annotations.models import Question, Study, Vote
 from annotations.uploads import upload_progress_write
@@ -125,7 +125,7 @@ def test_while_the_worker_runs_the_page_shows_each_step_and_polls(staff_client, 
     uploads.votes_upload_queued(upload=upload_)
     assert "Waiting for the task worker" in staff_client.get(url).content.decode()
 
-    upload_progress_write(upload_.folder, state="running", step=services.VOTES_IMPORT_STEPS[1], done=1, total=3)
+    upload_progress_write(upload_.folder, state="running", step=vote_import.VOTES_IMPORT_STEPS[1], done=1, total=3)
     fragment = staff_client.get(url, headers={"HX-Request": "true"}).content.decode()
     assert "<html" not in fragment and 'hx-trigger="every 2s"' in fragment
     assert "<h2>Preparing questions, answers, items and votes</h2>" in fragment

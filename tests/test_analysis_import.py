@@ -7,7 +7,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from analysis import services
+from analysis import services, vote_import
 from annotations.models import Answer, ComparisonItem, Judge, Question, Rater, Vote
 from biasstudy.datasets import dataset_path
 from tests.factories import make_study
@@ -193,7 +193,7 @@ def test_at_verbosity_two_the_command_names_each_step_as_it_begins(db, tmp_path)
     path = write_csv(tmp_path / "votes.csv", GOOD_ROWS)
     call_command("import_votes", str(path), "--format", "csv", "--study", "gen", verbosity=2, stdout=out)
     lines = out.getvalue().splitlines()
-    assert lines[:3] == [f"{step} …" for step in services.VOTES_IMPORT_STEPS]
+    assert lines[:3] == [f"{step} …" for step in vote_import.VOTES_IMPORT_STEPS]
     assert lines[3].startswith("imported into gen: 1 questions, 3 answers, 2 items,") and len(lines) == 4
 
 

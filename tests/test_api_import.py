@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 
 from annotations.models import ComparisonItem, Study
-from annotations.study_io import study_export
+from annotations.study_files import study_export
 from tests.test_study_import import CHEN, minimal_document, needs_chen
 
 URL = "/api/v1/studies/"

@@ -7,7 +7,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from analysis import services, uploads
+from analysis import uploads, vote_import
 from annotations.models import Judge, Question, Study, Vote
 from tests.factories import make_study
 from tests.test_analysis_import import GOOD_ROWS, write_csv
@@ -48,7 +48,7 @@ def test_it_accepts_the_file_and_its_url_tells_the_worker_s_counts(
     assert done["state"] == "done" and done["study"] == "there" and done["percent"] == 100.0
     assert done["study_url"] == "http://testserver" + reverse("api:study-detail", kwargs={"slug": "there"})
     assert done["counts"]["votes"] == 4 == Vote.objects.filter(item__study=study).count()
-    assert done["steps"] == list(services.VOTES_IMPORT_STEPS)
+    assert done["steps"] == list(vote_import.VOTES_IMPORT_STEPS)
 
 
 def test_create_makes_the_study_with_its_title(token_client, tmp_path, django_capture_on_commit_callbacks):

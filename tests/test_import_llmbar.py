@@ -202,7 +202,7 @@ def test_a_study_without_gold_labels_or_swapped_pairs_shows_no_such_table(db, tm
 
 
 def test_a_study_file_keeps_the_gold_labels_and_subsets(db, tmp_path):
-    from annotations.study_io import StudyFileError, study_export, study_import
+    from annotations.study_files import StudyFileError, study_export, study_import
 
     make_study(slug="llmbar")
     call_command("import_votes", str(write_llmbar(tmp_path)), "--format", "llmbar", "--study", "llmbar", verbosity=0)

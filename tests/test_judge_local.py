@@ -112,7 +112,7 @@ def test_two_runs_over_the_same_items_in_another_order_store_identical_probabili
     """The demo's first questions imported twice, the second time in another order: per item
     (question and variant), display order and label order, the demo judge stores the very same
     probabilities in both runs."""
-    from annotations.study_io import study_import
+    from annotations.study_files import study_import
     from judges.models import CachedResponse
 
     demo = json.loads((ROOT / "fixtures" / "demo_study.json").read_text())

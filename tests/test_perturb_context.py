@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from annotations import context as context_text
 from annotations.models import Answer, ComparisonItem, Slot
-from annotations.study_io import StudyFileError, study_export, study_import
+from annotations.study_files import StudyFileError, study_export, study_import
 from perturbations.context_rules import context_rule
 from perturbations.kinds import CONTEXT_KINDS
 from perturbations.models import AnswerRevision

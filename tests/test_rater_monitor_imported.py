@@ -6,7 +6,7 @@ from io import StringIO
 from django.core.management import call_command
 from django.urls import reverse
 
-from analysis import exports, services
+from analysis import exports, services, vote_import
 from annotations.models import Rater
 from tests.test_analysis_import import GOOD_ROWS, write_csv
 
@@ -54,7 +54,7 @@ def test_the_bloom_section_says_why_it_is_empty_when_votes_are_counted(small_stu
 def test_the_import_explains_unlinked_repeats(small_study, tmp_path):
     out = import_crowd_csv(small_study, tmp_path, [*GOOD_ROWS, GOOD_ROWS[0]])
     assert "1 repeats unlinked (a person's second vote on the same item" in out
-    assert services.votes_import_counts({"votes": 3, "repeats_unlinked": 0}) == [
+    assert vote_import.votes_import_counts({"votes": 3, "repeats_unlinked": 0}) == [
         ("votes", 3, ""),
         ("repeats unlinked", 0, ""),
     ]

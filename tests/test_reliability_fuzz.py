@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from annotations.models import Answer, ComparisonItem, PerturbationKind, Question, Rater, Study, Vote
-from annotations.study_io import StudyFileError, study_import
+from annotations.study_files import StudyFileError, study_import
 from tests.factories import make_question, make_study
 from tests.test_study_import import minimal_document
 

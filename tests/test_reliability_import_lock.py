@@ -12,7 +12,7 @@ from django.db import connection
 
 from annotations import lengths
 from annotations.models import Answer, ComparisonItem, Question, Slot, Study
-from annotations.study_io import study_import
+from annotations.study_files import study_import
 from biasstudy import rendering
 from tests.test_study_import import DEMO
 

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from annotations.models import Answer, BloomLevel, ComparisonItem, PerturbationKind, Question, Semantics, Study
-from annotations.study_io import STUDY_FIELDS, StudyFileError, study_export, study_import
+from annotations.study_files import STUDY_FIELDS, StudyFileError, study_export, study_import
 
 LEAF = st.one_of(
     st.none(),

@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.db import connection
 
-from analysis import importers, services
+from analysis import importers, vote_import
 from annotations import lengths
 from annotations.models import Answer, Question, Rater, Study, Vote
 from tests.factories import make_study
@@ -49,7 +49,7 @@ def test_inside_the_transaction_only_the_study_and_the_judges_votes_are_read_the
         return execute(sql, params, many, context)
 
     with connection.execute_wrapper(record):
-        services.votes_import_path(slug="gen", fmt="csv", path=path)
+        vote_import.votes_import_path(slug="gen", fmt="csv", path=path)
     inside = [verb for atomic, verb in statements if atomic and verb != "BEGIN"]  # BEGIN: SQLite only
     # The study found by its slug, the judges' votes checked again; then the inserts.
     assert inside[:2] == ["SELECT", "SELECT"]
@@ -69,7 +69,7 @@ def test_every_answer_is_measured_before_the_transaction_opens(tmp_path, monkeyp
 
     monkeypatch.setattr(lengths, "measure_all", spy)
     path = write_csv(tmp_path / "votes.csv", GOOD_ROWS)
-    study, counts = services.votes_import_path(slug="new", fmt="csv", path=path, create=True)
+    study, counts = vote_import.votes_import_path(slug="new", fmt="csv", path=path, create=True)
     answers = Answer.objects.filter(question__study=study)
     assert counts["answers"] == answers.count() == len(calls) == 3
     assert calls == [False, False, False]
@@ -87,7 +87,7 @@ def test_another_connection_can_write_while_the_votes_are_prepared(tmp_path):
         in_another_thread(lambda: User.objects.create(username=f"rater-{step}"))
         steps.append(step)
 
-    study, counts = services.votes_import_path(slug="gen", fmt="csv", path=path, progress=progress)
+    study, counts = vote_import.votes_import_path(slug="gen", fmt="csv", path=path, progress=progress)
     assert steps == [0, 1, 2]  # the last just before the transaction opens
     assert User.objects.filter(username__startswith="rater-").count() == 3
     assert counts["votes"] == Vote.objects.filter(item__study=study).count() == len(GOOD_ROWS)
@@ -99,10 +99,10 @@ def test_an_import_of_the_same_judges_finished_meanwhile_makes_this_one_write_no
 
     def progress(step: int) -> None:
         if step == 2:  # prepared: the same file imported by someone else before this one writes
-            in_another_thread(lambda: services.votes_import_path(slug="gen", fmt="csv", path=path))
+            in_another_thread(lambda: vote_import.votes_import_path(slug="gen", fmt="csv", path=path))
 
     with pytest.raises(importers.ImportProblem, match="already has votes of crowd, gpt-x"):
-        services.votes_import_path(slug="gen", fmt="csv", path=path, progress=progress)
+        vote_import.votes_import_path(slug="gen", fmt="csv", path=path, progress=progress)
     assert Vote.objects.count() == len(GOOD_ROWS)  # the other import's, once
     assert Question.objects.count() == 1 and Rater.objects.count() == 2
 
@@ -120,7 +120,7 @@ def test_a_row_written_meanwhile_that_breaks_a_constraint_makes_the_import_write
             )
 
     with pytest.raises(importers.ImportProblem, match="wrote the same rows meanwhile .* import it again"):
-        services.votes_import_path(slug="gen", fmt="csv", path=path, progress=progress)
+        vote_import.votes_import_path(slug="gen", fmt="csv", path=path, progress=progress)
     assert list(Question.objects.values_list("text", flat=True)) == ["Other."]
     assert Vote.objects.count() == 0 and Answer.objects.count() == 0
 
@@ -133,5 +133,5 @@ def test_a_study_made_meanwhile_by_someone_else_is_not_written_into(tmp_path):
             in_another_thread(lambda: make_study(slug="new"))
 
     with pytest.raises(importers.ImportProblem, match="study 'new' was made by someone else meanwhile"):
-        services.votes_import_path(slug="new", fmt="csv", path=path, create=True, progress=progress)
+        vote_import.votes_import_path(slug="new", fmt="csv", path=path, create=True, progress=progress)
     assert Study.objects.count() == 1 and Question.objects.count() == 0

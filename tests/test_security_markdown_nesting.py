@@ -14,7 +14,7 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from annotations.models import Answer, Question, Study
-from annotations.study_io import StudyFileError, study_import
+from annotations.study_files import StudyFileError, study_import
 from biasstudy import rendering
 from biasstudy.rendering import MAX_NESTING, nesting_depth, render_markdown, renders_as_markdown, validate_markdown
 from tests.factories import make_question, make_study

@@ -6,7 +6,7 @@ import pytest
 from django.urls import reverse
 
 from annotations.models import Study
-from annotations.study_io import study_export, study_import
+from annotations.study_files import study_export, study_import
 from tests.test_admin_study_forms import question_data, study_data
 from tests.test_study_import import minimal_document, write
 

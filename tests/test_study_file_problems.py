@@ -10,7 +10,7 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from annotations.models import Study
-from annotations.study_io import MAX_PROBLEMS, StudyFileError, study_import
+from annotations.study_files import MAX_PROBLEMS, StudyFileError, study_import
 from tests.test_study_import import minimal_document
 
 pytestmark = pytest.mark.django_db

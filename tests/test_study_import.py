@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from annotations.models import Answer, ComparisonItem, Question, Study
-from annotations.study_io import STUDY_FIELDS, StudyFileError, study_export, study_import
+from annotations.study_files import STUDY_FIELDS, StudyFileError, study_export, study_import
 from biasstudy.datasets import dataset_path
 
 CHEN = dataset_path("humans_llms_judgement_bias")

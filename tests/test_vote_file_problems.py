@@ -11,9 +11,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from analysis import importers, services
+from analysis import importers, vote_import
 from annotations.models import Judge, Question, Study, Vote
-from annotations.study_io import MAX_PROBLEMS
+from annotations.study_files import MAX_PROBLEMS
 from tests.factories import make_study
 from tests.test_analysis_import import (
     GOOD_ROWS,
@@ -100,7 +100,7 @@ def test_past_the_bound_the_first_problems_are_listed_and_the_rest_counted(tmp_p
     bad = [list(GOOD_ROWS[0][:5]) + ["both"] + list(GOOD_ROWS[0][6:]) for _ in range(MAX_PROBLEMS + 50)]
     path = write_csv(tmp_path / "many.csv", bad)
     with pytest.raises(importers.ImportProblem) as caught:
-        services.votes_import_path(slug=study.slug, fmt="csv", path=path)
+        vote_import.votes_import_path(slug=study.slug, fmt="csv", path=path)
     error = caught.value
     assert (len(error.problems), error.more) == (MAX_PROBLEMS, 50)
     assert error.problems[-1].line == MAX_PROBLEMS + 1  # the header is line 1
@@ -114,7 +114,7 @@ def test_a_file_with_one_problem_reads_as_before(tmp_path):
     rows[2][5] = "both"
     path = write_csv(tmp_path / "one.csv", rows)
     with pytest.raises(importers.ImportProblem) as caught:
-        services.votes_import_path(slug=study.slug, fmt="csv", path=path)
+        vote_import.votes_import_path(slug=study.slug, fmt="csv", path=path)
     assert caught.value.problems == [caught.value] and caught.value.more == 0
     assert str(caught.value) == f"{path}, line 4, field 'winner': 'both' is not a1, a2 or tie"
 
@@ -135,7 +135,7 @@ def test_every_problem_of_a_folder_format_is_named_across_its_files(mtbench_subs
             writer.writerows(rows)
     study = make_study(slug="mt")
     with pytest.raises(importers.ImportProblem) as caught:
-        services.votes_import_path(slug=study.slug, fmt="mtbench", path=mtbench_subset)
+        vote_import.votes_import_path(slug=study.slug, fmt="mtbench", path=mtbench_subset)
     found = [(p.path.rsplit("/", 1)[1], p.line, p.field) for p in caught.value.problems]
     assert found == [("human.csv", 3, "winner"), ("human.csv", 5, "turn"), ("gpt4_pair.csv", 2, "model_a")]
     assert nothing_written()
@@ -149,7 +149,7 @@ def test_every_bad_row_of_an_llmbar_folder_is_named(tmp_path):
     write_llmbar(tmp_path, rows)
     study = make_study(slug="llmbar")
     with pytest.raises(importers.ImportProblem) as caught:
-        services.votes_import_path(slug=study.slug, fmt="llmbar", path=tmp_path)
+        vote_import.votes_import_path(slug=study.slug, fmt="llmbar", path=tmp_path)
     found = [(Path(p.path).name, p.line, p.field) for p in caught.value.problems]
     expected = [(3, "label"), (4, "winner_swap_false"), (5, "final")]
     assert found == [("evaluator_votes.csv.gz", line, field) for line, field in expected]
@@ -168,7 +168,7 @@ def test_every_bad_line_of_a_prd_folder_is_named_across_its_files(prd_subset):  
         (prd_subset / rel).write_text("\n".join(text) + "\n", encoding="utf-8")
     study = make_study(slug="prd")
     with pytest.raises(importers.ImportProblem) as caught:
-        services.votes_import_path(slug=study.slug, fmt="prd", path=prd_subset)
+        vote_import.votes_import_path(slug=study.slug, fmt="prd", path=prd_subset)
     found = [(Path(p.path).name, p.line, p.field) for p in caught.value.problems]
     assert found[0] == (Path(FILES[8]).name, 2, "question_id")
     assert found[1:] == [(Path(FILES[10]).name, 3, "score"), (Path(FILES[10]).name, 4, "answer2_id")]

@@ -14,9 +14,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from analysis import exports, importers, services
+from analysis import exports, importers, services, vote_import
 from annotations.models import Judge, Vote
-from annotations.study_io import study_export, study_import
+from annotations.study_files import study_export, study_import
 from judges.models import JudgeRun
 from tests.factories import human_pool, make_llm_judge, make_question, make_rater, make_study, make_variant
 from tests.test_analysis_import import GOOD_ROWS, write_csv
@@ -90,7 +90,7 @@ def test_the_exported_votes_imported_into_a_copy_give_the_same_report(tmp_path):
     study = source_study()
     copy = copy_of(study, tmp_path, "copy")
     path = exported_votes(study, tmp_path)
-    _, result = services.votes_import_path(slug="copy", fmt="csv", path=path)
+    _, result = vote_import.votes_import_path(slug="copy", fmt="csv", path=path)
     assert result["votes"] == Vote.objects.filter(item__study=study).count()
     swapped = Vote.objects.filter(labels_swapped=True)
     assert swapped.filter(item__study=copy).count() == swapped.filter(item__study=study).count() == 2 * 15 * 2
@@ -131,8 +131,8 @@ def test_every_exported_column_is_imported_or_listed_with_why(tmp_path):
     out = StringIO()
     call_command("import_votes", str(exported_votes(study, tmp_path)), "--format", "csv", "--study", "copy", stdout=out)
     copy_of(study, tmp_path, "copy2")
-    _, result = services.votes_import_path(slug="copy2", fmt="csv", path=exported_votes(study, tmp_path))
-    ignored = result[services.IGNORED_COLUMNS]
+    _, result = vote_import.votes_import_path(slug="copy2", fmt="csv", path=exported_votes(study, tmp_path))
+    ignored = result[vote_import.IGNORED_COLUMNS]
     assert set(exports.VOTE_COLUMNS) <= set(importers.COLUMNS) | set(ignored)
     assert sorted(ignored) == ["counted", "excluded_because", "item_id", "semantics", "study"]
     assert "columns not imported: study (" in out.getvalue() and "counted (computed by the analysis)" in out.getvalue()

@@ -13,7 +13,7 @@ from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from analysis import services
+from analysis import vote_import
 from annotations.archives import ArchiveLimits, archive_unpack
 from annotations.models import Judge, Question, Study, Vote
 from tests import test_analysis_import, test_import_prd
@@ -165,8 +165,8 @@ def test_the_real_prd_and_llmbar_folders_zipped_whole_fit_the_upload_limits(tmp_
     archive.write_bytes(zip_folder(folder, inside=folder.name))
     assert archive.stat().st_size < settings.API_IMPORT_MAX_MB << 20
     limits = ArchiveLimits(
-        total_bytes=settings.API_IMPORT_MAX_MB << 20, members=services.ZIP_MEMBERS, depth=services.ZIP_DEPTH
+        total_bytes=settings.API_IMPORT_MAX_MB << 20, members=vote_import.ZIP_MEMBERS, depth=vote_import.ZIP_DEPTH
     )
-    written = archive_unpack(archive=archive, target=tmp_path / "out", limits=limits, suffixes=services.ZIP_SUFFIXES)
-    expected = [p for p in folder.rglob("*") if p.is_file() and p.name.endswith(services.ZIP_SUFFIXES)]
+    written = archive_unpack(archive=archive, target=tmp_path / "out", limits=limits, suffixes=vote_import.ZIP_SUFFIXES)
+    expected = [p for p in folder.rglob("*") if p.is_file() and p.name.endswith(vote_import.ZIP_SUFFIXES)]
     assert len(written) == len(expected) and (tmp_path / "out" / folder.name / marker).exists()

@@ -8,15 +8,15 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from analysis import exports, services
+from analysis import exports, services, vote_import
 from analysis.forms import FilterForm
 from annotations.models import Study
 
 
 def study_by_slug(slug: str) -> Study:
     try:
-        return services.study_for_votes(slug=slug)
-    except services.StudyNotFound as exc:
+        return vote_import.study_for_votes(slug=slug)
+    except vote_import.StudyNotFound as exc:
         raise CommandError(str(exc)) from None
 
 

@@ -2,7 +2,7 @@
 analysis.importers.FORMATS; several paths for alpaca_eval only).
 
 The task worker's job for a file uploaded in the admin or the API calls the same service
-(`services.votes_import_path`, by way of analysis/uploads.py)."""
+(`vote_import.votes_import_path`, by way of analysis/uploads.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from analysis import importers, services
+from analysis import importers, vote_import
 
 # Formats whose reader takes several files and folders at once.
 MANY_PATHS = ("alpaca_eval",)
@@ -42,10 +42,10 @@ class Command(BaseCommand):
                 f"--format {options['format']} reads one file or folder; several: {', '.join(MANY_PATHS)}"
             )
         started = time.perf_counter()
-        steps = services.VOTES_IMPORT_STEPS
+        steps = vote_import.VOTES_IMPORT_STEPS
         progress = (lambda step: self.stdout.write(f"{steps[step]} …")) if options["verbosity"] > 1 else None
         try:
-            study, counts = services.votes_import_path(
+            study, counts = vote_import.votes_import_path(
                 slug=options["study"],
                 fmt=options["format"],
                 path=paths[0] if len(paths) == 1 else paths,
@@ -57,8 +57,8 @@ class Command(BaseCommand):
         except importers.ImportProblem as exc:
             # Every problem the file has, each with its file, line and field (the first 200, then a count).
             raise CommandError(f"import failed, nothing was written: {exc}") from exc
-        except services.StudyNotFound as exc:
+        except vote_import.StudyNotFound as exc:
             raise CommandError(str(exc)) from exc
         if options["verbosity"] > 0:
-            summary = services.votes_import_summary(counts)
+            summary = vote_import.votes_import_summary(counts)
             self.stdout.write(f"imported into {study.slug}: {summary} in {time.perf_counter() - started:.1f} s")

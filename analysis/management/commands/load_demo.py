@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from analysis.services import judge_simulate
 from analysis.simulate import JudgeParams
 from annotations.models import Study
-from annotations.study_io import StudyFileError, study_import
+from annotations.study_files import StudyFileError, study_import
 
 DEMO_FILE = Path(settings.BASE_DIR) / "fixtures" / "demo_study.json"
 DEMO_SLUG = "demo"

@@ -4,7 +4,7 @@ import sys
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotations.models import Study
-from annotations.study_io import study_export
+from annotations.study_files import study_export
 
 
 class Command(BaseCommand):

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotations.study_io import READERS, StudyFileError, study_document_write, study_file_read
+from annotations.study_files import READERS, StudyFileError, study_document_write, study_file_read
 
 
 class Command(BaseCommand):
