@@ -22,7 +22,7 @@ from difflib import SequenceMatcher
 from annotations import context as context_text
 from annotations import lengths
 from perturbations import kinds
-from perturbations.rules import AUTHOR_YEAR_CITATION, remove_insertions, split_reference_block
+from perturbations.rules import AUTHOR_YEAR_CITATION, split_reference_block
 
 CHECKS_VERSION = 2  # 2: one length warning; declared insertions; the facts of tone rewrites
 MIN_SIMILARITY = 0.98  # below this, a non-semantic variant has changed the answer's words
@@ -66,6 +66,26 @@ def strip_added_formatting(text: str) -> str:
 
 def plain_words(text: str) -> list[str]:
     return strip_added_formatting(text).split()
+
+
+def remove_insertions(words: list[str], inserted: list[str]) -> tuple[list[str], list[str]]:
+    """(`words` with each inserted passage's words taken out, the passages not found). Passages are
+    looked for in order, each after the previous one, as whole runs of words: formatting added on
+    top (a compound's later step) is stripped from both sides first by the caller. The rules record
+    the passages they insert (`details["inserted"]`); this takes them away again."""
+    remaining, missing, cursor = list(words), [], 0
+    for passage in inserted:
+        run = plain_words(passage)
+        if not run:
+            continue
+        for i in range(cursor, len(remaining) - len(run) + 1):
+            if remaining[i : i + len(run)] == run:
+                del remaining[i : i + len(run)]
+                cursor = i
+                break
+        else:
+            missing.append(passage)
+    return remaining, missing
 
 
 def word_diff(before: str, after: str) -> list[tuple[str, list[str], list[str]]]:

@@ -2,7 +2,7 @@
 
 Each generator takes an answer's markdown and a seed and returns a `RuleResult`: the new text and
 the details of what it added (kept in the variant's provenance). The answer's own words are never
-changed, dropped or reordered; `perturbations.checks.plain_words` undoes what these add.
+changed, dropped or reordered; `perturbations.checks` (`plain_words`, `remove_insertions`) undoes what these add.
 
 The word banks below are ours: invented surnames, title patterns and venues that look plausible
 without naming real publications.
@@ -273,27 +273,6 @@ def _paragraph_at_end(body: str, slots: _Slots, paragraph: str) -> tuple[int, st
     if not slots.blocks:
         return len(body), paragraph
     return slots.blocks[-1].end, "\n\n" + paragraph
-
-
-def remove_insertions(words: list[str], inserted: list[str]) -> tuple[list[str], list[str]]:
-    """(`words` with each inserted passage's words taken out, the passages not found). Passages are
-    looked for in order, each after the previous one, as whole runs of words: formatting added on
-    top (a compound's later step) is stripped from both sides first by the caller."""
-    from perturbations.checks import plain_words  # checks reads this module's helpers
-
-    remaining, missing, cursor = list(words), [], 0
-    for passage in inserted:
-        run = plain_words(passage)
-        if not run:
-            continue
-        for i in range(cursor, len(remaining) - len(run) + 1):
-            if remaining[i : i + len(run)] == run:
-                del remaining[i : i + len(run)]
-                cursor = i
-                break
-        else:
-            missing.append(passage)
-    return remaining, missing
 
 
 # --- topic phrases -------------------------------------------------------------------------------
