@@ -10,7 +10,10 @@ write is tried again with backoff, while the worker threads send no new request;
 beats the run's heart only if the heartbeat is still the one this worker wrote last, so the
 worker knows whether the run is still its own. It keeps trying until the run would be taken
 for dead (the heartbeat older than the stale time, when a watchdog may hand the run to another
-worker): an outage shorter than that loses no received reply and asks for none twice.
+worker): an outage shorter than that loses no received reply and asks for none twice. Then it
+gives up, and keeps the replies it received but could not store in a file
+(settings.JUDGE_RUN_REPLIES_DIR) that the worker resuming the run stores as cached replies
+before it plans: it does not ask for them again.
 """
 
 from __future__ import annotations
@@ -21,11 +24,14 @@ import logging
 import queue
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
 
@@ -49,6 +55,10 @@ WRITE_RETRY_MOST_SECONDS = 2.0
 
 class WriteOutage(Exception):
     """The database did not take a batch of votes before the run went stale."""
+
+    def __init__(self, message: str, outcomes: list[Outcome]):
+        super().__init__(message)
+        self.outcomes = outcomes
 
 
 class Stopped(Exception):
@@ -374,7 +384,7 @@ def _running(run: JudgeRun):
 def write_until_stale(run: JudgeRun, outcomes: list[Outcome], context: RunContext) -> bool:
     """`write_outcomes`, tried again with backoff while the database is away, holding back new
     requests meanwhile, until the run's last heartbeat is a stale time old. Raises WriteOutage
-    then (the batch is not stored: the resume asks for it again)."""
+    then, with the batch (not stored)."""
     pause = WRITE_RETRY_SECONDS
     while True:
         try:
@@ -385,7 +395,7 @@ def write_until_stale(run: JudgeRun, outcomes: list[Outcome], context: RunContex
             left = (run.heartbeat_at + stale_after() - timezone.now()).total_seconds()
             if left <= 0:
                 raise WriteOutage(
-                    f"the database did not take {len(outcomes)} received votes for {stale_after()}: {exc}"
+                    f"the database did not take {len(outcomes)} received votes for {stale_after()}: {exc}", outcomes
                 ) from exc
             log.warning("judge run %s: %s votes not written (%s); trying again", run.pk, len(outcomes), exc)
             time.sleep(min(pause, left))
@@ -395,6 +405,38 @@ def write_until_stale(run: JudgeRun, outcomes: list[Outcome], context: RunContex
             log.warning("judge run %s: the database took the votes again", run.pk)
             context.writable.set()
         return written
+
+
+REPLY_FIELDS = ("key", "backend", "model", "text", "option_probs", "logprobs", "tokens_in", "tokens_out")
+
+
+def replies_keep(run: JudgeRun, outcomes: list[Outcome]) -> Path | None:
+    """Keep the model's replies of `outcomes` (which the database did not take) in a file of the
+    run's, for `replies_restore`; the file's path, None when there was no reply to keep."""
+    entries = [{name: getattr(entry, name) for name in REPLY_FIELDS} for o in outcomes for entry in o.new_cache]
+    if not entries:
+        return None
+    folder = Path(settings.JUDGE_RUN_REPLIES_DIR)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"run-{run.pk}-{uuid.uuid4().hex}.json"
+    partial = path.with_suffix(".part")  # written whole and renamed: a reader never sees half of it
+    partial.write_text(json.dumps(entries), encoding="utf-8")
+    partial.replace(path)
+    return path
+
+
+def replies_restore(run: JudgeRun) -> int:
+    """Store the replies `replies_keep` kept for the run as cached replies (the plan then reads
+    them instead of asking again), and remove their files; how many were kept."""
+    restored = 0
+    for path in sorted(Path(settings.JUDGE_RUN_REPLIES_DIR).glob(f"run-{run.pk}-*.json")):
+        entries = [CachedResponse(**entry) for entry in json.loads(path.read_text(encoding="utf-8"))]
+        insert_ignoring_conflicts(CachedResponse, entries)
+        path.unlink()  # once stored: a failed insert leaves the file for the next resume
+        restored += len(entries)
+    if restored:
+        log.warning("judge run %s: %s replies kept through a database outage stored", run.pk, restored)
+    return restored
 
 
 def claim(run_id: int) -> JudgeRun | None:
@@ -421,7 +463,7 @@ def execute(run_id: int, *, progress: Callable[[int], None] | None = None) -> Ju
         _execute(run, retry_failed=run.retry_failed, progress=progress)
     except WriteOutage:
         # Not failed: the run stays "running" with its heartbeat stale, and its watchdog resumes
-        # it once the database is back (the votes of the batch are asked for again).
+        # it once the database is back (reading the replies kept meanwhile, replies_keep).
         log.exception("judge run %s stopped: the database is away", run.pk)
         raise
     except Exception as exc:
@@ -447,6 +489,7 @@ def _drain(finished: queue.SimpleQueue[Future], *, timeout: float) -> list[Futur
 
 def _execute(run: JudgeRun, *, retry_failed: bool, progress: Callable[[int], None] | None) -> None:
     config = run.config
+    replies_restore(run)
     units, done = plan_units(run, retry_failed=retry_failed)
     if progress:
         progress(done)
@@ -470,12 +513,21 @@ def _execute(run: JudgeRun, *, retry_failed: bool, progress: Callable[[int], Non
             future.add_done_callback(finished.put)
         try:
             error = _collect(run, context, futures, finished, progress=progress, breaker=breaker)
-        except BaseException:
-            # Leaving the pool waits for every request still planned: stop them, none is stored.
+        except BaseException as exc:
+            # Leaving the pool waits for every request still planned: stop them.
             context.stop.set()
             for future in futures:
                 future.cancel()
-            raise
+            if not isinstance(exc, WriteOutage):
+                raise
+            outage = exc
+        else:
+            outage = None
+    if outage is not None:
+        # The pool is shut down: the requests that were in flight are back, in `finished`.
+        late = [f.result() for f in _drain(finished, timeout=0) if not f.cancelled() and f.exception() is None]
+        replies_keep(run, [*outage.outcomes, *(outcome for outcome in late if outcome is not None)])
+        raise outage
     _finish(run, JudgeRun.Status.FAILED if error else JudgeRun.Status.DONE, error)
 
 

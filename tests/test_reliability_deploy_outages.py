@@ -79,3 +79,7 @@ def test_a_run_stopped_by_a_database_outage_resumes_by_itself_once_the_database_
     assert final["votes"] == final["slots"] == final["ok"] == TOTAL, final
     assert final["doubled"] == 0
     assert len(server.log) > asked_in_outage  # resumed: the missing votes were asked for
+    # The replies received but not stored when the worker gave up were kept on disk and stored
+    # by the resume, which did not ask for them again: one request per vote.
+    assert len(server.log) == TOTAL, (len(server.log), TOTAL)
+    assert not any((tmp_path / "replies").glob("*")), "the kept replies were not stored"

@@ -236,6 +236,7 @@ def rq_run_under_way(
                 TASKS_BACKEND="django_tasks_rq.RQBackend",
                 REDIS_URL=redis_server.url,
                 JUDGE_RUN_STALE_SECONDS=str(stale_seconds),
+                JUDGE_RUN_REPLIES_DIR=str(tmp_path / "replies"),
                 TEST_JUDGE_URL=server.base_url,
             )
             prepare(env, seed="tests.test_reliability_judge_worker:seed")
