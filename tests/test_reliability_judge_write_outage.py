@@ -34,5 +34,6 @@ def test_a_database_outage_shorter_than_the_stale_time_loses_no_received_vote_an
     assert final["doubled"] == 0
     # Every planned vote was asked for once: none received was lost and asked for again.
     assert len(server.log) == TOTAL, (len(server.log), TOTAL)
-    # New requests wait for the database: at most those in flight (concurrency 2) went out.
-    assert asked_in_outage <= 2, asked_in_outage
+    # New requests wait for the database once a write has failed: those of the half second
+    # before the next write (2 threads, 0.1 s each) and the 2 in flight, not the 5 s outage's ~50.
+    assert asked_in_outage <= 12, asked_in_outage
