@@ -21,8 +21,9 @@ every such file under it. What becomes what:
   preference − 1, and its choice is the more likely answer (exactly 1.5: a tie). AlpacaEval's
   older draw code 0 is a tie with probabilities ½; a null preference (no annotation) is a vote
   without a choice. The order the judge saw is not recorded: the vote is stored A1 first with
-  ``order_known: false`` (left out of the positional table; its probabilities are A1's as
-  "first" and A2's as "second").
+  ``order_known: false`` (left out of the positional table and of the mean probabilities on
+  first/second, ``metrics.option_probs``; its probabilities are A1's as "first" and A2's as
+  "second", and count for A1/A2).
 - Every other field of a record (``dataset``, ``price_per_example``, ``time_per_example``,
   ``raw_completion``, and the raw ``preference``) is kept in the vote's ``meta`` with the file's
   name and the record's position.

@@ -361,7 +361,10 @@ def verbosity(
 
 
 def option_probs(votes: pd.DataFrame) -> dict | None:
-    """Mean probability the judge put on first/second/tie and on A1/A2, where it gave them."""
+    """Mean probability the judge put on A1/A2/tie, and on the answer shown first/second, where
+    it gave them. First/second are over the votes whose display order is known (``n_order_known``
+    of them; null when none): an imported vote whose source did not record the order is stored
+    A1 first, so its A1 probability would read as a preference for the first position."""
     first, second, tie = (votes[f"prob_{option}"].to_numpy(dtype=float) for option in OPTIONS)
     has = ~np.isnan(first)  # a vote with probabilities has all three (analysis.frame)
     if not has.any():
@@ -370,10 +373,12 @@ def option_probs(votes: pd.DataFrame) -> dict | None:
     a1_first = equals(votes["shown_first"], "a1")[has]
     p_a1 = np.where(a1_first, first, second)
     p_a2 = np.where(a1_first, second, first)
+    known = votes["order_known"].to_numpy(dtype=bool)[has]
     return {
         "n": int(has.sum()),
-        "first": float(first.mean()),
-        "second": float(second.mean()),
+        "n_order_known": int(known.sum()),
+        "first": float(first[known].mean()) if known.any() else None,
+        "second": float(second[known].mean()) if known.any() else None,
         "tie": float(tie.mean()),
         "a1": float(p_a1.mean()),
         "a2": float(p_a2.mean()),

@@ -40,6 +40,7 @@ from annotations.services import question_answers_create
 from annotations.study_files import StudyFileError, study_export
 from annotations.tasks import study_upload_import_queue
 from biasstudy.limits import VOTES_PER_ITEM_MAX
+from biasstudy.queue import QueueUnavailable
 from biasstudy.rendering import MAX_MARKDOWN_CHARS
 
 
@@ -202,7 +203,12 @@ class StudyAdmin(admin.ModelAdmin):
             return self._upload_report(request, upload, report.problem)
         if request.method == "POST":
             if report.in_worker:
-                study_upload_import_queue(upload=upload)
+                try:
+                    study_upload_import_queue(upload=upload)
+                except QueueUnavailable as exc:
+                    messages.error(request, str(exc))
+                    context = self._upload_context(request, upload=upload, preview=report.preview, in_worker=True)
+                    return render(request, "admin/annotations/study/upload_preview.html", context, status=503)
                 return HttpResponseRedirect(reverse("admin:annotations_study_upload_progress", args=[token]))
             try:
                 study = uploads.study_upload_import(upload=upload)

@@ -253,6 +253,13 @@ def study_upload_queued(*, upload: Upload) -> None:
     _progress(upload, state="queued", done=0, total=0)
 
 
+def study_upload_unqueued(*, upload: Upload) -> None:
+    """Take back `study_upload_queued` when the queue refused the job: the upload is unconfirmed
+    again (its preview offers the import again) rather than "queued" for a job that never runs."""
+    if upload_progress_read(upload.folder)["state"] == "queued":
+        (upload.folder / PROGRESS_NAME).unlink(missing_ok=True)
+
+
 def study_upload_progress(*, upload: Upload) -> dict:
     """{"state": queued | running | done | failed, "done", "total", "percent", "error", "study"}."""
     return upload_progress_read(upload.folder)

@@ -163,6 +163,10 @@ TASKS = {
 # A running judge run whose worker has not written for this many seconds is taken for dead
 # and may be resumed (the worker beats every half second while it runs).
 JUDGE_RUN_STALE_SECONDS = env_int("JUDGE_RUN_STALE_SECONDS", 60)
+# Replies a judge run's worker received but could not store before the database outage made its
+# run stale are kept here, and stored as cached replies by the worker that resumes the run (so
+# it does not ask for them again): with workers on several hosts, make it one folder they mount.
+JUDGE_RUN_REPLIES_DIR = Path(env_str("JUDGE_RUN_REPLIES_DIR", str(BASE_DIR / "var" / "judge-replies")))
 
 # Study files uploaded in the admin wait here between the preview and the import (named by a
 # random id inside a signed token; removed once imported). The task worker reads them, so it

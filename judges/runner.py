@@ -4,6 +4,16 @@ One process runs one run at a time (the run is claimed atomically). Worker threa
 to the model; the calling thread alone touches the database, writing finished votes in small
 batches (at least every half second), so a killed worker loses no more than the requests in
 flight and the answers of the last half second, and a resume plans only what is missing.
+
+When the database fails a batch's write (away, restarting), the batch stays in memory and its
+write is tried again with backoff, while the worker threads send no new request; each write
+beats the run's heart only if the heartbeat is still the one this worker wrote last, so the
+worker knows whether the run is still its own. It keeps trying until the run would be taken
+for dead (the heartbeat older than the stale time, when a watchdog may hand the run to another
+worker): an outage shorter than that loses no received reply and asks for none twice. Then it
+gives up, and keeps the replies it received but could not store in a file
+(settings.JUDGE_RUN_REPLIES_DIR) that the worker resuming the run stores as cached replies
+before it plans: it does not ask for them again.
 """
 
 from __future__ import annotations
@@ -14,18 +24,21 @@ import logging
 import queue
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from django.db import transaction
+from django.conf import settings
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
 
 from annotations.models import ComparisonItem, Vote, choice_from_shown
 from biasstudy.bulk import insert_ignoring_conflicts
 from judges import backends
-from judges.models import CachedResponse, JudgeRun
+from judges.models import CachedResponse, JudgeRun, stale_after
 from judges.parsing import parse_vote
 from judges.plan import PlannedVote, item_rounds
 from judges.probs import option_probs
@@ -35,6 +48,17 @@ log = logging.getLogger(__name__)
 
 FLUSH_SECONDS = 0.5
 FLUSH_VOTES = 200
+# A batch whose write failed is written again after this long, doubling up to the most.
+WRITE_RETRY_SECONDS = 0.25
+WRITE_RETRY_MOST_SECONDS = 2.0
+
+
+class WriteOutage(Exception):
+    """The database did not take a batch of votes before the run went stale."""
+
+    def __init__(self, message: str, outcomes: list[Outcome]):
+        super().__init__(message)
+        self.outcomes = outcomes
 
 
 class Stopped(Exception):
@@ -119,11 +143,18 @@ class RunContext:
         self.backend = backend
         self.cache = cache
         self.stop = threading.Event()
+        # Cleared while the database cannot take the votes received: no new request goes out,
+        # so what is at stake in an outage is the batch and the requests already in flight.
+        self.writable = threading.Event()
+        self.writable.set()
         self.limiter = RateLimiter(config["rpm_limit"])
 
     def call(self, request: backends.Request, meta: dict[str, Any]) -> backends.Completion:
         """One request with retries on transient errors; raises BackendError when they run out."""
         for attempt in range(self.config["max_retries"] + 1):
+            while not self.writable.wait(0.1):
+                if self.stop.is_set():
+                    raise Stopped
             if self.stop.is_set():
                 raise Stopped
             self.limiter.wait(self.stop)
@@ -318,8 +349,11 @@ def _vote_fields(run: JudgeRun, outcome: Outcome) -> dict[str, Any]:
 
 def write_outcomes(run: JudgeRun, outcomes: list[Outcome]) -> bool:
     """Store finished votes and new cache entries in one transaction; beat the heart.
-    Returns False when the run is no longer running (cancelled elsewhere)."""
+    Returns False when the run is no longer this worker's: cancelled, or queued again by a
+    watchdog that took it for dead (its heartbeat is then not the one this worker wrote last).
+    The votes are stored either way: a slot already stored is left as it is."""
     new_votes = []
+    beat_at = timezone.now()
     with transaction.atomic():
         entries = [entry for outcome in outcomes for entry in outcome.new_cache]
         if entries:
@@ -340,11 +374,77 @@ def write_outcomes(run: JudgeRun, outcomes: list[Outcome]) -> bool:
                 Vote.objects.filter(pk=outcome.unit.existing_vote_id, parse_status=Vote.Parse.FAILED).update(**fields)
         if new_votes:
             # The (run, item, round) constraint makes a vote slot unique; the run is claimed by
-            # one worker, so a conflict can only be a slot already stored.
+            # one worker, so a conflict can only be a slot already stored (or stored by the
+            # worker that took over a run this one was too long silent in).
             insert_ignoring_conflicts(Vote, new_votes)
-        return bool(
-            JudgeRun.objects.filter(pk=run.pk, status=JudgeRun.Status.RUNNING).update(heartbeat_at=timezone.now())
-        )
+        beat = _running(run).update(heartbeat_at=beat_at)
+    if beat:
+        run.heartbeat_at = beat_at  # once committed: a failed commit leaves the last beat as it was
+    return bool(beat)
+
+
+def _running(run: JudgeRun):
+    """The run, while it is running and still this worker's: nobody else wrote its heartbeat
+    since this worker did (claim, resume and the watchdog all write it)."""
+    return JudgeRun.objects.filter(pk=run.pk, status=JudgeRun.Status.RUNNING, heartbeat_at=run.heartbeat_at)
+
+
+def write_until_stale(run: JudgeRun, outcomes: list[Outcome], context: RunContext) -> bool:
+    """`write_outcomes`, tried again with backoff while the database is away, holding back new
+    requests meanwhile, until the run's last heartbeat is a stale time old. Raises WriteOutage
+    then, with the batch (not stored)."""
+    pause = WRITE_RETRY_SECONDS
+    while True:
+        try:
+            written = write_outcomes(run, outcomes)
+        except (OperationalError, InterfaceError) as exc:
+            context.writable.clear()
+            connection.close_if_unusable_or_obsolete()  # the next try connects afresh
+            left = (run.heartbeat_at + stale_after() - timezone.now()).total_seconds()
+            if left <= 0:
+                raise WriteOutage(
+                    f"the database did not take {len(outcomes)} received votes for {stale_after()}: {exc}", outcomes
+                ) from exc
+            log.warning("judge run %s: %s votes not written (%s); trying again", run.pk, len(outcomes), exc)
+            time.sleep(min(pause, left))
+            pause = min(2 * pause, WRITE_RETRY_MOST_SECONDS)
+            continue
+        if not context.writable.is_set():
+            log.warning("judge run %s: the database took the votes again", run.pk)
+            context.writable.set()
+        return written
+
+
+REPLY_FIELDS = ("key", "backend", "model", "text", "option_probs", "logprobs", "tokens_in", "tokens_out")
+
+
+def replies_keep(run: JudgeRun, outcomes: list[Outcome]) -> Path | None:
+    """Keep the model's replies of `outcomes` (which the database did not take) in a file of the
+    run's, for `replies_restore`; the file's path, None when there was no reply to keep."""
+    entries = [{name: getattr(entry, name) for name in REPLY_FIELDS} for o in outcomes for entry in o.new_cache]
+    if not entries:
+        return None
+    folder = Path(settings.JUDGE_RUN_REPLIES_DIR)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"run-{run.pk}-{uuid.uuid4().hex}.json"
+    partial = path.with_suffix(".part")  # written whole and renamed: a reader never sees half of it
+    partial.write_text(json.dumps(entries), encoding="utf-8")
+    partial.replace(path)
+    return path
+
+
+def replies_restore(run: JudgeRun) -> int:
+    """Store the replies `replies_keep` kept for the run as cached replies (the plan then reads
+    them instead of asking again), and remove their files; how many were kept."""
+    restored = 0
+    for path in sorted(Path(settings.JUDGE_RUN_REPLIES_DIR).glob(f"run-{run.pk}-*.json")):
+        entries = [CachedResponse(**entry) for entry in json.loads(path.read_text(encoding="utf-8"))]
+        insert_ignoring_conflicts(CachedResponse, entries)
+        path.unlink()  # once stored: a failed insert leaves the file for the next resume
+        restored += len(entries)
+    if restored:
+        log.warning("judge run %s: %s replies kept through a database outage stored", run.pk, restored)
+    return restored
 
 
 def claim(run_id: int) -> JudgeRun | None:
@@ -360,9 +460,7 @@ def claim(run_id: int) -> JudgeRun | None:
 
 
 def _finish(run: JudgeRun, status: str, error: str = "") -> None:
-    JudgeRun.objects.filter(pk=run.pk, status=JudgeRun.Status.RUNNING).update(
-        status=status, finished_at=timezone.now(), error=error[:2000]
-    )
+    _running(run).update(status=status, finished_at=timezone.now(), error=error[:2000])
 
 
 def execute(run_id: int, *, progress: Callable[[int], None] | None = None) -> JudgeRun:
@@ -371,6 +469,11 @@ def execute(run_id: int, *, progress: Callable[[int], None] | None = None) -> Ju
         return JudgeRun.objects.get(pk=run_id)
     try:
         _execute(run, retry_failed=run.retry_failed, progress=progress)
+    except WriteOutage:
+        # Not failed: the run stays "running" with its heartbeat stale, and its watchdog resumes
+        # it once the database is back (reading the replies kept meanwhile, replies_keep).
+        log.exception("judge run %s stopped: the database is away", run.pk)
+        raise
     except Exception as exc:
         log.exception("judge run %s failed", run.pk)
         _finish(run, JudgeRun.Status.FAILED, f"{type(exc).__name__}: {exc}")
@@ -394,6 +497,7 @@ def _drain(finished: queue.SimpleQueue[Future], *, timeout: float) -> list[Futur
 
 def _execute(run: JudgeRun, *, retry_failed: bool, progress: Callable[[int], None] | None) -> None:
     config = run.config
+    replies_restore(run)
     units, done = plan_units(run, retry_failed=retry_failed)
     if progress:
         progress(done)
@@ -408,10 +512,6 @@ def _execute(run: JudgeRun, *, retry_failed: bool, progress: Callable[[int], Non
     context = RunContext(config, backend, load_cache(units))
     workers = min(config["concurrency"], backend.max_concurrency or config["concurrency"], len(units))
     breaker = max(10, 2 * workers)  # this many failures in a row: the backend is down or misconfigured
-    consecutive_failures = 0
-    error = ""
-    buffer: list[Outcome] = []
-    last_flush = time.monotonic()
     # Finished requests come back through a queue: waiting on the set of pending futures
     # instead costs a pass over all of them per wake-up, quadratic in the run's size.
     finished: queue.SimpleQueue[Future] = queue.SimpleQueue()
@@ -419,27 +519,61 @@ def _execute(run: JudgeRun, *, retry_failed: bool, progress: Callable[[int], Non
         futures = [pool.submit(context.process, unit) for unit in units]
         for future in futures:
             future.add_done_callback(finished.put)
-        remaining = len(futures)
-        while remaining:
-            for future in _drain(finished, timeout=FLUSH_SECONDS):
-                remaining -= 1
-                if future.cancelled():
-                    continue
-                outcome = future.result()
-                if outcome is None:
-                    continue
-                buffer.append(outcome)
-                consecutive_failures = consecutive_failures + 1 if outcome.status == Vote.Parse.FAILED else 0
-                if consecutive_failures >= breaker and not error:
-                    error = f"{breaker} requests in a row failed; last error: {outcome.error}"
-                    context.stop.set()
-            if len(buffer) >= FLUSH_VOTES or time.monotonic() - last_flush >= FLUSH_SECONDS or not remaining:
-                if not write_outcomes(run, buffer):
-                    context.stop.set()
-                if progress and buffer:
-                    progress(len(buffer))
-                buffer, last_flush = [], time.monotonic()
-            if context.stop.is_set():
-                for future in futures:
-                    future.cancel()
+        try:
+            error = _collect(run, context, futures, finished, progress=progress, breaker=breaker)
+        except BaseException as exc:
+            # Leaving the pool waits for every request still planned: stop them.
+            context.stop.set()
+            for future in futures:
+                future.cancel()
+            if not isinstance(exc, WriteOutage):
+                raise
+            outage = exc
+        else:
+            outage = None
+    if outage is not None:
+        # The pool is shut down: the requests that were in flight are back, in `finished`.
+        late = [f.result() for f in _drain(finished, timeout=0) if not f.cancelled() and f.exception() is None]
+        replies_keep(run, [*outage.outcomes, *(outcome for outcome in late if outcome is not None)])
+        raise outage
     _finish(run, JudgeRun.Status.FAILED if error else JudgeRun.Status.DONE, error)
+
+
+def _collect(
+    run: JudgeRun,
+    context: RunContext,
+    futures: list[Future],
+    finished: queue.SimpleQueue[Future],
+    *,
+    progress: Callable[[int], None] | None,
+    breaker: int,
+) -> str:
+    """Write the votes as the requests finish; the run's error, "" if none."""
+    consecutive_failures = 0
+    error = ""
+    buffer: list[Outcome] = []
+    last_flush = time.monotonic()
+    remaining = len(futures)
+    while remaining:
+        for future in _drain(finished, timeout=FLUSH_SECONDS):
+            remaining -= 1
+            if future.cancelled():
+                continue
+            outcome = future.result()
+            if outcome is None:
+                continue
+            buffer.append(outcome)
+            consecutive_failures = consecutive_failures + 1 if outcome.status == Vote.Parse.FAILED else 0
+            if consecutive_failures >= breaker and not error:
+                error = f"{breaker} requests in a row failed; last error: {outcome.error}"
+                context.stop.set()
+        if len(buffer) >= FLUSH_VOTES or time.monotonic() - last_flush >= FLUSH_SECONDS or not remaining:
+            if not write_until_stale(run, buffer, context):
+                context.stop.set()
+            if progress and buffer:
+                progress(len(buffer))
+            buffer, last_flush = [], time.monotonic()
+        if context.stop.is_set():
+            for future in futures:
+                future.cancel()
+    return error

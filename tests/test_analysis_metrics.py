@@ -238,3 +238,32 @@ def test_option_probabilities_are_averaged_and_mapped_to_a1_and_a2():
     probs = metrics.option_probs(frame(rows))
     assert probs["a1"] == pytest.approx(0.7) and probs["first"] == pytest.approx(0.6)
     assert probs["confidence"] == pytest.approx(0.7)
+
+
+def test_first_and_second_probabilities_leave_out_votes_whose_order_is_unknown():
+    """Imported votes with no recorded order (AlpacaEval) are stored A1 first: their A1 and A2
+    probabilities count, but they say nothing about the position shown first."""
+    it = item(1, 1, "control", 1, 2)
+    rows = (
+        votes(it, "a1", shown_first="a1", option_probs={"first": 0.6, "second": 0.3, "tie": 0.1})
+        + votes(it, "a1", shown_first="a2", option_probs={"first": 0.2, "second": 0.7, "tie": 0.1})
+        # Order unknown, stored A1 first: P(A1) 0.9 and 1.0, which would read as P(first).
+        + votes(it, "a1", shown_first="a1", order_known=False, option_probs={"first": 0.9, "second": 0.1, "tie": 0.0})
+        + votes(it, "a1", shown_first="a1", order_known=False, option_probs={"first": 1.0, "second": 0.0, "tie": 0.0})
+    )
+    probs = metrics.option_probs(frame(rows))
+    assert probs["n"] == 4 and probs["n_order_known"] == 2
+    # Over the two votes of known order: first (0.6 + 0.2) / 2, second (0.3 + 0.7) / 2.
+    assert probs["first"] == pytest.approx(0.4) and probs["second"] == pytest.approx(0.5)
+    # Over all four: A1 (0.6 + 0.7 + 0.9 + 1.0) / 4, A2 (0.3 + 0.2 + 0.1 + 0.0) / 4, tie 0.2 / 4.
+    assert probs["a1"] == pytest.approx(0.8) and probs["a2"] == pytest.approx(0.15)
+    assert probs["tie"] == pytest.approx(0.05)
+    assert probs["confidence"] == pytest.approx((0.6 + 0.7 + 0.9 + 1.0) / 4)
+
+
+def test_with_no_vote_of_known_order_first_and_second_are_null_not_a_position_bias():
+    it = item(1, 1, "control", 1, 2)
+    rows = votes(it, "a1", shown_first="a1", order_known=False, option_probs={"first": 0.9, "second": 0.1, "tie": 0.0})
+    probs = metrics.option_probs(frame(rows))
+    assert probs["first"] is None and probs["second"] is None and probs["n_order_known"] == 0
+    assert probs["a1"] == pytest.approx(0.9) and probs["a2"] == pytest.approx(0.1) and probs["n"] == 1

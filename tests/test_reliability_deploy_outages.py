@@ -7,7 +7,6 @@ import: tests/test_reliability_queue_outage.py."""
 
 from __future__ import annotations
 
-import re
 import time
 
 import pytest
@@ -15,9 +14,8 @@ from django.test import Client
 
 from annotations.models import Rater
 from tests.factories import make_question, make_study
-from tests.judge_server import JudgeServer
-from tests.live import PostgresCluster, RedisServer, free_port, gunicorn, live_env, manage, prepare, stop
-from tests.test_reliability_judge_worker import JUDGE, SLUG, TOTAL, _ok, _report, _rq_worker, _wait_for
+from tests.live import free_port, gunicorn, live_env
+from tests.test_reliability_judge_worker import TOTAL, _report, _wait_for, rq_run_under_way
 
 httpx = pytest.importorskip("httpx")
 
@@ -67,46 +65,21 @@ OUTAGE_SECONDS = 10  # longer than two looks: at least one of them meets the dat
 
 @pytest.mark.slow
 def test_a_run_stopped_by_a_database_outage_resumes_by_itself_once_the_database_is_back(tmp_path):
-    cluster = PostgresCluster()
-    redis_server = RedisServer(tmp_path)
-    log = tmp_path / "rqworker.log"
-    worker = None
-    try:
-        database_url = cluster.start().create_database()
-        redis_server.start()
-        with JudgeServer(delay=0.1) as server:
-            env = live_env(
-                database_url,
-                DJANGO_SETTINGS_MODULE="biasstudy.settings",
-                TASKS_BACKEND="django_tasks_rq.RQBackend",
-                REDIS_URL=redis_server.url,
-                JUDGE_RUN_STALE_SECONDS=str(OUTAGE_STALE_SECONDS),
-                TEST_JUDGE_URL=server.base_url,
-            )
-            prepare(env, seed="tests.test_reliability_judge_worker:seed")
-            queued = _ok(manage("run_judge", "--study", SLUG, "--judge", JUDGE, env=env))
-            command = re.search(r"\((manage\.py rqworker [^)]*)\)", queued.stdout).group(1)
-            worker = _rq_worker(env, command, log)
-            deadline = time.monotonic() + 60
-            while len(server.log) < TOTAL // 3:
-                assert worker.poll() is None, log.read_text()[-3000:]
-                assert time.monotonic() < deadline, "the worker did not start the run: " + log.read_text()[-3000:]
-                time.sleep(0.05)
-            cluster.stop()  # the run's worker cannot write: the run stops, "running" with a stale heartbeat
-            time.sleep(OUTAGE_SECONDS)
-            asked_in_outage = len(server.log)
-            cluster.start()
-            stopped = _report(env)
-            assert stopped["status"] == "running" and stopped["votes"] < TOTAL, stopped
-            final = _wait_for(env, lambda s: s["status"] in ("done", "failed"), timeout=45)
-    finally:
-        if worker is not None:
-            stop(worker)
-        redis_server.stop()
-        cluster.remove()
+    with rq_run_under_way(tmp_path, stale_seconds=OUTAGE_STALE_SECONDS) as (cluster, server, env, log):
+        cluster.stop()  # longer than the stale time: the worker gives up, the run "running" with a stale heartbeat
+        time.sleep(OUTAGE_SECONDS)
+        asked_in_outage = len(server.log)
+        cluster.start()
+        stopped = _report(env)
+        assert stopped["status"] == "running" and stopped["votes"] < TOTAL, stopped
+        final = _wait_for(env, lambda s: s["status"] in ("done", "failed"), timeout=45)
 
     assert final["status"] == "done", (final, log.read_text()[-3000:])
     assert final["runs"] == 1
     assert final["votes"] == final["slots"] == final["ok"] == TOTAL, final
     assert final["doubled"] == 0
     assert len(server.log) > asked_in_outage  # resumed: the missing votes were asked for
+    # The replies received but not stored when the worker gave up were kept on disk and stored
+    # by the resume, which did not ask for them again: one request per vote.
+    assert len(server.log) == TOTAL, (len(server.log), TOTAL)
+    assert not any((tmp_path / "replies").glob("*")), "the kept replies were not stored"

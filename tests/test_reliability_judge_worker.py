@@ -20,12 +20,25 @@ import shlex
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from tests.judge_server import JudgeServer
-from tests.live import PYTHON, ROOT, RedisServer, db_worker, live_env, manage, prepare, run_django, stop
+from tests.live import (
+    PYTHON,
+    ROOT,
+    PostgresCluster,
+    RedisServer,
+    db_worker,
+    live_env,
+    manage,
+    prepare,
+    run_django,
+    stop,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -200,6 +213,47 @@ def _rq_worker(env: dict, command: str, log: Path) -> subprocess.Popen:
     return subprocess.Popen(
         [PYTHON, *args], env=env, cwd=ROOT, stdout=log.open("a"), stderr=subprocess.STDOUT, start_new_session=True
     )
+
+
+@contextmanager
+def rq_run_under_way(
+    tmp_path: Path, *, stale_seconds: int
+) -> Iterator[tuple[PostgresCluster, JudgeServer, dict, Path]]:
+    """A run queued by `run_judge` on a throwaway PostgreSQL cluster of its own (for outages:
+    stop() and start() it) and executed by the Redis queue's worker, yielded once a third of its
+    requests went out: (cluster, the JudgeServer, the environment, the worker's log)."""
+    cluster = PostgresCluster()
+    redis_server = RedisServer(tmp_path)
+    log = tmp_path / "rqworker.log"
+    worker = None
+    try:
+        database_url = cluster.start().create_database()
+        redis_server.start()
+        with JudgeServer(delay=0.1) as server:
+            env = live_env(
+                database_url,
+                DJANGO_SETTINGS_MODULE="biasstudy.settings",
+                TASKS_BACKEND="django_tasks_rq.RQBackend",
+                REDIS_URL=redis_server.url,
+                JUDGE_RUN_STALE_SECONDS=str(stale_seconds),
+                JUDGE_RUN_REPLIES_DIR=str(tmp_path / "replies"),
+                TEST_JUDGE_URL=server.base_url,
+            )
+            prepare(env, seed="tests.test_reliability_judge_worker:seed")
+            queued = _ok(manage("run_judge", "--study", SLUG, "--judge", JUDGE, env=env))
+            command = re.search(r"\((manage\.py rqworker [^)]*)\)", queued.stdout).group(1)
+            worker = _rq_worker(env, command, log)
+            deadline = time.monotonic() + 60
+            while len(server.log) < TOTAL // 3:
+                assert worker.poll() is None, log.read_text()[-3000:]
+                assert time.monotonic() < deadline, "the worker did not start the run: " + log.read_text()[-3000:]
+                time.sleep(0.05)
+            yield cluster, server, env, log
+    finally:
+        if worker is not None:
+            stop(worker)
+        redis_server.stop()
+        cluster.remove()
 
 
 def _children(pid: int) -> list[int]:

@@ -1,8 +1,9 @@
-"""Starting or resuming a judge run, or importing a vote file, while the task queue is away
-(Redis stopped): one operation, so either the run (or upload) and its job both exist or neither
-does. The admin says "try again", the API answers 503 with Retry-After and a `detail`, the
-command fails with that message; nothing is left behind, and once Redis is back the same
-request works. A real redis-server on loopback, stopped and started again."""
+"""Starting or resuming a judge run, importing a vote file, or confirming a large study upload
+while the task queue is away (Redis stopped): one operation, so either the run (or upload) and
+its job both exist or neither does. The admin says "try again", the API answers 503 with
+Retry-After and a `detail`, the command fails with that message; nothing is left behind (a
+study upload goes back to its preview, unconfirmed), and once Redis is back the same request
+works. A real redis-server on loopback, stopped and started again."""
 
 from __future__ import annotations
 
@@ -144,3 +145,40 @@ def test_a_vote_import_while_redis_is_down_is_a_503_and_keeps_no_upload(redis_qu
     assert accepted.status_code == 202, accepted.content
     assert accepted.json()["state"] == "queued" and _jobs(redis_queue) == (1, 0)
     assert uploads.votes_upload_get(token=accepted["Location"].rstrip("/").rsplit("/", 1)[1]).path.exists()
+
+
+def test_a_large_study_upload_confirmed_while_redis_is_down_says_try_again_and_can_be_confirmed_again(
+    redis_queue, settings
+):
+    import json
+
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    from django.test import Client
+
+    from annotations import uploads as study_uploads
+    from annotations.models import Study
+    from tests.test_study_import import minimal_document
+
+    settings.STUDY_UPLOAD_BACKGROUND_QUESTIONS = 0  # every study is imported by the task worker
+    admin = Client()
+    admin.force_login(make_staff())
+    stored = admin.post(
+        reverse("admin:annotations_study_upload"),
+        {"file": SimpleUploadedFile("mini.json", json.dumps(minimal_document()).encode())},
+    )
+    preview_url = stored["Location"]
+    upload = study_uploads.study_upload_get(token=preview_url.rstrip("/").rsplit("/", 1)[1])
+    redis_queue.stop()
+    refused = admin.post(preview_url)
+    assert refused.status_code == 503 and UNAVAILABLE in refused.content.decode()
+    # Not left "queued" for a job that will never run: the preview is there to confirm again.
+    assert study_uploads.study_upload_progress(upload=upload)["state"] == "new"
+    assert admin.get(preview_url).status_code == 200
+    assert not Study.objects.exists()
+
+    redis_queue.start()
+    accepted = admin.post(preview_url)
+    assert accepted.status_code == 302
+    assert accepted["Location"] == preview_url + "progress/"
+    assert study_uploads.study_upload_progress(upload=upload)["state"] == "queued"
+    assert _jobs(redis_queue) == (1, 0)
