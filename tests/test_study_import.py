@@ -259,11 +259,16 @@ def test_the_demo_study_loads_with_six_questions_per_bloom_level(db):
     for question in study.questions.filter(is_gold=False):
         groups = set(question.items.values_list("kind__slug", flat=True))
         answer_groups = {None, "factual_error", "reference", "rich_content"}
-        # ...and one context kind per question, in turn (their items keep A2's text).
-        assert answer_groups < groups and len(groups - answer_groups) == 1
-        assert groups - answer_groups <= {"bandwagon", "authority_source", "sycophancy"}
+        # ...and, in turn over the questions, one context kind (their items keep A2's text) and
+        # one of the catalogue's rule kinds that add to the answer.
+        assert answer_groups < groups and len(groups - answer_groups) == 2
+        assert len((groups - answer_groups) & {"bandwagon", "authority_source", "sycophancy"}) == 1
+        assert len((groups - answer_groups) & {"distraction", "verbosity", "refinement", "identity"}) == 1
     assert all(a.inserted_errors for a in Answer.objects.filter(question__study=study, kind__slug="factual_error"))
     assert not Answer.objects.variants().filter(question__study=study, checks={}).exists()  # checked, for the review
+    added = Answer.objects.filter(question__study=study, kind__slug__in=["distraction", "verbosity", "refinement"])
+    # Every original word kept: at most the length is warned about (the point of verbosity).
+    assert added.count() == 27 and all(w.startswith("length:") for a in added for w in a.checks["warnings"])
     context_items = study.items.exclude(answer_a2__context="")
     assert context_items.count() == 36 and all(item.answer_a2.checks["ok"] for item in context_items)
     call_command("load_demo", verbosity=0)  # a second call changes nothing
