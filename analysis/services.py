@@ -3,26 +3,43 @@ Views, commands and the admin call these; the maths lives in plain modules."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import time
 from collections import Counter
 from collections.abc import Callable
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta
 from fractions import Fraction
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q
+from django.db.models import Count, F, Max, OuterRef, Q, Subquery, Sum
 from django.utils import timezone
 
-from analysis import importers, loader, report, results_cache, simulate
+from analysis import importers, loader, report, simulate
 from analysis.frame import Filters
+from analysis.models import StudyReport
 from annotations import lengths
-from annotations.models import ComparisonItem, Judge, PerturbationKind, Rater, Slot, Study, Vote
+from annotations.models import (
+    Answer,
+    BloomLevel,
+    ComparisonItem,
+    Judge,
+    PerturbationKind,
+    Question,
+    Rater,
+    Slot,
+    Study,
+    Vote,
+)
 from biasstudy import bulk
 
 log = logging.getLogger(__name__)
@@ -72,53 +89,212 @@ def _with_scheme_labels(options: report.Options | None) -> report.Options:
 
 
 def study_analyze(*, study: Study, filters: Filters | None = None, options: report.Options | None = None) -> dict:
-    """The study's report, from the cache while nothing it reads has changed (results_cache)."""
-    filters = filters or Filters()
-    options = _with_scheme_labels(options)
-    return results_cache.cached(
-        study, filters, options, lambda: study_report(study=study, filters=filters, options=options)
+    """The study's current report: the stored one while the data it was computed from is
+    unchanged, else computed now, whatever the study's size (``manage.py analyze`` waits)."""
+    return study_results(study=study, filters=filters, options=options, wait=True).report
+
+
+@dataclass
+class Results:
+    """A study's report as the pages and the API show it: when it was computed, from how many
+    votes, and whether a newer one is being computed in the background (``updating``).
+    ``report`` is None only while a big study's first report is being computed."""
+
+    report: dict | None
+    computed_at: datetime | None
+    n_votes: int
+    updating: bool
+    version: str  # report_version's digest of the data the report was computed from
+
+
+class ReportNotReady(Exception):
+    """A big study's first report for these filters is still being computed."""
+
+
+# A refresh task queued (or running) longer than this is taken for lost (its worker died): the
+# next request queues another.
+REFRESH_LOST_AFTER = timedelta(minutes=10)
+
+
+def study_results(
+    *, study: Study, filters: Filters | None = None, options: report.Options | None = None, wait: bool = False
+) -> Results:
+    """The study's report for these filters and options, stored (one ``StudyReport`` per study,
+    filters and options) and computed again when ``report_version`` has changed: at once for a
+    study of up to ``settings.ANALYSIS_BACKGROUND_VOTES`` votes (or with ``wait``); above that
+    by the ``report_refresh`` task, queued once, while the last report is returned, marked
+    ``updating``."""
+    filters, options = filters or Filters(), _with_scheme_labels(options)
+    version, n_votes = report_version(study)
+    request = _request(filters, options)
+    digest = hashlib.sha256(json.dumps(request, sort_keys=True).encode()).hexdigest()
+    stored, _ = StudyReport.objects.get_or_create(study=study, asked=digest, defaults={"request": request})
+    if stored.body and stored.version == version:
+        return _results(stored, updating=False)
+    if wait or n_votes <= settings.ANALYSIS_BACKGROUND_VOTES:
+        _report_store(stored, version=version, n_votes=n_votes, filters=filters, options=options)
+        return _results(stored, updating=False)
+    claimed = (
+        StudyReport.objects.filter(pk=stored.pk)
+        .filter(Q(refresh_queued_at__isnull=True) | Q(refresh_queued_at__lt=timezone.now() - REFRESH_LOST_AFTER))
+        .update(refresh_queued_at=timezone.now())
     )
+    if claimed:
+        from analysis.tasks import report_refresh  # the task calls this module
+
+        transaction.on_commit(partial(report_refresh.enqueue, report_id=stored.pk))
+    return _results(stored, updating=True)
+
+
+def study_report_refresh(*, report_id: int) -> None:
+    """Compute a stored report again if its data has changed since (the ``report_refresh``
+    task); whatever happens, the refresh is no longer queued afterwards."""
+    stored = StudyReport.objects.select_related("study").filter(pk=report_id).first()
+    if stored is None:  # its study was deleted meanwhile
+        return
+    try:
+        version, n_votes = report_version(stored.study)
+        if not stored.body or stored.version != version:
+            filters, options = _from_request(stored.request)
+            _report_store(stored, version=version, n_votes=n_votes, filters=filters, options=options)
+    finally:
+        StudyReport.objects.filter(pk=report_id).update(refresh_queued_at=None)
+
+
+# The analysis code: a deploy that changes how a report is computed or shaped changes every version.
+ANALYSIS_CODE = hashlib.sha256(
+    b"".join(p.read_bytes() for p in sorted(Path(__file__).resolve().parent.glob("*.py")))
+).hexdigest()[:16]
+
+
+def report_version(study: Study) -> tuple[str, int]:
+    """The data version of the study's reports, and its number of votes, in one query: a digest
+    of what a report is computed from. A stored report is computed again when any of these has
+    changed:
+
+    - the study's own row (its thresholds, votes per item);
+    - its votes (how many, the newest id), items (how many, the newest id, how many with each
+      gold label), questions (how many, the newest id, how many gold, how many at each Bloom
+      level), answers (how many, the newest id, their lengths summed: an edited text);
+    - its raters (how many, the newest id, which are flagged) and judge runs (how many, the
+      newest id, the last heartbeat and end: a run's retries rewrite its failed votes in place);
+    - the analysis code.
+
+    An edit that changes none of these (a judge renamed, two questions swapping Bloom levels,
+    a perturbation kind's semantics) is in the report computed after the study's next vote."""
+    from judges.models import JudgeRun  # the judges app depends on annotations, not the reverse
+
+    def per_study(queryset, path: str, **aggregates) -> dict[str, Subquery]:
+        rows = queryset.filter(**{path: OuterRef("pk")}).order_by().values(path)
+        return {f"v_{name}": Subquery(rows.annotate(value=agg).values("value")[:1]) for name, agg in aggregates.items()}
+
+    aggregates = {
+        **per_study(Vote.objects.all(), "item__study", votes=Count("id"), vote_max=Max("id")),
+        **per_study(
+            ComparisonItem.objects.all(),
+            "study",
+            items=Count("id"),
+            item_max=Max("id"),
+            **{f"gold_{label}": Count("id", filter=Q(gold_label=label)) for label in ("a1", "a2")},
+        ),
+        **per_study(
+            Question.objects.all(),
+            "study",
+            questions=Count("id"),
+            question_max=Max("id"),
+            gold_questions=Count("id", filter=Q(is_gold=True)),
+            **{f"bloom_{level}": Count("id", filter=Q(bloom_level=level)) for level in BloomLevel.values},
+        ),
+        **per_study(
+            Answer.objects.all(),
+            "question__study",
+            answers=Count("id"),
+            answer_max=Max("id"),
+            **{f"len_{m}": Sum(f"len_{m}") for m in lengths.MEASURES},
+        ),
+        **per_study(
+            Rater.objects.all(),
+            "study",
+            raters=Count("id"),
+            rater_max=Max("id"),
+            flagged=Count("id", filter=Q(flagged=True)),
+            flagged_ids=Sum("id", filter=Q(flagged=True)),
+        ),
+        **per_study(
+            JudgeRun.objects.all(),
+            "study",
+            runs=Count("id"),
+            run_max=Max("id"),
+            heartbeat=Max("heartbeat_at"),
+            finished=Max("finished_at"),
+        ),
+    }
+    row = Study.objects.filter(pk=study.pk).annotate(**aggregates).values().first()
+    if row is None:
+        raise Study.DoesNotExist(f"study {study.pk} is gone")
+    text = json.dumps({**row, "code": ANALYSIS_CODE}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest(), int(row["v_votes"] or 0)
 
 
 def study_report(*, study: Study, filters: Filters | None = None, options: report.Options | None = None) -> dict:
-    """The study's report computed now: its votes loaded (only the new ones, when the loader
-    has kept the others) and analysed (each judge's part taken from the last report when
-    nothing it reads has changed)."""
+    """The study's report computed now from its votes (what ``study_results`` stores)."""
     groups, semantics = study_groups(study=study)
     filters, options = filters or Filters(), _with_scheme_labels(options)
-    frame = loader.study_frame(study)
-    return results_cache.judge_reports(
-        study,
-        filters,
-        options,
-        lambda kept: report.analyze(
-            frame,
-            study=study.slug,
-            filters=filters,
-            options=options,
-            votes_per_item=study.votes_per_item,
-            groups=groups,
-            semantics=semantics,
-            judge_reports=kept,
-        ),
+    return report.analyze(
+        loader.study_frame(study),
+        study=study.slug,
+        filters=filters,
+        options=options,
+        votes_per_item=study.votes_per_item,
+        groups=groups,
+        semantics=semantics,
     )
 
 
-def study_figure(
-    *, study: Study, name: str, fmt: str, filters: Filters | None = None, options: report.Options | None = None
-) -> bytes:
-    """One dashboard figure of the study's report as SVG or PNG bytes, cached as the report is:
-    a page's refresh with nothing new draws nothing again."""
-    from analysis import plots  # matplotlib: loaded by the figure views, not by every command
+def _report_store(
+    stored: StudyReport, *, version: str, n_votes: int, filters: Filters, options: report.Options
+) -> None:
+    """Compute the report and store it in ``stored`` (as JSON: every reader gets what the API
+    sends), with the version and number of votes read before its votes were."""
+    cpu = time.process_time()
+    stored.body = json.dumps(study_report(study=stored.study, filters=filters, options=options), default=str)
+    stored.version, stored.n_votes, stored.computed_at = version, n_votes, timezone.now()
+    stored.cpu_seconds = time.process_time() - cpu
+    stored.computations += 1
+    StudyReport.objects.filter(pk=stored.pk).update(
+        body=stored.body,
+        version=version,
+        n_votes=n_votes,
+        computed_at=stored.computed_at,
+        cpu_seconds=stored.cpu_seconds,
+        computations=F("computations") + 1,
+    )
 
-    filters = filters or Filters()
-    options = _with_scheme_labels(options)
 
-    def draw() -> bytes:
-        result = study_analyze(study=study, filters=filters, options=options)
-        return plots.render(plots.draw(name, result)[0], fmt)
+def _results(stored: StudyReport, *, updating: bool) -> Results:
+    return Results(
+        report=stored.report,
+        computed_at=stored.computed_at,
+        n_votes=stored.n_votes,
+        updating=updating,
+        version=stored.version,
+    )
 
-    return results_cache.cached(study, filters, options, draw, part=f"figure:{name}.{fmt}")
+
+def _request(filters: Filters, options: report.Options) -> dict:
+    """The filters and options as JSON (``_from_request`` makes them again)."""
+    return json.loads(json.dumps({"filters": asdict(filters), "options": asdict(options)}, default=str))
+
+
+def _from_request(request: dict) -> tuple[Filters, report.Options]:
+    filters = dict(request["filters"])
+    for key in ("since", "until"):
+        if filters[key] is not None:
+            filters[key] = datetime.fromisoformat(filters[key])
+    options = dict(request["options"])
+    options["lc_lambdas"] = tuple(options["lc_lambdas"])
+    options["scheme_labels"] = {slug: tuple(labels) for slug, labels in options["scheme_labels"].items()}
+    return Filters(**filters), report.Options(**options)
 
 
 def judge_simulate(
@@ -491,7 +667,7 @@ def votes_prepare(*, study: Study, parsed: importers.Parsed) -> VotesPlan:
     already in the study are reused when they match (so human and model votes on the same pairs
     can come from separate files); a mismatch raises ImportProblem. ``study`` may be unsaved
     (the study ``create`` will make): then it has nothing yet."""
-    from annotations.models import Answer, Question, choice_from_shown
+    from annotations.models import choice_from_shown
 
     def of_study(model, **lookups):
         return model.objects.filter(study=study, **lookups) if study.pk is not None else model.objects.none()
@@ -737,8 +913,6 @@ def votes_write(plan: VotesPlan, *, study: Study) -> None:
     changed since the preparation is checked again: another import's votes of the same judges
     here, a unique constraint (the same question, item, judge or rater, or a rater's vote on an
     item) by the database itself; either raises and the transaction writes nothing."""
-    from annotations.models import Answer, Question
-
     started, cpu = time.perf_counter(), time.thread_time()
     _check_judges_have_no_votes(study, plan.judge_names, plan.source)
     for obj in [*plan.questions, *plan.items, *plan.slots, *plan.judges, *plan.raters]:

@@ -1,4 +1,5 @@
-"""Background work of the analysis app: importing an uploaded vote file (a thin wrapper)."""
+"""Background work of the analysis app (thin wrappers): importing an uploaded vote file, and
+computing a big study's report again (services.study_results queues it)."""
 
 from __future__ import annotations
 
@@ -25,3 +26,8 @@ def votes_upload_import_queue(*, upload: VotesUpload) -> None:
     """Import the upload in the task worker once the current transaction commits."""
     votes_upload_queued(upload=upload)
     transaction.on_commit(partial(import_votes_upload.enqueue, token=upload.token))
+
+
+@task()
+def report_refresh(*, report_id: int) -> None:
+    services.study_report_refresh(report_id=report_id)
