@@ -21,7 +21,7 @@ import pandas as pd
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import Count, F, Max, OuterRef, Q, Subquery, Sum
+from django.db.models import Count, F, Max, Q, Sum
 from django.utils import timezone
 
 from analysis import importers, loader, report, simulate
@@ -168,9 +168,9 @@ ANALYSIS_CODE = hashlib.sha256(
 
 
 def report_version(study: Study) -> tuple[str, int]:
-    """The data version of the study's reports, and its number of votes, in one query: a digest
-    of what a report is computed from. A stored report is computed again when any of these has
-    changed:
+    """The data version of the study's reports, and its number of votes: a digest of what a
+    report is computed from, read with one aggregate query per table. A stored report is
+    computed again when any of these has changed:
 
     - the study's own row (its thresholds, votes per item);
     - its votes (how many, the newest id), items (how many, the newest id, how many with each
@@ -184,56 +184,40 @@ def report_version(study: Study) -> tuple[str, int]:
     a perturbation kind's semantics) is in the report computed after the study's next vote."""
     from judges.models import JudgeRun  # the judges app depends on annotations, not the reverse
 
-    def per_study(queryset, path: str, **aggregates) -> dict[str, Subquery]:
-        rows = queryset.filter(**{path: OuterRef("pk")}).order_by().values(path)
-        return {f"v_{name}": Subquery(rows.annotate(value=agg).values("value")[:1]) for name, agg in aggregates.items()}
-
-    aggregates = {
-        **per_study(Vote.objects.all(), "item__study", votes=Count("id"), vote_max=Max("id")),
-        **per_study(
-            ComparisonItem.objects.all(),
-            "study",
-            items=Count("id"),
-            item_max=Max("id"),
+    # The votes' count and newest id are most of its time: one step per vote along the votes'
+    # item index (15-40 ms at 100,000 votes on SQLite, docs/BENCHMARKS.md).
+    parts = {
+        "study": Study.objects.filter(pk=study.pk).values().first(),
+        "votes": Vote.objects.filter(item__study=study).aggregate(n=Count("id"), max=Max("id")),
+        "items": ComparisonItem.objects.filter(study=study).aggregate(
+            n=Count("id"),
+            max=Max("id"),
             **{f"gold_{label}": Count("id", filter=Q(gold_label=label)) for label in ("a1", "a2")},
         ),
-        **per_study(
-            Question.objects.all(),
-            "study",
-            questions=Count("id"),
-            question_max=Max("id"),
-            gold_questions=Count("id", filter=Q(is_gold=True)),
-            **{f"bloom_{level}": Count("id", filter=Q(bloom_level=level)) for level in BloomLevel.values},
+        "questions": Question.objects.filter(study=study).aggregate(
+            n=Count("id"),
+            max=Max("id"),
+            gold=Count("id", filter=Q(is_gold=True)),
+            **{level: Count("id", filter=Q(bloom_level=level)) for level in BloomLevel.values},
         ),
-        **per_study(
-            Answer.objects.all(),
-            "question__study",
-            answers=Count("id"),
-            answer_max=Max("id"),
-            **{f"len_{m}": Sum(f"len_{m}") for m in lengths.MEASURES},
+        "answers": Answer.objects.filter(question__study=study).aggregate(
+            n=Count("id"), max=Max("id"), **{m: Sum(f"len_{m}") for m in lengths.MEASURES}
         ),
-        **per_study(
-            Rater.objects.all(),
-            "study",
-            raters=Count("id"),
-            rater_max=Max("id"),
-            flagged=Count("id", filter=Q(flagged=True)),
+        "raters": Rater.objects.filter(study=study).aggregate(
+            n=Count("id"),
+            max=Max("id"),
+            n_flagged=Count("id", filter=Q(flagged=True)),
             flagged_ids=Sum("id", filter=Q(flagged=True)),
         ),
-        **per_study(
-            JudgeRun.objects.all(),
-            "study",
-            runs=Count("id"),
-            run_max=Max("id"),
-            heartbeat=Max("heartbeat_at"),
-            finished=Max("finished_at"),
+        "runs": JudgeRun.objects.filter(study=study).aggregate(
+            n=Count("id"), max=Max("id"), heartbeat=Max("heartbeat_at"), finished=Max("finished_at")
         ),
+        "code": ANALYSIS_CODE,
     }
-    row = Study.objects.filter(pk=study.pk).annotate(**aggregates).values().first()
-    if row is None:
+    if parts["study"] is None:
         raise Study.DoesNotExist(f"study {study.pk} is gone")
-    text = json.dumps({**row, "code": ANALYSIS_CODE}, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest(), int(row["v_votes"] or 0)
+    text = json.dumps(parts, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest(), parts["votes"]["n"]
 
 
 def study_report(*, study: Study, filters: Filters | None = None, options: report.Options | None = None) -> dict:
