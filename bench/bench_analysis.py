@@ -5,8 +5,9 @@
     python bench/bench_analysis.py --votes 100000 --requests 100
 
 Each size runs in processes of its own on a SQLite file in $TMPDIR (seeded once by
-``seed_study``: control items, 5 simulated judges × 6 votes each, every vote with option
-probabilities; kept for the next run). A fresh process then measures, with Django's test client
+``seed_study`` in a process of its own: control items, 5 simulated judges × 6 votes each, every
+vote with option probabilities; kept for the next run: delete it after a change to the models).
+A fresh process then measures, with Django's test client
 as a staff user (production settings, DEBUG off):
 
 - the first report, from scratch: CPU and wall time (the task worker's work for a big study);
@@ -197,19 +198,23 @@ def measure(n_votes: int, requests: int) -> dict:
     return out
 
 
-def one_size(n_votes: int, requests: int) -> None:
-    """The child process of one size: seed its file if new, then measure and print JSON."""
+def db_path(n_votes: int) -> Path:
+    return Path(tempfile.gettempdir()) / f"bench_analysis_{n_votes}.sqlite3"
+
+
+def one_size(n_votes: int, requests: int, *, seed: bool) -> None:
+    """A child process of one size: seed its file (``seed``), or measure and print JSON. Apart,
+    so that the measuring process's peak memory is not the seeding's."""
     from bench.django_env import setup_django
 
-    path = Path(tempfile.gettempdir()) / f"bench_analysis_{n_votes}.sqlite3"
-    fresh = not path.exists()
     # The task backend is the database queue, as in production; measure() runs the task itself.
-    setup_django(f"sqlite:///{path}", DJANGO_ALLOWED_HOSTS="testserver", DJANGO_SECURE_COOKIES="0")
-    if fresh:
+    setup_django(f"sqlite:///{db_path(n_votes)}", DJANGO_ALLOWED_HOSTS="testserver", DJANGO_SECURE_COOKIES="0")
+    if seed:
         started = time.perf_counter()
         seed_study(n_votes)
         print(f"seeded {n_votes:,} votes in {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
-    print(json.dumps(measure(n_votes, requests)))
+    else:
+        print(json.dumps(measure(n_votes, requests)))
 
 
 def main() -> None:
@@ -217,12 +222,15 @@ def main() -> None:
     parser.add_argument("--votes", default="10000,100000,1000000", help="sizes, comma-separated")
     parser.add_argument("--requests", type=int, default=100, help="GETs of each URL when nothing changed")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # the child process of one size
+    parser.add_argument("--seed", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        one_size(args.one, args.requests)
+        one_size(args.one, args.requests, seed=args.seed)
         return
     for n in (int(v) for v in args.votes.split(",")):
         child = [sys.executable, __file__, "--one", str(n), "--requests", str(args.requests)]
+        if not db_path(n).exists():
+            subprocess.run([*child, "--seed"], check=True)
         result = json.loads(subprocess.run(child, check=True, stdout=subprocess.PIPE, text=True).stdout)
         print(" ".join(f"{k}={v:.2f}" if isinstance(v, float) else f"{k}={v}" for k, v in result.items()), flush=True)
 
