@@ -21,7 +21,7 @@ import pandas as pd
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import Count, F, Max, Q, Sum
+from django.db.models import Count, F, Max, OuterRef, Q, Subquery, Sum
 from django.utils import timezone
 
 from analysis import importers, loader, report, simulate
@@ -125,14 +125,16 @@ def study_results(
     by the ``report_refresh`` task, queued once, while the last report is returned, marked
     ``updating``."""
     filters, options = filters or Filters(), _with_scheme_labels(options)
-    version, n_votes = report_version(study)
+    version = report_version(study)
     request = _request(filters, options)
     digest = hashlib.sha256(json.dumps(request, sort_keys=True).encode()).hexdigest()
     stored, _ = StudyReport.objects.get_or_create(study=study, asked=digest, defaults={"request": request})
     if stored.body and stored.version == version:
         return _results(stored, updating=False)
+    # The study's size as of its last report (counting its votes costs as much as a page).
+    n_votes = stored.n_votes if stored.body else Vote.objects.filter(item__study=study).count()
     if wait or n_votes <= settings.ANALYSIS_BACKGROUND_VOTES:
-        _report_store(stored, version=version, n_votes=n_votes, filters=filters, options=options)
+        _report_store(stored, version=version, filters=filters, options=options)
         return _results(stored, updating=False)
     claimed = (
         StudyReport.objects.filter(pk=stored.pk)
@@ -153,10 +155,10 @@ def study_report_refresh(*, report_id: int) -> None:
     if stored is None:  # its study was deleted meanwhile
         return
     try:
-        version, n_votes = report_version(stored.study)
+        version = report_version(stored.study)
         if not stored.body or stored.version != version:
             filters, options = _from_request(stored.request)
-            _report_store(stored, version=version, n_votes=n_votes, filters=filters, options=options)
+            _report_store(stored, version=version, filters=filters, options=options)
     finally:
         StudyReport.objects.filter(pk=report_id).update(refresh_queued_at=None)
 
@@ -167,31 +169,38 @@ ANALYSIS_CODE = hashlib.sha256(
 ).hexdigest()[:16]
 
 
-def report_version(study: Study) -> tuple[str, int]:
-    """The data version of the study's reports, and its number of votes: a digest of what a
-    report is computed from, read with one aggregate query per table. A stored report is
-    computed again when any of these has changed:
+def report_version(study: Study) -> str:
+    """The data version of the study's reports: a digest of what a report is computed from,
+    read with one aggregate query per table. A stored report is computed again
+    when any of these has changed:
 
     - the study's own row (its thresholds, votes per item);
-    - its votes (how many, the newest id), items (how many, the newest id, how many with each
-      gold label), questions (how many, the newest id, how many gold, how many at each Bloom
-      level), answers (how many, the newest id, their lengths summed: an edited text);
-    - its raters (how many, the newest id, which are flagged) and judge runs (how many, the
-      newest id, the last heartbeat and end: a run's retries rewrite its failed votes in place);
+    - its items (how many, the newest id, how many with each gold label, the newest vote on
+      any of them), questions (how many, the newest id, how many gold, how many at each Bloom
+      level) and answers (how many, the newest id);
+    - its raters (how many, the newest id, which are flagged, their votes: a rater's vote
+      counts in the same transaction, so one that commits after a newer vote was read is
+      seen) and judge runs (how many, the newest id, the last heartbeat and end: a run beats
+      as it writes its votes and as its retries rewrite failed ones in place);
+    - the judges (how many, the newest id, of every study: deleting a judge deletes its votes);
     - the analysis code.
 
-    An edit that changes none of these (a judge renamed, two questions swapping Bloom levels,
-    a perturbation kind's semantics) is in the report computed after the study's next vote."""
+    Votes are not counted: that steps through every vote of the study (0.1-0.3 s at a million
+    on SQLite), where the newest vote of each item is one index step per item. So a vote
+    deleted on its own, or an edit that changes none of the above (a judge renamed, an answer's
+    text, two questions swapping Bloom levels, a perturbation kind's semantics), is in the
+    report computed after the study's next vote."""
     from judges.models import JudgeRun  # the judges app depends on annotations, not the reverse
 
-    # The votes' count and newest id are most of its time: one step per vote along the votes'
-    # item index (15-40 ms at 100,000 votes on SQLite, docs/BENCHMARKS.md).
+    newest_vote = Vote.objects.filter(item=OuterRef("pk")).order_by("-id").values("id")[:1]
     parts = {
         "study": Study.objects.filter(pk=study.pk).values().first(),
-        "votes": Vote.objects.filter(item__study=study).aggregate(n=Count("id"), max=Max("id")),
-        "items": ComparisonItem.objects.filter(study=study).aggregate(
+        "items": ComparisonItem.objects.filter(study=study)
+        .annotate(newest_vote=Subquery(newest_vote))
+        .aggregate(
             n=Count("id"),
             max=Max("id"),
+            vote_max=Max("newest_vote"),
             **{f"gold_{label}": Count("id", filter=Q(gold_label=label)) for label in ("a1", "a2")},
         ),
         "questions": Question.objects.filter(study=study).aggregate(
@@ -200,24 +209,24 @@ def report_version(study: Study) -> tuple[str, int]:
             gold=Count("id", filter=Q(is_gold=True)),
             **{level: Count("id", filter=Q(bloom_level=level)) for level in BloomLevel.values},
         ),
-        "answers": Answer.objects.filter(question__study=study).aggregate(
-            n=Count("id"), max=Max("id"), **{m: Sum(f"len_{m}") for m in lengths.MEASURES}
-        ),
+        "answers": Answer.objects.filter(question__study=study).aggregate(n=Count("id"), max=Max("id")),
         "raters": Rater.objects.filter(study=study).aggregate(
             n=Count("id"),
             max=Max("id"),
+            votes=Sum("votes_done"),
             n_flagged=Count("id", filter=Q(flagged=True)),
             flagged_ids=Sum("id", filter=Q(flagged=True)),
         ),
         "runs": JudgeRun.objects.filter(study=study).aggregate(
             n=Count("id"), max=Max("id"), heartbeat=Max("heartbeat_at"), finished=Max("finished_at")
         ),
+        "judges": Judge.objects.aggregate(n=Count("id"), max=Max("id")),
         "code": ANALYSIS_CODE,
     }
     if parts["study"] is None:
         raise Study.DoesNotExist(f"study {study.pk} is gone")
     text = json.dumps(parts, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest(), parts["votes"]["n"]
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def study_report(*, study: Study, filters: Filters | None = None, options: report.Options | None = None) -> dict:
@@ -235,20 +244,19 @@ def study_report(*, study: Study, filters: Filters | None = None, options: repor
     )
 
 
-def _report_store(
-    stored: StudyReport, *, version: str, n_votes: int, filters: Filters, options: report.Options
-) -> None:
+def _report_store(stored: StudyReport, *, version: str, filters: Filters, options: report.Options) -> None:
     """Compute the report and store it in ``stored`` (as JSON: every reader gets what the API
-    sends), with the version and number of votes read before its votes were."""
+    sends), with the version read before its votes were and the number of votes it read."""
     cpu = time.process_time()
-    stored.body = json.dumps(study_report(study=stored.study, filters=filters, options=options), default=str)
-    stored.version, stored.n_votes, stored.computed_at = version, n_votes, timezone.now()
+    result = study_report(study=stored.study, filters=filters, options=options)
+    stored.body = json.dumps(result, default=str)
+    stored.version, stored.n_votes, stored.computed_at = version, result["filters"]["n_votes_total"], timezone.now()
     stored.cpu_seconds = time.process_time() - cpu
     stored.computations += 1
     StudyReport.objects.filter(pk=stored.pk).update(
         body=stored.body,
         version=version,
-        n_votes=n_votes,
+        n_votes=stored.n_votes,
         computed_at=stored.computed_at,
         cpu_seconds=stored.cpu_seconds,
         computations=F("computations") + 1,

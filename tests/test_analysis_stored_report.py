@@ -72,6 +72,14 @@ def test_a_new_vote_is_in_the_next_report(stored_study):
     assert computations(stored_study) == 2
 
 
+def test_new_votes_of_a_judge_without_raters_or_runs_are_in_the_next_report(stored_study):
+    before = services.study_results(study=stored_study)
+    services.judge_simulate(study=stored_study, name="sim", params=JudgeParams(position=1.0), seed=5)
+    after = services.study_results(study=stored_study)
+    assert after.n_votes == before.n_votes + stored_study.items.count() * stored_study.votes_per_item
+    assert after.n_votes == Vote.objects.filter(item__study=stored_study).count()
+
+
 def test_flagging_a_rater_is_in_the_next_report(stored_study):
     before = human_votes(stored_study)
     rater = Rater.objects.filter(study=stored_study, votes__isnull=False).first()
