@@ -16,12 +16,13 @@ leading apostrophe. Numbers are written as numbers and left alone.
 from __future__ import annotations
 
 import csv
+import itertools
 from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
 
 import numpy as np
 
-from analysis import loader, metrics, report, services, stats
+from analysis import loader, metrics, report, reports, services, stats
 from analysis.frame import CONTROL, Filters, apply_filters, exclusion_masks
 from annotations.models import Judge, Study, Vote, pseudonym
 from judges.models import JudgeRun
@@ -491,10 +492,15 @@ def _label_and_position_records(study: str, name: str, kind: str, found: dict | 
 
 
 def metrics_rows(
-    study: Study, *, filters: Filters | None = None, options: report.Options | None = None
+    study: Study, *, filters: Filters | None = None, options: report.Options | None = None, wait: bool = True
 ) -> Iterator[list]:
-    yield METRIC_COLUMNS
-    yield from metric_records(services.study_analyze(study=study, filters=filters, options=options))
+    """The report's metrics as CSV rows. ``wait=False`` (the web's downloads): a big study's
+    last report while its next is computed, and ``reports.ReportNotReady`` raised here, before
+    any row, when it has none yet."""
+    result = services.study_results(study=study, filters=filters, options=options, wait=wait).report
+    if result is None:
+        raise reports.ReportNotReady(study.slug)
+    return itertools.chain([METRIC_COLUMNS], metric_records(result))
 
 
 RATER_COLUMNS = [

@@ -7,11 +7,9 @@ from itertools import islice
 
 import numpy as np
 import pandas as pd
-from django.core.cache import InvalidCacheBackendError, caches
-from django.db.models import Case, Count, Max, Q, TextField, When
+from django.db.models import Case, Q, TextField, When
 from django.db.models.functions import Cast
 
-from analysis import results_cache
 from analysis.frame import (
     CHOICES,
     COLUMNS,
@@ -115,16 +113,15 @@ _FLAG_CONDITIONS = {
 _CHOICE = {("a1", "first"): "a1", ("a1", "second"): "a2", ("a2", "first"): "a2", ("a2", "second"): "a1"}
 
 
-def _vote_rows(study: Study, *, after: int = 0) -> pd.DataFrame:
-    """The vote-level columns of the study's votes with an id above ``after``, in the votes'
-    default order (received_at, id)."""
+def study_votes(study: Study) -> pd.DataFrame:
+    """The vote-level columns of the study's votes, in their default order (received_at, id)."""
     flags = sum(Case(When(condition, then=_FLAGS[name]), default=0) for name, condition in _FLAG_CONDITIONS.items())
     # client_ms: the browser's time capped at the server's (RESPONSE_MS), what the rules read.
     fields = [Cast(f, TextField()) if f in _AS_TEXT else RESPONSE_MS if f == "client_ms" else f for f in VOTE_FIELDS]
     # Unsorted: the database's sort of every vote (a temporary B-tree on SQLite) cost more than
     # sorting two columns here. The flags as text: Django converts an integer expression's
     # value per row, a text's not.
-    rows = Vote.objects.filter(item__study=study, id__gt=after).order_by().annotate(flags=Cast(flags, TextField()))
+    rows = Vote.objects.filter(item__study=study).order_by().annotate(flags=Cast(flags, TextField()))
     votes = pd.DataFrame(list(rows.values_list("id", *fields, "flags")), columns=["vote_id", *VOTE_FIELDS, "flags"])
     votes["received_at"] = pd.to_datetime(votes["received_at"], utc=True, format="ISO8601")
     votes = _in_order(votes)
@@ -133,7 +130,7 @@ def _vote_rows(study: Study, *, after: int = 0) -> pd.DataFrame:
     votes["labels_swapped"] = (bits & _FLAGS["labels_swapped"]) > 0
     votes["order_known"] = (bits & _FLAGS["order_unknown"]) == 0
     # Categories, as the frame has them: a column of a few values kept as small codes, not a
-    # string object per vote (which study_votes' store would copy one by one).
+    # string object per vote.
     for col in _TEXT:
         votes[col] = votes[col].astype("category")
     votes["choice"] = _choices(votes["shown_first"].array, votes["choice_shown"].array)
@@ -159,81 +156,13 @@ def _choices(shown: pd.Categorical, said: pd.Categorical) -> pd.Categorical:
     return pd.Categorical.from_codes(table[shown.codes, said.codes], categories=list(CHOICES))
 
 
-def _in_order(votes: pd.DataFrame | dict[str, pd.Series]) -> pd.DataFrame | dict[str, pd.Series]:
-    """The votes (a frame, or its columns) in their default order, (received_at, id)."""
+def _in_order(votes: pd.DataFrame) -> pd.DataFrame:
+    """The votes in their default order, (received_at, id)."""
     # .values: datetime64 (to_numpy() of a zoned column gives one Timestamp object per vote).
     order = np.lexsort((votes["vote_id"].to_numpy(), votes["received_at"].values))
     if not (order != np.arange(len(order))).any():
         return votes
-    if isinstance(votes, pd.DataFrame):
-        return votes.take(order).reset_index(drop=True)
-    return {col: values.take(order).reset_index(drop=True) for col, values in votes.items()}
-
-
-# Where study_votes keeps the votes it has read: settings.CACHES["votes"], each process's own
-# memory (a million votes' columns are about 70 MB, too big to copy through the shared cache).
-VOTES_CACHE = "votes"
-
-
-def study_votes(study: Study) -> dict[str, pd.Series]:
-    """The vote-level columns of every vote of the study (``_vote_rows``; columns, not a frame:
-    putting a million rows' columns together in a frame copies them all). The votes read are
-    kept in the votes cache, and the next call reads only the votes added since, unless the
-    kept ones may have changed; then it reads all again. Kept votes are trusted while:
-
-    - no vote was saved again or deleted through the ORM (the edit token, renewed then);
-    - the study has as many votes as those kept plus those added (a vote deleted otherwise, or
-      one given a lower id that committed after a higher one was read, PostgreSQL's sequences
-      being taken before commit);
-    - when some kept votes had failed requests, the study's judge runs are unchanged: a run's
-      retries rewrite its failed votes in place, in the transaction that beats its heart
-      (judges.runner.write_outcomes; no other code edits a vote in place).
-    """
-    try:
-        store = caches[VOTES_CACHE]
-    except InvalidCacheBackendError:  # a project without that cache: read everything each time
-        return dict(_vote_rows(study).items())
-    key = f"analysis:votes:{study.pk}:{study.created_at.isoformat()}:{results_cache.CODE_VERSION}"
-    # Read before the votes: a change committed while they are read makes the next call read all.
-    token, runs = results_cache.safely(results_cache.edit_token), _runs_stamp(study)
-    kept = results_cache.safely(lambda: store.get(key))
-    votes = _votes_added(study, kept, token, runs) if kept and token is not None else None
-    if votes is not None and votes is kept["votes"]:  # nothing new: the entry stays as it is
-        return votes
-    if votes is None:
-        votes = dict(_vote_rows(study).items())
-    upto = int(votes["vote_id"].max()) if len(votes["vote_id"]) else 0
-    failed = bool((votes["parse_status"] == Vote.Parse.FAILED).any())
-    entry = {"token": token, "runs": runs if failed else None, "upto": upto, "votes": votes}
-    results_cache.safely(lambda: store.set(key, entry))
-    return votes
-
-
-def _runs_stamp(study: Study) -> dict:
-    return JudgeRun.objects.filter(study=study).aggregate(
-        runs=Count("id"), heartbeat=Max("heartbeat_at"), finished=Max("finished_at")
-    )
-
-
-def _votes_added(study: Study, kept: dict, token: str, runs: dict) -> dict[str, pd.Series] | None:
-    """The kept votes with those added since (None when the kept ones cannot be trusted)."""
-    if kept["token"] != token or kept["runs"] not in (None, runs):
-        return None
-    old, new = kept["votes"], _vote_rows(study, after=kept["upto"])
-    if Vote.objects.filter(item__study=study).count() != len(old["vote_id"]) + len(new):
-        return None
-    if new.empty:
-        return old
-    for col in (*_TEXT, "choice"):  # on the same categories, so that the columns join as they are
-        categories = old[col].cat.categories.union(new[col].cat.categories, sort=col != "choice")
-        old[col], new[col] = old[col].cat.set_categories(categories), new[col].cat.set_categories(categories)
-    # Column by column: a join of frames checks every missing probability for being missing.
-    votes = {col: pd.concat([old[col], new[col]], ignore_index=True) for col in old}
-    # Sorted again only if a new vote was received before the last kept one (an import).
-    last = (old["received_at"].iloc[-1], old["vote_id"].iloc[-1]) if len(old["vote_id"]) else None
-    if last is not None and (new["received_at"].iloc[0], new["vote_id"].iloc[0]) > last:
-        return votes
-    return _in_order(votes)
+    return votes.take(order).reset_index(drop=True)
 
 
 def imported_kind(kind: str, params: dict) -> str:
@@ -247,7 +176,7 @@ def imported_kind(kind: str, params: dict) -> str:
 
 
 def study_frame(study: Study) -> pd.DataFrame:
-    votes = study_votes(study)
+    votes = dict(study_votes(study).items())
     if not len(votes["vote_id"]):
         return empty_frame()
     judges = pd.DataFrame(
@@ -265,7 +194,7 @@ def study_frame(study: Study) -> pd.DataFrame:
     )
     columns = {
         **votes,
-        **_looked_up(votes["item_id"], _kept_items(study), "item_id", categories=("bloom", "group", "semantics")),
+        **_looked_up(votes["item_id"], study_items(study), "item_id", categories=("bloom", "group", "semantics")),
         **_looked_up(votes["judge_id"], judges, "judge_id", categories=("judge", "judge_kind")),
         # No rater (an LLM's vote): no name, not flagged.
         **_looked_up(votes["rater_id"], raters, "rater_id", missing={"rater": "", "rater_flagged": False}),
@@ -277,28 +206,8 @@ def study_frame(study: Study) -> pd.DataFrame:
     # The frame's columns only, put together once (a join of whole frames, then a selection and
     # a copy, moved every column three times), as they are: with copy=True pandas would copy
     # them again into one 2-D block per dtype (0.45 s of a million votes' refresh), which the
-    # analysis does not need. The columns are this call's own (the votes cache hands out copies).
+    # analysis does not need. The columns are this call's own.
     return normalise(pd.DataFrame({c: columns[c] for c in [*COLUMNS, *OPTIONAL_COLUMNS]}, copy=False))
-
-
-def _kept_items(study: Study) -> pd.DataFrame:
-    """``study_items``, kept in the votes cache while the study's items, questions and answers
-    are unchanged (results_cache.items_version and the edit token): a live study's refresh
-    does not read its tens of thousands of items and answers again."""
-    try:
-        store = caches[VOTES_CACHE]
-    except InvalidCacheBackendError:
-        return study_items(study)
-    key = f"analysis:items:{study.pk}:{study.created_at.isoformat()}:{results_cache.CODE_VERSION}"
-    stamp = (results_cache.safely(results_cache.edit_token), results_cache.items_version(study))
-    kept = results_cache.safely(lambda: store.get(key))
-    if kept is not None and stamp[0] is not None and kept["stamp"] == stamp:
-        items = kept["items"]
-    else:
-        items = study_items(study)
-        results_cache.safely(lambda: store.set(key, {"stamp": stamp, "items": items}))
-    # The thresholds from the study as given, not as kept.
-    return items.assign(threshold_ms=threshold_ms(study, items["words"]))
 
 
 def _looked_up(

@@ -6,10 +6,7 @@ more keys). It only reads the frame; the loaders build it.
 
 from __future__ import annotations
 
-import copy
-import hashlib
-import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -56,12 +53,8 @@ def analyze(
     votes_per_item: int = 6,
     groups: list[str] | None = None,
     semantics: dict[str, str] | None = None,
-    judge_reports: dict | None = None,
 ) -> dict:
-    """The report of the votes in ``frame``. ``judge_reports`` (in and out) holds each judge's
-    part of a previous report under a digest of everything that part reads; a part whose
-    digest has not changed is taken from it instead of computed, and afterwards it holds this
-    report's parts. So a live study's refresh computes again only the judges with new votes."""
+    """The report of the votes in ``frame``."""
     # Small dense products fight over cores when BLAS runs them threaded: one thread is faster.
     with threadpool_limits(1):
         return _analyze(
@@ -72,11 +65,10 @@ def analyze(
             votes_per_item=votes_per_item,
             groups=groups,
             semantics=semantics,
-            judge_reports=judge_reports,
         )
 
 
-def _analyze(frame, *, study, filters, options, votes_per_item, groups, semantics, judge_reports) -> dict:
+def _analyze(frame, *, study, filters, options, votes_per_item, groups, semantics) -> dict:
     if groups is None or semantics is None:
         groups, semantics = groups_and_semantics(frame)
     counted, excluded, not_familiar = apply_filters(frame, filters)
@@ -125,27 +117,24 @@ def _analyze(frame, *, study, filters, options, votes_per_item, groups, semantic
         prefs = prefs.assign(orientation=_orientation(prefs))
     prefs_by_judge = dict(iter(prefs.groupby("judge", observed=True))) if prefs is not None else {}
 
-    judges, parts = [], {}
+    judges = []
     for name in sorted(judge_kinds):
-        args = (name, judge_kinds[name], counted_by_judge.get(name, counted.iloc[0:0]), prefs_by_judge.get(name))
-        rest = {
-            "total": int(total_by_judge.get(name, 0)),
-            "asked": asked_by_judge.get(name, asked.iloc[0:0]),
-            "pairs": pairs_by_judge.get(name, no_pairs),
-        }
-        # Not the bootstrap counts: they follow from the number of questions and the options.
-        reads = (*args, question_index, groups, semantics, options, *rest.values())
-        key = _digest(*reads) if judge_reports is not None else None
-        if key is not None and key in judge_reports:
-            part = copy.deepcopy(judge_reports[key])
-        else:
-            part = _judge_report(*args, question_index, counts, groups, semantics, options, **rest)
-        if key is not None:
-            parts[key] = copy.deepcopy(part)  # as computed: the ranks and adjusted p-values come below
-        judges.append(part)
-    if judge_reports is not None:
-        judge_reports.clear()
-        judge_reports.update(parts)
+        judges.append(
+            _judge_report(
+                name,
+                judge_kinds[name],
+                counted_by_judge.get(name, counted.iloc[0:0]),
+                prefs_by_judge.get(name),
+                question_index,
+                counts,
+                groups,
+                semantics,
+                options,
+                total=int(total_by_judge.get(name, 0)),
+                asked=asked_by_judge.get(name, asked.iloc[0:0]),
+                pairs=pairs_by_judge.get(name, no_pairs),
+            )
+        )
     humans = human_like(judge_kinds, has_raters)
     nf = not_familiar[not_familiar["judge"].isin(humans).to_numpy()] if len(not_familiar) else not_familiar
     nf = nf[nf["choice"].notna().to_numpy()] if len(nf) else nf
@@ -178,25 +167,6 @@ def _analyze(frame, *, study, filters, options, votes_per_item, groups, semantic
         "agreement": agreement,
         "self_preference": selfpref.self_preference(counted, counts=counts, question_index=question_index),
     }
-
-
-def _digest(*reads) -> str:
-    """A digest of values and frames (their columns, dtypes and every row's content; not their
-    index): equal digests, equal inputs."""
-    h = hashlib.sha256()
-    seen: dict[int, int] = {}  # id of each frame hashed → its place among them
-    for value in reads:
-        if isinstance(value, pd.DataFrame | pd.Index):
-            if id(value) in seen:  # the same frame again (asked is counted)
-                h.update(f"same as {seen[id(value)]}".encode())
-                continue
-            seen[id(value)] = len(seen)
-            columns = [[str(c), str(t)] for c, t in value.dtypes.items()] if isinstance(value, pd.DataFrame) else []
-            h.update(json.dumps([type(value).__name__, len(value), columns]).encode())
-            h.update(pd.util.hash_pandas_object(value, index=False).to_numpy().tobytes())
-        else:
-            h.update(json.dumps(asdict(value) if isinstance(value, Options) else value, default=str).encode())
-    return h.hexdigest()
 
 
 P_ADJUST = "holm"

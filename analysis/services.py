@@ -4,26 +4,41 @@ plan a study's power. Views, commands and the admin call these; the maths lives 
 
 from __future__ import annotations
 
+import hashlib
+import json
+import logging
+from datetime import timedelta
 from decimal import Decimal
 from fractions import Fraction
+from functools import partial
 
 import numpy as np
 import pandas as pd
+from django.conf import settings
 from django.db import transaction
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.utils import timezone
 
-from analysis import lc_alpaca, loader, report, results_cache, simulate
+from analysis import lc_alpaca, loader, report, simulate, tasks
 from analysis.frame import Filters, apply_filters, by_judge
-from annotations.models import ComparisonItem, Judge, PerturbationKind, Rater, Study, Vote
+from analysis.models import StudyReport
+from analysis.reports import (
+    Results,
+    report_store,
+    report_version,
+    request_of,
+    results_of,
+    study_groups,
+    with_scheme_labels,
+)
+from annotations.models import (
+    Judge,
+    Rater,
+    Study,
+    Vote,
+)
 
-
-def study_groups(*, study: Study) -> tuple[list[str], dict[str, str]]:
-    """The study's perturbation groups (from its items, voted on or not) and their semantics."""
-    kind_ids = ComparisonItem.objects.filter(study=study, kind__isnull=False).values_list("kind_id", flat=True)
-    kinds = PerturbationKind.objects.filter(id__in=kind_ids).values_list("slug", "semantics")
-    semantics = dict(kinds)
-    return sorted(semantics), semantics
+log = logging.getLogger(__name__)
 
 
 def study_subsets(*, study: Study) -> list[str]:
@@ -39,70 +54,45 @@ def study_runs(*, study: Study) -> list[int]:
     return list(JudgeRun.objects.filter(study=study).order_by("id").values_list("id", flat=True))
 
 
-def scheme_labels() -> dict[str, tuple[str, str]]:
-    """The judges app's label schemes as (first label, second label); empty before it has them."""
-    try:
-        from judges.prompts import LABEL_SCHEMES
-    except ImportError:  # the judges app defines its schemes in judges.prompts
-        return {}
-    return {slug: (scheme.first, scheme.second) for slug, scheme in LABEL_SCHEMES.items()}
-
-
-def _with_scheme_labels(options: report.Options | None) -> report.Options:
-    options = options or report.Options()
-    if not options.scheme_labels:
-        options.scheme_labels = scheme_labels()
-    return options
-
-
 def study_analyze(*, study: Study, filters: Filters | None = None, options: report.Options | None = None) -> dict:
-    """The study's report, from the cache while nothing it reads has changed (results_cache)."""
-    filters = filters or Filters()
-    options = _with_scheme_labels(options)
-    return results_cache.cached(
-        study, filters, options, lambda: study_report(study=study, filters=filters, options=options)
+    """The study's current report: the stored one while the data it was computed from is
+    unchanged, else computed now, whatever the study's size (``manage.py analyze`` waits)."""
+    return study_results(study=study, filters=filters, options=options, wait=True).report
+
+
+# A refresh task queued (or running) longer than this is taken for lost (its worker died): the
+# next request queues another.
+REFRESH_LOST_AFTER = timedelta(minutes=10)
+
+
+def study_results(
+    *, study: Study, filters: Filters | None = None, options: report.Options | None = None, wait: bool = False
+) -> Results:
+    """The study's report for these filters and options, stored (one ``StudyReport`` per study,
+    filters and options) and computed again when ``report_version`` has changed: at once for a
+    study of up to ``settings.ANALYSIS_BACKGROUND_VOTES`` votes (or with ``wait``); above that
+    by the ``report_refresh`` task, queued once, while the last report is returned, marked
+    ``updating``."""
+    filters, options = filters or Filters(), with_scheme_labels(options)
+    version = report_version(study)
+    request = request_of(filters, options)
+    digest = hashlib.sha256(json.dumps(request, sort_keys=True).encode()).hexdigest()
+    stored, _ = StudyReport.objects.get_or_create(study=study, asked=digest, defaults={"request": request})
+    if stored.body and stored.version == version:
+        return results_of(stored, updating=False)
+    # The study's size as of its last report (counting its votes costs as much as a page).
+    n_votes = stored.n_votes if stored.body else Vote.objects.filter(item__study=study).count()
+    if wait or n_votes <= settings.ANALYSIS_BACKGROUND_VOTES:
+        report_store(stored, version=version, filters=filters, options=options)
+        return results_of(stored, updating=False)
+    claimed = (
+        StudyReport.objects.filter(pk=stored.pk)
+        .filter(Q(refresh_queued_at__isnull=True) | Q(refresh_queued_at__lt=timezone.now() - REFRESH_LOST_AFTER))
+        .update(refresh_queued_at=timezone.now())
     )
-
-
-def study_report(*, study: Study, filters: Filters | None = None, options: report.Options | None = None) -> dict:
-    """The study's report computed now: its votes loaded (only the new ones, when the loader
-    has kept the others) and analysed (each judge's part taken from the last report when
-    nothing it reads has changed)."""
-    groups, semantics = study_groups(study=study)
-    filters, options = filters or Filters(), _with_scheme_labels(options)
-    frame = loader.study_frame(study)
-    return results_cache.judge_reports(
-        study,
-        filters,
-        options,
-        lambda kept: report.analyze(
-            frame,
-            study=study.slug,
-            filters=filters,
-            options=options,
-            votes_per_item=study.votes_per_item,
-            groups=groups,
-            semantics=semantics,
-            judge_reports=kept,
-        ),
-    )
-
-
-def study_figure(
-    *, study: Study, name: str, fmt: str, filters: Filters | None = None, options: report.Options | None = None
-) -> bytes:
-    """One dashboard figure of the study's report as SVG or PNG bytes, cached as the report is:
-    a page's refresh with nothing new draws nothing again."""
-    from analysis import plots  # matplotlib: loaded by the figure views, not by every command
-
-    filters = filters or Filters()
-    options = _with_scheme_labels(options)
-
-    def draw() -> bytes:
-        result = study_analyze(study=study, filters=filters, options=options)
-        return plots.render(plots.draw(name, result)[0], fmt)
-
-    return results_cache.cached(study, filters, options, draw, part=f"figure:{name}.{fmt}")
+    if claimed:
+        transaction.on_commit(partial(tasks.report_refresh.enqueue, report_id=stored.pk))
+    return results_of(stored, updating=True)
 
 
 def judge_simulate(

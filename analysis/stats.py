@@ -10,7 +10,6 @@ says which method each figure uses and why.
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -40,20 +39,7 @@ def binomial_p(k: int, n: int) -> float | None:
 
 
 def bootstrap_counts(n: int, *, reps: int, seed: int) -> np.ndarray:
-    """reps × n matrix: how often each of n units is drawn in each resample with replacement.
-    Read-only, and the last one kept: it depends on nothing but its arguments, and a live
-    study's refresh (new votes on the same questions) asks for the same one again, which took
-    half a second at 33,000 questions (160 MB at 40,000 questions and 1,000 resamples)."""
-    return _bootstrap_counts(n, reps, seed)
-
-
-def bootstrap_counts_forget() -> None:
-    """Drop the kept matrix (benchmarks timing an analysis from scratch)."""
-    _bootstrap_counts.cache_clear()
-
-
-@lru_cache(maxsize=1)
-def _bootstrap_counts(n: int, reps: int, seed: int) -> np.ndarray:
+    """reps × n matrix: how often each of n units is drawn in each resample with replacement."""
     if n == 0:
         return np.zeros((reps, 0), dtype=np.float32)
     rng = np.random.default_rng(seed)
@@ -61,7 +47,6 @@ def _bootstrap_counts(n: int, reps: int, seed: int) -> np.ndarray:
     out = np.empty((reps, n), dtype=np.float32)
     for r in range(reps):  # row by row: a tenth of the memory traffic of one flat bincount
         out[r] = np.bincount(draws[r], minlength=n)
-    out.flags.writeable = False
     return out
 
 

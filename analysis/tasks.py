@@ -1,4 +1,5 @@
-"""Background work of the analysis app: importing an uploaded vote file (a thin wrapper)."""
+"""Background work of the analysis app (thin wrappers): importing an uploaded vote file, and
+computing a big study's report again (services.study_results queues it)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from functools import partial
 
 from django_tasks import task
 
-from analysis import importers, vote_import
+from analysis import importers, reports, vote_import
 from analysis.uploads import VotesUpload, votes_upload_get, votes_upload_import, votes_upload_queued
 from annotations.uploads import UploadError, upload_discard
 from biasstudy.queue import enqueue_on_commit
@@ -31,3 +32,8 @@ def votes_upload_import_queue(*, upload: VotesUpload) -> None:
         undo=partial(upload_discard, upload.folder),
         what=f"the import of {upload.name}",
     )
+
+
+@task()
+def report_refresh(*, report_id: int) -> None:
+    reports.study_report_refresh(report_id=report_id)

@@ -9,9 +9,10 @@ from django.contrib.admin.views.decorators import staff_member_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, render
+from django.utils.cache import get_conditional_response, patch_cache_control
 from django.views.decorators.http import require_GET
 
-from analysis import exports, plots, services, tables
+from analysis import exports, plots, reports, services, tables
 from analysis.forms import FilterForm, PaymentForm, PowerForm
 from annotations.models import Rater, Study
 from biasstudy.permissions import has_model_perms, model_permissions_required
@@ -33,31 +34,32 @@ def study_list(request: HttpRequest) -> HttpResponse:
 @model_permissions_required(*exports.METRICS_PERMISSIONS)
 def study_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
     study = _study(slug)
-    groups, _ = services.study_groups(study=study)
+    groups, _ = reports.study_groups(study=study)
     known_runs = services.study_runs(study=study)
     subsets = services.study_subsets(study=study)
     form = FilterForm(request.GET or None, groups=groups, subsets=subsets, known_runs=known_runs)
-    context = {"study": study, "form": form, "result": None, "query": request.GET.urlencode()}
-    if form.is_bound and not form.is_valid():
-        status = 400
-    else:
-        status = 200
+    context = {"study": study, "form": form, "result": None, "results": None, "query": request.GET.urlencode()}
+    status = 400 if form.is_bound and not form.is_valid() else 200
+    if status == 200:
         if not form.is_bound:
             form = FilterForm({}, groups=groups, subsets=subsets, known_runs=known_runs)
             form.is_valid()
-        result = services.study_analyze(study=study, filters=form.filters(), options=form.options())
-        consistency_rows, consistency_subset_rows = tables.consistency_rows(result)
-        context.update(
-            result=result,
-            consistency_rows=consistency_rows,
-            consistency_subset_rows=consistency_subset_rows,
-            table1=tables.table1(result),
-            table2=tables.table2(result),
-            lc_rows=tables.lc_rows(result),
-            label_rows=tables.label_rows(result),
-            bloom_tables={b: tables.table1(result, part=b) for b in _blooms(result)},
-            plots=plots.PLOTS,
+        context["results"] = results = services.study_results(
+            study=study, filters=form.filters(), options=form.options()
         )
+        if (result := results.report) is not None:
+            consistency_rows, consistency_subset_rows = tables.consistency_rows(result)
+            context.update(
+                result=result,
+                consistency_rows=consistency_rows,
+                consistency_subset_rows=consistency_subset_rows,
+                table1=tables.table1(result),
+                table2=tables.table2(result),
+                lc_rows=tables.lc_rows(result),
+                label_rows=tables.label_rows(result),
+                bloom_tables={b: tables.table1(result, part=b) for b in _blooms(result)},
+                plots=plots.PLOTS,
+            )
     template = "analysis/study.html#results" if request.htmx else "analysis/study.html"
     return render(request, template, context, status=status)
 
@@ -93,7 +95,7 @@ def power(request: HttpRequest, slug: str) -> HttpResponse:
         "study": study,
         "form": form,
         "rows": rows,
-        "study_groups": services.study_groups(study=study)[0],
+        "study_groups": reports.study_groups(study=study)[0],
         "raters_so_far": Rater.objects.filter(study=study).crowd().count(),
         "questions": study.questions.filter(is_gold=False).count(),
     }
@@ -102,7 +104,7 @@ def power(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 def _filter_form(request: HttpRequest, study: Study) -> FilterForm:
-    groups, _ = services.study_groups(study=study)
+    groups, _ = reports.study_groups(study=study)
     form = FilterForm(
         request.GET,
         groups=groups,
@@ -138,8 +140,22 @@ def export_csv(request: HttpRequest, slug: str, name: str) -> HttpResponse:
             return _bad_filters(form)
         kwargs["filters"] = form.filters()
         if name == "metrics":
-            kwargs["options"] = form.options()
-    return _csv_response(exports.EXPORTS[name](study, **kwargs), f"{study.slug}-{name}.csv")
+            kwargs.update(options=form.options(), wait=False)
+    try:
+        rows = exports.EXPORTS[name](study, **kwargs)
+    except reports.ReportNotReady:
+        return _not_ready()
+    return _csv_response(rows, f"{study.slug}-{name}.csv")
+
+
+def _not_ready() -> HttpResponse:
+    response = HttpResponse(
+        "The study's first figures for these filters are being computed: try again in a minute.",
+        status=503,
+        content_type="text/plain",
+    )
+    response["Retry-After"] = "30"
+    return response
 
 
 @require_GET
@@ -175,11 +191,19 @@ def plot(request: HttpRequest, slug: str, name: str, fmt: str) -> HttpResponse:
     form = _filter_form(request, study)
     if form.errors:
         return _bad_filters(form)
+    results = services.study_results(study=study, filters=form.filters(), options=form.options())
+    if results.report is None:
+        return _not_ready()
     if fmt == "csv":
-        result = services.study_analyze(study=study, filters=form.filters(), options=form.options())
-        return _csv_response(plots.draw(name, result)[1], f"{study.slug}-plot-{name}.csv")
-    body = services.study_figure(study=study, name=name, fmt=fmt, filters=form.filters(), options=form.options())
-    response = HttpResponse(body, content_type=plots.FORMATS[fmt])
+        return _csv_response(plots.draw(name, results.report)[1], f"{study.slug}-plot-{name}.csv")
+    # The same report draws the same figure: a browser that has it is told so (304), not sent
+    # it again (the page's refresh every 10 s asks for each figure again).
+    etag = f'"{results.version}-{name}.{fmt}"'
+    if (not_modified := get_conditional_response(request, etag=etag)) is not None:
+        return not_modified
+    response = HttpResponse(plots.render(plots.draw(name, results.report)[0], fmt), content_type=plots.FORMATS[fmt])
+    response["ETag"] = etag
+    patch_cache_control(response, private=True, no_cache=True)
     if "download" in request.GET:
         response["Content-Disposition"] = f'attachment; filename="{study.slug}-{name}.{fmt}"'
     return response

@@ -28,6 +28,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from analysis import exports, importers, vote_import
+from analysis import reports as analysis_reports
 from analysis import services as analysis_services
 from analysis.forms import FilterForm
 from analysis.tasks import votes_upload_import_queue
@@ -569,7 +570,7 @@ class RunResumeView(APIView):
 
 def analysis_form(request: Request, study: Study) -> FilterForm:
     """The query string parsed by the dashboard's own filter form (as `analyze` parses its options)."""
-    groups, _ = analysis_services.study_groups(study=study)
+    groups, _ = analysis_reports.study_groups(study=study)
     form = FilterForm(
         request.query_params,
         groups=groups,
@@ -593,21 +594,32 @@ class StudyMetricsView(APIView):
         summary="Every metric of a study",
         description=(
             "The same JSON as `manage.py analyze --study {slug} --json` with the same filters and options "
-            "(analysis.services.study_analyze; filters parsed by the dashboard's form)."
+            "(analysis.services.study_results; filters parsed by the dashboard's form), with `computed_at` and "
+            "`n_votes` (when and from how many of the study's votes it was computed) and `updating` (a study "
+            "over the background threshold has newer votes and its next report is being computed). Answered "
+            "202 with only those three keys while a big study's first report is being computed."
         ),
         parameters=[*ANALYSIS_FILTERS, inputs.MetricsOptions],
-        responses={200: OpenApiTypes.OBJECT},
+        responses={200: OpenApiTypes.OBJECT, 202: OpenApiTypes.OBJECT},
     )
     def get(self, request: Request, slug: str) -> Response:
         study = get_object_or_404(Study, slug=slug)
         form = analysis_form(request, study)
         extra = inputs.MetricsOptions(data=request.query_params.dict())
         extra.is_valid(raise_exception=True)
-        result = analysis_services.study_analyze(
+        results = analysis_services.study_results(
             study=study, filters=form.filters(), options=form.options(**extra.validated_data)
         )
+        # When and from how many votes it was computed; a big study's next report may be on its
+        # way (updating), and its first one is answered 202 with no metrics until it is ready.
+        computed = {
+            "computed_at": results.computed_at.isoformat() if results.computed_at else None,
+            "n_votes": results.n_votes,
+            "updating": results.updating,
+        }
         # Encoded as the command encodes it (dates and the like through str), so both agree.
-        return Response(json.loads(json.dumps(result, default=str)))
+        body = json.loads(json.dumps({**(results.report or {}), **computed}, default=str))
+        return Response(body, status=200 if results.report is not None else 202)
 
 
 class ExportView(APIView):
@@ -628,8 +640,15 @@ class ExportView(APIView):
             form = analysis_form(request, study)
             kwargs["filters"] = form.filters()
             if self.export == "metrics":
-                kwargs["options"] = form.options()
-        rows = exports.EXPORTS[self.export](study, **kwargs)
+                kwargs.update(options=form.options(), wait=False)
+        try:
+            rows = exports.EXPORTS[self.export](study, **kwargs)
+        except analysis_reports.ReportNotReady:
+            return Response(
+                {"detail": "The study's first metrics for these filters are being computed: try again in a minute."},
+                status=503,
+                headers={"Retry-After": "30"},
+            )
         response = StreamingHttpResponse(exports.csv_lines(rows), content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="{study.slug}-{self.export}.csv"'
         return response

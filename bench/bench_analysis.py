@@ -1,34 +1,37 @@
-"""Benchmark of the analysis: one million votes on 40,000 items analysed in at most 3 s.
+"""Benchmark of the stored report (analysis.services.study_results) on SQLite studies of 10k,
+100k and 1M votes: what a page costs when nothing changed, and what computing the report costs.
 
-    python bench/bench_analysis.py                 # the analysis on a synthetic frame
-    python bench/bench_analysis.py --db 1000000    # plus loading that many votes from the database
-    DATABASE_URL=postgres://.../name python bench/bench_analysis.py --db 1000000 --repeat 1   # on PostgreSQL
+    python bench/bench_analysis.py                          # 10,000, 100,000 and 1,000,000 votes
+    python bench/bench_analysis.py --votes 100000 --requests 100
 
-The frame is built synthetically (10,000 questions × control + 3 perturbations = 40,000
-items; 5 simulated judges × 5 votes per item = 1,000,000 votes) and not timed. The timed part
-is ``report.analyze``: filters, item preferences, ASR/accuracy with 1,000 bootstrap resamples,
-position, label and position preference, verbosity, length-controlled GLMs with cross-validation,
-agreement, Bloom breakdown; then again after 50 of one judge's verdicts changed, with the other
-judges' parts of the last report kept (``judge_reports``: a live study's refresh).
-Loading from the database is measured separately (``--db``), in a throwaway SQLite database (or
-$DATABASE_URL's server with a test database), on a study seeded with that many votes: the load
-from scratch (an empty votes cache: a new process, or a deploy), then a live study's refresh
-after 50 new votes by a sixth judge (``loader.study_votes`` reads only those; the timed part
-includes writing them), each alone and with the report (``services.study_report``: computed,
-not taken from the results cache; the other judges' parts taken from the last report, as
-nothing they read changed); CPU and wall time, with the load average.
+Each size runs in processes of its own on a SQLite file in $TMPDIR (seeded once by
+``seed_study`` in a process of its own: control items, 5 simulated judges × 6 votes each, every
+vote with option probabilities; kept for the next run: delete it after a change to the models).
+A fresh process then measures, with Django's test client
+as a staff user (production settings, DEBUG off):
+
+- the first report, from scratch: CPU and wall time (the task worker's work for a big study);
+- ``--requests`` GETs each of the dashboard page, the metrics API and the metrics CSV when
+  nothing changed (the stored report read): p50 / p99 wall time, and CPU time (SQLite's
+  included: it runs in the process), steadier on a shared machine;
+- after 50 new votes: a study up to ``ANALYSIS_BACKGROUND_VOTES`` is computed in the request
+  (its CPU and wall time); a bigger one answers at once with the last report marked updating,
+  and the refresh task's CPU and wall time are timed when it runs;
+- the process's peak RSS (ru_maxrss) at the end: Django, the report's computation twice and
+  the requests.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
-import tracemalloc
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -64,51 +67,6 @@ def synthetic_frame(n_questions: int, judges: int, votes_per_item: int) -> pd.Da
     for option, p in PROBS.items():  # the LLM judges' votes with option probabilities
         frame[f"prob_{option}"] = np.where(llm, p, np.nan)
     return normalise(frame)
-
-
-def bench_analysis(n_questions: int, judges: int, votes_per_item: int, repeat: int) -> None:
-    from analysis import report, stats
-    from analysis.frame import CHOICES
-
-    frame = synthetic_frame(n_questions, judges, votes_per_item)
-    n_items = frame["item_id"].nunique()
-    print(
-        f"frame: {len(frame):,} votes on {n_items:,} items, {judges} judges "
-        f"({frame.memory_usage(deep=False).sum() / 2**20:.0f} MiB)"
-    )
-    times = []
-    for _ in range(repeat):
-        stats.bootstrap_counts_forget()  # from scratch: as a new process would
-        started = time.perf_counter()
-        result = report.analyze(frame, study="bench", votes_per_item=votes_per_item)
-        times.append(time.perf_counter() - started)
-    print(
-        f"analyze: best {min(times):.2f} s, median {statistics.median(times):.2f} s, "
-        f"all {', '.join(f'{t:.2f}' for t in times)} s "
-        f"(cpu count {os.cpu_count()}, load {os.getloadavg()[0]:.1f})"
-    )
-    assert len(result["judges"]) == judges
-    # A live study's refresh: one judge's verdicts changed (as new votes do), the other judges'
-    # parts taken from the last report (services.study_report keeps them).
-    kept: dict = {}
-    report.analyze(frame, study="bench", votes_per_item=votes_per_item, judge_reports=kept)
-    refreshed = []
-    for r in range(repeat):
-        changed = frame.copy()
-        last = np.flatnonzero((changed["judge"] == "judge-1").to_numpy())[-50:]
-        changed.loc[last, "choice"] = list(CHOICES[r % 3 :] + CHOICES[: r % 3]) * 16 + ["a1", "a2"]
-        cpu = time.process_time()
-        report.analyze(changed, study="bench", votes_per_item=votes_per_item, judge_reports=kept)
-        refreshed.append(time.process_time() - cpu)
-    print(f"analyze again after 50 of one judge's votes changed: CPU {', '.join(f'{t:.2f}' for t in refreshed)} s")
-    tracemalloc.start()
-    report.analyze(frame, study="bench", votes_per_item=votes_per_item)
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    print(
-        f"peak memory during analyze (tracemalloc, beyond the frame): {peak / 2**20:.0f} MiB; "
-        f"process max RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB"
-    )
 
 
 def seed_study(n_votes: int, slug: str = "bench"):
@@ -177,86 +135,106 @@ def add_votes(study, n: int) -> None:
     )
 
 
-def timed(label: str, action, repeat: int) -> None:
-    cpus, walls = [], []
-    for _ in range(repeat):
+def measure(n_votes: int, requests: int) -> dict:
+    """Run in the process of one size, Django set up on its seeded file."""
+    from django.conf import settings
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+    from django.urls import reverse
+
+    from analysis import reports, services
+    from analysis.models import StudyReport
+    from annotations.models import Study
+
+    study = Study.objects.get(slug="bench")
+    StudyReport.objects.filter(study=study).delete()
+    out: dict = {"votes": n_votes, "threshold": settings.ANALYSIS_BACKGROUND_VOTES, "cpus": os.cpu_count()}
+    out["load_before"] = os.getloadavg()[0]
+
+    def cpu_and_wall(action) -> tuple[float, float]:
         started, cpu = time.perf_counter(), time.process_time()
         action()
-        walls.append(time.perf_counter() - started)
-        cpus.append(time.process_time() - cpu)
-    print(
-        f"{label}: CPU {', '.join(f'{t:.2f}' for t in cpus)} s, wall {', '.join(f'{t:.2f}' for t in walls)} s "
-        f"(load {os.getloadavg()[0]:.1f})",
-        flush=True,
+        return time.process_time() - cpu, time.perf_counter() - started
+
+    out["first_report_cpu"], out["first_report_wall"] = cpu_and_wall(
+        lambda: services.study_results(study=study, wait=True)
     )
+    staff, _ = get_user_model().objects.get_or_create(username="bench-staff", defaults={"is_staff": True})
+    client = Client()
+    client.force_login(staff)
+    urls = {
+        "dashboard": reverse("analysis:study", args=["bench"]),
+        "metrics_api": reverse("api:study-metrics", args=["bench"]),
+        "metrics_csv": reverse("analysis:export", args=["bench", "metrics"]),
+    }
+    for name, url in urls.items():
+        times, cpus = [], []
+        for _ in range(requests):
+            started, cpu = time.perf_counter(), time.process_time()
+            response = client.get(url)
+            if response.streaming:
+                b"".join(response.streaming_content)
+            times.append(time.perf_counter() - started)
+            cpus.append(time.process_time() - cpu)  # SQLite runs in this process: its work too
+            assert response.status_code == 200, (url, response.status_code)
+        for label, values in (("", sorted(times)), ("_cpu", sorted(cpus))):
+            out[f"{name}{label}_p50_ms"] = 1000 * statistics.median(values)
+            out[f"{name}{label}_p99_ms"] = 1000 * values[min(len(values) - 1, int(0.99 * len(values)))]
+    add_votes(study, 50)
+    stored = StudyReport.objects.get(study=study)
+    if n_votes <= settings.ANALYSIS_BACKGROUND_VOTES:
+        out["after_new_votes_cpu"], out["after_new_votes_wall"] = cpu_and_wall(lambda: client.get(urls["dashboard"]))
+    else:
+        started = time.perf_counter()
+        page = client.get(urls["dashboard"]).content.decode()
+        out["updating_page_ms"] = 1000 * (time.perf_counter() - started)
+        assert "<strong>updating</strong>" in page
+        # The task as the worker runs it (the request's on_commit enqueued it: the immediate
+        # backend is not configured here, so it is called directly).
+        cpu, wall = cpu_and_wall(lambda: reports.study_report_refresh(report_id=stored.pk))
+        out["refresh_task_cpu"], out["refresh_task_wall"] = cpu, wall
+    stored.refresh_from_db()
+    assert stored.n_votes > n_votes - 30 and stored.computations == 2, (stored.n_votes, stored.computations)
+    out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out["load_after"] = os.getloadavg()[0]
+    return out
 
 
-def bench_db(n_votes: int, repeat: int) -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
-    os.environ.setdefault("SQLITE_TEST_NAME", str(Path(tempfile.gettempdir()) / "bench_analysis.sqlite3"))
-    import django
+def db_path(n_votes: int) -> Path:
+    return Path(tempfile.gettempdir()) / f"bench_analysis_{n_votes}.sqlite3"
 
-    django.setup()
-    from django.core.cache import caches
-    from django.test.runner import DiscoverRunner
-    from django.test.utils import setup_test_environment
 
-    setup_test_environment()
-    runner = DiscoverRunner(verbosity=0)
-    old = runner.setup_databases()
-    try:
-        from analysis import loader, services, stats
+def one_size(n_votes: int, requests: int, *, seed: bool) -> None:
+    """A child process of one size: seed its file (``seed``), or measure and print JSON. Apart,
+    so that the measuring process's peak memory is not the seeding's."""
+    from bench.django_env import setup_django
 
-        study = seed_study(n_votes)
-        vendor = django.db.connection.vendor
-        print(f"{vendor}: {n_votes:,} votes seeded", flush=True)
-        votes = caches[loader.VOTES_CACHE]
-
-        def cold_load():
-            votes.clear()
-            assert len(loader.study_frame(study)) >= n_votes - 30
-
-        def cold_analysis():  # the report computed, not taken from the results cache
-            votes.clear()
-            caches["default"].clear()  # nor any judge's part of the last report
-            stats.bootstrap_counts_forget()
-            services.study_report(study=study)
-
-        def refresh_load():
-            add_votes(study, 50)
-            loader.study_frame(study)
-
-        def refresh_analysis():
-            add_votes(study, 50)
-            services.study_report(study=study)
-
-        timed(f"load from scratch ({vendor})", cold_load, repeat)
-        timed(f"load + analysis from scratch ({vendor})", cold_analysis, repeat)
-        add_votes(study, 1)  # the new votes' judge made (a new judge is an edit: everything is read again)
-        loader.study_frame(study)
-        timed(f"load after 50 new votes ({vendor})", refresh_load, repeat)
-        timed(f"load + analysis after 50 new votes ({vendor})", refresh_analysis, repeat)
-    finally:
-        runner.teardown_databases(old)
+    # The task backend is the database queue, as in production; measure() runs the task itself.
+    setup_django(f"sqlite:///{db_path(n_votes)}", DJANGO_ALLOWED_HOSTS="testserver", DJANGO_SECURE_COOKIES="0")
+    if seed:
+        started = time.perf_counter()
+        seed_study(n_votes)
+        print(f"seeded {n_votes:,} votes in {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+    else:
+        print(json.dumps(measure(n_votes, requests)))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--questions", type=int, default=10_000)
-    parser.add_argument("--judges", type=int, default=5)
-    parser.add_argument("--votes-per-item", type=int, default=5)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--db", type=int, default=0, help="also time loading this many votes from the database")
-    parser.add_argument("--no-synthetic", action="store_true", help="only the database part (with --db)")
+    parser.add_argument("--votes", default="10000,100000,1000000", help="sizes, comma-separated")
+    parser.add_argument("--requests", type=int, default=100, help="GETs of each URL when nothing changed")
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # the child process of one size
+    parser.add_argument("--seed", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
-    import django
-
-    django.setup()
-    if not args.no_synthetic:
-        bench_analysis(args.questions, args.judges, args.votes_per_item, args.repeat)
-    if args.db:
-        bench_db(args.db, args.repeat)
+    if args.one:
+        one_size(args.one, args.requests, seed=args.seed)
+        return
+    for n in (int(v) for v in args.votes.split(",")):
+        child = [sys.executable, __file__, "--one", str(n), "--requests", str(args.requests)]
+        if not db_path(n).exists():
+            subprocess.run([*child, "--seed"], check=True)
+        result = json.loads(subprocess.run(child, check=True, stdout=subprocess.PIPE, text=True).stdout)
+        print(" ".join(f"{k}={v:.2f}" if isinstance(v, float) else f"{k}={v}" for k, v in result.items()), flush=True)
 
 
 if __name__ == "__main__":

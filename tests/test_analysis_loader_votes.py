@@ -5,7 +5,6 @@ from datetime import timedelta
 
 import pandas as pd
 import pytest
-from django.core.cache import caches
 from django.utils import timezone
 
 from analysis import loader
@@ -56,7 +55,6 @@ def varied_study(db):
 
 
 def test_every_vote_level_column_is_the_votes_own_field(varied_study):
-    caches[loader.VOTES_CACHE].clear()
     frame = loader.study_frame(varied_study)
     votes = sorted(Vote.objects.filter(item__study=varied_study), key=lambda v: (v.received_at, v.pk))
     assert frame["vote_id"].tolist() == [v.pk for v in votes]  # the default order, ties by id
@@ -95,7 +93,6 @@ def test_a_browser_time_longer_than_the_servers_is_read_as_the_servers(db):
     item, people = study.items.get(), human_pool(study)
     for client_ms, server_ms in ((30_000, 200), (2_500, 9_000), (2_500, None)):
         make_vote(item, people, rater=make_rater(study), client_ms=client_ms, server_ms=server_ms)
-    caches[loader.VOTES_CACHE].clear()
     for frame in (loader.study_frame(study), loader.rules_frame(study)):
         frame = frame.sort_values("vote_id")
         assert frame["client_ms"].tolist() == [200, 2_500, 2_500]

@@ -2,14 +2,17 @@
 export_* commands, with the same filters, and bad filters named in a 400."""
 
 import json
+from datetime import datetime
 from io import StringIO
 
 import pytest
 from django.core.management import call_command
 from django.urls import reverse
+from django.utils import timezone
 
 from analysis import services
 from analysis.simulate import JudgeParams
+from annotations.models import Vote
 from tests.factories import make_question, make_study, make_variant
 
 
@@ -17,7 +20,12 @@ from tests.factories import make_question, make_study, make_variant
 def analysed_study(db):
     study = make_study(slug="metrics-s", votes_per_item=2)
     for i in range(6):
-        q = make_question(study, a1="short answer " * (i + 1), a2="a longer answer " * 6, bloom_level="remembering" if i % 2 else "applying")
+        q = make_question(
+            study,
+            a1="short answer " * (i + 1),
+            a2="a longer answer " * 6,
+            bloom_level="remembering" if i % 2 else "applying",
+        )
         make_variant(q, kind="reference", of="a2" if i % 2 else "a1")
         make_variant(q, kind="factual_error", text="Wrong facts. " * 5)
     services.judge_simulate(study=study, name="sim-1", params=JudgeParams(position=0.5), seed=1)
@@ -31,6 +39,12 @@ def command_json(*args: str) -> dict:
     return json.loads(out.getvalue())
 
 
+def report_of(body: dict) -> dict:
+    """The metrics without when and from how many votes they were computed (the command prints
+    the report alone)."""
+    return {key: value for key, value in body.items() if key not in ("computed_at", "n_votes", "updating")}
+
+
 def command_csv(name: str, *args: str) -> str:
     out = StringIO()
     call_command(f"export_{name}", "--study", "metrics-s", "-o", "-", *args, stdout=out)
@@ -42,12 +56,34 @@ METRICS = reverse("api:study-metrics", args=["metrics-s"])
 # The same filters, as the command's options and as the API's query string.
 FILTERED = (
     [
-        "--bootstrap", "50", "--seed", "3", "--include-flagged", "--min-ms", "2500", "--bloom", "remembering",
-        "--group", "reference", "--since", "2000-01-01T00:00:00Z", "--measure", "chars", "--bin-width", "25",
+        "--bootstrap",
+        "50",
+        "--seed",
+        "3",
+        "--include-flagged",
+        "--min-ms",
+        "2500",
+        "--bloom",
+        "remembering",
+        "--group",
+        "reference",
+        "--since",
+        "2000-01-01T00:00:00Z",
+        "--measure",
+        "chars",
+        "--bin-width",
+        "25",
     ],
     {
-        "bootstrap": 50, "seed": 3, "include_flagged": "true", "min_ms": 2500, "bloom": "remembering",
-        "group": "reference", "since": "2000-01-01T00:00:00Z", "measure": "chars", "bin_width": 25,
+        "bootstrap": 50,
+        "seed": 3,
+        "include_flagged": "true",
+        "min_ms": 2500,
+        "bloom": "remembering",
+        "group": "reference",
+        "since": "2000-01-01T00:00:00Z",
+        "measure": "chars",
+        "bin_width": 25,
     },
 )
 
@@ -56,7 +92,9 @@ def test_the_metrics_are_the_analyze_command_s_json(analysed_study, token_client
     response = token_client.get(METRICS, {"bootstrap": 50})
     assert response.status_code == 200
     body = response.json()
-    assert body == command_json("--bootstrap", "50")
+    assert report_of(body) == command_json("--bootstrap", "50")
+    assert body["n_votes"] == Vote.objects.filter(item__study=analysed_study).count()
+    assert body["updating"] is False and datetime.fromisoformat(body["computed_at"]) <= timezone.now()
     assert {j["judge"] for j in body["judges"]} == {"sim-1", "Humans"}
     assert set(body["judges"][0]["asr"]) == {"reference", "factual_error"}
 
@@ -66,14 +104,14 @@ def test_filters_and_options_give_what_the_command_gives_with_the_same_ones(anal
     response = token_client.get(METRICS, params)
     assert response.status_code == 200, response.json()
     body = response.json()
-    assert body == command_json(*args)
+    assert report_of(body) == command_json(*args)
     assert body["filters"]["include_flagged"] is True
     assert body != token_client.get(METRICS, {"bootstrap": 50}).json()  # the filters did change something
 
 
 def test_the_runs_parameter_is_the_commands_runs_option(analysed_study, token_client):
     body = token_client.get(METRICS, {"bootstrap": 20, "runs": "all"}).json()
-    assert body == command_json("--bootstrap", "20", "--runs", "all")
+    assert report_of(body) == command_json("--bootstrap", "20", "--runs", "all")
     assert body["filters"]["runs"] == "all" and body["conventions"]["runs"] == "all"
 
 
@@ -81,10 +119,18 @@ def test_repeated_parameters_select_several_bloom_levels_and_groups(analysed_stu
     query = "?bootstrap=20&bloom=remembering&bloom=applying&group=reference&group=factual_error"
     body = token_client.get(METRICS + query).json()
     expected = command_json(
-        "--bootstrap", "20", "--bloom", "remembering", "--bloom", "applying",
-        "--group", "reference", "--group", "factual_error",
+        "--bootstrap",
+        "20",
+        "--bloom",
+        "remembering",
+        "--bloom",
+        "applying",
+        "--group",
+        "reference",
+        "--group",
+        "factual_error",
     )
-    assert body == expected
+    assert report_of(body) == expected
 
 
 @pytest.mark.parametrize(
@@ -166,4 +212,4 @@ def test_an_empty_study_has_metrics_too(db, token_client):
     make_question(make_study(slug="metrics-s"))
     response = token_client.get(METRICS)
     assert response.status_code == 200
-    assert response.json() == command_json()
+    assert report_of(response.json()) == command_json()

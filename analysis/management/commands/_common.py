@@ -8,7 +8,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from analysis import exports, services, vote_import
+from analysis import exports, reports, services, vote_import
 from analysis.forms import FilterForm
 from annotations.models import Study
 
@@ -84,7 +84,7 @@ class ExportCommand(BaseCommand):
         study = study_by_slug(options["study"])
         kwargs = {}
         if self.takes_filters:
-            groups, _ = services.study_groups(study=study)
+            groups, _ = reports.study_groups(study=study)
             form = filter_form(options, groups, services.study_runs(study=study), services.study_subsets(study=study))
             kwargs["filters"] = form.filters()
             if self.export == "metrics":
