@@ -41,7 +41,7 @@ from annotations.study_files import StudyFileError, study_export
 from annotations.tasks import study_upload_import_queue
 from biasstudy.limits import VOTES_PER_ITEM_MAX
 from biasstudy.queue import QueueUnavailable
-from biasstudy.rendering import MAX_MARKDOWN_CHARS
+from biasstudy.rendering import MAX_TEXT_CHARS
 
 
 def _short(text: str, length: int = 80) -> str:
@@ -376,7 +376,7 @@ class QuestionAdmin(admin.ModelAdmin):
     """A new question is added with its two answers in one form, and gets its control item;
     afterwards its answers (and hand-made variants) are edited below it."""
 
-    formfield_overrides = {models.TextField: {"max_length": MAX_MARKDOWN_CHARS}}
+    formfield_overrides = {models.TextField: {"max_length": MAX_TEXT_CHARS}}
     list_display = ("external_id", "short_text", "bloom_level", "study", "is_gold")
     list_filter = ("study", "bloom_level", "is_gold")
     search_fields = ("external_id", "text")

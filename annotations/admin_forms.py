@@ -9,7 +9,7 @@ from django.db.models import Q
 
 from annotations.models import Answer, PerturbationKind, Question, Study
 from annotations.study_files import validate_answer_record
-from biasstudy.rendering import MAX_MARKDOWN_CHARS, validate_markdown
+from biasstudy.rendering import MAX_TEXT_CHARS, validate_markdown
 
 
 class StudyUploadForm(forms.Form):
@@ -59,14 +59,14 @@ class QuestionCreateForm(forms.ModelForm):
     answer_a1 = forms.CharField(
         label="Answer A1",
         widget=forms.Textarea(attrs={"rows": 8}),
-        max_length=MAX_MARKDOWN_CHARS,
+        max_length=MAX_TEXT_CHARS,
         validators=[validate_markdown],
         help_text="Markdown. For an attention check: the better answer.",
     )
     answer_a2 = forms.CharField(
         label="Answer A2",
         widget=forms.Textarea(attrs={"rows": 8}),
-        max_length=MAX_MARKDOWN_CHARS,
+        max_length=MAX_TEXT_CHARS,
         validators=[validate_markdown],
         help_text="Markdown. For an attention check: the worse answer.",
     )
@@ -114,7 +114,7 @@ class AnswerForm(forms.ModelForm):
     study file may hold, the JSON fields of the types the review page and the checks read
     (annotations.study_files), and a variant's original an answer of the same question."""
 
-    text = forms.CharField(widget=forms.Textarea, strip=False, max_length=MAX_MARKDOWN_CHARS)
+    text = forms.CharField(widget=forms.Textarea, strip=False, max_length=MAX_TEXT_CHARS)
 
     class Meta:
         model = Answer

@@ -124,6 +124,10 @@ def render_key(text: str) -> str:
 # the chen2024 and MT-bench data has 5,554 characters). Study files refuse text over
 # MAX_MARKDOWN_CHARS.
 MAX_MARKDOWN_CHARS = 20_000
+# What any way in stores (forms, the API, study and vote files): one bound for all, so that what
+# one accepts the others take back. Longer than MAX_MARKDOWN_CHARS is shown as plain text; real
+# answers run longer than that (an AlpacaEval model's answer has 24,456 characters).
+MAX_TEXT_CHARS = 50_000
 MAX_MARKUP = 1_000  # characters that make markup or tags (MARKUP_CHARACTERS)
 MAX_BRACKETS = 100  # "["
 MAX_SCAN_COST = 100_000  # characters the bracket scans may cover, summed over the text
@@ -189,8 +193,8 @@ def nesting_depth(text: str) -> int:
 def text_problem(text: str) -> str | None:
     """Why `text` may not be stored as markdown (too long, nested too deep), or None: the one
     rule of every way in (forms, the API, study and vote files)."""
-    if len(text) > MAX_MARKDOWN_CHARS:
-        return f"at most {MAX_MARKDOWN_CHARS:,} characters, got {len(text):,}"
+    if len(text) > MAX_TEXT_CHARS:
+        return f"at most {MAX_TEXT_CHARS:,} characters, got {len(text):,}"
     if (depth := nesting_depth(text)) > MAX_NESTING:
         return f"lists or block quotes nested {depth} levels deep; at most {MAX_NESTING}"
     return None

@@ -7,7 +7,7 @@ from django.db.models import Q
 
 from annotations.models import Answer, PerturbationKind, Study, validate_context
 from biasstudy.limits import SEED_MAX
-from biasstudy.rendering import MAX_MARKDOWN_CHARS, validate_markdown
+from biasstudy.rendering import MAX_TEXT_CHARS, validate_markdown
 from judges.models import LLMJudge
 from perturbations.services import (
     METHODS,
@@ -191,7 +191,7 @@ class EditForm(forms.Form):
     text = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 18, "cols": 100}),
         strip=False,
-        max_length=MAX_MARKDOWN_CHARS,
+        max_length=MAX_TEXT_CHARS,
         validators=[validate_markdown],
     )
     note = forms.CharField(required=False, max_length=2000, help_text="Why you changed it (kept with the revision).")

@@ -1,5 +1,5 @@
 """Staff editing a question or an answer in the admin are held to what a study file may hold: text
-no longer than MAX_MARKDOWN_CHARS, and JSON fields of the types the review page and the checks
+no longer than MAX_TEXT_CHARS, and JSON fields of the types the review page and the checks
 read (a `checks` of [1, 2] once broke the variant list for every study)."""
 
 import pytest
@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 from django.test import RequestFactory
 
 from annotations.models import Answer, Question
-from biasstudy.rendering import MAX_MARKDOWN_CHARS
+from biasstudy.rendering import MAX_TEXT_CHARS
 from tests.factories import make_question, make_study
 
 
@@ -51,7 +51,7 @@ def test_the_answer_form_takes_well_typed_values(answer):
         ("inserted_errors", "[3]", "inserted_errors[0]: must be an object"),
         ("inserted_errors", '[{"error": 1}]', "inserted_errors[0].error: must be text"),
         ("provenance", '{"edits": 3}', "provenance.edits: must be a list"),
-        ("text", "a" * (MAX_MARKDOWN_CHARS + 1), f"at most {MAX_MARKDOWN_CHARS} characters"),
+        ("text", "a" * (MAX_TEXT_CHARS + 1), f"at most {MAX_TEXT_CHARS} characters"),
     ],
 )
 def test_the_answer_form_refuses_what_a_study_file_may_not_hold(answer, field, value, message):
@@ -59,7 +59,7 @@ def test_the_answer_form_refuses_what_a_study_file_may_not_hold(answer, field, v
     assert not form.is_valid()
     assert message in " ".join(form.errors[field])
     answer.refresh_from_db()
-    assert answer.checks == {} and len(answer.text) < MAX_MARKDOWN_CHARS
+    assert answer.checks == {} and len(answer.text) < MAX_TEXT_CHARS
 
 
 def test_the_question_form_caps_its_text(answer):
@@ -69,7 +69,7 @@ def test_the_question_form_caps_its_text(answer):
         "study": question.study_id,
         "external_id": "q",
         "bloom_level": "remembering",
-        "text": "a" * (MAX_MARKDOWN_CHARS + 1),
+        "text": "a" * (MAX_TEXT_CHARS + 1),
     }
     form = form_class(data, instance=question)
     assert not form.is_valid() and "text" in form.errors

@@ -7,7 +7,13 @@ import time
 import pytest
 
 from biasstudy import rendering
-from biasstudy.rendering import MAX_MARKDOWN_CHARS, markup_scan_cost, render_markdown, renders_as_markdown
+from biasstudy.rendering import (
+    MAX_MARKDOWN_CHARS,
+    MAX_TEXT_CHARS,
+    markup_scan_cost,
+    render_markdown,
+    renders_as_markdown,
+)
 
 ADVERSARIAL = {
     "unclosed links": "[a](" * 5_000,
@@ -83,6 +89,6 @@ def test_the_longest_answers_of_the_published_data_sizes_render_as_markdown():
 def test_the_admin_edit_form_holds_no_more_than_one_field_may_hold():
     from perturbations.forms import EditForm
 
-    assert EditForm({"text": "a" * MAX_MARKDOWN_CHARS}).is_valid()
-    too_long = EditForm({"text": "a" * (MAX_MARKDOWN_CHARS + 1)})
+    assert EditForm({"text": "a" * MAX_TEXT_CHARS}).is_valid()
+    too_long = EditForm({"text": "a" * (MAX_TEXT_CHARS + 1)})
     assert not too_long.is_valid() and "text" in too_long.errors

@@ -194,10 +194,10 @@ def test_chen2024_raw_answer_of_the_wrong_type_is_a_400_from_the_api(token_clien
     assert nothing_written()
 
 
-def test_a_text_over_the_rendering_limit_is_refused(db, tmp_path):
+def test_a_text_over_the_storage_limit_is_refused(db, tmp_path):
     document = minimal_document()
-    variant(document)["text"] = "word " * 4001
-    with pytest.raises(CommandError, match=r"answers\[2\]\.text: at most 20,000 characters, got 20,005"):
+    variant(document)["text"] = "word " * 10_001
+    with pytest.raises(CommandError, match=r"answers\[2\]\.text: at most 50,000 characters, got 50,005"):
         call_command("import_study", str(write(tmp_path, document)), "--format", "biasstudy")
     assert nothing_written()
 

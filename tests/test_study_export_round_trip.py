@@ -52,5 +52,5 @@ def test_a_study_made_through_the_api_round_trips(token_client, tmp_path):
 def test_the_admin_refuses_text_the_study_file_would_refuse(staff_client, field):
     response = staff_client.post(reverse("admin:annotations_study_add"), study_data(**{field: "x" * 100_000}))
     assert response.status_code == 200
-    assert "at most 20,000 characters" in response.context["adminform"].form.errors[field][0]
+    assert "at most 50,000 characters" in response.context["adminform"].form.errors[field][0]
     assert not Study.objects.exists()

@@ -63,7 +63,7 @@ INSERTED_ERROR_FIELDS = {"original", "error", "explanation", "description"}
 # Bounds on what one document may hold, whatever it came through (command or API): no value
 # nested deeper than MAX_DEPTH (a deeper one costs recursion in every reader after us), no
 # number that JSON columns or Python's float cannot hold, and no text shown to raters longer
-# than MAX_MARKDOWN_CHARS (biasstudy.rendering renders no more than that as markdown).
+# than MAX_TEXT_CHARS (biasstudy.rendering: the bound of every way in).
 MAX_DEPTH = 32
 MAX_INTEGER = 2**63 - 1
 MAX_DERIVATION_DEPTH = 8
