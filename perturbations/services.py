@@ -17,6 +17,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from annotations import context as context_text
+from annotations import lengths
 from annotations.models import Answer, ComparisonItem, PerturbationKind, Question, Study
 from biasstudy import rendering
 from judges.models import LLMJudge
@@ -155,7 +156,7 @@ def rule_context(*, question: Question) -> rules.RuleContext:
 
 
 def _measured(answer: Answer) -> dict:
-    return {"words": answer.len_words, "chars": answer.len_chars, "bpe": answer.len_bpe}
+    return {measure: getattr(answer, f"len_{measure}") for measure in lengths.MEASURES}
 
 
 # Kinds that need the model to list the errors it planted (see modelgen), and which the local
