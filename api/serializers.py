@@ -191,6 +191,9 @@ class LLMJudgeSerializer(serializers.ModelSerializer):
     variable that holds one (`api_key_env`), which is shown."""
 
     name = serializers.CharField(source="judge.name", read_only=True)
+    # Blank means the provider's own URL, so not a URI field: the schema said "format: uri" and
+    # the answer held "" for every judge on a hosted provider.
+    base_url = serializers.CharField(read_only=True, help_text="A URL, or empty for the provider's own.")
 
     class Meta:
         model = LLMJudge

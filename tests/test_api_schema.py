@@ -110,10 +110,12 @@ def test_answers_about_real_objects_match_the_schema_too(api_schema, voted_study
     config = make_llm_judge()
     run = judge_run_start(study=voted_study.study, judge=config.judge, enqueue=False)
     other = make_llm_judge()
+    hosted = make_llm_judge(base_url="", api_key_env="OPENAI_API_KEY")  # blank: the provider's own URL
     variant = perturbation_generate(study=voted_study.study, kind="rich_content", seed=1).created[0]
     cases = [
         ("GET", "/api/v1/llm-judges/", {}, {}, None, 200),
         ("GET", "/api/v1/llm-judges/{id}/", {"id": config.pk}, {}, None, 200),
+        ("GET", "/api/v1/llm-judges/{id}/", {"id": hosted.pk}, {}, None, 200),
         ("GET", "/api/v1/runs/", {}, {"study": slug}, None, 200),
         ("GET", "/api/v1/runs/{id}/", {"id": run.pk}, {}, None, 200),
         ("GET", "/api/v1/studies/{slug}/metrics/", {"slug": slug}, {"bootstrap": 20, "group": "reference"}, None, 200),
