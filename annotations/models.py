@@ -768,6 +768,15 @@ class Lease(models.Model):
     def __str__(self) -> str:
         return f"{self.rater} / {self.item_id}"
 
+    @property
+    def page(self) -> dict[str, RenderedText]:
+        """What the task page shows: the question and both answers in the order shown, each with
+        its `html` (read the lease with its item's question and answers, or each is a query)."""
+        item = self.item
+        first, second = (item.answer_a1, item.answer_a2)
+        left, right = (first, second) if self.shown_first == Shown.A1_FIRST else (second, first)
+        return {"question": item.question, "left": left, "right": right}
+
 
 class SlotQuerySet(models.QuerySet):
     def rateable(self) -> SlotQuerySet:
