@@ -23,7 +23,6 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotations.models import ComparisonItem, Vote, choice_from_shown
-from biasstudy.bulk import insert_ignoring_conflicts
 from judges import backends
 from judges.models import CachedResponse, JudgeRun
 from judges.parsing import parse_vote
@@ -315,7 +314,7 @@ def write_outcomes(run: JudgeRun, outcomes: list[Outcome]) -> bool:
     with transaction.atomic():
         entries = [entry for outcome in outcomes for entry in outcome.new_cache]
         if entries:
-            insert_ignoring_conflicts(CachedResponse, entries)
+            CachedResponse.objects.bulk_create(entries, ignore_conflicts=True)
         for outcome in outcomes:
             fields = _vote_fields(run, outcome)
             if outcome.unit.existing_vote_id is None:
@@ -333,7 +332,7 @@ def write_outcomes(run: JudgeRun, outcomes: list[Outcome]) -> bool:
         if new_votes:
             # The (run, item, round) constraint makes a vote slot unique; the run is claimed by
             # one worker, so a conflict can only be a slot already stored.
-            insert_ignoring_conflicts(Vote, new_votes)
+            Vote.objects.bulk_create(new_votes, ignore_conflicts=True)
         return bool(
             JudgeRun.objects.filter(pk=run.pk, status=JudgeRun.Status.RUNNING).update(heartbeat_at=timezone.now())
         )
