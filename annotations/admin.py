@@ -452,7 +452,7 @@ class VoteAdmin(admin.ModelAdmin):
         "assignment",
         "received_at",
     )
-    list_filter = ("item__study", "judge__kind", "judge", "run", "choice", "shown_first", "not_familiar", "parse_status", "item__kind")
+    list_filter = ("item__study", "judge__kind", "judge", "run_id", "choice", "shown_first", "not_familiar", "parse_status", "item__kind")
     search_fields = ("rater__participant_id", "item__question__external_id", "raw_output")
     date_hierarchy = "received_at"
     list_select_related = ("item__question", "item__kind", "judge", "rater")

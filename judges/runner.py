@@ -320,7 +320,7 @@ def write_outcomes(run: JudgeRun, outcomes: list[Outcome]) -> bool:
             if outcome.unit.existing_vote_id is None:
                 new_votes.append(
                     Vote(
-                        run=run,
+                        run_id=run.pk,
                         judge_id=run.judge_id,
                         item_id=outcome.unit.item_id,
                         round=outcome.unit.planned.round,

@@ -128,7 +128,7 @@ def test_a_failed_vote_retried_in_place_by_its_run_is_seen_in_the_next_frame(liv
 
     run = judge_run_start(study=live_study, judge=make_llm_judge().judge, enqueue=False)
     item = live_study.items.filter(kind__isnull=True).first()
-    failed = make_vote(item, run.judge, run=run, choice_shown=None, parse_status="failed")
+    failed = make_vote(item, run.judge, run_id=run.pk, choice_shown=None, parse_status="failed")
     assert loader.study_frame(live_study).set_index("vote_id").loc[failed.pk, "parse_status"] == "failed"
     # As judges.runner.write_outcomes retries it: the vote rewritten, the run's heart beaten.
     Vote.objects.filter(pk=failed.pk, parse_status="failed").update(
