@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
 
 import numpy as np
+from django.db.models import OuterRef, Subquery
 
 from analysis import loader, metrics, report, services, stats
 from analysis.frame import CONTROL, Filters, apply_filters, exclusion_masks
@@ -138,8 +139,6 @@ def votes_rows(study: Study, *, chunk_size: int = 2000) -> Iterator[list]:
     analysis (the study's own thresholds) does with it."""
     yield VOTE_COLUMNS
     excluded = exclusions(study)
-    # A vote names its run by id (Vote.run_id); a study has few runs.
-    run_configs = dict(JudgeRun.objects.filter(study=study).values_list("pk", "config"))
     judges = {j.id: j for j in Judge.objects.filter(votes__item__study=study).distinct()}
     fields = [
         "id",
@@ -179,11 +178,16 @@ def votes_rows(study: Study, *, chunk_size: int = 2000) -> Iterator[list]:
         "rater__flag_reason",
         "meta",
     ]
-    queryset = Vote.objects.filter(item__study=study).order_by("id").values_list(*fields)
+    # A vote names its run by id (Vote.run_id): the run's configuration comes in the same query.
+    run_config = Subquery(JudgeRun.objects.filter(pk=OuterRef("run_id")).values("config")[:1])
+    fields.append("run_config")
+    queryset = (
+        Vote.objects.filter(item__study=study).annotate(run_config=run_config).order_by("id").values_list(*fields)
+    )
     for row in queryset.iterator(chunk_size=chunk_size):
         rec = dict(zip(fields, row, strict=True))
         judge = judges[rec["judge_id"]]
-        run_config = run_configs.get(rec["run_id"]) or {}
+        run_config = rec["run_config"] or {}
         provenance = {f: run_config.get(f) or judge.params.get(f, "") for f in _PROVENANCE}
         probs = rec["option_probs"] or {}
         kind = rec["item__kind__slug"]
