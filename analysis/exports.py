@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
 
 import numpy as np
+from django.db.models import OuterRef, Subquery
 
 from analysis import loader, metrics, report, reports, services, stats
 from analysis.frame import CONTROL, Filters, apply_filters, exclusion_masks
@@ -114,10 +115,6 @@ def csv_lines(rows: Iterable[list]) -> Iterator[str]:
         yield writer.writerow([neutralise(v) for v in row])
 
 
-def _run_fields() -> list[str]:
-    return ["config"] if "config" in {f.name for f in JudgeRun._meta.get_fields()} else []
-
-
 def exclusions(study: Study) -> dict[int, list[str]]:
     """Vote id → every reason the default analysis (the study's own settings) leaves it out
     (votes it counts are absent). The analysis's own rules (``exclusion_masks``) run on the few
@@ -143,7 +140,6 @@ def votes_rows(study: Study, *, chunk_size: int = 2000) -> Iterator[list]:
     analysis (the study's own thresholds) does with it."""
     yield VOTE_COLUMNS
     excluded = exclusions(study)
-    run_fields = _run_fields()
     judges = {j.id: j for j in Judge.objects.filter(votes__item__study=study).distinct()}
     fields = [
         "id",
@@ -182,13 +178,17 @@ def votes_rows(study: Study, *, chunk_size: int = 2000) -> Iterator[list]:
         "received_at",
         "rater__flag_reason",
         "meta",
-        *[f"run__{f}" for f in run_fields],
     ]
-    queryset = Vote.objects.filter(item__study=study).order_by("id").values_list(*fields)
+    # A vote names its run by id (Vote.run_id): the run's configuration comes in the same query.
+    run_config = Subquery(JudgeRun.objects.filter(pk=OuterRef("run_id")).values("config")[:1])
+    fields.append("run_config")
+    queryset = (
+        Vote.objects.filter(item__study=study).annotate(run_config=run_config).order_by("id").values_list(*fields)
+    )
     for row in queryset.iterator(chunk_size=chunk_size):
         rec = dict(zip(fields, row, strict=True))
         judge = judges[rec["judge_id"]]
-        run_config = rec.get("run__config") or {}
+        run_config = rec["run_config"] or {}
         provenance = {f: run_config.get(f) or judge.params.get(f, "") for f in _PROVENANCE}
         probs = rec["option_probs"] or {}
         kind = rec["item__kind__slug"]

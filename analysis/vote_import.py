@@ -22,7 +22,6 @@ from django.utils import timezone
 from analysis import importers
 from annotations import lengths
 from annotations.models import ComparisonItem, Judge, PerturbationKind, Rater, Slot, Study, Vote
-from biasstudy import bulk
 
 log = logging.getLogger(__name__)
 
@@ -160,7 +159,7 @@ class VotesPlan:
     judges: list[Judge]
     raters: list[Rater]
     raters_added: dict[int, list[int]]  # votes added → ids of the study's raters who get that many
-    votes: bulk.PreparedRows
+    votes: list[Vote]
     counts: dict[str, int]
 
 
@@ -384,9 +383,9 @@ def votes_prepare(*, study: Study, parsed: importers.Parsed) -> VotesPlan:
                 seen.add((v.rater, v.question, v.group))
         rows.append(
             {
-                "item_id": item,  # the parent object: its id is read when the row is written
-                "judge_id": judges[v.judge],
-                "rater_id": rater,
+                "item": item,  # perhaps unsaved: bulk_create reads its id when the vote is written
+                "judge": judges[v.judge],
+                "rater": rater,
                 "round": v.round,
                 "label_scheme": v.label_scheme,
                 "labels_swapped": v.labels_swapped,
@@ -405,7 +404,7 @@ def votes_prepare(*, study: Study, parsed: importers.Parsed) -> VotesPlan:
             }
         )
     counts["votes"] = len(rows)
-    linked = Counter(row["rater_id"].participant_id for row in rows if row["rater_id"] is not None)
+    linked = Counter(row["rater"].participant_id for row in rows if row["rater"] is not None)
     for rater in new_raters:
         rater.votes_done = linked[rater.participant_id]
     raters_added: dict[int, list[int]] = {}
@@ -423,8 +422,8 @@ def votes_prepare(*, study: Study, parsed: importers.Parsed) -> VotesPlan:
         judges=new_judges,
         raters=new_raters,
         raters_added=raters_added,
-        # Rows, not model instances: Vote.save() does nothing for a vote whose choice is set.
-        votes=bulk.prepare_rows(Vote, rows),
+        # Written by bulk_create: Vote.save() does nothing for a vote whose choice is set.
+        votes=[Vote(**row) for row in rows],
         counts=counts,
     )
 
@@ -449,7 +448,7 @@ def votes_write(plan: VotesPlan, *, study: Study) -> None:
     Slot.objects.bulk_create(plan.slots, batch_size=1000)  # bulk_create skips save(), which makes them
     Judge.objects.bulk_create(plan.judges)
     Rater.objects.bulk_create(plan.raters, batch_size=1000)
-    bulk.insert_prepared(plan.votes)
+    Vote.objects.bulk_create(plan.votes, batch_size=1000)
     for added, ids in plan.raters_added.items():
         Rater.objects.filter(pk__in=ids).update(votes_done=F("votes_done") + added)
     # How long raters' votes could not be written (SQLite) or the transaction stayed open.

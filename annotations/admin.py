@@ -548,7 +548,7 @@ class VoteAdmin(admin.ModelAdmin):
         "item__study",
         "judge__kind",
         "judge",
-        "run",
+        "run_id",
         "choice",
         "shown_first",
         "not_familiar",

@@ -11,6 +11,8 @@ def _create_cache_table(sender, using: str = "default", verbosity: int = 1, **kw
 
 class AnnotationsConfig(AppConfig):
     name = "annotations"
+    # Its own, not only the project's DEFAULT_AUTO_FIELD: the app's migrations made BigAutoFields.
+    default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
         post_migrate.connect(_create_cache_table, sender=self)

@@ -16,7 +16,8 @@ either order at random.
 
 Races are settled by the database. Every transaction here first locks the rater's row, so one
 rater's requests (two tabs, a double click) run one after the other; a claim locks its slot with
-SKIP LOCKED on PostgreSQL, so it never waits for another rater's claim. On SQLite every
+SKIP LOCKED on PostgreSQL, so it never waits for another rater's claim, and takes it with an
+UPDATE that names the state it found (its row count says whether it won). On SQLite every
 transaction begins IMMEDIATE (settings): one writer at a time. A vote that arrives after its
 slot went to someone else is stored all the same, flagged late; if it counts, it gets a slot of
 its own and the item one more free slot in the other order, so that the orders are equal again
@@ -25,20 +26,16 @@ once that one is filled.
 
 from __future__ import annotations
 
-import fcntl
 import math
 import random
 import secrets
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db import connection, transaction
-from django.db.models import QuerySet
+from django.db import transaction
+from django.db.models import Exists, FilteredRelation, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
-from annotations import statements
 from annotations.models import Judge, Lease, Rater, Shown, Slot, Study, Vote, choice_from_shown
 
 
@@ -67,19 +64,42 @@ class VoteOutcome:
     late: bool  # arrived after the lease had expired
 
 
+# What the task page shows of a lease: its item's question and both answers.
+_PAGE = ("item__question", "item__answer_a1", "item__answer_a2")
+
+
+def rater_in_study(rater_id: int, slug: str) -> Rater | None:
+    """The rater with this id in the study with this slug, with their study and
+    `pending_lease`: their pending lease (expired or not) with its item's texts, or None; in
+    one query. None if there is no such rater there."""
+    pending = FilteredRelation("leases", condition=Q(leases__voted_at__isnull=True, leases__released_at__isnull=True))
+    raters = Rater.objects.annotate(pending_lease=pending)
+    raters = raters.select_related("study", *(f"pending_lease__{path}" for path in _PAGE))
+    # At most one pending lease (a constraint), so at most one row.
+    rater = raters.filter(pk=rater_id, study__slug=slug).order_by().first()
+    if rater is not None and not hasattr(rater, "pending_lease"):
+        rater.pending_lease = None  # select_related sets a filtered relation only when it found a row
+    return rater
+
+
+def pending_lease(rater: Rater) -> Lease | None:
+    """The rater's pending lease, expired or not, with its item's texts (Lease.page)."""
+    return Lease.objects.pending().select_related(*_PAGE).filter(rater=rater).order_by().first()
+
+
 def lease_next(*, rater: Rater, pending: Lease | None = None, now: datetime | None = None) -> Lease | None:
     """The rater's current item: their pending lease if it still holds (or can be renewed),
-    else a new one, with its `page` (what the task page shows). None when the rater gets
-    nothing now: target reached, study not collecting, or no slot free for them. `pending` is
-    their pending lease if the caller has just read it (statements.rater_in_study reads it
-    with the rater), to save reading it again; never one read before a vote."""
+    else a new one, with its item's texts (Lease.page). None when the rater gets nothing now:
+    target reached, study not collecting, or no slot free for them. `pending` is their pending
+    lease if the caller has just read it (rater_in_study reads it with the rater), to save
+    reading it again; never one read before a vote."""
     now = now or timezone.now()
-    lease = pending or statements.pending_lease(rater)
+    lease = pending or pending_lease(rater)
     if lease is not None and lease.expires_at > now:
         return lease
-    # As little Python as can be under the write lock (SQLite's is the whole database's): the
-    # page is read after it.
-    with write_transaction():
+    # As little as can be under the write lock (SQLite's is the whole database's): the page is
+    # read after it.
+    with transaction.atomic():
         _lock(rater)
         lease = Lease.objects.pending().filter(rater=rater).first()  # again: another tab may have taken one
         if lease is not None and lease.expires_at <= now and not _lease_renew(lease, study=rater.study, now=now):
@@ -88,7 +108,7 @@ def lease_next(*, rater: Rater, pending: Lease | None = None, now: datetime | No
             lease = None
         if lease is None and _lease_claim(rater, now=now) is None:
             return None
-    return statements.pending_lease(rater)
+    return pending_lease(rater)
 
 
 def vote_record(
@@ -118,61 +138,106 @@ def vote_record(
     study, Study.DoesNotExist when the study is a draft and not `drafts`; nothing is recorded.
     """
     now = now or timezone.now()
-    with write_transaction():
-        lease = statements.lease_to_vote(rater_id, slug, token)
-        rater = lease.rater if lease else statements.rater_in_study(rater_id, slug)  # then only to tell why
-        if rater is None:
-            raise Rater.DoesNotExist(f"no rater {rater_id} in the study {slug!r}")
-        study = rater.study
-        if study.status == Study.Status.DRAFT and not drafts:
-            raise Study.DoesNotExist(f"the study {slug!r} is a draft")
-        if lease is None:
-            raise LeaseNotFound(rater)
+    with transaction.atomic():
+        lease = _lease_to_vote(rater_id, slug, token)
+        rater = _voter(lease, rater_id=rater_id, slug=slug, drafts=drafts)
         if lease.voted_at is not None:
-            vote = Vote.objects.get(rater=rater, item_id=lease.item_id)
-            info = vote.meta.get("assignment", {})
-            counted, late = info.get("counted", False), info.get("late", False)
-            return VoteOutcome(vote, rater, created=False, counted=counted, late=late)
+            return _stored_outcome(lease)
         if rate is not None and rater.votes_done >= rate[0]:  # fewer votes in all cannot be too many
             _check_rate(rater, rate, now)
-        server_ms = max(0, int((now - lease.created_at).total_seconds() * 1000))
-        # The browser's time, at most the server's (models.RESPONSE_MS), else the server's.
-        decided_ms = server_ms if client_ms is None else min(client_ms, server_ms)
-        too_fast = decided_ms < study.threshold_ms(lease.words)
-        counted = not not_familiar and not too_fast
-        late = lease.released_at is not None or lease.expires_at <= now
-        vote = Vote.objects.create(
-            item_id=lease.item_id,
-            judge_id=lease.human_pool_id or judge_human_pool(study=study).pk,
-            rater=rater,
-            shown_first=lease.shown_first,
-            choice_shown=choice_shown,
-            choice=choice_from_shown(lease.shown_first, choice_shown) if choice_shown else None,
-            not_familiar=not_familiar,
-            client_ms=client_ms,
-            server_ms=server_ms,
-            received_at=now,
-            meta={"assignment": {"counted": counted, "too_fast": too_fast, "late": late}},
-        )
-        Lease.objects.filter(pk=lease.pk).update(voted_at=now)
-        held = _held(lease)
-        if lease.is_gold:
-            rater.score_attention_check(correct=vote.choice == "a1" and not not_familiar)
-        else:
-            # Seen is seen: a not-familiar or too-fast vote moves the rater's balance too.
-            rater.a2_first_lead += 1 if lease.shown_first == Shown.A2_FIRST else -1
-            if counted and not held.update(vote=vote):
-                _slot_for_late_vote(lease, vote)
-            elif not counted:
-                held.update(rater=None, claimed_at=None)
-        rater.votes_done += 1
-        rater.last_seen_at = now
-        saved = ["votes_done", "a2_first_lead", "last_seen_at", "gold_seen", "gold_correct", "flagged", "flag_reason"]
-        rater.save(update_fields=saved)
+        vote = _vote_create(lease, choice_shown=choice_shown, not_familiar=not_familiar, client_ms=client_ms, now=now)
+        _vote_close(lease, vote, now=now)
         # A released lease was not the rater's pending one: they have another item already.
         if hand_out_next and lease.released_at is None:
             _lease_claim(rater, now=now)
-    return VoteOutcome(vote, rater, created=True, counted=counted, late=late)
+    info = vote.meta["assignment"]
+    return VoteOutcome(vote, rater, created=True, counted=info["counted"], late=info["late"])
+
+
+def _lease_to_vote(rater_id: int, slug: str, token: str) -> Lease | None:
+    """The lease with this token of the rater with this id in the study with this slug,
+    whatever its state, with `rater` (and their study) and the item's answers (their lengths
+    set the too-fast threshold), and `human_pool_id`, the study's human Judge (None before
+    there is one). Locks the rater's row and the lease, the rater first as in every
+    transaction of the rater path: a read that waited for the lock then sees both rows as the
+    transaction it waited for left them (PostgreSQL reads a locked row afresh; the study and
+    answers are not locked). On SQLite the transaction already holds the one write lock."""
+    human_pool = Judge.objects.filter(study=OuterRef("study_id"), kind=Judge.Kind.HUMAN).order_by("pk").values("pk")
+    leases = Lease.objects.select_related("rater__study", "item__answer_a1", "item__answer_a2")
+    leases = leases.select_for_update(of=("rater", "self")).annotate(human_pool_id=Subquery(human_pool[:1]))
+    return leases.filter(rater_id=rater_id, rater__study__slug=slug, token=token).order_by().first()
+
+
+def _voter(lease: Lease | None, *, rater_id: int, slug: str, drafts: bool) -> Rater:
+    """The rater of the lease to vote on, or the reason there is nothing to record: no such
+    rater in the study (Rater.DoesNotExist), a draft (Study.DoesNotExist), no such lease of
+    theirs (LeaseNotFound)."""
+    rater = (
+        lease.rater if lease else Rater.objects.select_related("study").filter(pk=rater_id, study__slug=slug).first()
+    )
+    if rater is None:
+        raise Rater.DoesNotExist(f"no rater {rater_id} in the study {slug!r}")
+    if rater.study.status == Study.Status.DRAFT and not drafts:
+        raise Study.DoesNotExist(f"the study {slug!r} is a draft")
+    if lease is None:
+        raise LeaseNotFound(rater)
+    return rater
+
+
+def _stored_outcome(lease: Lease) -> VoteOutcome:
+    """A resubmission: the vote already stored on the lease, as it was recorded."""
+    vote = Vote.objects.get(rater=lease.rater, item_id=lease.item_id)
+    info = vote.meta.get("assignment", {})
+    return VoteOutcome(
+        vote, lease.rater, created=False, counted=info.get("counted", False), late=info.get("late", False)
+    )
+
+
+def _vote_create(lease: Lease, *, choice_shown: str, not_familiar: bool, client_ms: int | None, now: datetime) -> Vote:
+    """Store the vote on the lease, with whether it counts (familiar and not too fast) and
+    whether it came late in `meta["assignment"]`."""
+    study = lease.rater.study
+    server_ms = max(0, int((now - lease.created_at).total_seconds() * 1000))
+    # The browser's time, at most the server's (models.RESPONSE_MS), else the server's.
+    decided_ms = server_ms if client_ms is None else min(client_ms, server_ms)
+    too_fast = decided_ms < study.threshold_ms(lease.item.answer_a1.len_words + lease.item.answer_a2.len_words)
+    counted = not not_familiar and not too_fast
+    late = lease.released_at is not None or lease.expires_at <= now
+    return Vote.objects.create(
+        item_id=lease.item_id,
+        judge_id=lease.human_pool_id or judge_human_pool(study=study).pk,
+        rater=lease.rater,
+        shown_first=lease.shown_first,
+        choice_shown=choice_shown,
+        choice=choice_from_shown(lease.shown_first, choice_shown) if choice_shown else None,
+        not_familiar=not_familiar,
+        client_ms=client_ms,
+        server_ms=server_ms,
+        received_at=now,
+        meta={"assignment": {"counted": counted, "too_fast": too_fast, "late": late}},
+    )
+
+
+def _vote_close(lease: Lease, vote: Vote, *, now: datetime) -> None:
+    """What a stored vote changes: its lease is voted; a counted vote closes its slot (or one
+    of its own, when the slot went to someone else), an uncounted one frees it; the rater's
+    counts and balance move on."""
+    rater = lease.rater
+    Lease.objects.filter(pk=lease.pk).update(voted_at=now)
+    held = _held(lease)
+    if lease.is_gold:
+        rater.score_attention_check(correct=vote.choice == "a1" and not vote.not_familiar)
+    else:
+        # Seen is seen: a not-familiar or too-fast vote moves the rater's balance too.
+        rater.a2_first_lead += 1 if lease.shown_first == Shown.A2_FIRST else -1
+        if not vote.meta["assignment"]["counted"]:
+            held.update(rater=None, claimed_at=None)
+        elif not held.update(vote=vote):
+            _slot_for_late_vote(lease, vote)
+    rater.votes_done += 1
+    rater.last_seen_at = now
+    saved = ["votes_done", "a2_first_lead", "last_seen_at", "gold_seen", "gold_correct", "flagged", "flag_reason"]
+    rater.save(update_fields=saved)
 
 
 def judge_human_pool(*, study: Study) -> Judge:
@@ -183,12 +248,14 @@ def judge_human_pool(*, study: Study) -> Judge:
 
 def unseen(queryset: QuerySet, rater: Rater) -> QuerySet:
     """The slots or items of `queryset` on questions the rater has not been handed (with
-    `one_variant_per_question` off: items they have not been handed)."""
-    seen = Lease.objects.filter(rater=rater)
+    `one_variant_per_question` off: items they have not been handed). Asked of each candidate
+    (NOT EXISTS, one probe of the lease's (rater, question) or (rater, item) index), not as a
+    list of all the rater's leases, which PostgreSQL hashed on every claim."""
+    seen = Lease.objects.filter(rater_id=rater.pk)
     if rater.study.one_variant_per_question:
-        return queryset.exclude(question_id__in=seen.values("question_id"))
+        return queryset.filter(~Exists(seen.filter(question_id=OuterRef("question_id"))))
     item = "item_id" if queryset.model is Slot else "pk"
-    return queryset.exclude(**{f"{item}__in": seen.values("item_id")})
+    return queryset.filter(~Exists(seen.filter(item_id=OuterRef(item))))
 
 
 def in_order_needed(slots: QuerySet, rater: Rater) -> QuerySet:
@@ -198,23 +265,16 @@ def in_order_needed(slots: QuerySet, rater: Rater) -> QuerySet:
     return slots.filter(shown_first=order) if order else slots
 
 
-@contextmanager
-def write_transaction() -> Iterator[None]:
-    """A transaction of the rater path. On SQLite (one writer at a time for the whole database)
-    raters' writers first queue for a lock file beside the database: the kernel hands it to the
-    next waiter the moment it is free, where SQLite's busy handler would have slept between
-    tries (at 32 raters that sleeping, not work, set the pace). Other writers (judge runs,
-    imports) still meet the raters at SQLite's own lock."""
-    path = str(connection.settings_dict["NAME"])
-    in_memory = ":memory:" in path or "mode=memory" in path
-    if connection.vendor != "sqlite" or not transaction.get_autocommit() or in_memory:
-        with transaction.atomic():
-            yield
-        return
-    with open(f"{path}.writers", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed, whatever happens
-        with transaction.atomic():
-            yield
+# What a rater's other requests change, refreshed from their row whenever it is locked.
+LOCKED_RATER_FIELDS = (
+    "votes_done",
+    "a2_first_lead",
+    "target",
+    "gold_seen",
+    "gold_correct",
+    "flagged",
+    "flag_reason",
+)
 
 
 def _lock(rater: Rater) -> None:
@@ -222,7 +282,7 @@ def _lock(rater: Rater) -> None:
     wait for every other one) and refresh what their other requests change, and the study's
     status."""
     locked = Rater.objects.select_for_update(of=("self",)).filter(pk=rater.pk)
-    row = locked.values(*statements.LOCKED_RATER_FIELDS, "study__status").get()
+    row = locked.values(*LOCKED_RATER_FIELDS, "study__status").get()
     rater.study.status = row.pop("study__status")
     for name, value in row.items():
         setattr(rater, name, value)
@@ -254,11 +314,45 @@ def _lease_claim(rater: Rater, *, now: datetime) -> Lease | None:
         gold = unseen(study.items.approved().gold(), rater).order_by("?").values_list("pk", "question_id").first()
         if gold is not None:
             return _lease_create(rater, *gold, random.choice(Shown.values), now, gold=True)
-    expired = now - timedelta(seconds=study.lease_seconds)
-    claim = statements.slot_claim(
-        study=study, rater_id=rater.pk, order=rater.order_needed(), now=now, claimed_before=expired
-    )
+    claim = _slot_claim(rater, now=now)
     return None if claim is None else _lease_create(rater, *claim, now)
+
+
+def free_slots(rater: Rater, *, now: datetime) -> QuerySet:
+    """The slots the rater may claim at `now`, first first: open (no counted vote) on an
+    approved item, free (never claimed, or claimed longer ago than the study's lease time), on
+    a question (an item) they have not been handed, in the display order their own balance
+    needs; lowest round, then rank. The walk of `slot_open_in_order` stops at the first."""
+    slots = Slot.objects.filter(_free(rater.study, now), study=rater.study).rateable()
+    return in_order_needed(unseen(slots, rater), rater).order_by("round", "rank")
+
+
+def _free(study: Study, now: datetime) -> Q:
+    """An open slot that nobody holds at `now`: never claimed, freed, or claimed longer ago than
+    the study's lease time."""
+    expired = now - timedelta(seconds=study.lease_seconds)
+    return Q(vote__isnull=True) & (Q(rater__isnull=True) | Q(claimed_at__lte=expired))
+
+
+# Tries of a claim whose slot was taken between its choice and its UPDATE: none is expected
+# (the choice locks the slot, or SQLite's transaction holds the write lock), but the UPDATE's
+# row count, not that expectation, decides.
+CLAIM_TRIES = 3
+
+
+def _slot_claim(rater: Rater, *, now: datetime) -> tuple[int, int, str] | None:
+    """Claim for the rater the first of `free_slots` (by the rater, not their lease, which is
+    made after it); its (item id, question id, order), or None when there is none. SKIP LOCKED:
+    a claim never waits for another rater's claim of the same slot, it takes the next one."""
+    slots = free_slots(rater, now=now).select_for_update(skip_locked=True, of=("self",))
+    for _ in range(CLAIM_TRIES):
+        first = slots.values_list("pk", "item_id", "question_id", "shown_first").first()
+        if first is None:
+            return None
+        pk, *claim = first
+        if Slot.objects.filter(_free(rater.study, now), pk=pk).update(rater_id=rater.pk, claimed_at=now):
+            return tuple(claim)
+    return None
 
 
 def _held(lease: Lease) -> QuerySet:

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import secrets
 
+from django.db import transaction
 from django.db.models import DateTimeField, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from annotations.assignment import in_order_needed, judge_human_pool, unseen, write_transaction
+from annotations.assignment import in_order_needed, judge_human_pool, unseen
 from annotations.models import Rater, Slot, Study
 
 
@@ -35,7 +36,7 @@ def rater_enter(
     if not participant_id:
         raise ValueError("rater_enter: participant_id is empty")
     now = timezone.now()
-    with write_transaction():
+    with transaction.atomic():
         judge_human_pool(study=study)
         rater, created = Rater.objects.get_or_create(
             study=study,

@@ -699,7 +699,11 @@ class Vote(models.Model):
     item = models.ForeignKey(ComparisonItem, on_delete=models.PROTECT, related_name="votes")
     judge = models.ForeignKey(Judge, on_delete=models.PROTECT, related_name="votes")
     rater = models.ForeignKey(Rater, null=True, blank=True, on_delete=models.PROTECT, related_name="votes")
-    run = models.ForeignKey("judges.JudgeRun", null=True, blank=True, on_delete=models.PROTECT, related_name="votes")
+    # The judge run that wrote an LLM vote, by its id: the judges app gives it its meaning
+    # (JudgeRun.votes), so that the core app needs no other app installed.
+    run_id = models.BigIntegerField(
+        null=True, blank=True, db_index=True, help_text="The judge run that wrote the vote."
+    )
     round = models.PositiveSmallIntegerField(default=0, help_text="Which of an LLM judge's votes on the item this is.")
     shown_first = models.CharField(max_length=2, choices=Shown.choices)
     choice_shown = models.CharField(max_length=6, choices=ChoiceShown.choices, null=True, blank=True)
@@ -736,7 +740,9 @@ class Vote(models.Model):
                 fields=["rater", "item"], condition=Q(rater__isnull=False), name="vote_once_per_rater_item"
             ),
             models.UniqueConstraint(
-                fields=["run", "item", "round"], condition=Q(run__isnull=False), name="vote_once_per_run_item_round"
+                fields=["run_id", "item", "round"],
+                condition=Q(run_id__isnull=False),
+                name="vote_once_per_run_item_round",
             ),
             # The meaning must agree with what was shown; a vote with no choice has neither.
             models.CheckConstraint(
@@ -829,6 +835,17 @@ class Lease(models.Model):
 
     def __str__(self) -> str:
         return f"{self.rater} / {self.item_id}"
+
+    @property
+    def page(self) -> dict[str, RenderedText]:
+        """What the task page shows: the question and both answers in the order shown, each with
+        its `html` (read the lease with its item's question and answers, or each is a query), and
+        a context kind's line with the answers named as this page names them (plain text, or '')."""
+        item = self.item
+        first, second = (item.answer_a1, item.answer_a2)
+        left, right = (first, second) if self.shown_first == Shown.A1_FIRST else (second, first)
+        context = context_text.for_rater(item.answer_a2.context or "", self.shown_first)
+        return {"question": item.question, "left": left, "right": right, "context": context}
 
 
 class SlotQuerySet(models.QuerySet):

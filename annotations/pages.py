@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
 from functools import wraps
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -27,7 +29,7 @@ from django.views.decorators.clickjacking import xframe_options_exempt
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
 
-from annotations import assignment, completion, ratelimit, statements
+from annotations import assignment, completion, ratelimit
 from annotations.forms import EnterForm, PlatformForm, turk_submit_origin
 from annotations.models import Rater, Study
 
@@ -103,10 +105,10 @@ def cookie_rater_id(request: HttpRequest, slug: str) -> int | None:
 
 def cookie_rater(request: HttpRequest, slug: str) -> Rater | None:
     """The rater the cookie names in the study of this slug, with their study and their pending
-    lease (one query: statements.rater_in_study); None without a valid cookie. A draft is not
+    lease (one query: assignment.rater_in_study); None without a valid cookie. A draft is not
     found for anyone but staff."""
     rater_id = cookie_rater_id(request, slug)
-    rater = None if rater_id is None else statements.rater_in_study(rater_id, slug)
+    rater = None if rater_id is None else assignment.rater_in_study(rater_id, slug)
     if rater is not None and rater.study.status == Study.Status.DRAFT and not is_staff(request):
         raise Http404("No such study.")
     return rater
@@ -161,58 +163,92 @@ def study_landing(request: HttpRequest, slug: str) -> HttpResponse:
 
 def _landing(request: HttpRequest, study: Study) -> HttpResponse:
     platform_form = PlatformForm(request.GET)
-    platform = platform_form.platform()
-    preview = platform_form.is_mturk_preview()
     current = cookie_rater(request, study.slug)
+    platform = platform_form.platform()
     if current is not None and (platform is None or platform[1] == current.participant_id):
         return redirect("annotations:task", slug=study.slug)
-    cookies_blocked = False
-    if study.allow_mturk_frame and request.method == "GET":
-        if FRAME_CHECK not in request.GET:
-            return _check_cookies(request)
-        cookies_blocked = FRAME_CHECK not in request.COOKIES
+    if study.allow_mturk_frame and request.method == "GET" and FRAME_CHECK not in request.GET:
+        return _check_cookies(request)
+    arrival = _Arrival.of(request, study, platform_form)
+    if request.method == "POST":
+        entered = _enter(request, study, arrival)
+        if entered is not None:
+            return entered
+    return _landing_page(request, study, arrival)
 
-    platform_id = platform[1] if platform else None
-    # Whoever the platform link names, if they took part: they get back in (to their code) when
-    # the study is full, and are not asked to consent again.
-    returning = None
-    if platform_id is not None:
-        returning = Rater.objects.filter(study=study, participant_id=platform_id).only("consent_at").first()
-    consented_at = returning.consent_at if returning else None
-    # Bound on every POST: a returning rater's form may have no field at all to send.
-    data = request.POST if request.method == "POST" else None
-    form = EnterForm(data, platform_id=platform_id, consented=consented_at is not None)
-    collecting = study.status == Study.Status.COLLECTING
+
+@dataclass
+class _Arrival:
+    """Who arrives at the landing page, as their link and form say."""
+
+    platform_form: PlatformForm
+    platform: tuple[str, str, dict] | None  # (source, participant id, meta) from a platform's link
+    preview: bool  # MTurk's preview of a HIT: nobody may enter from it
+    # Whoever the platform link names, if they took part: they get back in (to their code)
+    # when the study is full, and are not asked to consent again.
+    consented_at: datetime | None
+    form: EnterForm
     # A study whose every slot has its vote takes nobody new; whoever took part still gets back
     # in (to their code): a platform link that names them, or the id they type on the full page.
-    full = collecting and returning is None and completion.study_is_full(study=study)
-    if request.method == "POST":
-        limited = _over_limit(request, "enter", ratelimit.client_address(request), settings.RATER_ENTRY_RATE)
-        if limited is not None:
-            return limited
-    if request.method == "POST" and collecting and not preview and form.is_valid():
-        source, participant_id, meta = platform or (Rater.Source.DIRECT, form.cleaned_data["participant_id"], {})
-        if not full or Rater.objects.filter(study=study, participant_id=participant_id.strip()).exists():
-            rater = completion.rater_enter(study=study, participant_id=participant_id, source=source, source_meta=meta)
-            return remember_rater(redirect("annotations:task", slug=study.slug), rater)
-        if platform is None:
+    full: bool
+
+    @property
+    def platform_id(self) -> str | None:
+        return self.platform[1] if self.platform else None
+
+    @classmethod
+    def of(cls, request: HttpRequest, study: Study, platform_form: PlatformForm) -> _Arrival:
+        platform = platform_form.platform()
+        returning = None
+        if platform is not None:
+            returning = Rater.objects.filter(study=study, participant_id=platform[1]).only("consent_at").first()
+        consented_at = returning.consent_at if returning else None
+        # Bound on every POST: a returning rater's form may have no field at all to send.
+        data = request.POST if request.method == "POST" else None
+        form = EnterForm(data, platform_id=platform[1] if platform else None, consented=consented_at is not None)
+        collecting = study.status == Study.Status.COLLECTING
+        full = collecting and returning is None and completion.study_is_full(study=study)
+        preview = platform_form.is_mturk_preview()
+        return cls(platform_form, platform, preview, consented_at, form, full)
+
+
+def _enter(request: HttpRequest, study: Study, arrival: _Arrival) -> HttpResponse | None:
+    """A posted entry: the rater in, on to their task; None when the page is to be shown again
+    (the form's errors, a preview, a study not collecting)."""
+    limited = _over_limit(request, "enter", ratelimit.client_address(request), settings.RATER_ENTRY_RATE)
+    if limited is not None:
+        return limited
+    form = arrival.form
+    if study.status != Study.Status.COLLECTING or arrival.preview or not form.is_valid():
+        return None
+    source, participant_id, meta = arrival.platform or (Rater.Source.DIRECT, form.cleaned_data["participant_id"], {})
+    if arrival.full and not Rater.objects.filter(study=study, participant_id=participant_id.strip()).exists():
+        if arrival.platform is None:
             form.add_error(
                 "participant_id", "Nobody has taken part with this id, and the study is full: it takes no one new."
             )
+        return None
+    rater = completion.rater_enter(study=study, participant_id=participant_id, source=source, source_meta=meta)
+    return remember_rater(redirect("annotations:task", slug=study.slug), rater)
+
+
+def _landing_page(request: HttpRequest, study: Study, arrival: _Arrival) -> HttpResponse:
     new_tab_query = request.GET.copy()
     new_tab_query.pop(FRAME_CHECK, None)
+    form = arrival.form
     context = {
         "study": study,
         "form": form,
-        "full": full,
+        "full": arrival.full,
         # On a full study only someone who took part may enter, by typing their id.
-        "resume_form": full and platform_id is None and not preview,
-        "platform_id": platform_id,
-        "consented_at": consented_at,
-        "preview": preview,
-        "link_problems": platform_form.id_problems(),
+        "resume_form": arrival.full and arrival.platform_id is None and not arrival.preview,
+        "platform_id": arrival.platform_id,
+        "consented_at": arrival.consented_at,
+        "preview": arrival.preview,
+        "link_problems": arrival.platform_form.id_problems(),
         "query": request.GET.urlencode(),
-        "cookies_blocked": cookies_blocked,
+        # Inside MTurk's frame, after the check: a browser that blocks third-party cookies.
+        "cookies_blocked": study.allow_mturk_frame and request.method == "GET" and FRAME_CHECK not in request.COOKIES,
         "new_tab_query": new_tab_query.urlencode(),
     }
     return render(request, "annotations/landing.html", context, status=400 if form.errors else 200)

@@ -149,6 +149,9 @@ class VoteSerializer(serializers.ModelSerializer):
     study = serializers.SlugField(source="study_slug", read_only=True)
     group = serializers.CharField(read_only=True, help_text='"control", "gold" or the perturbation kind\'s slug.')
     pseudonym = serializers.SerializerMethodField(help_text="The rater's pseudonym R<id>, for human votes.")
+    run = serializers.IntegerField(
+        source="run_id", read_only=True, allow_null=True, help_text="The judge run that wrote the vote."
+    )
 
     class Meta:
         model = Vote

@@ -1,4 +1,5 @@
-"""/health/: is this instance able to serve? Checks the database, the task queue and judge runs.
+"""/health/: is this instance able to serve? Checks the database, the task queue and what the
+installed apps add (judge runs).
 
 Load balancers poll it; it answers 200 when everything is fine and 503 when not. Anonymous
 callers (the load balancer) get only {"status": "ok"} or {"status": "unhealthy"}; signed-in
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import timedelta
 
+from django.apps import apps
 from django.core.exceptions import DisallowedHost
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -50,36 +52,16 @@ def _check_tasks() -> dict:
     return report
 
 
-def _check_judge_runs() -> dict:
-    """Running judge runs whose worker has not written for twice the stale time: the watchdog
-    (judges.tasks.watch_run) should have resumed them after one, so no worker is taking them.
-    And queued runs no worker took for as long as a task may wait (STALE_AFTER, or twice the
-    stale time if longer): no worker is running, or the run's job is lost (Redis restarted
-    without its data, or the queue refused the job and the run could not be undone either).
-    A queued run's heartbeat_at is when it was queued; resuming it queues it again."""
-    from judges.models import JudgeRun, stale_after
-
-    now = timezone.now()
-    runs = JudgeRun.objects.order_by("pk")
-    stalled = list(
-        runs.filter(status=JudgeRun.Status.RUNNING, heartbeat_at__lt=now - 2 * stale_after()).values_list(
-            "pk", flat=True
-        )[:20]
-    )
-    untaken = list(
-        runs.filter(
-            status=JudgeRun.Status.QUEUED, heartbeat_at__lt=now - max(STALE_AFTER, 2 * stale_after())
-        ).values_list("pk", flat=True)[:20]
-    )
-    report: dict = {"ok": not (stalled or untaken)}
-    if stalled:
-        report.update(stalled_runs=stalled, error="judge runs stopped making progress: is a worker running?")
-    if untaken:
-        report["untaken_runs"] = untaken
-        report["error"] = "; ".join(
-            filter(None, [report.get("error"), "queued judge runs no worker took: is a worker running? (resume them)"])
-        )
-    return report
+def _app_checks() -> list[tuple[str, Callable[[], dict]]]:
+    """The checks the installed apps add: an app's AppConfig may name its own in a
+    `health_checks()` method ({name: check}), so that this module imports no app (the judges
+    app adds its runs' check, judges.apps)."""
+    checks = []
+    for config in apps.get_app_configs():
+        provide = getattr(config, "health_checks", None)
+        if provide is not None:
+            checks += provide().items()
+    return checks
 
 
 def _is_staff(request: HttpRequest) -> bool:
@@ -93,9 +75,9 @@ def _is_staff(request: HttpRequest) -> bool:
 @require_GET
 def health(request: HttpRequest) -> JsonResponse:
     checks = {}
-    for name, check in (("database", _check_database), ("tasks", _check_tasks), ("judge_runs", _check_judge_runs)):
-        if name == "judge_runs" and not checks["database"]["ok"]:
-            continue
+    for name, check in [("database", _check_database), ("tasks", _check_tasks), *_app_checks()]:
+        if name not in ("database", "tasks") and not checks["database"]["ok"]:
+            continue  # the apps' checks read the database
         try:
             checks[name] = check()
         except Exception as exc:  # noqa: BLE001 - any failure is the answer

@@ -218,7 +218,7 @@ class JudgeRunAdmin(admin.ModelAdmin):
             "progress": run.progress(),
             "can_change": self.has_change_permission(request, run),
             "resume_form": ResumeForm(),
-            "votes_url": f"{reverse('admin:annotations_vote_changelist')}?run__id__exact={run.pk}"
+            "votes_url": f"{reverse('admin:annotations_vote_changelist')}?run_id__exact={run.pk}"
             if self.admin_site.is_registered(run.votes.model)
             else "",
         }

@@ -10,11 +10,12 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, ProtectedError, Q, Sum
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 from django.utils import timezone
 
+from annotations.models import Vote
 from judges import prompts
 
 ENV_NAME = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -216,6 +217,18 @@ class JudgeRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.judge} on {self.study} ({self.status})"
+
+    @property
+    def votes(self) -> models.QuerySet[Vote]:
+        """The votes the run wrote: the core app keeps the run's id on each (Vote.run_id)."""
+        return Vote.objects.filter(run_id=self.pk)
+
+    def delete(self, *args, **kwargs) -> tuple[int, dict[str, int]]:
+        """Refused for a run with votes, which would be left naming a run that is gone (the
+        database no longer refuses it: the core app's votes hold the run's id, not a key)."""
+        if self.votes.exists():
+            raise ProtectedError(f"the run {self.pk} has votes", set(self.votes[:10]))
+        return super().delete(*args, **kwargs)
 
     @property
     def is_stale(self) -> bool:

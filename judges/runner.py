@@ -36,7 +36,6 @@ from django.db import InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
 
 from annotations.models import ComparisonItem, Vote, choice_from_shown
-from biasstudy.bulk import insert_ignoring_conflicts
 from judges import backends
 from judges.models import CachedResponse, JudgeRun, stale_after
 from judges.parsing import parse_vote
@@ -357,13 +356,13 @@ def write_outcomes(run: JudgeRun, outcomes: list[Outcome]) -> bool:
     with transaction.atomic():
         entries = [entry for outcome in outcomes for entry in outcome.new_cache]
         if entries:
-            insert_ignoring_conflicts(CachedResponse, entries)
+            CachedResponse.objects.bulk_create(entries, ignore_conflicts=True)
         for outcome in outcomes:
             fields = _vote_fields(run, outcome)
             if outcome.unit.existing_vote_id is None:
                 new_votes.append(
                     Vote(
-                        run=run,
+                        run_id=run.pk,
                         judge_id=run.judge_id,
                         item_id=outcome.unit.item_id,
                         round=outcome.unit.planned.round,
@@ -376,7 +375,7 @@ def write_outcomes(run: JudgeRun, outcomes: list[Outcome]) -> bool:
             # The (run, item, round) constraint makes a vote slot unique; the run is claimed by
             # one worker, so a conflict can only be a slot already stored (or stored by the
             # worker that took over a run this one was too long silent in).
-            insert_ignoring_conflicts(Vote, new_votes)
+            Vote.objects.bulk_create(new_votes, ignore_conflicts=True)
         beat = _running(run).update(heartbeat_at=beat_at)
     if beat:
         run.heartbeat_at = beat_at  # once committed: a failed commit leaves the last beat as it was
@@ -439,7 +438,7 @@ def replies_restore(run: JudgeRun) -> int:
     restored = 0
     for path in sorted(Path(settings.JUDGE_RUN_REPLIES_DIR).glob(f"run-{run.pk}-*.json")):
         entries = [CachedResponse(**entry) for entry in json.loads(path.read_text(encoding="utf-8"))]
-        insert_ignoring_conflicts(CachedResponse, entries)
+        CachedResponse.objects.bulk_create(entries, ignore_conflicts=True)
         path.unlink()  # once stored: a failed insert leaves the file for the next resume
         restored += len(entries)
     if restored:

@@ -116,7 +116,7 @@ def judge_run_start(
     if enqueue:
         _enqueue(
             run,
-            # A run no worker took has no votes (and Vote.run protects one that has).
+            # A run no worker took has no votes (and JudgeRun.delete refuses one that has).
             undo=lambda: JudgeRun.objects.filter(pk=run.pk, status=JudgeRun.Status.QUEUED).delete(),
             what=f"starting a run of {judge.name!r} on {study.slug!r}",
         )

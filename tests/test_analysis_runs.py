@@ -25,11 +25,11 @@ def two_runs(db):
     newer = JudgeRun.objects.create(study=study, judge=judge, status="cancelled", config={"votes_per_item": 2})
     for item in items:
         for r in range(2):
-            make_vote(item, judge, run=older, round=r, choice_shown="first", choice="a1")
+            make_vote(item, judge, run_id=older.pk, round=r, choice_shown="first", choice="a1")
     for item in items[:2]:
         for r in range(2):
-            make_vote(item, judge, run=newer, round=r, choice_shown="second", choice="a2")
-    make_vote(items[2], judge, run=newer, round=0, choice_shown="second", choice="a2")
+            make_vote(item, judge, run_id=newer.pk, round=r, choice_shown="second", choice="a2")
+    make_vote(items[2], judge, run_id=newer.pk, round=0, choice_shown="second", choice="a2")
     make_vote(items[0], human_pool(study), rater=make_rater(study), choice_shown="first", choice="a1")
     return study, judge, older, newer
 
@@ -78,8 +78,8 @@ def test_picked_runs_count_only_those_and_leave_votes_without_a_run_alone(two_ru
 
 def test_failed_requests_do_not_complete_an_item(two_runs):
     study, judge, older, newer = two_runs
-    item = Vote.objects.filter(run=newer, round=0).order_by("item_id").last().item
-    make_vote(item, judge, run=newer, round=1, choice_shown=None, choice=None, parse_status="failed")
+    item = Vote.objects.filter(run_id=newer.pk, round=0).order_by("item_id").last().item
+    make_vote(item, judge, run_id=newer.pk, round=1, choice_shown=None, choice=None, parse_status="failed")
     row = judge_row(analyze(study), judge)
     assert row["n_votes"] == 6  # the third item still comes from the older run
 

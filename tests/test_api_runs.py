@@ -55,7 +55,7 @@ def test_a_run_started_through_the_api_runs_and_its_votes_land(
     # The immediate task backend of the tests ran it on commit: every vote is in.
     run = JudgeRun.objects.get(pk=body["id"])
     assert run.status == JudgeRun.Status.DONE
-    assert Vote.objects.filter(run=run, judge=config.judge).count() == 9
+    assert Vote.objects.filter(run_id=run.pk, judge=config.judge).count() == 9
     assert len(server.log) == 9
     assert run.created_by.is_staff
 

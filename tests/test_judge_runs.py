@@ -189,7 +189,7 @@ def test_a_run_started_in_a_request_goes_to_the_task_queue(server, scripted_stud
     assert len(callbacks) == 1  # the immediate task backend of the tests ran it on commit
     run.refresh_from_db()
     assert run.status == JudgeRun.Status.DONE and run.votes.count() == 16
-    assert Vote.objects.filter(run=run, judge=config.judge).count() == 16
+    assert Vote.objects.filter(run_id=run.pk, judge=config.judge).count() == 16
 
 
 def test_label_order_is_counterbalanced_and_each_label_is_read_back_to_the_answer_shown(server, db):

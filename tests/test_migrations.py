@@ -110,3 +110,50 @@ def test_answers_stored_before_0023_get_their_pieces_between_single_spaces():
     _migrate_across("0022_markdown_validators", "0023_answer_len_spaces")
     assert Answer.objects.get(pk=first.pk).len_spaces == 2
     assert Answer.objects.get(pk=second.pk).len_spaces is None
+
+
+def _run_id_foreign_keys() -> list:
+    with connection.cursor() as cursor:
+        constraints = connection.introspection.get_constraints(cursor, "annotations_vote")
+    return [c["foreign_key"] for c in constraints.values() if c["foreign_key"] and c["columns"] == ["run_id"]]
+
+
+def _add_the_foreign_key_of_the_first_0002() -> None:
+    """What a database that ran 0002 before it was rewritten has: a foreign key from a vote's
+    run_id to judges.JudgeRun."""
+    from django.db import models
+
+    from annotations.models import Vote
+    from judges.models import JudgeRun
+
+    fk = models.ForeignKey(JudgeRun, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    fk.set_attributes_from_name("run")  # its column: run_id
+    fk.model = Vote
+    with connection.schema_editor() as editor:
+        editor.alter_field(Vote, Vote._meta.get_field("run_id"), fk)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_0026_drops_the_foreign_key_to_the_judges_app_that_older_databases_have_and_keeps_every_run():
+    from django.db import IntegrityError, transaction
+
+    from annotations.models import Vote
+    from judges.services import judge_run_start
+    from tests.factories import make_llm_judge, make_vote
+
+    study = make_study()
+    item = make_question(study).items.get()
+    judge = make_llm_judge().judge
+    run = judge_run_start(study=study, judge=judge, votes_per_item=1, enqueue=False)
+    vote = make_vote(item, judge, run_id=run.pk)
+    assert _run_id_foreign_keys() == [], "a database made now has none"
+    _migrate_to("0025_study_protocol_defaults")
+    try:
+        _add_the_foreign_key_of_the_first_0002()
+        assert _run_id_foreign_keys() == [("judges_judgerun", "id")]
+    finally:
+        _migrate_across("0026_answer_context", "0027_vote_run_id")
+    assert _run_id_foreign_keys() == [], "a plain column the judges app interprets"
+    assert Vote.objects.get(pk=vote.pk).run_id == run.pk and list(run.votes) == [vote]
+    with pytest.raises(IntegrityError), transaction.atomic():  # still one vote per run, item and round
+        make_vote(item, judge, run_id=run.pk)

@@ -374,9 +374,10 @@ def test_the_first_page_hands_out_an_item_with_a_pinned_query_count(rater, djang
     # the rater with their study and pending lease (none); the pending lease read again (lease_next
     # is not told "none": a read before a vote would be stale); then in a transaction (a savepoint
     # inside the test's, and its release): the rater locked, the pending lease again, the free
-    # slot claimed (chosen and taken in one statement), the lease inserted; after the
-    # transaction, the lease with its item, question and answers; the same on both databases
-    with django_assert_num_queries(9):
+    # slot chosen (and locked, SKIP LOCKED) then taken by a conditional UPDATE, the lease
+    # inserted; after the transaction, the lease with its item, question and answers; the same
+    # on both databases
+    with django_assert_num_queries(10):
         response = client.get(urls(rater.study)["task"])
     assert token_in(response)
 
@@ -387,9 +388,10 @@ def test_a_vote_hands_out_the_next_item_and_the_page_after_it_is_a_read(rater, d
     token = token_in(client.get(task))
     # in a transaction (savepoint and release): the rater with their study and the voted lease,
     # locked together, with its answers' lengths (no read of the rater before it); the vote
-    # inserted, the lease, the slot and the rater updated, the next free slot claimed and its
-    # lease inserted (the rate is not checked: the rater has fewer votes in all than it allows)
-    with django_assert_num_queries(9):
+    # inserted, the lease, the slot and the rater updated, the next free slot chosen and taken
+    # and its lease inserted (the rate is not checked: the rater has fewer votes in all than it
+    # allows)
+    with django_assert_num_queries(10):
         assert client.post(task, {"token": token, "choice": "first", "client_ms": "3000"}).status_code == 302
     with django_assert_num_queries(1):  # the rater with their study and the lease the vote handed out
         response = client.get(task)
@@ -401,7 +403,7 @@ def test_the_htmx_vote_query_count_is_pinned(rater, django_assert_num_queries):
     task = urls(rater.study)["task"]
     token = token_in(client.get(task))
     # the form's vote, then the lease it handed out with what the fragment shows
-    with django_assert_num_queries(10):
+    with django_assert_num_queries(11):
         response = client.post(task, {"token": token, "choice": "first", "client_ms": "3000"}, **HX)
     assert response.status_code == 200
     assert Slot.objects.filter(vote__isnull=False).count() == 1

@@ -35,7 +35,7 @@ def _grow(study, llm: Judge, run: JudgeRun, n: int) -> None:
         item = study.items.filter(question=question).first()
         rater = make_rater(study)
         Vote.objects.create(item=item, judge=humans, rater=rater, shown_first="a1", choice_shown="first", choice="a1")
-        Vote.objects.create(item=item, judge=llm, run=run, shown_first="a2", choice_shown="first", choice="a2")
+        Vote.objects.create(item=item, judge=llm, run_id=run.pk, shown_first="a2", choice_shown="first", choice="a2")
         Lease.objects.create(
             study=study, rater=rater, item=item, question=question, token=secrets.token_urlsafe(32),
             shown_first="a1", expires_at=timezone.now() + timedelta(minutes=5), voted_at=timezone.now(),

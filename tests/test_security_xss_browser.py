@@ -97,7 +97,7 @@ def poisoned(db):
     config = make_llm_judge(name=SHORT)
     run = JudgeRun.objects.create(study=study, judge=config.judge, status="done", total=2, error=BLOB)
     Vote.objects.create(
-        item=item, judge=config.judge, run=run, round=1, shown_first="a2", choice_shown=None, raw_output=BLOB,
+        item=item, judge=config.judge, run_id=run.pk, round=1, shown_first="a2", choice_shown=None, raw_output=BLOB,
         parse_status="invalid", error=BLOB, meta={"note": BLOB},
     )  # fmt: skip
     return {"study": study, "question": question, "variant": variant, "rater": rater, "vote": vote, "run": run,

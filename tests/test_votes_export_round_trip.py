@@ -58,7 +58,7 @@ def source_study():
                 Vote.objects.create(
                     item=item,
                     judge=judge,
-                    run=vote_run,
+                    run_id=vote_run.pk if vote_run else None,
                     round=k,
                     shown_first=shown_first,
                     choice_shown=None if unreadable else rng.choice(["first", "second", "second", "tie"]),

@@ -8,17 +8,42 @@ class Migration(migrations.Migration):
 
     initial = True
 
+    # Rewritten so that the core app migrates alone: the perturbation kinds' table is made here
+    # (it was the perturbations app's 0001, which depended on nothing of ours but 0001), and a
+    # vote's judge run is a plain indexed integer (it was a foreign key to judges.JudgeRun).
+    # A database that ran the first version has the same tables; 0026 drops the foreign key
+    # that only it has.
     dependencies = [
         ('annotations', '0001_initial'),
-        ('judges', '0001_initial'),
-        ('perturbations', '0001_initial'),
     ]
 
     operations = [
+        # The perturbation kinds' table, under the name it was first given by the perturbations
+        # app. The core app makes it: it needs no other app's migrations (the perturbations app's
+        # own 0001 and 0002 only tell Django of the model, for their history: see their notes).
+        migrations.CreateModel(
+            name='PerturbationKind',
+            fields=[
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('slug', models.SlugField(max_length=64, unique=True)),
+                ('name', models.CharField(max_length=120)),
+                ('description', models.TextField(blank=True)),
+                ('semantics', models.CharField(choices=[('degrading', 'degrading'), ('non_semantic', 'non-semantic')], max_length=16)),
+                ('steps', models.JSONField(blank=True, default=list)),
+                ('builtin', models.BooleanField(default=False)),
+                ('model_prompt', models.TextField(blank=True, help_text='Instructions for the model-based generator; empty uses the built-in wording. Placeholders: {question}, {answer}.')),
+                ('study', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='perturbation_kinds', to='annotations.study')),
+            ],
+            options={
+                'db_table': 'perturbations_perturbationkind',
+                'ordering': ['slug'],
+                'constraints': [models.CheckConstraint(condition=models.Q(('semantics__in', ['degrading', 'non_semantic'])), name='perturbationkind_semantics_valid'), models.CheckConstraint(condition=models.Q(('builtin', True), ('study__isnull', False), _negated=True), name='perturbationkind_builtin_has_no_study')],
+            },
+        ),
         migrations.AddField(
             model_name='answer',
             name='kind',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='answers', to='perturbations.perturbationkind'),
+            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='answers', to='annotations.perturbationkind'),
         ),
         migrations.AddField(
             model_name='comparisonitem',
@@ -33,7 +58,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='comparisonitem',
             name='kind',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='items', to='perturbations.perturbationkind'),
+            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='items', to='annotations.perturbationkind'),
         ),
         migrations.AddField(
             model_name='comparisonitem',
@@ -98,8 +123,8 @@ class Migration(migrations.Migration):
         ),
         migrations.AddField(
             model_name='vote',
-            name='run',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='votes', to='judges.judgerun'),
+            name='run_id',
+            field=models.BigIntegerField(blank=True, db_index=True, help_text='The judge run that wrote the vote.', null=True),
         ),
         migrations.AddConstraint(
             model_name='answer',
@@ -167,7 +192,7 @@ class Migration(migrations.Migration):
         ),
         migrations.AddConstraint(
             model_name='vote',
-            constraint=models.UniqueConstraint(condition=models.Q(('run__isnull', False)), fields=('run', 'item', 'round'), name='vote_once_per_run_item_round'),
+            constraint=models.UniqueConstraint(condition=models.Q(('run_id__isnull', False)), fields=('run_id', 'item', 'round'), name='vote_once_per_run_item_round'),
         ),
         migrations.AddConstraint(
             model_name='vote',

@@ -24,7 +24,6 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('annotations', '0004_study_constraint_messages'),
-        ('perturbations', '0002_revisions_and_prompts'),
     ]
 
     operations = [

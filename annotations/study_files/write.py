@@ -16,7 +16,6 @@ from annotations.models import Answer, ComparisonItem, PerturbationKind, Questio
 from annotations.signals import study_answers_prepared
 from annotations.study_files.read import study_file_read
 from annotations.study_files.validate import FORMAT_NAME, FORMAT_VERSION, STUDY_FIELDS, derive_items
-from biasstudy.bulk import PreparedRows, insert_prepared, insert_prepared_returning_ids, prepare_rows
 
 log = logging.getLogger(__name__)
 
@@ -109,18 +108,17 @@ def _prepare_gold(record: dict) -> tuple[Question, dict[str, Answer]]:
 
 @dataclass
 class _StudyRows:
-    """A study's rows, built and converted for the database before the import's transaction:
-    the study and its new kinds as objects (saved one by one), then each table's rows in the
-    order they are written (answers level by level, so each parent is saved before its
-    children), with the objects that take the new ids (None when no row refers to them). A
-    row's foreign keys are still its parent objects: their ids are read at the INSERT."""
+    """A study's rows, built before the import's transaction: the study and its new kinds
+    (saved one by one), then each table's objects in the order they are written (answers level
+    by level, so each parent is saved before its children). An object's foreign keys are its
+    parent objects, unsaved: bulk_create reads their ids once they have them."""
 
     study: Study
     kinds: list[PerturbationKind]  # the study's own kinds that do not exist yet
-    tables: list[tuple[list[models.Model] | None, PreparedRows]]
+    tables: list[tuple[type[models.Model], list[models.Model]]]
 
     def count(self) -> int:
-        return 1 + len(self.kinds) + sum(len(rows.values) for _, rows in self.tables)
+        return 1 + len(self.kinds) + sum(len(objs) for _, objs in self.tables)
 
 
 def _study_rows(document: dict, questions: list, gold: list) -> _StudyRows:
@@ -169,23 +167,9 @@ def _study_rows(document: dict, questions: list, gold: list) -> _StudyRows:
         items.append(ComparisonItem(study=study, question=question, answer_a1=better, answer_a2=worse))
     study_answers_prepared.send(sender=Study, study=study, answers=[answer for level in answers for answer in level])
     slots = Slot.objects.planned(study, items)  # the slots ComparisonItem.save() would have made
-    parents = [(Question, [question for question, _ in questions + gold])]
-    parents += [(Answer, level) for level in answers] + [(ComparisonItem, items)]
-    tables = [(objs, _prepared(model, objs)) for model, objs in parents]
-    return _StudyRows(study=study, kinds=new_kinds, tables=[*tables, (None, _prepared(Slot, slots))])
-
-
-def _prepared(model: type[models.Model], objs: list[models.Model]) -> PreparedRows:
-    """The objects' rows, each column's value converted for the database but a foreign key's,
-    which stays the object it was linked to (saved by the time these rows are written)."""
-    rows = []
-    for obj in objs:
-        row = {}
-        for field in obj._meta.concrete_fields:
-            if not field.primary_key:
-                row[field.attname] = getattr(obj, field.name if field.is_relation else field.attname)
-        rows.append(row)
-    return prepare_rows(model, rows)
+    tables: list[tuple[type[models.Model], list]] = [(Question, [question for question, _ in questions + gold])]
+    tables += [(Answer, level) for level in answers] + [(ComparisonItem, items), (Slot, slots)]
+    return _StudyRows(study=study, kinds=new_kinds, tables=tables)
 
 
 def _derivation_level(answer_id: str, parents: dict[str, str | None]) -> int:
@@ -206,14 +190,10 @@ def _insert_study(rows: _StudyRows) -> Study:
     rows.study.save()
     for kind in rows.kinds:
         kind.save()
-    # Every other row goes in without bulk_create's compiling of each value, which held the lock
-    # several times longer (bench_import_lock.py): the values were converted beforehand.
-    for objs, prepared in rows.tables:
-        if objs is None:
-            insert_prepared(prepared)
-        else:
-            for obj, pk in zip(objs, insert_prepared_returning_ids(prepared), strict=True):
-                obj.pk = pk
+    # bulk_create gives each object its new id (RETURNING, on PostgreSQL and SQLite 3.35+),
+    # which the next table's rows read from their parent objects.
+    for model, objs in rows.tables:
+        model.objects.bulk_create(objs, batch_size=1000)
     return rows.study
 
 

@@ -8,11 +8,13 @@ class Migration(migrations.Migration):
 
     initial = True
 
+    # The table is the core app's (annotations' 0002 makes it, under this app's name): here
+    # Django only learns of the model, which this app had until its 0003.
     dependencies = [
-        ('annotations', '0001_initial'),
+        ('annotations', '0002_initial'),
     ]
 
-    operations = [
+    operations = [migrations.SeparateDatabaseAndState(database_operations=[], state_operations=[
         migrations.CreateModel(
             name='PerturbationKind',
             fields=[
@@ -30,4 +32,4 @@ class Migration(migrations.Migration):
                 'constraints': [models.CheckConstraint(condition=models.Q(('semantics__in', ['degrading', 'non_semantic'])), name='perturbationkind_semantics_valid'), models.CheckConstraint(condition=models.Q(('builtin', True), ('study__isnull', False), _negated=True), name='perturbationkind_builtin_has_no_study')],
             },
         ),
-    ]
+    ])]

@@ -40,11 +40,12 @@ class Migration(migrations.Migration):
             },
             bases=('annotations.answer',),
         ),
-        migrations.AddField(
+        # The column is made with the table, by annotations' 0002: in Django's picture only.
+        migrations.SeparateDatabaseAndState(database_operations=[], state_operations=[migrations.AddField(
             model_name='perturbationkind',
             name='model_prompt',
             field=models.TextField(blank=True, help_text='Instructions for the model-based generator; empty uses the built-in wording. Placeholders: {question}, {answer}.'),
-        ),
+        )]),
         migrations.CreateModel(
             name='AnswerRevision',
             fields=[
