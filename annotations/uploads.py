@@ -389,7 +389,9 @@ def upload_file_write(path: Path, chunks) -> None:
         for chunk in chunks:
             written += len(chunk)
             if written > limit:
-                raise UploadTooLarge(f"the file is larger than the limit of {settings.API_IMPORT_MAX_MB} MB (API_IMPORT_MAX_MB)")
+                raise UploadTooLarge(
+                    f"the file is larger than the limit of {settings.API_IMPORT_MAX_MB} MB (API_IMPORT_MAX_MB)"
+                )
             out.write(chunk)
 
 

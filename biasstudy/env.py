@@ -84,7 +84,9 @@ def env_rate(name: str, default: str) -> tuple[int, int]:
     value = os.environ.get(name, default).strip()
     match = _RATE.fullmatch(value)
     if not match:
-        raise EnvError(f"environment variable {name}={value!r} is not a rate like 30/minute (second, minute, hour, day)")
+        raise EnvError(
+            f"environment variable {name}={value!r} is not a rate like 30/minute (second, minute, hour, day)"
+        )
     return int(match.group(1)), _PERIOD_SECONDS[match.group(2)]
 
 
@@ -99,7 +101,11 @@ def cache_from_url(url: str) -> dict:
     if not url:
         # Django culls a third of the entries once there are MAX_ENTRIES (300 by default), live
         # counters included: room for ten thousand raters counting in the same minute.
-        return {"BACKEND": "biasstudy.cache.AtomicDatabaseCache", "LOCATION": CACHE_TABLE, "OPTIONS": {"MAX_ENTRIES": 10_000}}
+        return {
+            "BACKEND": "biasstudy.cache.AtomicDatabaseCache",
+            "LOCATION": CACHE_TABLE,
+            "OPTIONS": {"MAX_ENTRIES": 10_000},
+        }
     if scheme in ("redis", "rediss"):
         return {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url}
     if url == "locmem://":

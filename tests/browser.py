@@ -76,7 +76,11 @@ def session_cookie(user, url: str) -> dict:
     """A cookie that logs the browser in as `user` on the live server at `url`."""
     client = Client()
     client.force_login(user)
-    return {"name": settings.SESSION_COOKIE_NAME, "value": client.cookies[settings.SESSION_COOKIE_NAME].value, "url": url}
+    return {
+        "name": settings.SESSION_COOKIE_NAME,
+        "value": client.cookies[settings.SESSION_COOKIE_NAME].value,
+        "url": url,
+    }
 
 
 def expect(locator: Any) -> Any:

@@ -113,12 +113,18 @@ def voted_study(small_study, rater):
     humans, bot = human_pool(small_study), make_judge()
     items = list(small_study.items.order_by("id"))
     human_votes = [make_vote(item, humans, rater=rater, client_ms=4000) for item in items]
-    bot_votes = [
-        make_vote(item, bot, shown_first="a2", choice_shown="second") for item in small_study.items.control()
-    ]
+    bot_votes = [make_vote(item, bot, shown_first="a2", choice_shown="second") for item in small_study.items.control()]
     return SimpleNamespace(
-        study=small_study, questions=questions, variant=variant, gold=gold, items=items, humans=humans,
-        bot=bot, rater=rater, human_votes=human_votes, bot_votes=bot_votes,
+        study=small_study,
+        questions=questions,
+        variant=variant,
+        gold=gold,
+        items=items,
+        humans=humans,
+        bot=bot,
+        rater=rater,
+        human_votes=human_votes,
+        bot_votes=bot_votes,
     )
 
 

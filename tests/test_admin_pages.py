@@ -58,7 +58,9 @@ def test_the_study_list_offers_the_votes_download_through_the_dashboard(staff_cl
 def test_votes_can_be_neither_added_nor_deleted_in_the_admin(staff_client, loaded):
     vote = Vote.objects.first()
     assert staff_client.get(reverse("admin:annotations_vote_add")).status_code == 403
-    assert staff_client.post(reverse("admin:annotations_vote_delete", args=[vote.pk]), {"post": "yes"}).status_code == 403
+    assert (
+        staff_client.post(reverse("admin:annotations_vote_delete", args=[vote.pk]), {"post": "yes"}).status_code == 403
+    )
     assert Vote.objects.filter(pk=vote.pk).exists()
 
 

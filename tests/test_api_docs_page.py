@@ -25,9 +25,7 @@ def test_the_docs_page_renders_every_endpoint_without_leaving_the_machine(live_s
 
     with chromium() as browser:
         context = browser.new_context(viewport={"width": 1280, "height": 1000})
-        context.add_cookies(
-            [session_cookie(make_staff(), live_server.url)]
-        )
+        context.add_cookies([session_cookie(make_staff(), live_server.url)])
         context.route("**/*", only_local)
         page = context.new_page()
         page.on("request", lambda request: requested.append(request.url))

@@ -92,7 +92,9 @@ def test_an_existing_slug_is_refused_and_nothing_is_written(token_client):
     assert Study.objects.get(slug="mini").title == "Mini"
 
 
-@pytest.mark.parametrize(("value", "message"), [(0, "at least 1"), (2**70, "too large to store"), (2**40, "less than or equal to")])
+@pytest.mark.parametrize(
+    ("value", "message"), [(0, "at least 1"), (2**70, "too large to store"), (2**40, "less than or equal to")]
+)
 def test_a_value_the_database_would_refuse_is_a_400_naming_the_setting(token_client, value, message):
     # The file checks apply the model's own validators and constraints before anything is written.
     response = post_json(token_client, minimal_document(votes_per_item=value))
@@ -171,7 +173,9 @@ def zipped(files: dict[str, str], name: str = "chen.zip") -> io.BytesIO:
 @pytest.mark.parametrize("folder", ["", "humans_llms_judgement_bias/"])
 def test_a_chen2024_zip_is_imported_from_its_root_or_its_folder(token_client, folder):
     raw, reference = chen_rows()
-    upload = zipped({f"{folder}raw.json": jsonl(raw), f"{folder}reference.json": jsonl(reference), f"{folder}README.md": "x"})
+    upload = zipped(
+        {f"{folder}raw.json": jsonl(raw), f"{folder}reference.json": jsonl(reference), f"{folder}README.md": "x"}
+    )
     response = token_client.post(URL, {"file": upload, "format": "chen2024"}, format="multipart")
     assert response.status_code == 201, response.content
     study = Study.objects.get(slug="chen2024")

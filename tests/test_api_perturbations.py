@@ -94,7 +94,9 @@ def test_model_based_generation_is_queued_and_the_worker_writes_the_variant(
             assert response.status_code == 202
             assert response.json()["queued"] is True
             assert not Answer.objects.variants().exists()  # nothing until the worker ran
-    assert callbacks and len(server.requests) == 1  # the task ran once, after the commit (the results cache adds a callback of its own)
+    assert (
+        callbacks and len(server.requests) == 1
+    )  # the task ran once, after the commit (the results cache adds a callback of its own)
     (variant,) = Answer.objects.variants()
     assert variant.review_status == Answer.Review.PENDING
     assert [e["error"] for e in variant.inserted_errors] == ["45 days", "magnetism"]
@@ -161,9 +163,15 @@ def test_what_the_review_refuses_is_a_400_and_changes_nothing(plants, token_clie
     assert response.status_code == 400 and "already has 1 vote" in response.json()["detail"]
     assert ComparisonItem.objects.filter(answer_a2=variant).exists()
     original = question.answers.originals().first()
-    response = token_client.post(reverse("api:answer-review", args=[original.pk]), {"decision": "approve"}, format="json")
+    response = token_client.post(
+        reverse("api:answer-review", args=[original.pk]), {"decision": "approve"}, format="json"
+    )
     assert response.status_code == 400 and "original answer" in response.json()["detail"]
-    for body, field in [({}, "decision"), ({"decision": "maybe"}, "decision"), ({"decision": "approve", "note": "x" * 2001}, "note")]:
+    for body, field in [
+        ({}, "decision"),
+        ({"decision": "maybe"}, "decision"),
+        ({"decision": "approve", "note": "x" * 2001}, "note"),
+    ]:
         response = token_client.post(reverse("api:answer-review", args=[variant.pk]), body, format="json")
         assert response.status_code == 400 and field in response.json()
     assert not AnswerRevision.objects.exists()

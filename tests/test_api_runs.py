@@ -177,15 +177,15 @@ def test_llm_judges_are_listed_with_the_key_s_variable_name_only(db, token_clien
     assert b"sk-secret-value-123" not in response.content + detail.content
 
 
-@pytest.mark.parametrize(
-    "name", ["api:run-detail", "api:run-cancel", "api:run-resume", "api:llm-judge-detail"]
-)
+@pytest.mark.parametrize("name", ["api:run-detail", "api:run-cancel", "api:run-resume", "api:llm-judge-detail"])
 def test_a_missing_run_or_judge_is_a_404(db, token_client, name):
     url = reverse(name, args=[10**6])
     response = token_client.post(url) if name.endswith(("cancel", "resume")) else token_client.get(url)
     assert response.status_code == 404 and response.json()["detail"]
     huge = url.replace(str(10**6), str(2**70))
-    assert (token_client.post(huge) if name.endswith(("cancel", "resume")) else token_client.get(huge)).status_code == 404
+    assert (
+        token_client.post(huge) if name.endswith(("cancel", "resume")) else token_client.get(huge)
+    ).status_code == 404
 
 
 @pytest.mark.parametrize(

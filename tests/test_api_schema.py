@@ -59,7 +59,9 @@ def api_schema(voted_study, api_token):
 def operations(schema):
     for result in schema.get_all_operations():
         operation = result.ok()
-        if operation.path.startswith("/api/v1/") and (operation.method.upper() == "GET" or operation.path == "/api/v1/studies/"):
+        if operation.path.startswith("/api/v1/") and (
+            operation.method.upper() == "GET" or operation.path == "/api/v1/studies/"
+        ):
             yield operation
 
 
@@ -129,7 +131,14 @@ def test_answers_about_real_objects_match_the_schema_too(api_schema, voted_study
         ("POST", "/api/v1/runs/{id}/cancel/", {"id": run.pk}, {}, None, 200),
         ("POST", "/api/v1/runs/{id}/resume/", {"id": run.pk}, {}, {"retry_failed": False}, 200),
         ("POST", "/api/v1/studies/{slug}/perturbations/", {"slug": slug}, {}, {"kind": "reference", "seed": 3}, 201),
-        ("POST", "/api/v1/studies/{slug}/perturbations/", {"slug": slug}, {}, {"kind": "factual_error", "seed": 3}, 400),
+        (
+            "POST",
+            "/api/v1/studies/{slug}/perturbations/",
+            {"slug": slug},
+            {},
+            {"kind": "factual_error", "seed": 3},
+            400,
+        ),
         ("POST", "/api/v1/answers/{id}/review/", {"id": variant.pk}, {}, {"decision": "approve"}, 200),
     ]
     for method, path, path_parameters, query, body, expected in cases:

@@ -27,7 +27,10 @@ def many_votes(small_study):
     rows = []
     for _ in range(100):
         rater = make_rater(small_study)
-        rows += [Vote(item=item, judge=pool, rater=rater, shown_first="a1", choice_shown="tie", choice="tie") for item in items]
+        rows += [
+            Vote(item=item, judge=pool, rater=rater, shown_first="a1", choice_shown="tie", choice="tie")
+            for item in items
+        ]
     Vote.objects.bulk_create(rows)
     make_vote(items[0], pool)
     return list(Vote.objects.order_by("id").values_list("id", flat=True))
@@ -103,7 +106,10 @@ def test_votes_filter_by_time_received(voted_study, token_client):
     start = timezone.now() - timedelta(days=10)
     for day, vote in enumerate(votes):
         Vote.objects.filter(pk=vote.pk).update(received_at=start + timedelta(days=day))
-    window = {"received_since": (start + timedelta(days=1)).isoformat(), "received_before": (start + timedelta(days=3)).isoformat()}
+    window = {
+        "received_since": (start + timedelta(days=1)).isoformat(),
+        "received_before": (start + timedelta(days=3)).isoformat(),
+    }
     assert ids(token_client.get(URL, {"judge": voted_study.humans.pk, **window})) == [votes[1].pk, votes[2].pk]
 
 
@@ -125,7 +131,11 @@ def test_filters_combine(two_studies, token_client):
         ({"rater": "99999"}, "rater", "No rater with id 99999."),
         ({"group": "sarcasm"}, "group", "No group 'sarcasm'"),
         ({"received_since": "yesterday"}, "received_since", "Datetime has wrong format"),
-        ({"received_since": "2024-02-01T00:00:00Z", "received_before": "2024-01-01T00:00:00Z"}, "received_before", "later than"),
+        (
+            {"received_since": "2024-02-01T00:00:00Z", "received_before": "2024-01-01T00:00:00Z"},
+            "received_before",
+            "later than",
+        ),
         ({"cursor": "bm90IGEgY3Vyc29y"}, "cursor", "Invalid cursor"),
         ({"cursor": "%%%"}, "cursor", "Invalid cursor"),
         ({"cursor": base64.b64encode(b"p=abc").decode()}, "cursor", "Invalid cursor"),

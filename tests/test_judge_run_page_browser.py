@@ -10,7 +10,6 @@ from tests.judge_server import JudgeServer
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-
 @pytest.fixture
 def page():
     with chromium() as browser:

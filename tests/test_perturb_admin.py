@@ -77,7 +77,9 @@ def test_a_variant_imported_without_checks_is_checked_for_the_review_page(staff_
     Answer.objects.filter(pk__in=[v.pk for v in variants]).update(checks={})  # as a study file import leaves them
     page = staff_client.get(review_url(study)).content.decode()
     assert page.count('<td class="pt-over">') == over  # the length table is filled as for generated variants
-    assert not Answer.objects.filter(pk__in=[v.pk for v in variants]).exclude(checks={}).exists()  # a GET writes nothing
+    assert (
+        not Answer.objects.filter(pk__in=[v.pk for v in variants]).exclude(checks={}).exists()
+    )  # a GET writes nothing
 
 
 def test_the_review_page_filters_by_status_and_warnings(staff_client, study, variants):

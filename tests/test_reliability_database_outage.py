@@ -40,7 +40,9 @@ def votes() -> None:
     print(
         json.dumps(
             {
-                "votes": list(Vote.objects.filter(item__study__slug=SLUG).values_list("rater__participant_id", "item_id")),
+                "votes": list(
+                    Vote.objects.filter(item__study__slug=SLUG).values_list("rater__participant_id", "item_id")
+                ),
                 "voted_tokens": list(Lease.objects.filter(voted_at__isnull=False).values_list("token", flat=True)),
             }
         )

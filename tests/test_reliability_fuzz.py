@@ -40,7 +40,8 @@ scalars = (
     | st.sampled_from(["", " ", "\x00", "remembering", "reference", "q1-a1", "x" * 5000, "collecting", "-1"])
 )
 json_values = st.recursive(
-    scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=12), inner, max_size=3),
+    scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=12), inner, max_size=3),
     max_leaves=8,
 )
 
@@ -129,7 +130,10 @@ CHEN_RAW = {
     "question": "Why is the sky blue?",
     "level": "Understanding",
     "model_id": "m",
-    "answers": {"answer1": {"answer_id": "c1-a1", "answer": "Scattering."}, "answer2": {"answer_id": "c1-a2", "answer": "Rayleigh scattering."}},
+    "answers": {
+        "answer1": {"answer_id": "c1-a1", "answer": "Scattering."},
+        "answer2": {"answer_id": "c1-a2", "answer": "Rayleigh scattering."},
+    },
 }
 CHEN_REF = {
     "question_id": "c1-reference",
@@ -159,7 +163,9 @@ def test_fuzzed_chen2024_lines_import_or_fail_cleanly(db, raw, ref, extra_line):
 # --------------------------------------------------------------------------- rater requests
 
 _TOKEN = re.compile(r'name="token" value="([^"]+)"')
-form_values = st.text(max_size=60) | st.sampled_from(["first", "second", "tie", "on", "-1", "1e9", "99999999999999999999", "\x00"])
+form_values = st.text(max_size=60) | st.sampled_from(
+    ["first", "second", "tie", "on", "-1", "1e9", "99999999999999999999", "\x00"]
+)
 
 
 @pytest.fixture
@@ -180,7 +186,9 @@ def voting_rater(db):
     use_real_token=st.booleans(),
     htmx=st.booleans(),
 )  # fmt: skip
-def test_a_fuzzed_vote_never_fails_the_server_and_an_invalid_one_stores_nothing(voting_rater, body, use_real_token, htmx):
+def test_a_fuzzed_vote_never_fails_the_server_and_an_invalid_one_stores_nothing(
+    voting_rater, body, use_real_token, htmx
+):
     client, token = voting_rater
     if use_real_token:
         body["token"] = token

@@ -8,7 +8,14 @@ from biasstudy.rendering import render_markdown
 
 def test_markdown_structure_survives():
     html = render_markdown("### Title\n\n**bold** and *em*\n\n- one\n- two\n\n`code` 🌍")
-    for fragment in ("<h3>Title</h3>", "<strong>bold</strong>", "<em>em</em>", "<li>one</li>", "<code>code</code>", "🌍"):
+    for fragment in (
+        "<h3>Title</h3>",
+        "<strong>bold</strong>",
+        "<em>em</em>",
+        "<li>one</li>",
+        "<code>code</code>",
+        "🌍",
+    ):
         assert fragment in html
 
 

@@ -36,7 +36,10 @@ def test_entering_a_study_without_the_token_is_refused_and_creates_no_rater(stri
 def test_a_vote_without_the_token_is_refused_and_stores_nothing(strict, open_study):
     landing = strict.get("/s/csrf/")
     csrf = _CSRF.search(landing.content.decode()).group(1)
-    assert strict.post("/s/csrf/", {"participant_id": "C2", "consent": "on", "csrfmiddlewaretoken": csrf}).status_code == 302
+    assert (
+        strict.post("/s/csrf/", {"participant_id": "C2", "consent": "on", "csrfmiddlewaretoken": csrf}).status_code
+        == 302
+    )
     page = strict.get("/s/csrf/task/").content.decode()
     vote = {"token": _TOKEN.search(page).group(1), "choice": "first", "client_ms": "5000"}
     for headers in ({}, {"HTTP_HX_REQUEST": "true"}, {"HTTP_X_CSRFTOKEN": "not-the-token" * 3}):
@@ -52,9 +55,7 @@ def test_the_admin_login_and_admin_actions_need_the_token(strict, open_study):
     assert strict.post("/admin/login/", {"username": "boss", "password": "pw-staff-12345"}).status_code == 403
     strict.force_login(make_staff())
     rater = Rater.objects.create(study=open_study, participant_id="R1", target=2)
-    response = strict.post(
-        "/admin/annotations/rater/", {"action": "flag", "_selected_action": [rater.pk], "index": 0}
-    )
+    response = strict.post("/admin/annotations/rater/", {"action": "flag", "_selected_action": [rater.pk], "index": 0})
     assert response.status_code == 403
     rater.refresh_from_db()
     assert not rater.flagged

@@ -52,8 +52,8 @@ PAYLOADS = [
     f'<base href="javascript:{RUN}//">',
     f'<link rel=stylesheet href="javascript:{RUN}">',
     f"<!--><img src=x onerror={RUN}>-->",
-    f"[a](https://example.org \"title\" onmouseover={RUN})",
-    f"<noscript><p title=\"</noscript><img src=x onerror={RUN}>\">",
+    f'[a](https://example.org "title" onmouseover={RUN})',
+    f'<noscript><p title="</noscript><img src=x onerror={RUN}>">',
 ]
 BLOB = "\n\n".join(PAYLOADS)
 SHORT = f'"><img src=x onerror={RUN}>'  # for fields of 64 to 128 characters
@@ -158,7 +158,9 @@ def test_no_payload_runs_or_survives_on_any_page_that_shows_it(live_server, pois
 
     assert set(results) == set(rater_pages + staff_pages)
     failures = {
-        path: found for path, found in results.items() if found["xss"] or found["csp"] or found["bad"] or found["dialogs"]
+        path: found
+        for path, found in results.items()
+        if found["xss"] or found["csp"] or found["bad"] or found["dialogs"]
     }
     assert not failures, failures
     # The payloads were there to be defused: the answers' plain text made it to the page.

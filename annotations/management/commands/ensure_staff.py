@@ -26,4 +26,6 @@ class Command(BaseCommand):
         user.is_staff = user.is_superuser = True
         user.set_password(password)
         user.save()
-        self.stdout.write(self.style.SUCCESS(f"Staff login: {username} / {password}  ({'created' if created else 'password reset'})"))
+        self.stdout.write(
+            self.style.SUCCESS(f"Staff login: {username} / {password}  ({'created' if created else 'password reset'})")
+        )

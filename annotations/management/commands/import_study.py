@@ -7,7 +7,9 @@ class Command(BaseCommand):
     help = "Import a study: our JSON format (biasstudy) or the files published with Chen et al. 2024 (chen2024)."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("path", help="A biasstudy JSON file, or the chen2024 folder (raw.json + one file per kind).")
+        parser.add_argument(
+            "path", help="A biasstudy JSON file, or the chen2024 folder (raw.json + one file per kind)."
+        )
         parser.add_argument("--format", dest="fmt", choices=sorted(READERS), required=True)
         parser.add_argument("--slug", help="Slug of the new study (overrides the file's).")
         parser.add_argument("--title", help="Title of the new study (overrides the file's).")
