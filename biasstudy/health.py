@@ -42,12 +42,26 @@ def _check_tasks() -> dict:
         report["queued"] = waiting.count()
         oldest = waiting.order_by("enqueued_at").values_list("enqueued_at", flat=True).first()
         if oldest is not None and timezone.now() - oldest > STALE_AFTER:
-            report.update(ok=False, error=f"a task has waited since {oldest.isoformat()}: is a worker running?")
+            if _busy_workers():
+                # A worker runs one task at a time: while its judge run beats, the run's own
+                # watchdog (and anything queued after it) waits behind it. With one worker, as
+                # start.sh starts, every run longer than STALE_AFTER was reported as no worker.
+                report["busy"] = "the tasks wait for a worker busy with a judge run"
+            else:
+                report.update(ok=False, error=f"a task has waited since {oldest.isoformat()}: is a worker running?")
     elif backend == "RQBackend":
         import django_rq
 
         django_rq.get_connection().ping()
     return report
+
+
+def _busy_workers() -> bool:
+    """Whether a worker is alive and busy: a judge run is running with a fresh heartbeat."""
+    from judges.models import JudgeRun, stale_after
+
+    fresh = timezone.now() - stale_after()
+    return JudgeRun.objects.filter(status=JudgeRun.Status.RUNNING, heartbeat_at__gte=fresh).exists()
 
 
 def _check_judge_runs() -> dict:
