@@ -34,6 +34,8 @@ FORMATS = {"svg": "image/svg+xml", "png": "image/png"}
 _RC = {"svg.fonttype": "none", "svg.hashsalt": "biasstudy", "font.size": 9, "font.family": "DejaVu Sans"}
 
 Rows = list[list]
+# The forest plot's panels per row (one panel per ASR or accuracy column).
+FOREST_PER_ROW = 4
 
 
 @dataclass(frozen=True)
@@ -101,8 +103,20 @@ def forest(result: dict) -> tuple[Figure, Rows]:
     title = "Attack success rate (ASR) and accuracy per judge, 95% intervals"
     if not cols or not judges or all(cell["value"] is None for r in judges for cell in r["cells"]):
         return empty_figure(title, _no_rates(result, cols)), rows
-    fig = Figure(figsize=(max(6.4, 2.3 * len(cols) + 2), _height(len(judges))), layout="constrained")
-    axes = fig.subplots(1, len(cols), sharey=True, squeeze=False)[0]
+    # Panels wrap after FOREST_PER_ROW, so that a study of many kinds (the catalogue has over
+    # ten) is a few rows of legible panels, not one strip shrunk to the page's width.
+    per_row = min(len(cols), FOREST_PER_ROW)
+    n_rows = math.ceil(len(cols) / per_row)
+    # A position-dominated judge's ASR says nothing about robustness: named so, as it is unranked.
+    names = [f"{r['judge']}\n(position-dominated)" if r.get("position_dominated") else r["judge"] for r in judges]
+    width = max(6.4, 2.3 * per_row + _text_inches([n for name in names for n in name.split("\n")]) + 0.6)
+    height = n_rows * (_height(len(judges)) - 0.6) + 0.6
+    fig = Figure(figsize=(width, height), layout="constrained")
+    grid = fig.subplots(n_rows, per_row, sharey=True, squeeze=False)
+    axes = [ax for row in grid for ax in row]
+    for spare in axes[len(cols) :]:
+        spare.remove()
+    axes = axes[: len(cols)]
     ys = list(range(len(judges)))[::-1]
     for ax, (i, c) in zip(axes, enumerate(cols), strict=True):
         for y, row in zip(ys, judges, strict=True):
@@ -119,8 +133,6 @@ def forest(result: dict) -> tuple[Figure, Rows]:
         ax.set_xticks([0, 0.5, 1], ["0", "0.5", "1"])
         ax.set_title(f"{c['label']}\n({c['better']} is better)", fontsize=9)
         ax.grid(axis="x", color="#e0e0e0")
-    # A position-dominated judge's ASR says nothing about robustness: named so, as it is unranked.
-    names = [f"{r['judge']}\n(position-dominated)" if r.get("position_dominated") else r["judge"] for r in judges]
     axes[0].set_yticks(ys, names)
     axes[0].set_ylim(-0.7, len(judges) - 0.3)
     fig.suptitle(title, fontsize=11)

@@ -5,9 +5,14 @@ from __future__ import annotations
 
 
 def columns(result: dict) -> list[dict]:
-    """Table 1 columns: ASR for every perturbation, accuracy for degrading ones."""
+    """Table 1 columns: ASR for every perturbation, accuracy for degrading ones; with a group
+    filter, only the groups it keeps (the others would be columns of n/a, a study of the whole
+    catalogue has over ten)."""
+    kept = set(result.get("filters", {}).get("groups") or [])
     cols = []
     for g in result["groups"]:
+        if kept and g["group"] not in kept:
+            continue
         cols.append({"group": g["group"], "metric": "asr", "label": f"ASR {g['group']}", "better": "lower"})
         if g["semantics"] == "degrading":
             cols.append({"group": g["group"], "metric": "accuracy", "label": f"Acc {g['group']}", "better": "higher"})

@@ -44,7 +44,13 @@ def _check_tasks() -> dict:
         report["queued"] = waiting.count()
         oldest = waiting.order_by("enqueued_at").values_list("enqueued_at", flat=True).first()
         if oldest is not None and timezone.now() - oldest > STALE_AFTER:
-            report.update(ok=False, error=f"a task has waited since {oldest.isoformat()}: is a worker running?")
+            if _busy_workers():
+                # A worker runs one task at a time: while its judge run beats, the run's own
+                # watchdog (and anything queued after it) waits behind it. With one worker, as
+                # start.sh starts, every run longer than STALE_AFTER was reported as no worker.
+                report["busy"] = "the tasks wait for a worker busy with a judge run"
+            else:
+                report.update(ok=False, error=f"a task has waited since {oldest.isoformat()}: is a worker running?")
     elif backend == "RQBackend":
         import django_rq
 
@@ -62,6 +68,17 @@ def _app_checks() -> list[tuple[str, Callable[[], dict]]]:
         if provide is not None:
             checks += provide().items()
     return checks
+
+
+def _busy_workers() -> bool:
+    """Whether a worker is alive and busy with a long task, by the installed apps' word: an
+    AppConfig may say so in a `health_busy_workers()` method (the judges app: a judge run is
+    running with a fresh heartbeat, judges.apps)."""
+    return any(
+        config.health_busy_workers()
+        for config in apps.get_app_configs()
+        if getattr(config, "health_busy_workers", None) is not None
+    )
 
 
 def _is_staff(request: HttpRequest) -> bool:

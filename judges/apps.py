@@ -11,3 +11,9 @@ class JudgesConfig(AppConfig):
         from judges.health import judge_runs
 
         return {"judge_runs": judge_runs}
+
+    def health_busy_workers(self) -> bool:
+        """Whether a worker is busy with a judge run (its tasks may wait behind it: /health/)."""
+        from judges.health import busy_with_a_run
+
+        return busy_with_a_run()

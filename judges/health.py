@@ -36,3 +36,12 @@ def judge_runs() -> dict:
             filter(None, [report.get("error"), "queued judge runs no worker took: is a worker running? (resume them)"])
         )
     return report
+
+
+def busy_with_a_run() -> bool:
+    """Whether a worker is alive and busy: a judge run is running with a fresh heartbeat. A worker
+    runs one task at a time, so the run's own watchdog (and anything queued after it) waits
+    behind it: with one worker, as start.sh starts, every run longer than STALE_AFTER was
+    reported as no worker."""
+    fresh = timezone.now() - stale_after()
+    return JudgeRun.objects.filter(status=JudgeRun.Status.RUNNING, heartbeat_at__gte=fresh).exists()

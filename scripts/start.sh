@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install everything, migrate, load the demo study, print a staff login, and serve the app at
 # http://127.0.0.1:8000 with the background task worker running. Ctrl-C or SIGTERM stops both.
+# BIASSTUDY_ADDR=HOST:PORT serves elsewhere (when port 8000 is taken).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh

@@ -46,3 +46,31 @@ def test_each_copy_button_puts_its_link_on_the_clipboard(live_server):
         box = page.locator("#entry-links").bounding_box()
         assert box["x"] + box["width"] <= 390 + 1, "the links panel is wider than a phone"
         context.close()
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_the_buttons_above_the_form_do_not_cover_a_long_study_title(live_server):
+    # The demo's title is this long: the admin's buttons, pulled up beside the page's heading,
+    # were drawn over the title's second half.
+    study = make_study(slug="long", title="Demo: how do judges react to errors, references and formatting?")
+    with chromium() as browser:
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        context.add_cookies([session_cookie(make_staff(username="reader"), live_server.url)])
+        page = context.new_page()
+        page.goto(f"{live_server.url}{reverse('admin:annotations_study_change', args=[study.pk])}")
+        title = page.locator("#content > h2").bounding_box()
+        tools = page.locator(".object-tools a")
+        assert tools.count() == 4
+        for i in range(tools.count()):
+            tool = tools.nth(i).bounding_box()
+            apart = (
+                tool["y"] >= title["y"] + title["height"]
+                or tool["y"] + tool["height"] <= title["y"]
+                or tool["x"] >= title["x"] + title["width"]
+                or tool["x"] + tool["width"] <= title["x"]
+            )
+            assert apart, (title, tool)
+            shown = page.locator(".object-tools").bounding_box()  # overflow hidden: not cut off either
+            assert tool["y"] + tool["height"] <= shown["y"] + shown["height"] + 1, (shown, tool)
+        context.close()

@@ -118,6 +118,10 @@ def test_the_dashboard_fits_a_phone_screen_without_scrolling_sideways(demo_study
         assert page.locator("input[type=checkbox][name=group]").count() == 3
         page.goto(f"{live_server.url}/dashboard/demo/raters/")
         assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        # The power page's table (two columns per group) scrolls in its box too.
+        page.goto(f"{live_server.url}/dashboard/demo/power/")
+        expect(page.locator("#power-table table")).to_be_visible()
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
         if os.environ.get("PHONE_SCREENSHOT"):
             page.goto(f"{live_server.url}/dashboard/demo/")
             assert_figures_drawn(page)

@@ -210,6 +210,22 @@ def test_filtering_by_a_perturbation_group_keeps_the_control_items_in_the_base(d
     assert 'value="control"' not in response.content.decode()  # kept without being offered as a filter
 
 
+def test_a_group_filter_leaves_the_other_groups_columns_out_of_table_one_and_its_figures(dash_study, staff_client):
+    # With the catalogue's kinds, picking two groups left nine columns (and forest panels) of n/a.
+    response = staff_client.get(reverse("analysis:study", args=["dash-s"]), {"group": "reference"})
+    result = response.context["result"]
+    assert [c["label"] for c in tables.table1(result)["columns"]] == ["ASR reference"]
+    assert "ASR factual_error" not in response.content.decode()
+    figure = staff_client.get(reverse("analysis:plot", args=["dash-s", "forest", "svg"]), {"group": "reference"})
+    assert "ASR reference" in figure.content.decode() and "factual_error" not in figure.content.decode()
+    unfiltered = services.study_analyze(study=dash_study)
+    assert [c["label"] for c in tables.table1(unfiltered)["columns"]] == [
+        "ASR factual_error",
+        "Acc factual_error",
+        "ASR reference",
+    ]
+
+
 def test_the_mean_probability_is_explained_as_not_the_share_of_choices_whoever_is_listed_first(db, staff_client):
     # The people vote without token probabilities; the machine's are averaged. The explanation
     # stands before the first judge that has them, whether or not a judge without them comes first.

@@ -242,3 +242,28 @@ def test_a_matrix_of_many_judges_is_drawn_in_colour_only_and_its_numbers_are_in_
     assert fig.get_size_inches()[1] <= 0.2 * 40 + 1.5
     assert not [t for t in fig.axes[0].texts if t.get_text()]
     assert len(rows) == 1 + 40 * 39 // 2
+
+
+def test_a_study_of_many_kinds_wraps_the_forest_plot_into_rows_of_legible_panels(db):
+    # The demo has eleven ASR and accuracy columns: drawn in one strip, each panel was a few
+    # millimetres wide once the dashboard scaled the figure to its width.
+    study = make_study(slug="kinds-s", votes_per_item=2)
+    kinds = ["factual_error", "reference", "rich_content", "distraction", "verbosity", "refinement", "identity"]
+    for i in range(4):
+        q = make_question(study, a1="word " * (5 + i), a2="another answer " * 3)
+        for kind in kinds:
+            make_variant(q, kind=kind, text=f"{kind} " * 8)
+    services.judge_simulate(study=study, name=LONG, params=JudgeParams(), seed=3)
+    fig, _ = plots.draw("forest", services.study_analyze(study=study))
+    renderer = laid_out(fig)
+    panels = [ax for ax in fig.axes if ax.get_title()]
+    assert len(panels) == len(kinds) + 1  # an ASR panel per kind and factual errors' accuracy
+    width, height = fig.get_size_inches()
+    assert width <= 15 and width / height < 4  # rows of panels, not one long strip
+    assert len({round(ax.get_position().y0, 3) for ax in panels}) == 2  # four and four
+    for ax in panels:
+        assert ax.get_window_extent(renderer).width / fig.dpi > 1.5, ax.get_title()
+    # Every row names the judges on its first panel.
+    for ax in panels:
+        if ax.get_subplotspec().is_first_col():
+            assert [t.get_text() for t in ax.get_yticklabels() if t.get_visible()] == [LONG]

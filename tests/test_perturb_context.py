@@ -81,6 +81,9 @@ def test_the_review_page_shows_the_context_escaped_beside_the_answers_and_edits_
     page = staff_client.get(reverse("admin:perturbations_review", args=[study.pk])).content.decode()
     assert "&lt;i&gt;Most&lt;/i&gt; readers preferred Answer 2." in page and "<i>Most</i>" not in page
     assert "Edit context" in page
+    # The text is the original's: no word diff of two equal texts, no length table without rows.
+    assert "word for word: only the context above differs" in page
+    assert "Word diff of the markdown source" not in page and "<th>ratio</th>" not in page
 
     edit = reverse("admin:perturbations_edit", args=[study.pk, variant.pk])
     assert 'name="context"' in staff_client.get(edit).content.decode()

@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from perturbations.services import perturbation_generate
 from tests.browser import chromium, expect, session_cookie
-from tests.factories import make_question, make_staff, make_study
+from tests.factories import make_question, make_staff, make_study, make_variant
 
 
 def review_url(study) -> str:
@@ -61,3 +61,22 @@ def test_select_all_ticks_every_variant_and_approves_them_at_once(live_server):
         expect(page.locator(".pt-none")).to_contain_text("No pending variants")
         expect(page.locator(".pt-counts")).to_contain_text("Approved: 3")
         assert page.get_by_label("Select all on this page").is_hidden()  # nothing to select
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_the_review_page_fits_a_phone_with_its_checks_under_the_length_table(live_server):
+    # The length table and the checks beside it were two columns at any width: on a phone the
+    # checks of a factual error ("Changes: ...") ran past the screen's edge.
+    study = make_study(slug="phone-rev")
+    question = make_question(study, a2="The Moon's shadow falls on the Earth and the phases follow from it. " * 3)
+    make_variant(
+        question, kind="factual_error", text="The Earth's shadow falls on the Moon and the phases follow. " * 3
+    )
+    make_variant(question, kind="reference")
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 390, "height": 844})
+        page.context.add_cookies([session_cookie(make_staff(), live_server.url)])
+        page.goto(live_server.url + review_url(study))
+        expect(page.locator(".pt-checks").first).to_contain_text("Changes:")
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390

@@ -80,3 +80,36 @@ def test_importing_votes_in_the_admin_needs_to_add_votes_and_to_add_a_study_it_m
     assert votes_only.get(url).status_code == 200
     assert post(votes_only).status_code == 403
     assert post(client_with("annotations.add_vote", "annotations.add_study")).status_code == 302
+
+
+def test_the_pages_link_only_to_what_the_user_may_open(study):
+    # A staff member who may read the results but not raters, runs or variants was shown the
+    # rater monitor, "Start a judge run", "Generate perturbations" and "Review perturbations",
+    # each a 403 once followed.
+    monitor = reverse("analysis:raters", args=[study.slug])
+    start_run = reverse("admin:judges_judgerun_add")
+    generate = reverse("admin:perturbations_generate")
+    review = reverse("admin:perturbations_review", args=[study.pk])
+    dashboard = reverse("analysis:study", args=[study.slug])
+    study_page = reverse("admin:annotations_study_change", args=[study.pk])
+
+    reader = client_with("annotations.view_study", "annotations.view_vote")
+    for url in (dashboard, reverse("analysis:power", args=[study.slug])):
+        page = reader.get(url).content.decode()
+        assert f'href="{monitor}"' not in page and f'href="{start_run}?' not in page
+    page = reader.get(study_page).content.decode()
+    assert f'href="{dashboard}"' in page and generate not in page and review not in page
+    assert reader.get(monitor).status_code == reader.get(start_run).status_code == reader.get(review).status_code == 403
+
+    lead = client_with(
+        "annotations.view_study",
+        "annotations.view_vote",
+        "annotations.view_rater",
+        "judges.add_judgerun",
+        "perturbations.change_variant",
+    )
+    page = lead.get(dashboard).content.decode()
+    assert f'href="{monitor}"' in page and f'href="{start_run}?study={study.pk}"' in page
+    page = lead.get(study_page).content.decode()
+    assert f'href="{generate}?ids={study.pk}"' in page and f'href="{review}"' in page
+    assert lead.get(monitor).status_code == lead.get(start_run).status_code == lead.get(review).status_code == 200
