@@ -327,7 +327,7 @@ def metric_records(result: dict) -> Iterator[list]:
     the figures cut by the items' subset (gold accuracy, position consistency), else empty."""
     for row in _report_records(result):
         yield row if len(row) == len(METRIC_COLUMNS) else [*row, ""]
-    yield from _issue21_records(result)
+    yield from _consistency_and_gold_records(result)
 
 
 def _rate_row(study: str, name: str, kind: str, metric: str, rate: dict, subset: str = "") -> list:
@@ -344,7 +344,7 @@ CONSISTENCY_METRICS = {
 }
 
 
-def _issue21_records(result: dict) -> Iterator[list]:
+def _consistency_and_gold_records(result: dict) -> Iterator[list]:
     """Accuracy against gold labels, position consistency and fairness, repetition stability and
     self-preference: a row only where its base is not empty (n > 0)."""
     study = result["study"]

@@ -1,6 +1,6 @@
 """Everything the dashboard, the exports and ``manage.py analyze --json`` show, from one frame.
 
-``analyze(frame, ...)`` returns one JSON-ready dict (the command-line contract of issue 6, with
+``analyze(frame, ...)`` returns one JSON-ready dict (what `manage.py analyze --json` prints, with
 more keys). It only reads the frame; the loaders build it.
 """
 
@@ -145,7 +145,7 @@ def _analyze(frame, *, study, filters, options, votes_per_item, groups, semantic
         j["position_dominated"] = metrics.position_dominated(j["position"], j["tie_share"])
     _add_ranks(judges, groups, semantics)
     agreement = _agreement(counted, prefs, prefs_by_judge, humans, judge_kinds, counts, question_index)
-    # Issue 21: agreement over vote pairs as Zheng et al. count it, and self-preference.
+    # Agreement over vote pairs as Zheng et al. count it, and self-preference.
     agreement["vote_pairs"] = vote_pairs.vote_pair_agreement(
         counted, humans, counts=counts, question_index=question_index
     )

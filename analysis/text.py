@@ -67,7 +67,7 @@ def report_lines(report: dict, *, verbose: bool = False) -> Iterator[str]:
         if judge.get("lc_winrate"):
             lc = ", ".join(f"{g} {pct(v)}" for g, v in judge["lc_winrate"].items())
             yield f"  length-controlled win rate of A2/A2p: {lc}"
-        yield from _issue21_lines(judge, verbose=verbose)
+        yield from _consistency_and_gold_lines(judge, verbose=verbose)
         if verbose and judge.get("by_bloom"):
             for bloom, part in judge["by_bloom"].items():
                 asr = ", ".join(f"{g} {rate_text(r)}" for g, r in part["asr"].items())
@@ -96,7 +96,7 @@ def _cuts(measure: dict, rate: str, verbose: bool) -> Iterator[tuple[str, dict]]
             yield ("" if subset is None else f" [{subset}]"), part
 
 
-def _issue21_lines(judge: dict, *, verbose: bool) -> Iterator[str]:
+def _consistency_and_gold_lines(judge: dict, *, verbose: bool) -> Iterator[str]:
     """Accuracy against gold labels, position consistency and repetition stability, where the
     data has them (n > 0); by subset when verbose."""
     gold = judge.get("gold_accuracy") or {}

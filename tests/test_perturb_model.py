@@ -153,7 +153,7 @@ def test_a_factual_error_from_the_model_is_stored_with_its_declared_errors(study
 
 def test_a_nul_character_in_the_model_s_reply_is_stored_as_a_visible_replacement(study, monkeypatch):
     """PostgreSQL cannot store a NUL in text or JSON: one in a rewrite used to fail the whole
-    task there (issue 20). The backends clean it, so the variant is stored on either database."""
+    task there. The backends clean it, so the variant is stored on either database."""
     reply = FE_OUTPUT.replace("ocean tides.", "ocean\x00tides.").replace("about 27 days.", "about\x0027 days.")
     with ScriptedServer([reply]) as server:
         result = perturbation_generate(

@@ -1,4 +1,4 @@
-"""A study import holds the database's write lock only for its INSERTs (issue 20): parsing,
+"""A study import holds the database's write lock only for its INSERTs: parsing,
 validation, Markdown rendering, length measures and building every row happen before the
 transaction opens, so raters go on voting while a large file is prepared. How long the lock is
 held for a 60 MB file is measured by bench/bench_import_lock.py (docs/BENCHMARKS.md)."""

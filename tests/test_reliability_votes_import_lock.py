@@ -1,4 +1,4 @@
-"""A vote import holds the database's write lock only for its writes (issue 20): reading the
+"""A vote import holds the database's write lock only for its writes: reading the
 file, every check, the answers' length measures and the votes' conversion happen before the
 transaction opens, so raters go on voting while a large file (LLMBar: 98k votes) is prepared;
 inside it only the study is looked up (or made), the judges' votes are checked again and the rows
