@@ -24,7 +24,10 @@ closed loop, and every rater enters through the landing page (GET, then POST of 
 the entries spread over --ramp seconds. Then the measured window of --seconds starts.
 
 The clients share one bounded connection pool (--pool connections, httpx's transport), each
-rater its own cookie jar (its own httpx.AsyncClient on that transport). Afterwards the votes
+rater its own cookie jar (its own httpx.AsyncClient on that transport). At most --pool requests
+are in flight; the others wait on a semaphore, not in httpcore's pool, whose queue costs
+(queued requests x connections) on every request started or ended: with thousands queued
+(a first version of this script, 2026-11-28) the client spent its CPU there and the server idled. Afterwards the votes
 in the database are counted (bench_rater_flow.check) against the acknowledged votes, those
 answered 302 to the task page without a "not stored" notice (stale, not_yours), and
 duplicates per rater and item are looked for. The server's CPU (gunicorn master and workers,
@@ -90,8 +93,12 @@ class Window:
 
 
 class RaterClient:
-    def __init__(self, name: str, client) -> None:
-        self.name, self.client = name, client
+    def __init__(self, name: str, client, gate: asyncio.Semaphore) -> None:
+        self.name, self.client, self.gate = name, client, gate
+
+    async def send(self, method: str, path: str, **kwargs):
+        async with self.gate:
+            return await self.client.request(method, path, **kwargs)
 
     async def enter(self) -> str | None:
         """Landing page, then its form; None once in, else why not. A connection that a
@@ -101,8 +108,8 @@ class RaterClient:
         why = None
         for _ in range(3):
             try:
-                landing = await self.client.get(LANDING)
-                entered = await self.client.post(LANDING, data=entry_form(landing.text, self.name))
+                landing = await self.send("GET", LANDING)
+                entered = await self.send("POST", LANDING, data=entry_form(landing.text, self.name))
             except httpx.TransportError as exc:
                 why = f"enter {type(exc).__name__}"
                 continue
@@ -116,7 +123,7 @@ class RaterClient:
         loop = asyncio.get_running_loop()
         w.lag_ms.append((loop.time() - due) * 1000)
         try:
-            page = await self.client.get(TASK)
+            page = await self.send("GET", TASK)
         except httpx.HTTPError as exc:
             w.error(f"page {type(exc).__name__}")
             return
@@ -128,7 +135,7 @@ class RaterClient:
             return
         headers = {"X-CSRFToken": self.client.cookies["csrftoken"]}
         try:
-            response = await self.client.post(TASK, data=vote_form(match.group(1)), headers=headers)
+            response = await self.send("POST", TASK, data=vote_form(match.group(1)), headers=headers)
         except httpx.HTTPError as exc:
             w.error(f"vote {type(exc).__name__}")
             w.unknown += 1
@@ -149,13 +156,15 @@ async def open_loop(url: str, args: argparse.Namespace, server_pid: int) -> dict
 
     limits = httpx.Limits(max_connections=args.pool, max_keepalive_connections=args.pool, keepalive_expiry=2.0)
     # keepalive_expiry under gunicorn's keepalive (5 s): a connection the server is about to close
-    # is not reused. Waiting for a pooled connection is queueing, counted in the latency: no pool timeout.
+    # is not reused. The gate keeps the pool from queueing (see above).
     transport = httpx.AsyncHTTPTransport(limits=limits)
-    timeout = httpx.Timeout(30.0, pool=None)
+    gate = asyncio.Semaphore(args.pool)
+    timeout = httpx.Timeout(30.0)
     raters = [
         RaterClient(
             f"cap-{n}",
             httpx.AsyncClient(base_url=url, transport=transport, timeout=timeout, follow_redirects=False),
+            gate,
         )
         for n in range(args.raters)
     ]
@@ -220,9 +229,10 @@ def _pcts(samples: list[tuple[float, float]]) -> dict:
 def _figures(args, w: Window, cycles, drained, client_cpu, server_cpu, loads, entry_errors, entered_s) -> dict:
     step = max(args.interval, args.seconds / 6)
     buckets = []
-    for start in [b * step for b in range(math.ceil(args.seconds / step))]:
-        page = [s for s in w.page if start <= s[0] < start + step]
-        vote = [s for s in w.vote if start <= s[0] < start + step]
+    starts = [b * step for b in range(math.ceil(args.seconds / step))]
+    for start, end in zip(starts, [*starts[1:], math.inf], strict=True):  # the last: votes due after the window too
+        page = [s for s in w.page if start <= s[0] < end]
+        vote = [s for s in w.vote if start <= s[0] < end]
         buckets.append({"from_s": start, "pages": len(page), "page_ms": _pcts(page), "votes": len(vote),
                         "vote_ms": _pcts(vote)})  # fmt: skip
     return {
@@ -342,7 +352,7 @@ def main() -> None:
     parser.add_argument("--interval", type=float, default=30, help="seconds between a rater's votes (default 30)")
     parser.add_argument("--seconds", type=float, default=180, help="the measured window (default 180)")
     parser.add_argument("--databases", default="sqlite,postgres")
-    parser.add_argument("--pool", type=int, default=64, help="connections the clients share (default 64)")
+    parser.add_argument("--pool", type=int, default=32, help="connections and requests in flight (default 32)")
     parser.add_argument("--ramp", type=float, default=20, help="seconds over which raters enter (default 20)")
     parser.add_argument("--questions", type=int, default=4000, help="questions seeded, 2 items of 4 votes each")
     parser.add_argument("--closed-seconds", type=float, default=10, help="closed loop at 8 raters; 0: skip")
