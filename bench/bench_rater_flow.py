@@ -250,6 +250,16 @@ def _outcome(response) -> str:
     return f"{response.status_code} {reason.group(1).strip()[:60] if reason else response.text[:60]!r}"
 
 
+def entry_form(landing: str, participant: str) -> dict:
+    """The landing page's form (its HTML), filled in as a new rater `participant` does."""
+    return {"participant_id": participant, "consent": "on", "csrfmiddlewaretoken": _CSRF.search(landing).group(1)}
+
+
+def vote_form(token: str) -> dict:
+    """The vote form on the item of lease `token`: the first answer, after 4 s (not too fast)."""
+    return {"token": token, "choice": "first", "client_ms": "4000"}
+
+
 class Rater(threading.Thread):
     def __init__(
         self, url: str, target: str, name: str, start: threading.Barrier, stop: threading.Event, think: float = 0
@@ -269,10 +279,7 @@ class Rater(threading.Thread):
             return
         self.token = None
         landing = self.client.get(f"/s/{SLUG}/")
-        csrf = _CSRF.search(landing.text).group(1)
-        entered = self.client.post(
-            f"/s/{SLUG}/", data={"participant_id": self.name_, "consent": "on", "csrfmiddlewaretoken": csrf}
-        )
+        entered = self.client.post(f"/s/{SLUG}/", data=entry_form(landing.text, self.name_))
         if entered.status_code != 302:
             raise RuntimeError(f"entering failed: {entered.status_code} {entered.text[:300]}")
 
@@ -293,7 +300,7 @@ class Rater(threading.Thread):
             if match is None:
                 s.error(f"page {_outcome(page)}")
                 return
-            data = {"token": match.group(1), "choice": "first", "client_ms": "4000"}
+            data = vote_form(match.group(1))
             headers = {"X-CSRFToken": self.client.cookies["csrftoken"]}
             expected = 302
         else:
@@ -321,7 +328,7 @@ class Rater(threading.Thread):
                 s.error(f"page {_outcome(page)}")
                 return
             self.token = match.group(1)
-        data = {"token": self.token, "choice": "first", "client_ms": "4000"}
+        data = vote_form(self.token)
         headers = {"X-CSRFToken": self.client.cookies["csrftoken"], "HX-Request": "true"}
         t0 = time.perf_counter()
         response = self.client.post(f"/s/{SLUG}/task/", data=data, headers=headers)
@@ -507,10 +514,7 @@ def rater_in_process(questions: int, *, postgres: bool, votes_per_item: int = 4,
         )
         seed(questions, votes_per_item, analyze_empty=analyze_empty)
         client = WsgiClient()
-        csrf = _CSRF.search(client.request("GET", f"/s/{SLUG}/")[1]).group(1)
-        entered = client.request(
-            "POST", f"/s/{SLUG}/", {"participant_id": "P1", "consent": "on", "csrfmiddlewaretoken": csrf}
-        )
+        entered = client.request("POST", f"/s/{SLUG}/", entry_form(client.request("GET", f"/s/{SLUG}/")[1], "P1"))
         assert entered[0] == 302, entered
         task = f"/s/{SLUG}/task/"
 
@@ -520,8 +524,7 @@ def rater_in_process(questions: int, *, postgres: bool, votes_per_item: int = 4,
             paged, cpu_paged = time.perf_counter(), time.process_time()
             assert status == 200, status
             token = _TOKEN.search(page).group(1)
-            vote = {"token": token, "choice": "first", "client_ms": "4000"}
-            status, _ = client.request("POST", task, vote, {"X-CSRFToken": client.cookies["csrftoken"]})
+            status, _ = client.request("POST", task, vote_form(token), {"X-CSRFToken": client.cookies["csrftoken"]})
             assert status == 302, status
             voted, cpu_voted = time.perf_counter(), time.process_time()
             return paged - started, voted - paged, cpu_paged - cpu_started, cpu_voted - cpu_paged
