@@ -150,33 +150,35 @@ def test_the_export_into_a_study_without_its_questions_is_refused_naming_one(tmp
     assert not Vote.objects.exclude(item__study=study).exists()
 
 
+def assert_refused_and_nothing_written(tmp_path, csv_text: str, match: str) -> None:
+    """Import `csv_text` into a new study: refused with `match`, and no vote written."""
+    study = make_study(slug="refused")
+    path = tmp_path / "v.csv"
+    path.write_text(csv_text, encoding="utf-8")
+    with pytest.raises(CommandError, match=match):
+        call_command("import_votes", str(path), "--format", "csv", "--study", "refused")
+    assert not Vote.objects.filter(item__study=study).exists()
+
+
 @pytest.mark.django_db
 def test_an_unknown_column_is_refused_by_name_and_nothing_is_written(tmp_path):
-    study = make_study(slug="cols")
-    path = tmp_path / "v.csv"
-    path.write_text(
+    assert_refused_and_nothing_written(
+        tmp_path,
         "question_id,question,answer_a1,answer_a2,judge,winner,labels_swaped,notes\n"
         "q1,Why?,Because.,No idea.,crowd,a1,1,hello\n",
-        encoding="utf-8",
+        r"line 1, field 'labels_swaped': unknown column\(s\): labels_swaped, notes",
     )
-    with pytest.raises(CommandError, match=r"line 1, field 'labels_swaped': unknown column\(s\): labels_swaped, notes"):
-        call_command("import_votes", str(path), "--format", "csv", "--study", "cols")
-    assert not Vote.objects.filter(item__study=study).exists()
 
 
 @pytest.mark.django_db
 def test_a_judge_s_votes_from_two_runs_are_refused(tmp_path):
     """The import makes no judge runs, so the analysis could not keep only the latest one."""
-    study = make_study(slug="runs")
-    path = tmp_path / "v.csv"
-    path.write_text(
+    assert_refused_and_nothing_written(
+        tmp_path,
         "question_id,question,answer_a1,answer_a2,judge,winner,run_id,round\n"
         "q1,Why?,Because.,No idea.,gpt,a1,3,0\nq1,Why?,Because.,No idea.,gpt,a2,5,0\n",
-        encoding="utf-8",
+        r"line 3, field 'run_id': judge 'gpt' had votes of another run before",
     )
-    with pytest.raises(CommandError, match=r"line 3, field 'run_id': judge 'gpt' had votes of another run before"):
-        call_command("import_votes", str(path), "--format", "csv", "--study", "runs")
-    assert not Vote.objects.filter(item__study=study).exists()
 
 
 def with_computed_columns(tmp_path):
