@@ -264,10 +264,10 @@ def test_the_dashboard_rows_and_the_metrics_export_carry_each_interval():
     for r in rows:
         assert r["lc_lo"] < r["lc"] < r["lc_hi"] and r["raw_lo"] < r["raw"] < r["raw_hi"]
         assert r["n"] == 30
-    records = exports.metric_records(result)
-    exported = [row for row in records if row[1] == "sim" and row[4] in ("lc_winrate", "lc_effect")]
+    records = [dict(zip(exports.METRIC_COLUMNS, row, strict=True)) for row in exports.metric_records(result)]
+    exported = [r for r in records if r["judge"] == "sim" and r["metric"] in ("lc_winrate", "lc_effect")]
     assert len(exported) == 4 + 3
-    assert all(row[7] < row[6] < row[8] and row[9] == 30 for row in exported)
+    assert all(r["ci_lo"] < r["estimate"] < r["ci_hi"] and r["n"] == 30 for r in exported)
 
 
 def test_questions_without_a_control_item_keep_the_properties(length_biased):
