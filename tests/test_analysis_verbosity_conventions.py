@@ -7,6 +7,7 @@ import pytest
 
 from analysis import metrics
 from analysis.report import Options, analyze
+from analysis.rows import as_rate, one, select
 from analysis.text import report_lines
 from tests.analysis_frames import frame, item, votes
 
@@ -58,9 +59,21 @@ def test_an_unknown_convention_is_refused():
 
 def test_the_report_scores_with_the_chosen_convention_and_seed_and_names_them():
     result = analyze(hand_frame(), study="s", options=Options(verbosity_convention="blog", seed=5, bootstrap=10))
-    judge = result["judges"][0]
-    assert judge["verbosity"] == metrics.verbosity(hand_frame(), convention="blog", seed=5)
+    expected = metrics.verbosity(hand_frame(), convention="blog", seed=5)
+    longer_wins = one(result["rows"], judge="J", metric="longer_wins")
+    assert as_rate(longer_wins) == {
+        "value": expected["longer_wins"],
+        "ci": list(expected["longer_wins_ci"]),
+        "n": expected["n"],
+        "clusters": expected["clusters"],
+    }
+    assert longer_wins["convention"] == f"{expected['convention']}; {expected['measure']}"
+    bins = select(result["rows"], judge="J", metric="verbosity_bin")
+    assert [(r["group"], r["estimate"], [r["ci_lo"], r["ci_hi"]], r["n"]) for r in bins] == [
+        (f"{b['lo']}-{'' if b['hi'] is None else b['hi']}", b["value"], list(b["ci"]), b["n"]) for b in expected["bins"]
+    ]
     conventions = result["conventions"]
+    assert conventions["verbosity_bin_width"] == expected["bin_width"]
     assert conventions["longer_wins"] == "blog"
     assert "drawn at random" in conventions["longer_wins_ties"] and "seed 5" in conventions["longer_wins_ties"]
     assert conventions["longer_wins_equal_length"] == "pairs of equal length counted, never a win"
