@@ -84,10 +84,11 @@ def test_a_position_only_judge_is_flagged_unranked_and_shows_its_tie_share(two_j
     csv = b"".join(staff_client.get(reverse("analysis:export", args=["dominated-s", "metrics"])).streaming_content)
     rows = [line.split(",") for line in csv.decode().splitlines()]
     header = rows[0]
+    # The CSV is the metric table: the flag is a row's estimate, 1.0 or 0.0.
     flags = {
-        r[header.index("judge")]: r[header.index("value")]
+        r[header.index("judge")]: r[header.index("estimate")]
         for r in rows
         if r[header.index("metric")] == "position_dominated"
     }
-    assert flags == {"by-position": "1", "honest": "0"}
+    assert flags == {"by-position": "1.0", "honest": "0.0"}
     assert any(r[header.index("metric")] == "tie_share" and r[header.index("judge")] == "by-position" for r in rows)
