@@ -4,7 +4,8 @@
 import pytest
 from django.urls import reverse
 
-from analysis import metrics, services
+from analysis import metrics, services, stats
+from analysis.rows import estimate, one, select
 from analysis.simulate import JudgeParams
 from tests.analysis_frames import frame, item, votes
 from tests.factories import make_question, make_study, make_variant
@@ -62,18 +63,20 @@ def two_judges(db):
 
 
 def test_a_position_only_judge_is_flagged_unranked_and_shows_its_tie_share(two_judges, staff_client):
-    result = services.study_analyze(study=two_judges)
-    judges = {j["judge"]: j for j in result["judges"]}
-    by_position, honest = judges["by-position"], judges["honest"]
+    table = services.study_analyze(study=two_judges)["rows"]
     # Three votes in each order, each for the answer shown first: every item a tie, ASR 0.
-    assert by_position["asr"]["reference"]["value"] == 0.0
-    assert by_position["tie_share"]["value"] == 1.0
-    assert len(by_position["position_dominated"]) == 2
-    assert by_position["ranks"]["asr"] == {"reference": None}
-    assert honest["position_dominated"] == []
-    assert honest["ranks"]["asr"] == {"reference": 1}
-    assert honest["asr"]["reference"]["value"] > 0  # worse than 0%, yet the only one ranked
-    assert honest["tie_share"]["value"] < 0.5
+    assert estimate(table, judge="by-position", metric="asr", group="reference", bloom="") == 0.0
+    assert estimate(table, judge="by-position", metric="tie_share") == 1.0
+    flagged = one(table, judge="by-position", metric="position_dominated")
+    assert flagged["estimate"] == 1.0 and len(flagged["note"].split("; ")) == 2  # both reasons
+    honest = one(table, judge="honest", metric="position_dominated")
+    assert (honest["estimate"], honest["note"]) == (0.0, "")
+    # Ranked as the dashboard ranks: among the judges not flagged, lower ASR first.
+    ranked = [r["judge"] for r in select(table, metric="position_dominated") if r["estimate"] == 0.0]
+    asr = {j: estimate(table, judge=j, metric="asr", group="reference", bloom="") for j in ranked}
+    assert stats.ranks(asr, lower_is_better=True) == {"honest": 1}
+    assert estimate(table, judge="honest", metric="asr", group="reference", bloom="") > 0  # worse than 0%, yet ranked
+    assert estimate(table, judge="honest", metric="tie_share") < 0.5
 
     body = staff_client.get(reverse("analysis:study", args=["dominated-s"])).content.decode()
     assert "position-dominated: not ranked" in body  # in the whole study's table and each Bloom level's
@@ -81,10 +84,11 @@ def test_a_position_only_judge_is_flagged_unranked_and_shows_its_tie_share(two_j
     csv = b"".join(staff_client.get(reverse("analysis:export", args=["dominated-s", "metrics"])).streaming_content)
     rows = [line.split(",") for line in csv.decode().splitlines()]
     header = rows[0]
+    # The CSV is the metric table: the flag is a row's estimate, 1.0 or 0.0.
     flags = {
-        r[header.index("judge")]: r[header.index("value")]
+        r[header.index("judge")]: r[header.index("estimate")]
         for r in rows
         if r[header.index("metric")] == "position_dominated"
     }
-    assert flags == {"by-position": "1", "honest": "0"}
+    assert flags == {"by-position": "1.0", "honest": "0.0"}
     assert any(r[header.index("metric")] == "tie_share" and r[header.index("judge")] == "by-position" for r in rows)

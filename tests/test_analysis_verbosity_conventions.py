@@ -68,6 +68,12 @@ def test_the_report_scores_with_the_chosen_convention_and_seed_and_names_them():
     assert conventions["longer_wins"] == "blog"
     assert "drawn at random" in conventions["longer_wins_ties"] and "seed 5" in conventions["longer_wins_ties"]
     assert conventions["longer_wins_equal_length"] == "pairs of equal length counted, never a win"
+    # The rest of what the estimator gives: the clusters, each bin's range and interval, the bin width.
+    assert longer["clusters"] == found["clusters"]
+    assert [(b["group"], [b["ci_lo"], b["ci_hi"]]) for b in bins] == [
+        (f"{b['lo']}-{'' if b['hi'] is None else b['hi']}", list(b["ci"])) for b in found["bins"]
+    ]
+    assert conventions["verbosity_bin_width"] == found["bin_width"]
     assert any("longer answer wins (words, a tie's winner drawn at random" in line for line in report_lines(result))
     default = analyze(hand_frame(), study="s", options=Options(bootstrap=10))["conventions"]
     assert (default["longer_wins"], default["longer_wins_ties"]) == ("tie_half", "a tie counts half a win")
