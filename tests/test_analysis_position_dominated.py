@@ -4,8 +4,7 @@
 import pytest
 from django.urls import reverse
 
-from analysis import metrics, services, stats
-from analysis.rows import estimate, one, select
+from analysis import metrics, services, tables
 from analysis.simulate import JudgeParams
 from tests.analysis_frames import frame, item, votes
 from tests.factories import make_question, make_study, make_variant
@@ -63,20 +62,19 @@ def two_judges(db):
 
 
 def test_a_position_only_judge_is_flagged_unranked_and_shows_its_tie_share(two_judges, staff_client):
-    table = services.study_analyze(study=two_judges)["rows"]
+    result = services.study_analyze(study=two_judges)
+    table = {r["judge"]: r for r in tables.table1(result)["rows"]}
+    by_position, honest = table["by-position"], table["honest"]
     # Three votes in each order, each for the answer shown first: every item a tie, ASR 0.
-    assert estimate(table, judge="by-position", metric="asr", group="reference", bloom="") == 0.0
-    assert estimate(table, judge="by-position", metric="tie_share") == 1.0
-    flagged = one(table, judge="by-position", metric="position_dominated")
-    assert flagged["estimate"] == 1.0 and len(flagged["note"].split("; ")) == 2  # both reasons
-    honest = one(table, judge="honest", metric="position_dominated")
-    assert (honest["estimate"], honest["note"]) == (0.0, "")
-    # Ranked as the dashboard ranks: among the judges not flagged, lower ASR first.
-    ranked = [r["judge"] for r in select(table, metric="position_dominated") if r["estimate"] == 0.0]
-    asr = {j: estimate(table, judge=j, metric="asr", group="reference", bloom="") for j in ranked}
-    assert stats.ranks(asr, lower_is_better=True) == {"honest": 1}
-    assert estimate(table, judge="honest", metric="asr", group="reference", bloom="") > 0  # worse than 0%, yet ranked
-    assert estimate(table, judge="honest", metric="tie_share") < 0.5
+    [asr] = by_position["cells"]  # the one column: ASR reference
+    assert (asr["value"], asr["rank"]) == (0.0, None)
+    assert by_position["ties"]["value"] == 1.0
+    assert len(by_position["position_dominated"]) == 2
+    [asr] = honest["cells"]
+    assert honest["position_dominated"] == []
+    assert asr["rank"] == 1
+    assert asr["value"] > 0  # worse than 0%, yet the only one ranked
+    assert honest["ties"]["value"] < 0.5
 
     body = staff_client.get(reverse("analysis:study", args=["dominated-s"])).content.decode()
     assert "position-dominated: not ranked" in body  # in the whole study's table and each Bloom level's
