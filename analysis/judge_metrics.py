@@ -253,25 +253,10 @@ def label_and_position(data: JudgeData) -> list[Row]:
     def effect_rows(effect: dict | None, name: str, convention: str, group: str = "", note: str = "") -> list[Row]:
         if effect is None:
             return []
+        where = {"n": n, "group": group, "convention": convention, "note": note}
         return [
-            data.row(
-                f"takes_first_{name}",
-                effect["share"],
-                ci=effect["share_ci"],
-                n=n,
-                group=group,
-                convention=convention,
-                note=note,
-            ),
-            data.row(
-                f"{name}_log_odds",
-                effect["log_odds"],
-                ci=effect["ci"],
-                n=n,
-                group=group,
-                convention=convention,
-                note=note,
-            ),
+            data.row(f"takes_first_{name}", effect["share"], ci=effect["share_ci"], **where),
+            data.row(f"{name}_log_odds", effect["log_odds"], ci=effect["ci"], **where),
         ]
 
     out = effect_rows(found["position"], "position", "conditional")

@@ -72,25 +72,21 @@ def agreement_among_humans(data: StudyData) -> list[Row]:
     item_question[item_code] = data.question_index.get_indexer(human_votes["question_id"])
     fleiss_parts, alpha_parts = stats.agreement_parts(table, item_question, len(data.question_index))
     n_items = int((table.sum(axis=1) >= 2).sum())
+    figures = {
+        "fleiss_kappa": (stats.fleiss_kappa(table), fleiss_parts, stats.fleiss_from_sums),
+        "krippendorff_alpha": (stats.krippendorff_alpha_nominal(table), alpha_parts, stats.alpha_from_sums),
+    }
     return [
         row(
             HUMANS,
             "human",
-            "fleiss_kappa",
-            stats.fleiss_kappa(table),
-            ci=stats.bootstrap_stat_ci(data.counts, fleiss_parts, stats.fleiss_from_sums),
+            metric,
+            value,
+            ci=stats.bootstrap_stat_ci(data.counts, parts, from_sums),
             n=n_items,
             note=f"{len(human_votes)} votes",
-        ),
-        row(
-            HUMANS,
-            "human",
-            "krippendorff_alpha",
-            stats.krippendorff_alpha_nominal(table),
-            ci=stats.bootstrap_stat_ci(data.counts, alpha_parts, stats.alpha_from_sums),
-            n=n_items,
-            note=f"{len(human_votes)} votes",
-        ),
+        )
+        for metric, (value, parts, from_sums) in figures.items()
     ]
 
 
