@@ -23,7 +23,8 @@ from decimal import Decimal
 import numpy as np
 from django.db.models import OuterRef, Subquery
 
-from analysis import loader, metrics, report, reports, services, stats
+from analysis import loader, metrics, report, reports, services
+from analysis import rows as metric_table
 from analysis.frame import CONTROL, Filters, apply_filters, exclusion_masks
 from annotations.models import Judge, Study, Vote, pseudonym
 from judges.models import JudgeRun
@@ -295,200 +296,16 @@ def items_rows(study: Study, *, filters: Filters | None = None) -> Iterator[list
         ]
 
 
-METRIC_COLUMNS = [
-    "study",
-    "judge",
-    "kind",
-    "bloom",
-    "metric",
-    "group",
-    "value",
-    "ci_lo",
-    "ci_hi",
-    "n",
-    "measure",
-    "p_value",
-    "p_adjusted",
-    "subset",
-]
-
-
-def _position_records(study: str, name: str, kind: str, bloom: str, pos: dict) -> Iterator[list]:
-    """The four position shares; the diff row carries the test of first against second, its
-    p-values printed as everywhere else ("< 0.001", never "0.000")."""
-    for share in ("first", "tie", "second", "diff"):
-        ci = pos.get("ci", {}).get(share, [None, None])
-        p = ("", "") if share != "diff" else (stats.format_p(pos.get("p_value")), stats.format_p(pos.get("p_adjusted")))
-        yield [study, name, kind, bloom, f"position_{share}", "", pos[share], ci[0], ci[1], pos["n"], "", *p]
+# The metric table itself (analysis.rows): one CSV row per report row, in the report's order.
+METRIC_COLUMNS = ["study", *metric_table.COLUMNS]
 
 
 def metric_records(result: dict) -> Iterator[list]:
-    """The analysis report flattened to one row per figure (long format); ``subset`` is set on
-    the figures cut by the items' subset (gold accuracy, position consistency), else empty."""
-    for row in _report_records(result):
-        yield row if len(row) == len(METRIC_COLUMNS) else [*row, ""]
-    yield from _consistency_and_gold_records(result)
-
-
-def _rate_row(study: str, name: str, kind: str, metric: str, rate: dict, subset: str = "") -> list:
-    lo, hi = rate["ci"]
-    return [study, name, kind, "", metric, "", rate["value"], lo, hi, rate["n"], "", "", "", subset]
-
-
-# Names in the metrics CSV of the position-consistency figures (analysis.consistency).
-CONSISTENCY_METRICS = {
-    "consistency": "position_consistency",
-    "primacy": "primacy",
-    "recency": "recency",
-    "first_share": "inconsistent_first_share",
-}
-
-
-def _consistency_and_gold_records(result: dict) -> Iterator[list]:
-    """Accuracy against gold labels, position consistency and fairness, repetition stability and
-    self-preference: a row only where its base is not empty (n > 0)."""
-    study = result["study"]
-    for judge in result["judges"]:
-        name, kind = judge["judge"], judge["kind"]
-        gold = judge.get("gold_accuracy") or {}
-        for subset, part in [("", gold), *(gold.get("by_subset") or {}).items()] if gold else []:
-            for key in ("a1_first", "a2_first", "average", "both"):
-                if part[key]["n"]:
-                    yield _rate_row(study, name, kind, f"gold_accuracy_{key}", part[key], subset)
-        consistency = judge.get("position_consistency") or {}
-        for subset, part in [("", consistency), *(consistency.get("by_subset") or {}).items()] if consistency else []:
-            for key in ("consistency", "primacy", "recency", "first_share"):
-                if part[key]["n"]:
-                    yield _rate_row(study, name, kind, CONSISTENCY_METRICS[key], part[key], subset)
-            if part["fairness"] is not None:
-                n = part["consistency"]["n"]
-                yield [
-                    study,
-                    name,
-                    kind,
-                    "",
-                    "preference_fairness",
-                    "",
-                    part["fairness"],
-                    "",
-                    "",
-                    n,
-                    "",
-                    "",
-                    "",
-                    subset,
-                ]
-        stability = judge.get("repetition_stability")
-        if stability and stability["n"]:
-            yield _rate_row(study, name, kind, "repetition_stability", stability)
-    for name, found in (result.get("self_preference") or {}).items():
-        if not found["n_items"]:
-            continue
-        kind = next((j["kind"] for j in result["judges"] if j["judge"] == name), "")
-        group = found["family"]
-        for key in ("own", "others"):
-            row = _rate_row(study, name, kind, f"self_preference_{key}", found[key])
-            row[5] = group
-            yield row
-        lo, hi = found["difference_ci"]
-        diff = found["difference"]
-        yield [
-            study,
-            name,
-            kind,
-            "",
-            "self_preference_difference",
-            group,
-            diff,
-            lo,
-            hi,
-            found["n_items"],
-            "",
-            "",
-            "",
-            "",
-        ]
-
-
-def _report_records(result: dict) -> Iterator[list]:
-    study, measure = result["study"], result["measure"]
-    for judge in [*result["judges"], result["random_judge"]]:
-        name, kind = judge["judge"], judge["kind"]
-        parts = [("", judge), *[(b, part) for b, part in judge.get("by_bloom", {}).items()]]
-        for bloom, part in parts:
-            for metric, key in (("asr", "asr"), ("accuracy", "accuracy")):
-                for group, rate in part[key].items():
-                    lo, hi = rate["ci"]
-                    yield [study, name, kind, bloom, metric, group, rate["value"], lo, hi, rate["n"], "", "", ""]
-            yield from _position_records(study, name, kind, bloom, part["position"])
-        if "tie_share" in judge:
-            # Beside ASR: the share of item preferences that are ties; position_dominated 1 = not ranked.
-            yield _rate_row(study, name, kind, "tie_share", judge["tie_share"])
-            flagged = bool(judge.get("position_dominated"))
-            yield [
-                study,
-                name,
-                kind,
-                "",
-                "position_dominated",
-                "",
-                int(flagged),
-                None,
-                None,
-                judge["n_votes"],
-                "",
-                "",
-                "",
-            ]
-        verbosity = judge.get("verbosity")
-        if verbosity:
-            lo, hi = verbosity["longer_wins_ci"]
-            yield [
-                *(study, name, kind, "", "longer_wins", "", verbosity["longer_wins"], lo, hi, verbosity["n"]),
-                *(measure, "", ""),
-            ]
-            for b in verbosity["bins"]:
-                label = f"{b['lo']}-{'' if b['hi'] is None else b['hi']}"
-                lo, hi = b.get("ci") or (None, None)
-                yield [study, name, kind, "", "verbosity_bin", label, b["value"], lo, hi, b["n"], measure, "", ""]
-        for metric in ("lc_winrate", "raw_winrate", "lc_effect", "raw_effect"):
-            for group, value in (judge.get(metric) or {}).items():
-                lo, hi = judge.get(f"{metric}_ci", {}).get(group, (None, None))
-                n = judge.get("lc_n", {}).get(group)
-                yield [study, name, kind, "", metric, group, value, lo, hi, n, measure, "", ""]
-        yield from _label_and_position_records(study, name, kind, judge.get("label_and_position"))
-    yield from _position_records(study, "Human-NF", "human", "", result["human_nf_position"])
-    yield from _agreement_records(study, result["agreement"])
-
-
-def _agreement_records(study: str, agreement: dict) -> Iterator[list]:
-    among = agreement.get("among_humans")
-    if among:
-        for metric in ("fleiss_kappa", "krippendorff_alpha"):
-            lo, hi = among.get(f"{metric}_ci") or (None, None)
-            yield [study, "humans", "human", "", metric, "", among[metric], lo, hi, among["n_items"], "", "", ""]
-    for name, k in agreement.get("vs_human_majority", {}).items():
-        lo, hi = k.get("cohen_kappa_ci") or (None, None)
-        yield [study, name, "", "", "cohen_kappa_vs_human_majority", "", k["cohen_kappa"], lo, hi, k["n"], "", "", ""]
-        lo, hi = k.get("agreement_ci") or (None, None)
-        yield [study, name, "", "", "agreement_vs_human_majority", "", k["agreement"], lo, hi, k["n"], "", "", ""]
-
-
-def _label_and_position_records(study: str, name: str, kind: str, found: dict | None) -> Iterator[list]:
-    """Position and label effects in log-odds (group: the label scheme), conditional on each item;
-    a label effect that cannot be told from position is left out, as on the dashboard. The
-    marginal (pooled) effects follow as ``*_marginal`` rows."""
-    if not found:
-        return
-    effects = [("position_log_odds", "", found["position"])]
-    effects += [("label_log_odds", scheme, e) for scheme, e in found["label"].items() if e["identifiable"]]
-    marginal = found.get("marginal") or {"label": {}}
-    effects.append(("position_log_odds_marginal", "", marginal.get("position")))
-    effects += [("label_log_odds_marginal", scheme, e) for scheme, e in marginal["label"].items()]
-    for metric, group, effect in effects:
-        if effect is not None:
-            lo, hi = effect["ci"]
-            yield [study, name, kind, "", metric, group, effect["log_odds"], lo, hi, found["n"], "", "", ""]
+    """The report's metric table, each row led by the study. p-values (``p_value``,
+    ``p_adjusted``) are numbers here, not the "< 0.001" the pages print: a CSV is read by
+    programs."""
+    for row in result["rows"]:
+        yield [result["study"], *(row[c] for c in metric_table.COLUMNS)]
 
 
 def metrics_rows(

@@ -1,7 +1,8 @@
 """The dashboard's figures, drawn server-side with matplotlib (Agg; no JavaScript, no CDN).
 
-Each plot is a pure function of the analysis report (``analysis.report``): it returns the
-figure and the rows of the CSV behind it, so the picture and its numbers cannot disagree.
+Each plot is a pure function of the analysis report (``analysis.report``), drawn from the same
+shapes as the page's tables (``analysis.tables``): it returns the figure and the rows of the CSV
+behind it, so the picture, its numbers and the table beside it cannot disagree.
 ``render`` writes SVG or PNG byte for byte the same for the same report (no date in the SVG,
 a fixed hash salt for its ids), which lets tests compare outputs. Names are never cut:
 legends sit outside the axes and every figure is saved with a tight bounding box around all
@@ -27,7 +28,6 @@ from matplotlib.textpath import TextPath  # noqa: E402
 from analysis import tables  # noqa: E402
 
 PALETTE = ("#0b57d0", "#b3261e", "#146c2e", "#8e4ec6", "#c05600", "#00696f", "#5f6368", "#a8326c")
-BLOOM_ORDER = ("remembering", "understanding", "applying", "analyzing", "evaluating", "creating")
 FORMATS = {"svg": "image/svg+xml", "png": "image/png"}
 # Text stays text in the SVG (searchable, readable by screen readers, a tenth of the size);
 # the hash salt makes clip-path ids the same on every run.
@@ -197,15 +197,15 @@ def _row_label(row: dict) -> str:
 def verbosity(result: dict) -> tuple[Figure, Rows]:
     """Share of votes for the longer answer by how much longer it is, per judge, with intervals."""
     rows: Rows = [["judge", "measure", "bin_lo", "bin_hi", "value", "ci_lo", "ci_hi", "n"]]
+    bin_width = result["conventions"]["verbosity_bin_width"]
     series = []
-    for judge in result["judges"]:
-        v = judge["verbosity"]
+    for judge in tables.verbosity_rows(result):
         points = []
-        for b in v["bins"]:
-            lo, hi = b.get("ci") or (None, None)
+        for b in judge["bins"]:
+            lo, hi = b["ci"]
             rows.append([judge["judge"], result["measure"], b["lo"], b["hi"], b["value"], lo, hi, b["n"]])
             if b["value"] is not None and b["n"]:
-                mid = (b["lo"] + (b["hi"] if b["hi"] is not None else b["lo"] + v["bin_width"])) / 2
+                mid = (b["lo"] + (b["hi"] if b["hi"] is not None else b["lo"] + bin_width)) / 2
                 points.append((mid, b["value"], lo, hi))
         if points:
             series.append((judge["judge"], points))
@@ -226,8 +226,7 @@ def verbosity(result: dict) -> tuple[Figure, Rows]:
             ax.fill_between(xs, [p[2] for p in points], [p[3] for p in points], color=colour, alpha=0.12)
     ax.axhline(0.5, color="#5f6368", linestyle="--", linewidth=1, label="length-blind judge (0.5)")
     ax.set_ylim(0, 1)
-    width = result["judges"][0]["verbosity"]["bin_width"] if result["judges"] else 10
-    ax.set_xlabel(f"|Δ length| in {result['measure']} (bins of {width}; last bin open)")
+    ax.set_xlabel(f"|Δ length| in {result['measure']} (bins of {bin_width}; last bin open)")
     ax.set_ylabel("share of votes for the longer answer")
     ax.grid(color="#e0e0e0")
     fig.suptitle(title, fontsize=11)
@@ -273,21 +272,17 @@ def lc(result: dict) -> tuple[Figure, Rows]:
 def bloom(result: dict) -> tuple[Figure, Rows]:
     """ASR and accuracy per Bloom level: one row per (judge, column), each cell with its own n."""
     cols = tables.columns(result)
-    levels = [b for b in BLOOM_ORDER if any(b in j["by_bloom"] for j in result["judges"])]
+    levels = tables.blooms(result)
     rows: Rows = [["judge", "metric", "group", "bloom", "value", "ci_lo", "ci_hi", "n"]]
     labels, grid, counts = [], [], []
-    for judge in result["judges"]:
-        for c in cols:
-            line, ns = [], []
-            for b in levels:
-                part = judge["by_bloom"].get(b) or {}
-                rate = part.get(c["metric"], {}).get(c["group"]) or {"value": None, "ci": [None, None], "n": 0}
-                rows.append([judge["judge"], c["metric"], c["group"], b, rate["value"], *rate["ci"], rate["n"]])
-                line.append(_none(rate["value"]))
-                ns.append(rate["n"])
-            labels.append(f"{judge['judge']} · {c['label']}")
-            grid.append(line)
-            counts.append(ns)
+    for line in tables.bloom_rates(result):
+        for cell in line["cells"]:
+            rows.append(
+                [line["judge"], line["metric"], line["group"], cell["bloom"], cell["value"], *cell["ci"], cell["n"]]
+            )
+        labels.append(f"{line['judge']} · {line['label']}")
+        grid.append([_none(cell["value"]) for cell in line["cells"]])
+        counts.append([cell["n"] for cell in line["cells"]])
     title = "ASR and accuracy by Bloom level (cell: rate and its own n)"
     if not levels or all(math.isnan(v) for line in grid for v in line):
         return empty_figure(title, _no_rates(result, cols)), rows
@@ -314,7 +309,7 @@ MATRIX_NUMBERS = 12
 
 def agreement(result: dict) -> tuple[Figure, Rows]:
     """Spearman's ρ between every two judges' item scores (the agreement matrix)."""
-    pairs = result["agreement"].get("spearman", [])
+    pairs = tables.spearman_pairs(result)
     rows: Rows = [["judge_a", "judge_b", "spearman_rho", "n_items"]]
     rows += [[p["a"], p["b"], p["rho"], p["n"]] for p in pairs]
     names = sorted({p["a"] for p in pairs} | {p["b"] for p in pairs})

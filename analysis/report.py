@@ -1,7 +1,10 @@
 """Everything the dashboard, the exports and ``manage.py analyze --json`` show, from one frame.
 
-``analyze(frame, ...)`` returns one JSON-ready dict (what `manage.py analyze --json` prints, with
-more keys). It only reads the frame; the loaders build it.
+``analyze(frame, ...)`` returns one JSON-ready dict: its ``rows`` are the metric table
+(``analysis.rows``: one row per figure, made by every registered metric of
+``analysis.judge_metrics`` and ``analysis.study_metrics``), beside what the figures were computed
+from (filters, conventions, groups, the judges and their vote counts). It only reads the frame;
+the loaders build it.
 """
 
 from __future__ import annotations
@@ -12,8 +15,11 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from analysis import consistency, labels, lc, metrics, selfpref, stats, vote_pairs
-from analysis.frame import CONTROL, Filters, apply_filters, by_judge, is_in
+from analysis import consistency, lc, metrics, rows, stats
+from analysis.frame import CONTROL, Filters, apply_filters, by_judge
+from analysis.judge_metrics import JudgeData
+from analysis.rows import JUDGE_METRICS, STUDY_METRICS
+from analysis.study_metrics import RANDOM_JUDGE, StudyData
 
 
 @dataclass
@@ -112,43 +118,59 @@ def _analyze(frame, *, study, filters, options, votes_per_item, groups, semantic
     # loop over 77 judges spent most of its time in pandas' per-call overhead), then split.
     pairs = consistency.swapped_pairs(asked)
     pairs_by_judge = dict(iter(pairs.groupby("judge", observed=True)))
-    no_pairs = pairs.iloc[0:0]
     if prefs is not None:
         prefs = prefs.assign(orientation=_orientation(prefs))
     prefs_by_judge = dict(iter(prefs.groupby("judge", observed=True))) if prefs is not None else {}
 
-    judges = []
+    judges, table = [], []
     for name in sorted(judge_kinds):
+        votes = counted_by_judge.get(name, counted.iloc[0:0])
+        data = JudgeData(
+            judge=name,
+            kind=judge_kinds[name],
+            votes=votes,
+            prefs=prefs_by_judge.get(name),
+            question_index=question_index,
+            counts=counts,
+            groups=groups,
+            semantics=semantics,
+            options=options,
+            asked=asked_by_judge.get(name, asked.iloc[0:0]),
+            pairs=pairs_by_judge.get(name, pairs.iloc[0:0]),
+        )
+        for rows_of in JUDGE_METRICS.values():
+            table.extend(rows_of(data))
         judges.append(
-            _judge_report(
-                name,
-                judge_kinds[name],
-                counted_by_judge.get(name, counted.iloc[0:0]),
-                prefs_by_judge.get(name),
-                question_index,
-                counts,
-                groups,
-                semantics,
-                options,
-                total=int(total_by_judge.get(name, 0)),
-                asked=asked_by_judge.get(name, asked.iloc[0:0]),
-                pairs=pairs_by_judge.get(name, no_pairs),
-            )
+            {
+                "judge": name,
+                "kind": judge_kinds[name],
+                "n_votes": int(len(votes)),
+                "n_votes_total": int(total_by_judge.get(name, 0)),
+                # Which LLM runs these votes come from (filters.runs says how they were chosen).
+                "runs": sorted(int(r) for r in np.unique(votes["run_id"].to_numpy(dtype=float)) if not np.isnan(r)),
+            }
         )
     humans = human_like(judge_kinds, has_raters)
     nf = not_familiar[not_familiar["judge"].isin(humans).to_numpy()] if len(not_familiar) else not_familiar
     nf = nf[nf["choice"].notna().to_numpy()] if len(nf) else nf
-    human_nf = metrics.position(nf)
-    position_tests = _adjust_position_tests(judges, human_nf)
-    # After the adjusted p-values, which the flag reads; a flagged judge is not ranked.
-    for j in judges:
-        j["position_dominated"] = metrics.position_dominated(j["position"], j["tie_share"])
-    _add_ranks(judges, groups, semantics)
-    agreement = _agreement(counted, prefs, prefs_by_judge, humans, judge_kinds, counts, question_index)
-    # Agreement over vote pairs as Zheng et al. count it, and self-preference.
-    agreement["vote_pairs"] = vote_pairs.vote_pair_agreement(
-        counted, humans, counts=counts, question_index=question_index
+    study_data = StudyData(
+        counted=counted,
+        prefs=prefs,
+        prefs_by_judge=prefs_by_judge,
+        not_familiar=nf,
+        humans=humans,
+        kinds=judge_kinds,
+        question_index=question_index,
+        counts=counts,
+        groups=groups,
+        semantics=semantics,
+        votes_per_item=votes_per_item,
     )
+    for rows_of in STUDY_METRICS.values():
+        table.extend(rows_of(study_data))
+    position_tests = _adjust_position_tests(table)
+    # After the adjusted p-values, which the flag reads; a flagged judge is not ranked.
+    table.extend(_position_dominated(table, judges))
     return {
         "study": study,
         "conventions": conventions(filters, options),
@@ -162,10 +184,8 @@ def _analyze(frame, *, study, filters, options, votes_per_item, groups, semantic
         "measure": options.measure,
         "groups": [{"group": g, "semantics": semantics[g]} for g in groups],
         "judges": judges,
-        "human_nf_position": human_nf,
-        "random_judge": metrics.random_judge(votes_per_item, groups, semantics),
-        "agreement": agreement,
-        "self_preference": selfpref.self_preference(counted, counts=counts, question_index=question_index),
+        "columns": list(rows.COLUMNS),
+        "rows": table,
     }
 
 
@@ -177,6 +197,7 @@ def conventions(filters: Filters, options: Options) -> dict:
     return {
         "item_preference": "sign of (votes A1 - votes A2); ties count 0",
         "longer_wins": options.verbosity_convention,
+        "verbosity_bin_width": options.bin_width,
         **metrics.verbosity_convention_parts(options.verbosity_convention, seed=options.seed),
         "asr_base": "questions with both a control and a perturbed-item preference",
         "accuracy_base": "questions with a perturbed-item preference (the control's is not needed)",
@@ -206,16 +227,37 @@ def conventions(filters: Filters, options: Options) -> dict:
     }
 
 
-def _adjust_position_tests(judges: list[dict], human_nf: dict) -> dict:
+def _adjust_position_tests(table: list[dict]) -> dict:
     """Holm-adjust every first-vs-second test the report shows (judges overall, judges × Bloom
-    levels, Human-NF) as one family; each position gets ``p_adjusted`` beside ``p_value``."""
-    family = [j["position"] for j in judges]
-    family += [part["position"] for j in judges for part in j["by_bloom"].values()]
-    family.append(human_nf)
-    adjusted = stats.holm([pos.get("p_value") for pos in family])
-    for pos, p in zip(family, adjusted, strict=True):
-        pos["p_adjusted"] = p
+    levels, Human-NF) as one family: ``p_adjusted`` of each ``position_diff`` row with a p-value."""
+    family = [r for r in table if r["metric"] == "position_diff" and r["judge"] != RANDOM_JUDGE]
+    adjusted = stats.holm([r["p_value"] for r in family])
+    for r, p in zip(family, adjusted, strict=True):
+        r["p_adjusted"] = p
     return {"method": metrics.POSITION_TEST, "adjust": P_ADJUST, "m": sum(p is not None for p in adjusted)}
+
+
+def _position_dominated(table: list[dict], judges: list[dict]) -> list[dict]:
+    """A ``position_dominated`` row per judge: 1 with the reasons (note) where its votes follow
+    the display order or most of its item preferences are ties (metrics.position_dominated),
+    else 0. A flagged judge is not ranked."""
+    out = []
+    for j in judges:
+        diff = rows.one(table, judge=j["judge"], metric="position_diff", bloom="")
+        ties = rows.as_rate(rows.one(table, judge=j["judge"], metric="tie_share"))
+        position = {"diff": diff["estimate"], "p_adjusted": diff["p_adjusted"]} if diff else {}
+        reasons = metrics.position_dominated(position, ties)
+        out.append(
+            rows.row(
+                j["judge"],
+                j["kind"],
+                "position_dominated",
+                float(bool(reasons)),
+                n=j["n_votes"],
+                note="; ".join(reasons),
+            )
+        )
+    return out
 
 
 # What the consistency and gold-label measures read (analysis.consistency).
@@ -246,123 +288,6 @@ def _asked(frame: pd.DataFrame, filters: Filters, counted: pd.DataFrame) -> pd.D
     return asked[ASKED_COLUMNS]
 
 
-def _judge_report(
-    name, kind, votes, prefs, question_index, counts, groups, semantics, options, *, total, asked, pairs
-) -> dict:
-    asr, acc, by_bloom = {g: metrics.rate(0, 0, (None, None)) for g in groups}, {}, {}
-    for g in groups:
-        if semantics[g] == "degrading":
-            acc[g] = metrics.rate(0, 0, (None, None))
-    lc_part: dict = {key: {} for key in LC_KEYS}
-    # Without perturbation groups there is no ASR or accuracy (nor their Bloom parts) to compute,
-    # and no Bloom part for a position either.
-    with_parts = prefs is not None and len(prefs) and groups
-    overall_position, bloom_positions = metrics.positions(
-        votes, by="bloom" if options.by_bloom and with_parts else None
-    )
-    if with_parts:
-        indicators = metrics.asr_indicators(metrics.oriented_pairs(prefs))
-        got_asr, got_acc, parts = metrics.asr_and_accuracy(
-            indicators, question_index, counts, groups, semantics, by="bloom" if options.by_bloom else None
-        )
-        asr.update(got_asr)
-        acc.update(got_acc)
-        if parts:
-            empty = metrics.positions(votes.iloc[0:0])[0]
-            for bloom, (b_asr, b_acc) in parts.items():
-                by_bloom[bloom] = {"asr": b_asr, "accuracy": b_acc, "position": bloom_positions.get(bloom, empty)}
-    if prefs is not None and len(prefs):
-        lc_part = _length_controlled(prefs, options)
-    in_verbosity = is_in(votes["group"], options.verbosity_groups)
-    # Without perturbation groups every vote is a control vote: no copy of the judge's votes.
-    verbosity_votes = votes if in_verbosity.all() else votes[in_verbosity]
-    return {
-        "judge": name,
-        "kind": kind,
-        "n_votes": int(len(votes)),
-        "n_votes_total": total,
-        "asr": asr,
-        "accuracy": acc,
-        # Beside ASR: a tie counts as robust there, and a judge voting by position ties a lot.
-        "tie_share": metrics.tie_share(prefs),
-        "position": overall_position,
-        "verbosity": metrics.verbosity(
-            verbosity_votes,
-            measure=options.measure,
-            bin_width=options.bin_width,
-            convention=options.verbosity_convention,
-            seed=options.seed,
-        ),
-        **lc_part,
-        "label_and_position": labels.label_and_position(votes, options.scheme_labels),
-        "option_probs": metrics.option_probs(votes),
-        "by_bloom": by_bloom,
-        "position_consistency": consistency.position_consistency(asked, pairs=pairs),
-        "repetition_stability": consistency.repetition_stability(asked),
-        "gold_accuracy": consistency.gold_accuracy(asked, rater=metrics.rater_codes(asked), pairs=pairs),
-        # Which LLM runs these votes come from (filters.runs says how they were chosen).
-        "runs": sorted(int(r) for r in np.unique(votes["run_id"].to_numpy(dtype=float)) if not np.isnan(r)),
-    }
-
-
-LC_KEYS = (
-    "lc_winrate",
-    "lc_winrate_ci",
-    "raw_winrate",
-    "raw_winrate_ci",
-    "lc_effect",
-    "lc_effect_ci",
-    "raw_effect",
-    "raw_effect_ci",
-    "length_slope",
-    "lc_n",
-)
-
-
-def _length_controlled(prefs: pd.DataFrame, options: Options) -> dict:
-    """Length-controlled and raw win rates of A2/A2p over A1 per group (analysis.lc), each with
-    its interval, and the effects against the control."""
-    n = prefs["n"].to_numpy(dtype=float)
-    y = (prefs["n_a2"].to_numpy() + 0.5 * prefs["n_tie"].to_numpy()) / np.where(n > 0, n, 1)
-    delta = prefs[f"len_a2_{options.measure}"].to_numpy(dtype=float) - prefs[f"len_a1_{options.measure}"].to_numpy(
-        dtype=float
-    )
-    result = lc.fit(
-        # lc.items reads the names as text itself.
-        prefs["group"].to_numpy(),
-        prefs["question_id"].to_numpy(),
-        delta,
-        y,
-        n,
-        # The report adds it for all judges at once; a caller with one judge's prefs may not have.
-        orientation=(prefs["orientation"] if "orientation" in prefs.columns else _orientation(prefs)).to_numpy(),
-        control=CONTROL,
-        lambdas=options.lc_lambdas,
-        seed=options.seed,
-    )
-    if result is None:
-        return {key: {} for key in LC_KEYS}
-
-    def ci(intervals: dict) -> dict:
-        return {g: [lo, hi] for g, (lo, hi) in intervals.items()}
-
-    return {
-        "lc_winrate": result.lc_winrate,
-        "lc_winrate_ci": ci(result.lc_ci),
-        "raw_winrate": result.raw_winrate,
-        "raw_winrate_ci": ci(result.raw_ci),
-        # The effect of a perturbation: how much more the judge prefers A2p over A1 than A2 over A1.
-        "lc_effect": result.lc_effect,
-        "lc_effect_ci": ci(result.lc_effect_ci),
-        "raw_effect": result.raw_effect,
-        "raw_effect_ci": ci(result.raw_effect_ci),
-        # One slope per judge, fitted on all its items (per unit of tanh(Δlen / scale)).
-        "length_slope": {g: result.length_slope for g in result.groups},
-        "lc_n": result.n_questions,
-        "lc_lambda": result.lam,
-    }
-
-
 def _orientation(prefs: pd.DataFrame) -> pd.Series:
     """+1 where an item's A2 is (or was made from) its question's control A2, −1 where it is
     the control's A1, 0 where the judge has no preference on the question's control item (see
@@ -377,87 +302,3 @@ def _orientation(prefs: pd.DataFrame) -> pd.Series:
     c_a2 = ctrl["a2_root"].reindex(key).to_numpy()
     a2 = prefs["a2_root"].to_numpy()
     return pd.Series(np.where(a2 == c_a2, 1.0, np.where(a2 == c_a1, -1.0, 0.0)), index=prefs.index)
-
-
-def _add_ranks(judges: list[dict], groups: list[str], semantics: dict[str, str]) -> None:
-    """Ranks by ASR and accuracy among the judges not flagged as position-dominated (their
-    rank is None: their ASR would put them first for voting by position)."""
-    ranked = [j for j in judges if not j["position_dominated"]]
-    for j in judges:
-        j["ranks"] = {"asr": {}, "accuracy": {}}
-    for g in groups:
-        asr_ranks = stats.ranks({j["judge"]: j["asr"][g]["value"] for j in ranked}, lower_is_better=True)
-        for j in judges:
-            j["ranks"]["asr"][g] = asr_ranks.get(j["judge"])
-        if semantics[g] == "degrading":
-            acc_ranks = stats.ranks({j["judge"]: j["accuracy"][g]["value"] for j in ranked}, lower_is_better=False)
-            for j in judges:
-                j["ranks"]["accuracy"][g] = acc_ranks.get(j["judge"])
-
-
-def _agreement(
-    counted: pd.DataFrame,
-    prefs: pd.DataFrame | None,
-    prefs_by_judge: dict,
-    humans: list[str],
-    kinds: dict[str, str],
-    counts: np.ndarray,
-    question_index: pd.Index,
-) -> dict:
-    """Agreement among people (Fleiss' kappa, Krippendorff's alpha) and of each other judge
-    with the human majority (Cohen's kappa), each with a cluster-bootstrap interval over
-    questions (the same resamples as ASR), and Spearman's rho between judges."""
-    out: dict = {"among_humans": None, "vs_human_majority": {}, "spearman": []}
-    if prefs is None or not len(prefs):
-        return out
-    human_votes = counted[counted["judge"].isin(humans).to_numpy() & (counted["rater"] != "").to_numpy()]
-    if len(human_votes):
-        item_code, item_ids = pd.factorize(human_votes["item_id"])
-        choice_code = human_votes["choice"].cat.codes.to_numpy()
-        table = np.bincount(item_code * 3 + choice_code, minlength=3 * (item_code.max() + 1)).reshape(-1, 3)
-        item_question = np.zeros(len(item_ids), dtype=np.int64)
-        item_question[item_code] = question_index.get_indexer(human_votes["question_id"])
-        fleiss_parts, alpha_parts = stats.agreement_parts(table, item_question, len(question_index))
-        out["among_humans"] = {
-            "krippendorff_alpha": stats.krippendorff_alpha_nominal(table),
-            "krippendorff_alpha_ci": list(stats.bootstrap_stat_ci(counts, alpha_parts, stats.alpha_from_sums)),
-            "fleiss_kappa": stats.fleiss_kappa(table),
-            "fleiss_kappa_ci": list(stats.bootstrap_stat_ci(counts, fleiss_parts, stats.fleiss_from_sums)),
-            "n_items": int((table.sum(axis=1) >= 2).sum()),
-            "n_votes": int(len(human_votes)),
-        }
-    human_prefs = prefs[prefs["judge"].isin(humans).to_numpy()]
-    if len(human_prefs):
-        # The human majority per item: the same preference rule over all human votes on it.
-        majority = human_prefs.groupby("item_id")[["n_a1", "n_a2"]].sum()
-        majority_pref = pd.Series(metrics.preference(majority["n_a1"], majority["n_a2"]), index=majority.index)
-        for name in sorted(kinds):
-            if name in humans:
-                continue
-            own_prefs = prefs_by_judge.get(name, prefs.iloc[0:0]).set_index("item_id")
-            own = own_prefs["pref"]
-            common = own.index.intersection(majority_pref.index)
-            a, b = own.loc[common].to_numpy(), majority_pref.loc[common].to_numpy()
-            question = question_index.get_indexer(own_prefs.loc[common, "question_id"])
-            # Items that agree per question, over the same question resamples as kappa's.
-            agree = np.bincount(question, weights=(a == b), minlength=len(question_index))
-            rated = np.bincount(question, minlength=len(question_index)).astype(np.float64)
-            out["vs_human_majority"][name] = {
-                "cohen_kappa": stats.cohen_kappa(a, b),
-                "cohen_kappa_ci": list(
-                    stats.bootstrap_stat_ci(
-                        counts, stats.confusion_parts(a, b, question, len(question_index)), stats.cohen_from_sums
-                    )
-                ),
-                "agreement": float((a == b).mean()) if len(common) else None,
-                "agreement_ci": list(stats.bootstrap_ratio_ci(counts, agree[:, None], rated[:, None])[0]),
-                "n": int(len(common)),
-            }
-    # Rank correlation of judges: Spearman of their mean item scores over the items both rated.
-    item_code, _ = pd.factorize(prefs["item_id"])
-    judge_code, names = pd.factorize(prefs["judge"].astype(str))
-    mean_score = np.full((item_code.max() + 1, len(names)), np.nan)
-    mean_score[item_code, judge_code] = (prefs["score"] / prefs["n"]).to_numpy()
-    for i, j, rho, n in stats.spearman_pairs(mean_score):
-        out["spearman"].append({"a": names[i], "b": names[j], "rho": rho, "n": n})
-    return out

@@ -1,7 +1,45 @@
-"""The analysis report reshaped into the rows the dashboard's tables show (the paper's Table 1
-and Table 2 shapes). Pure functions over the report dict."""
+"""The dashboard's tables: the report's metric table (``report["rows"]``, ``analysis.rows``)
+reshaped for display, one shape per section of the page (the paper's Table 1 and Table 2, the
+agreement, verbosity, length-controlled, position-and-label, consistency and Bloom tables).
+
+Pure functions of the report dict. They read its rows through the lookups of ``analysis.rows``
+and, beside them, the report's ``judges``, ``groups``, ``filters``, ``tests`` and
+``conventions``; the templates and the figures (``analysis.plots``) read these shapes, never
+the rows. A rate in a shape is ``rows.as_rate``'s ``{value, ci: [lo, hi], n, clusters}``.
+"""
 
 from __future__ import annotations
+
+from collections import defaultdict
+
+from analysis import stats
+from analysis.rows import Row, as_rate, estimate, one, select
+from analysis.study_metrics import HUMAN_NF, HUMANS, RANDOM_JUDGE
+
+BLOOM_ORDER = ("remembering", "understanding", "applying", "analyzing", "evaluating", "creating")
+POSITION_SHARES = ("first", "tie", "second", "diff")
+NOT_IDENTIFIABLE = "not identifiable: "
+
+
+def _by_judge(result: dict) -> dict[str, list[Row]]:
+    """Each judge's rows, split once: a lookup in one judge's rows instead of the whole table
+    (a study of 77 judges has thousands of rows)."""
+    out: dict[str, list[Row]] = defaultdict(list)
+    for r in result["rows"]:
+        out[r["judge"]].append(r)
+    return out
+
+
+def _cell(found: Row | None, rank: int | None = None) -> dict:
+    """A rate as a table cell: value, interval (ci, and lo / hi beside it), n and rank."""
+    rate = as_rate(found)
+    return {**rate, "lo": rate["ci"][0], "hi": rate["ci"][1], "rank": rank}
+
+
+def _dominated(mine: list[Row]) -> list[str]:
+    """Why a judge is position-dominated (its ``position_dominated`` row's reasons), or []."""
+    found = one(mine, metric="position_dominated")
+    return found["note"].split("; ") if found and found["estimate"] else []
 
 
 def columns(result: dict) -> list[dict]:
@@ -19,56 +57,124 @@ def columns(result: dict) -> list[dict]:
     return cols
 
 
+def _ranks(by_judge: dict[str, list[Row]], judges: list[dict], cols: list[dict]) -> dict[tuple, int | None]:
+    """(judge, metric, group) → rank among the judges not position-dominated (a flagged judge
+    has none: its ASR would put it first for voting by position)."""
+    ranked = [j["judge"] for j in judges if not _dominated(by_judge[j["judge"]])]
+    out: dict[tuple, int | None] = {}
+    for c in cols:
+        values = {name: estimate(by_judge[name], metric=c["metric"], group=c["group"], bloom="") for name in ranked}
+        for name, rank in stats.ranks(values, lower_is_better=c["better"] == "lower").items():
+            out[(name, c["metric"], c["group"])] = rank
+    return out
+
+
 def table1(result: dict, part: str | None = None) -> dict:
     """Rows of judges (then the random judge) with value, interval, n and rank per column.
-    ``part`` selects a Bloom level's breakdown instead of the whole study."""
+    ``part`` selects a Bloom level's breakdown instead of the whole study (no ranks, no ties)."""
     cols = columns(result)
-    rows = []
+    by_judge = _by_judge(result)
+    bloom = part or ""
+    ranks = _ranks(by_judge, result["judges"], cols) if part is None else {}
+    out = []
     for judge in result["judges"]:
-        source = judge if part is None else judge["by_bloom"].get(part)
-        if source is None:
+        name, mine = judge["judge"], by_judge[judge["judge"]]
+        if part is not None and one(mine, metric="asr", bloom=part) is None:
             continue
-        cells = []
-        for c in cols:
-            rate = source["asr" if c["metric"] == "asr" else "accuracy"].get(
-                c["group"], {"value": None, "ci": [None, None], "n": 0}
-            )
-            rank = judge["ranks"][c["metric"]].get(c["group"]) if part is None else None
-            cells.append({**rate, "lo": rate["ci"][0], "hi": rate["ci"][1], "rank": rank})
+        ties = one(mine, metric="tie_share") if part is None else None
         # A Bloom level's votes, not the judge's total: its counted votes with a choice.
-        n_votes = judge["n_votes"] if part is None else source["position"]["n"]
-        rows.append(
+        n_votes = judge["n_votes"] if part is None else _position(mine, part)["n"]
+        out.append(
             {
-                "judge": judge["judge"],
+                "judge": name,
                 "kind": judge["kind"],
                 "n_votes": n_votes,
-                "cells": cells,
+                "cells": [
+                    _cell(
+                        one(mine, metric=c["metric"], group=c["group"], bloom=bloom),
+                        ranks.get((name, c["metric"], c["group"])),
+                    )
+                    for c in cols
+                ],
                 # The whole study's: a judge voting by position ties a lot, and ASR counts a tie as robust.
-                "ties": _tie_cell(judge.get("tie_share")) if part is None else None,
-                "position_dominated": judge.get("position_dominated") or [],
+                "ties": _cell(ties) if ties else None,
+                "position_dominated": _dominated(mine),
             }
         )
-    rnd = result["random_judge"]
-    cells = [
-        {**rnd["asr" if c["metric"] == "asr" else "accuracy"][c["group"]], "lo": None, "hi": None, "rank": None}
-        for c in cols
-    ]
-    rows.append({"judge": "random judge", "kind": "chance level", "n_votes": None, "cells": cells, "chance": True})
-    return {"columns": cols, "rows": rows, "with_ties": part is None}
+    chance = by_judge[RANDOM_JUDGE]
+    cells = [_cell(one(chance, metric=c["metric"], group=c["group"])) for c in cols]
+    out.append({"judge": RANDOM_JUDGE, "kind": "chance level", "n_votes": None, "cells": cells, "chance": True})
+    return {"columns": cols, "rows": out, "with_ties": part is None}
 
 
-def _tie_cell(ties: dict | None) -> dict | None:
-    """A tie share as a table cell (value, lo, hi, n), or None where the report has none."""
-    if not ties:
-        return None
-    return {**ties, "lo": ties["ci"][0], "hi": ties["ci"][1], "rank": None}
+def _position(mine: list[Row], bloom: str = "") -> dict:
+    """A judge's position shares: first, tie, second, diff, their intervals (``ci``: share →
+    [lo, hi]), n, clusters, and the test of first against second (p_value, p_adjusted)."""
+    shares = {s: as_rate(one(mine, metric=f"position_{s}", bloom=bloom)) for s in POSITION_SHARES}
+    diff = one(mine, metric="position_diff", bloom=bloom) or {}
+    return {
+        **{s: rate["value"] for s, rate in shares.items()},
+        "ci": {s: rate["ci"] for s, rate in shares.items()},
+        "n": shares["first"]["n"],
+        "clusters": shares["first"]["clusters"],
+        "p_value": diff.get("p_value"),
+        "p_adjusted": diff.get("p_adjusted"),
+    }
 
 
 def table2(result: dict) -> list[dict]:
-    rows = [{"judge": j["judge"], "kind": j["kind"], **j["position"]} for j in result["judges"]]
-    rows.append({"judge": "Human-NF", "kind": "not familiar", **result["human_nf_position"]})
-    rows.append({"judge": "random judge", "kind": "chance level", **result["random_judge"]["position"], "chance": True})
-    return rows
+    """Position shares of every judge, then of people's not-familiar votes (Human-NF), then the
+    random judge's chance level."""
+    by_judge = _by_judge(result)
+    out = [{"judge": j["judge"], "kind": j["kind"], **_position(by_judge[j["judge"]])} for j in result["judges"]]
+    out.append({"judge": HUMAN_NF, "kind": "not familiar", **_position(by_judge[HUMAN_NF])})
+    out.append({"judge": RANDOM_JUDGE, "kind": "chance level", **_position(by_judge[RANDOM_JUDGE]), "chance": True})
+    return out
+
+
+def bloom_position_rows(result: dict) -> list[dict]:
+    """Position shares per (judge, Bloom level), where the judge has Bloom parts."""
+    by_judge = _by_judge(result)
+    out = []
+    for judge in result["judges"]:
+        mine = by_judge[judge["judge"]]
+        for r in mine:
+            if r["metric"] == "position_diff" and r["bloom"]:
+                out.append({"judge": judge["judge"], "bloom": r["bloom"], **_position(mine, r["bloom"])})
+    return out
+
+
+def blooms(result: dict) -> list[str]:
+    """The Bloom levels the report breaks ASR and accuracy down by, in Bloom's order."""
+    seen = {r["bloom"] for r in select(result["rows"], metric="asr") if r["bloom"]}
+    return [b for b in BLOOM_ORDER if b in seen]
+
+
+def bloom_rates(result: dict) -> list[dict]:
+    """ASR and accuracy by Bloom level: per (judge, Table 1 column) {judge, metric, group,
+    label, cells: its rate at each level of ``blooms`` (n 0 where the judge has no such part),
+    each with its ``bloom``}."""
+    by_judge = _by_judge(result)
+    levels = blooms(result)
+    out = []
+    for judge in result["judges"]:
+        mine = by_judge[judge["judge"]]
+        for c in columns(result):
+            cells = [{"bloom": b, **as_rate(one(mine, metric=c["metric"], group=c["group"], bloom=b))} for b in levels]
+            out.append(
+                {
+                    "judge": judge["judge"],
+                    "metric": c["metric"],
+                    "group": c["group"],
+                    "label": c["label"],
+                    "cells": cells,
+                }
+            )
+    return out
+
+
+def _effect(found: Row | None) -> dict | None:
+    return None if found is None else {"share": found["estimate"], "share_ci": [found["ci_lo"], found["ci_hi"]]}
 
 
 def label_rows(result: dict) -> list[dict]:
@@ -76,70 +182,187 @@ def label_rows(result: dict) -> list[dict]:
     position and label effects where the label order varied within items, else ``split``
     False and the reason (people, older runs: the two cannot be told apart, and the position
     alone is in the positional table)."""
-    rows = []
+    by_judge = _by_judge(result)
+    out = []
     for judge in result["judges"]:
-        found = judge.get("label_and_position")
-        if not found:
-            continue
-        for scheme, label in found["label"].items():
-            rows.append(
+        mine = by_judge[judge["judge"]]
+        position = one(mine, metric="takes_first_position", convention="conditional")
+        for label in select(mine, metric="takes_first_label", convention="conditional"):
+            split = not label["note"].startswith(NOT_IDENTIFIABLE)
+            out.append(
                 {
                     "judge": judge["judge"],
-                    "labels": f"{label['first_label']} / {label['second_label']}" if label["first_label"] else scheme,
-                    "split": label["identifiable"],
-                    "position": found["position"] if label["identifiable"] else None,
-                    "label": label if label["identifiable"] else None,
-                    "reason": label.get("reason"),
-                    "n": found["n"],
-                    "n_ties": found["n_ties"],
+                    "labels": (label["note"] or label["group"]) if split else label["group"],
+                    "split": split,
+                    "position": _effect(position) if split else None,
+                    "label": _effect(label) if split else None,
+                    "reason": None if split else label["note"].removeprefix(NOT_IDENTIFIABLE),
+                    "n": label["n"],
                 }
             )
-    return rows
+    return out
+
+
+LC_COLUMNS = (("raw", "raw_winrate"), ("lc", "lc_winrate"), ("raw_effect", "raw_effect"), ("lc_effect", "lc_effect"))
 
 
 def lc_rows(result: dict) -> list[dict]:
     """One row per (judge, group): raw and length-controlled win rates and effects, each with
     its interval (lo/hi keys beside the value), the length slope and the questions behind it."""
-    rows = []
+    by_judge = _by_judge(result)
+    out = []
     for judge in result["judges"]:
-        for g in judge["lc_winrate"]:
-            row = {
-                "judge": judge["judge"],
-                "group": g,
-                "slope": judge["length_slope"].get(g),
-                "n": judge["lc_n"].get(g),
+        mine = by_judge[judge["judge"]]
+        for winrate in select(mine, metric="lc_winrate"):
+            g = winrate["group"]
+            row = {"judge": judge["judge"], "group": g, "slope": estimate(mine, metric="length_slope", group=g)}
+            row["n"] = winrate["n"]
+            for name, metric in LC_COLUMNS:
+                rate = as_rate(one(mine, metric=metric, group=g))
+                row.update({name: rate["value"], f"{name}_lo": rate["ci"][0], f"{name}_hi": rate["ci"][1]})
+            out.append(row)
+    return out
+
+
+def verbosity_rows(result: dict) -> list[dict]:
+    """Per judge: the share of votes for the longer answer (``longer_wins``, a rate) and the
+    same by |Δ length| bin (``bins``: lo, hi, None for the open last bin, and the rate)."""
+    by_judge = _by_judge(result)
+    out = []
+    for judge in result["judges"]:
+        mine = by_judge[judge["judge"]]
+        bins = []
+        for b in select(mine, metric="verbosity_bin"):
+            lo, hi = b["group"].split("-")
+            bins.append({"lo": int(lo), "hi": int(hi) if hi else None, **as_rate(b)})
+        out.append({"judge": judge["judge"], "longer_wins": as_rate(one(mine, metric="longer_wins")), "bins": bins})
+    return out
+
+
+def spearman_pairs(result: dict) -> list[dict]:
+    """Spearman's rho of every two judges' item scores: {a, b, rho, n (items)}."""
+    return [
+        {"a": r["judge"], "b": r["group"], "rho": r["estimate"], "n": r["n"]}
+        for r in select(result["rows"], metric="spearman_rho")
+    ]
+
+
+def _vote_pairs(found: Row | None) -> dict:
+    """Agreement over vote pairs as a rate, with the agreeing pairs (``agree``) of its n."""
+    rate = as_rate(found)
+    agree = round(rate["value"] * rate["n"]) if rate["value"] is not None else 0
+    return {**rate, "agree": agree}
+
+
+def agreement(result: dict) -> dict:
+    """The agreement section: ``among_humans`` (Krippendorff's alpha and Fleiss' kappa as rates,
+    ``n_items``; None without two human votes on an item), ``vs_human_majority`` (per other
+    judge: Cohen's kappa, agreement, n items), ``spearman`` (spearman_pairs) and ``vote_pairs``
+    (Zheng et al.: ``among_humans`` and per judge ``vs_humans``, with_ties / without_ties)."""
+    table = result["rows"]
+    alpha = one(table, judge=HUMANS, metric="krippendorff_alpha")
+    among_humans = None
+    if alpha is not None:
+        fleiss = one(table, judge=HUMANS, metric="fleiss_kappa")
+        among_humans = {"krippendorff_alpha": as_rate(alpha), "fleiss_kappa": as_rate(fleiss), "n_items": alpha["n"]}
+    agreements = {r["judge"]: r for r in select(table, metric="agreement_vs_human_majority")}
+    vs_majority = [
+        {"judge": k["judge"], "cohen_kappa": as_rate(k), "agreement": as_rate(agreements.get(k["judge"])), "n": k["n"]}
+        for k in select(table, metric="cohen_kappa_vs_human_majority")
+    ]
+    without_ties = {r["judge"]: r for r in select(table, metric="vote_pairs_without_ties", group=HUMANS)}
+    pairs = [
+        {"judge": r["judge"], "with_ties": _vote_pairs(r), "without_ties": _vote_pairs(without_ties.get(r["judge"]))}
+        for r in select(table, metric="vote_pairs_with_ties", group=HUMANS)
+    ]
+    humans = next((p for p in pairs if p["judge"] == HUMANS), None)
+    return {
+        "among_humans": among_humans,
+        "vs_human_majority": vs_majority,
+        "spearman": spearman_pairs(result),
+        "vote_pairs": {"among_humans": humans, "vs_humans": [p for p in pairs if p["judge"] != HUMANS]},
+    }
+
+
+def self_preference_rows(result: dict) -> list[dict]:
+    """Per judge with pairs of its own family's answer against another's: {judge, family, own,
+    others, difference (rates), n_items}."""
+    by_judge = _by_judge(result)
+    out = []
+    for own in select(result["rows"], metric="self_preference_own"):
+        mine = by_judge[own["judge"]]
+        difference = as_rate(one(mine, metric="self_preference_difference"))
+        out.append(
+            {
+                "judge": own["judge"],
+                "family": own["group"],
+                "own": as_rate(own),
+                "others": as_rate(one(mine, metric="self_preference_others")),
+                "difference": difference,
+                "n_items": difference["n"],
             }
-            for name, key in (
-                ("raw", "raw_winrate"),
-                ("lc", "lc_winrate"),
-                ("raw_effect", "raw_effect"),
-                ("lc_effect", "lc_effect"),
-            ):
-                lo, hi = judge[f"{key}_ci"].get(g, (None, None))
-                row.update({name: judge[key].get(g), f"{name}_lo": lo, f"{name}_hi": hi})
-            rows.append(row)
-    return rows
+        )
+    return out
+
+
+def option_prob_rows(result: dict) -> list[dict]:
+    """Per judge that gave token probabilities: its mean probability on A1, A2, tie (over ``n``
+    votes) and on the answer shown first and second (over ``n_order_known``)."""
+    by_judge = _by_judge(result)
+    out = []
+    for judge in result["judges"]:
+        mine = by_judge[judge["judge"]]
+        a1, first = one(mine, metric="mean_prob_a1"), one(mine, metric="mean_prob_first")
+        if a1 is None:
+            continue
+        row = {o: estimate(mine, metric=f"mean_prob_{o}") for o in ("a1", "a2", "tie", "first", "second")}
+        out.append({"judge": judge["judge"], **row, "n": a1["n"], "n_order_known": first["n"] if first else 0})
+    return out
+
+
+def _consistency(mine: list[Row], subset: str) -> dict:
+    """The consistency table's figures of one judge and subset ("" for all): rates of
+    consistency, primacy, recency, first_share; fairness; both_unread; gold (the gold-label
+    accuracy rates a1_first, a2_first, average, both)."""
+
+    def rate(metric: str) -> dict:
+        return as_rate(one(mine, metric=metric, subset=subset))
+
+    both_unread = estimate(mine, metric="pairs_both_unread", subset=subset)
+    return {
+        "consistency": rate("position_consistency"),
+        "primacy": rate("primacy"),
+        "recency": rate("recency"),
+        "first_share": rate("inconsistent_first_share"),
+        "fairness": estimate(mine, metric="preference_fairness", subset=subset),
+        "both_unread": None if both_unread is None else int(both_unread),
+        "gold": {key: rate(f"gold_accuracy_{key}") for key in ("a1_first", "a2_first", "average", "both")},
+    }
+
+
+CONSISTENCY_METRICS = (
+    "position_consistency",
+    "gold_accuracy_a1_first",
+    "gold_accuracy_a2_first",
+    "gold_accuracy_average",
+    "gold_accuracy_both",
+)
 
 
 def consistency_rows(result: dict) -> tuple[list[dict], list[dict]]:
     """Judges with order-swapped pairs or gold labels, overall and by subset: (rows, subset
     rows), each {judge, subset, consistency, primacy, recency, first_share, fairness,
-    both_unread, gold (the gold_accuracy part)}. Judges the data says nothing about are left out."""
-    rows, subset_rows = [], []
+    both_unread, gold}, the overall row also the repetition ``stability``. Judges the data says
+    nothing about are left out."""
+    by_judge = _by_judge(result)
+    out, subset_rows = [], []
     for judge in result["judges"]:
-        pc, gold = judge["position_consistency"], judge["gold_accuracy"]
-        if not pc["consistency"]["n"] and not gold["a1_first"]["n"] and not gold["a2_first"]["n"]:
+        name, mine = judge["judge"], by_judge[judge["judge"]]
+        found = select(mine, metric=CONSISTENCY_METRICS)
+        if not any(r["subset"] == "" for r in found):
             continue
-        rows.append(
-            {"judge": judge["judge"], "subset": "", **pc, "gold": gold, "stability": judge["repetition_stability"]}
-        )
-        for subset in sorted(set(pc["by_subset"]) | set(gold["by_subset"])):
-            subset_rows.append(
-                {
-                    "judge": judge["judge"],
-                    "subset": subset,
-                    **pc["by_subset"].get(subset, {}),
-                    "gold": gold["by_subset"].get(subset, {}),
-                }
-            )
-    return rows, subset_rows
+        stability = as_rate(one(mine, metric="repetition_stability"))
+        out.append({"judge": name, "subset": "", **_consistency(mine, ""), "stability": stability})
+        for subset in sorted({r["subset"] for r in found if r["subset"]}):
+            subset_rows.append({"judge": name, "subset": subset, **_consistency(mine, subset)})
+    return out, subset_rows

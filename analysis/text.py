@@ -1,43 +1,44 @@
-"""A plain-text rendering of an analysis report, for the terminal."""
+"""A plain-text rendering of an analysis report, for the terminal: its metric rows
+(``analysis.rows``), judge by judge."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from analysis import rows
 from analysis.metrics import VERBOSITY_CONVENTIONS
 from analysis.stats import format_p
+from analysis.study_metrics import HUMAN_NF, RANDOM_JUDGE
 
 
 def pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}%"
 
 
-def rate_text(rate: dict) -> str:
-    if rate.get("value") is None:
+def interval(lo: float | None, hi: float | None) -> str:
+    return "" if lo is None else f" [{pct(lo)}, {pct(hi)}]"
+
+
+def rate_text(found: rows.Row | None) -> str:
+    """A rate row as "value [lo, hi] n=…" ("n/a (n=0)" where there is no figure)."""
+    if found is None or found["estimate"] is None:
         return "n/a (n=0)"
-    lo, hi = rate["ci"]
-    interval = f" [{pct(lo)}, {pct(hi)}]" if lo is not None else ""
-    return f"{pct(rate['value'])}{interval} n={rate['n']}"
+    n = "" if found["n"] is None else f" n={found['n']}"
+    return f"{pct(found['estimate'])}{interval(found['ci_lo'], found['ci_hi'])}{n}"
 
 
-def interval(ci: list | None) -> str:
-    if not ci or ci[0] is None:
-        return ""
-    return f" [{pct(ci[0])}, {pct(ci[1])}]"
-
-
-def position_text(pos: dict) -> str:
-    ci = pos.get("ci") or {}
-    text = (
-        f"first {pct(pos['first'])}{interval(ci.get('first'))} tie {pct(pos['tie'])}{interval(ci.get('tie'))} "
-        f"second {pct(pos['second'])}{interval(ci.get('second'))} diff {pct(pos['diff'])}{interval(ci.get('diff'))}"
-    )
-    if pos.get("p_value") is not None:
-        text += f" p {format_p(pos['p_value'])} (adjusted {format_p(pos.get('p_adjusted'))})"
+def position_text(table: list[rows.Row], judge: str, bloom: str = "") -> str:
+    shares = ("first", "tie", "second", "diff")
+    found = {s: rows.one(table, judge=judge, metric=f"position_{s}", bloom=bloom) for s in shares}
+    text = " ".join(f"{s} {pct(r['estimate'])}{interval(r['ci_lo'], r['ci_hi'])}" for s, r in found.items())
+    diff = found["diff"]
+    if diff["p_value"] is not None:
+        text += f" p {format_p(diff['p_value'])} (adjusted {format_p(diff['p_adjusted'])})"
     return text
 
 
 def report_lines(report: dict, *, verbose: bool = False) -> Iterator[str]:
+    table = report["rows"]
     f = report["filters"]
     yield f"Study {report['study']}: {f['n_votes_counted']} of {f['n_votes_total']} votes counted"
     excluded = ", ".join(f"{k} {v}" for k, v in f["excluded"].items() if v)
@@ -45,72 +46,88 @@ def report_lines(report: dict, *, verbose: bool = False) -> Iterator[str]:
     conventions = report.get("conventions", {})
     if conventions:
         yield f"  runs: {conventions['runs']}; clustered by {conventions['cluster_unit']}; p adjusted: {conventions['p_adjust']}"
-    groups = [g["group"] for g in report["groups"]]
-    for judge in [*report["judges"], report["random_judge"]]:
+    random_judge = rows.one(table, judge=RANDOM_JUDGE)
+    judges = [*report["judges"], *([{"judge": RANDOM_JUDGE, "kind": random_judge["kind"]}] if random_judge else [])]
+    for judge in judges:
         yield ""
         yield f"{judge['judge']} ({judge['kind']}), {judge.get('n_votes', '-')} votes"
-        for g in groups:
-            yield f"  ASR {g}: {rate_text(judge['asr'][g])}"
-            if g in judge["accuracy"]:
-                yield f"  Acc {g}: {rate_text(judge['accuracy'][g])}"
-        if "tie_share" in judge:
-            yield f"  item preferences tied: {rate_text(judge['tie_share'])}"
-        for reason in judge.get("position_dominated") or []:
-            yield f"  position-dominated, not ranked: {reason}"
-        yield f"  position: {position_text(judge['position'])}"
-        if judge.get("runs"):
-            yield f"  runs: {', '.join(str(r) for r in judge['runs'])}"
-        if "verbosity" in judge:
-            v = judge["verbosity"]
-            ties = VERBOSITY_CONVENTIONS[v.get("convention", "tie_half")][0]
-            yield f"  longer answer wins ({v['measure']}, {ties}): {pct(v['longer_wins'])}{interval(v['longer_wins_ci'])}"
-        if judge.get("lc_winrate"):
-            lc = ", ".join(f"{g} {pct(v)}" for g, v in judge["lc_winrate"].items())
-            yield f"  length-controlled win rate of A2/A2p: {lc}"
-        yield from _consistency_and_gold_lines(judge, verbose=verbose)
-        if verbose and judge.get("by_bloom"):
-            for bloom, part in judge["by_bloom"].items():
-                asr = ", ".join(f"{g} {rate_text(r)}" for g, r in part["asr"].items())
-                yield f"  [{bloom}] ASR {asr}"
-    nf = report["human_nf_position"]
-    yield ""
-    yield f"Human-NF position: {position_text(nf)} n={nf['n']}"
-    found = [(name, sp) for name, sp in (report.get("self_preference") or {}).items() if sp["n_items"]]
+        yield from _judge_lines(rows.select(table, judge=judge["judge"]), judge, verbose=verbose)
+    human_nf = rows.one(table, judge=HUMAN_NF, metric="position_first")
+    if human_nf:
+        yield ""
+        yield f"Human-NF position: {position_text(table, HUMAN_NF)} n={human_nf['n']}"
+    found = rows.select(table, metric="self_preference_difference")
     if found:
         yield ""
         yield "Self-preference (own family's answer vs other judges on the same items, a tie counts half):"
-        for name, sp in found:
+        for diff in found:
+            own, others = (
+                rows.one(table, judge=diff["judge"], metric=f"self_preference_{key}") for key in ("own", "others")
+            )
             yield (
-                f"  {name} ({sp['family']}): own {rate_text(sp['own'])}, others {rate_text(sp['others'])}, "
-                f"difference {pct(sp['difference'])}{interval(sp['difference_ci'])} over {sp['n_items']} items"
+                f"  {diff['judge']} ({diff['group']}): own {rate_text(own)}, others {rate_text(others)}, "
+                f"difference {pct(diff['estimate'])}{interval(diff['ci_lo'], diff['ci_hi'])} over {diff['n']} items"
             )
 
 
-def _cuts(measure: dict, rate: str, verbose: bool) -> Iterator[tuple[str, dict]]:
-    """(" [subset]" or "", part) of a measure: the whole, then each subset when verbose; only
-    parts whose `rate` has n > 0."""
-    subsets = measure.get("by_subset") or {} if verbose else {}
-    for subset in [None, *subsets]:
-        part = measure if subset is None else subsets[subset]
-        if part and part[rate]["n"]:
-            yield ("" if subset is None else f" [{subset}]"), part
+def _judge_lines(table: list[rows.Row], judge: dict, *, verbose: bool) -> Iterator[str]:
+    """One judge's lines, from its own rows."""
+    for r in rows.select(table, metric=("asr", "accuracy"), bloom=""):
+        yield f"  {'ASR' if r['metric'] == 'asr' else 'Acc'} {r['group']}: {rate_text(r)}"
+    ties = rows.one(table, metric="tie_share")
+    if ties:
+        yield f"  item preferences tied: {rate_text(ties)}"
+    dominated = rows.one(table, metric="position_dominated")
+    if dominated and dominated["estimate"]:
+        for reason in dominated["note"].split("; "):
+            yield f"  position-dominated, not ranked: {reason}"
+    yield f"  position: {position_text(table, judge['judge'])}"
+    if judge.get("runs"):
+        yield f"  runs: {', '.join(str(r) for r in judge['runs'])}"
+    longer = rows.one(table, metric="longer_wins")
+    if longer:
+        convention, measure = longer["convention"].split("; ")
+        ties_rule = VERBOSITY_CONVENTIONS[convention][0]
+        yield (
+            f"  longer answer wins ({measure}, {ties_rule}): "
+            f"{pct(longer['estimate'])}{interval(longer['ci_lo'], longer['ci_hi'])}"
+        )
+    lc = rows.select(table, metric="lc_winrate")
+    if lc:
+        winrates = ", ".join(f"{r['group']} {pct(r['estimate'])}" for r in lc)
+        yield f"  length-controlled win rate of A2/A2p: {winrates}"
+    yield from _consistency_and_gold_lines(table, verbose=verbose)
+    if verbose:
+        blooms = dict.fromkeys(r["bloom"] for r in rows.select(table, metric="asr") if r["bloom"])
+        for bloom in blooms:
+            asr = ", ".join(f"{r['group']} {rate_text(r)}" for r in rows.select(table, metric="asr", bloom=bloom))
+            yield f"  [{bloom}] ASR {asr}"
 
 
-def _consistency_and_gold_lines(judge: dict, *, verbose: bool) -> Iterator[str]:
+def _consistency_and_gold_lines(table: list[rows.Row], *, verbose: bool) -> Iterator[str]:
     """Accuracy against gold labels, position consistency and repetition stability, where the
-    data has them (n > 0); by subset when verbose."""
-    gold = judge.get("gold_accuracy") or {}
-    consistency = judge.get("position_consistency") or {}
-    for where, part in _cuts(gold, "average", verbose):
-        yield (
-            f"  gold accuracy{where}: A1 first {rate_text(part['a1_first'])}, A2 first {rate_text(part['a2_first'])}, "
-            f"average {rate_text(part['average'])}, correct in both orders {rate_text(part['both'])}"
+    data has them (a row exists only where n > 0); by subset when verbose."""
+    for average in rows.select(table, metric="gold_accuracy_average"):
+        if average["subset"] and not verbose:
+            continue
+        where = f" [{average['subset']}]" if average["subset"] else ""
+        a1_first, a2_first, both = (
+            rows.one(table, metric=f"gold_accuracy_{key}", subset=average["subset"])
+            for key in ("a1_first", "a2_first", "both")
         )
-    for where, part in _cuts(consistency, "consistency", verbose):
         yield (
-            f"  position consistency{where}: {rate_text(part['consistency'])}; preference fairness "
-            f"(recency - primacy) {pct(part['fairness'])}"
+            f"  gold accuracy{where}: A1 first {rate_text(a1_first)}, A2 first {rate_text(a2_first)}, "
+            f"average {rate_text(average)}, correct in both orders {rate_text(both)}"
         )
-    stability = judge.get("repetition_stability")
-    if stability and stability["n"]:
+    for consistency in rows.select(table, metric="position_consistency"):
+        if consistency["subset"] and not verbose:
+            continue
+        where = f" [{consistency['subset']}]" if consistency["subset"] else ""
+        fairness = rows.estimate(table, metric="preference_fairness", subset=consistency["subset"])
+        yield (
+            f"  position consistency{where}: {rate_text(consistency)}; preference fairness "
+            f"(recency - primacy) {pct(fairness)}"
+        )
+    stability = rows.one(table, metric="repetition_stability")
+    if stability:
         yield f"  repetition stability: {rate_text(stability)}"

@@ -55,19 +55,18 @@ def study_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
                 consistency_subset_rows=consistency_subset_rows,
                 table1=tables.table1(result),
                 table2=tables.table2(result),
+                agreement=tables.agreement(result),
+                self_preference_rows=tables.self_preference_rows(result),
+                verbosity_rows=tables.verbosity_rows(result),
                 lc_rows=tables.lc_rows(result),
                 label_rows=tables.label_rows(result),
-                bloom_tables={b: tables.table1(result, part=b) for b in _blooms(result)},
+                option_prob_rows=tables.option_prob_rows(result),
+                bloom_tables={b: tables.table1(result, part=b) for b in tables.blooms(result)},
+                bloom_position_rows=tables.bloom_position_rows(result),
                 plots=plots.PLOTS,
             )
     template = "analysis/study.html#results" if request.htmx else "analysis/study.html"
     return render(request, template, context, status=status)
-
-
-def _blooms(result: dict) -> list[str]:
-    seen = {b for j in result["judges"] for b in j["by_bloom"]}
-    order = ["remembering", "understanding", "applying", "analyzing", "evaluating", "creating"]
-    return [b for b in order if b in seen]
 
 
 @require_GET

@@ -594,10 +594,15 @@ class StudyMetricsView(APIView):
         summary="Every metric of a study",
         description=(
             "The same JSON as `manage.py analyze --study {slug} --json` with the same filters and options "
-            "(analysis.services.study_results; filters parsed by the dashboard's form), with `computed_at` and "
-            "`n_votes` (when and from how many of the study's votes it was computed) and `updating` (a study "
-            "over the background threshold has newer votes and its next report is being computed). Answered "
-            "202 with only those three keys while a big study's first report is being computed."
+            "(analysis.services.study_results; filters parsed by the dashboard's form). Its figures are `rows`, "
+            "the metric table: one object per figure with the keys listed in `columns` (judge, kind, metric, "
+            "group, bloom, subset, estimate, ci_lo, ci_hi, n, clusters, p_value, p_adjusted, convention, note; "
+            "docs/STATISTICS.md names every metric), the same rows as the metrics CSV; beside them what they "
+            "were computed from: `study`, `conventions`, `tests`, `filters`, `measure`, `groups` and `judges` "
+            "(each judge's kind, votes and runs). With `computed_at` and `n_votes` (when and from how many of "
+            "the study's votes it was computed) and `updating` (a study over the background threshold has "
+            "newer votes and its next report is being computed). Answered 202 with only those three keys "
+            "while a big study's first report is being computed."
         ),
         parameters=[*ANALYSIS_FILTERS, inputs.MetricsOptions],
         responses={200: OpenApiTypes.OBJECT, 202: OpenApiTypes.OBJECT},

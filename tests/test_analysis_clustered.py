@@ -8,6 +8,7 @@ from scipy import stats as sps
 
 from analysis import metrics, stats
 from analysis.report import analyze
+from analysis.rows import as_rate, one
 from tests.analysis_frames import frame, item, votes
 
 
@@ -45,11 +46,12 @@ def test_six_identical_votes_per_item_give_the_asr_interval_of_one_vote_per_item
             rows += votes(item(10 * q, q, "control", 2 * q, 2 * q + 1), " ".join(["a1"] * copies))
             choices = " ".join(["a2" if q < 4 else "a1"] * copies)
             rows += votes(item(10 * q + 1, q, "reference", 2 * q, 2 * q + 1), choices)
-        return analyze(frame(rows), study="s")["judges"][0]["asr"]["reference"]
+        table = analyze(frame(rows), study="s")["rows"]
+        return as_rate(one(table, judge="J", metric="asr", group="reference", bloom=""))
 
-    one, six = study(1), study(6)
-    assert (six["value"], six["n"]) == (one["value"], one["n"]) == (0.4, 10)
-    assert six["ci"] == pytest.approx(one["ci"])
+    once, six = study(1), study(6)
+    assert (six["value"], six["n"]) == (once["value"], once["n"]) == (0.4, 10)
+    assert six["ci"] == pytest.approx(once["ci"])
 
 
 def test_a_judge_at_100_percent_asr_gets_an_interval_with_a_lower_bound_below_it():
@@ -57,7 +59,8 @@ def test_a_judge_at_100_percent_asr_gets_an_interval_with_a_lower_bound_below_it
     for q in range(8):
         rows += votes(item(10 * q, q, "control", 2 * q, 2 * q + 1), "a1 a1")
         rows += votes(item(10 * q + 1, q, "reference", 2 * q, 2 * q + 1), "a2 a2")
-    rate = analyze(frame(rows), study="s")["judges"][0]["asr"]["reference"]
+    table = analyze(frame(rows), study="s")["rows"]
+    rate = as_rate(one(table, judge="J", metric="asr", group="reference", bloom=""))
     assert rate["value"] == 1.0 and rate["n"] == 8
     # Wilson on 8 questions: [0.6756, 1].
     assert rate["ci"] == [pytest.approx(0.6756, abs=1e-4), 1.0]

@@ -7,7 +7,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from analysis import services
+from analysis import rows, services
 from analysis.simulate import JudgeParams
 from tests.factories import make_question, make_study, make_variant
 
@@ -33,21 +33,25 @@ def run_json(*args):
 def test_the_json_has_the_keys_of_the_contract(voted_study):
     result = run_json("--study", "demo-s")
     assert result["study"] == "demo-s"
-    assert {"filters", "judges", "human_nf_position"} <= result.keys()
+    assert {"filters", "judges", "columns", "rows"} <= result.keys()
+    assert result["columns"] == list(rows.COLUMNS) and all(list(r) == result["columns"] for r in result["rows"])
     by_name = {j["judge"]: j for j in result["judges"]}
     assert by_name["sim-1"]["kind"] == "simulated" and by_name["Humans"]["kind"] == "human"
-    judge = by_name["sim-1"]
-    assert judge["n_votes"] == 12 * 3 * 4
+    assert by_name["sim-1"]["n_votes"] == 12 * 3 * 4
+    table = rows.select(result["rows"], judge="sim-1")
     for kind in ("reference", "factual_error"):
-        rate = judge["asr"][kind]
-        assert set(rate) == {"value", "ci", "n"} and len(rate["ci"]) == 2 and isinstance(rate["n"], int)
-    assert set(judge["accuracy"]) == {"factual_error"}
-    assert {"first", "tie", "second", "diff", "n"} <= judge["position"].keys()
-    verbosity = judge["verbosity"]
-    assert verbosity["measure"] == "words" and isinstance(verbosity["longer_wins"], float)
-    assert all({"lo", "hi", "value", "n"} <= b.keys() for b in verbosity["bins"])
-    assert set(judge["lc_winrate"]) == {"control", "reference", "factual_error"}
-    assert {"first", "tie", "second", "diff", "n"} <= result["human_nf_position"].keys()
+        rate = rows.one(table, metric="asr", group=kind, bloom="")
+        assert rate["ci_lo"] <= rate["estimate"] <= rate["ci_hi"] and isinstance(rate["n"], int)
+    assert [r["group"] for r in rows.select(table, metric="accuracy", bloom="")] == ["factual_error"]
+    position = ("position_first", "position_tie", "position_second", "position_diff")
+    assert [r["metric"] for r in rows.select(table, metric=position, bloom="")] == list(position)
+    longer = rows.one(table, metric="longer_wins")
+    assert longer["convention"] == "tie_half; words" and isinstance(longer["estimate"], float)
+    bins = rows.select(table, metric="verbosity_bin")
+    assert bins and all(b["group"].split("-")[0].isdigit() and b["n"] is not None for b in bins)
+    assert {r["group"] for r in rows.select(table, metric="lc_winrate")} == {"control", "reference", "factual_error"}
+    human_nf = rows.select(result["rows"], judge="Human-NF")
+    assert [r["metric"] for r in human_nf] == list(position)
 
 
 def test_filters_are_echoed_with_the_votes_each_one_excluded(voted_study):
@@ -62,7 +66,9 @@ def test_filters_are_echoed_with_the_votes_each_one_excluded(voted_study):
 def test_a_bloom_filter_leaves_only_that_level(voted_study):
     result = run_json("--study", "demo-s", "--bloom", "creating")
     assert result["filters"]["n_votes_counted"] == 0
-    assert all(j["asr"]["reference"]["value"] is None for j in result["judges"])
+    for j in result["judges"]:
+        rate = rows.one(result["rows"], judge=j["judge"], metric="asr", group="reference", bloom="")
+        assert rate["estimate"] is None and rate["n"] == 0
 
 
 def test_it_rejects_an_unknown_study_and_bad_filters(voted_study):
@@ -77,7 +83,7 @@ def test_it_rejects_an_unknown_study_and_bad_filters(voted_study):
 def test_the_text_report_names_every_judge(voted_study):
     out = StringIO()
     call_command("analyze", "--study", "demo-s", "--bootstrap", "50", stdout=out)
-    assert "sim-1 (simulated)" in out.getvalue() and "random (random)" in out.getvalue()
+    assert "sim-1 (simulated)" in out.getvalue() and "random judge (chance level)" in out.getvalue()
 
 
 def test_the_simulate_command_stores_the_judges_biases_and_votes(db):
@@ -114,15 +120,18 @@ def test_the_json_names_its_conventions_and_its_family_of_tests(voted_study):
     } <= conventions.keys()
     tests = result["tests"]["position"]
     assert tests["adjust"] == "holm" and tests["m"] >= 2
-    judge = next(j for j in result["judges"] if j["judge"] == "sim-1")
-    pos = judge["position"]
-    assert pos["p_adjusted"] >= pos["p_value"]
-    assert set(pos["ci"]) == {"first", "tie", "second", "diff"}
-    for part in judge["by_bloom"].values():
-        assert "p_adjusted" in part["position"]
-    assert judge["verbosity"]["bins"] and all("ci" in b for b in judge["verbosity"]["bins"])
-    among = result["agreement"]["among_humans"]
-    assert among is None or len(among["fleiss_kappa_ci"]) == 2
+    table = rows.select(result["rows"], judge="sim-1")
+    diff = rows.one(table, metric="position_diff", bloom="")
+    assert diff["p_adjusted"] >= diff["p_value"]
+    for share in ("first", "tie", "second", "diff"):
+        found = rows.one(table, metric=f"position_{share}", bloom="")
+        assert found["ci_lo"] <= found["ci_hi"]
+    by_bloom = [r for r in rows.select(table, metric="position_diff") if r["bloom"]]
+    assert by_bloom and all((r["p_adjusted"] is None) == (r["p_value"] is None) for r in by_bloom)
+    bins = rows.select(table, metric="verbosity_bin")
+    assert bins and all((b["ci_lo"] is None) == (b["estimate"] is None) for b in bins)
+    kappa = rows.one(result["rows"], judge="humans", metric="fleiss_kappa")
+    assert kappa is None or (kappa["ci_lo"] is None) == (kappa["ci_hi"] is None)
 
 
 @pytest.mark.parametrize(
@@ -139,11 +148,14 @@ def test_a_judge_simulated_with_one_bias_shows_that_bias_and_not_the_other(db, f
     cells = Counter(votes.values_list("shown_first", "labels_swapped"))
     assert cells == {("a1", False): 40, ("a1", True): 40, ("a2", False): 40, ("a2", True): 40}
     assert set(votes.values_list("label_scheme", flat=True)) == {"ab"}
-    found = next(j for j in run_json("--study", "lab-s")["judges"] if j["judge"] == "one-bias")["label_and_position"]
-    effects = {"position": found["position"], "label": found["label"]["ab"]}
-    assert effects[planted]["ci"][0] <= 1.2 <= effects[planted]["ci"][1] and effects[planted]["ci"][0] > 0.5
-    assert effects[other]["ci"][0] <= 0 <= effects[other]["ci"][1]
-    assert found["label"]["ab"]["first_label"] == "A"
+    table = rows.select(run_json("--study", "lab-s")["rows"], judge="one-bias", convention="conditional")
+    effects = {
+        "position": rows.one(table, metric="position_log_odds"),
+        "label": rows.one(table, metric="label_log_odds", group="ab"),
+    }
+    assert effects[planted]["ci_lo"] <= 1.2 <= effects[planted]["ci_hi"] and effects[planted]["ci_lo"] > 0.5
+    assert effects[other]["ci_lo"] <= 0 <= effects[other]["ci_hi"]
+    assert effects["label"]["note"].startswith("A / ")
 
 
 def test_people_cannot_be_simulated_with_a_label_bias(db):

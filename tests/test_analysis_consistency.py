@@ -5,6 +5,7 @@ import pytest
 
 from analysis import consistency
 from analysis.report import analyze
+from analysis.rows import as_rate, estimate, one
 from tests.analysis_frames import frame, item, votes
 
 
@@ -153,12 +154,13 @@ def test_the_report_gives_every_judge_the_new_measures_and_null_where_the_data_d
         {**r, "judge": "People", "judge_kind": "human", "rater": f"r{i}"} for i, r in enumerate(three_items())
     ]
     result = analyze(frame(rows), study="s")
-    by_name = {j["judge"]: j for j in result["judges"]}
-    assert by_name["J"]["position_consistency"]["consistency"]["value"] == pytest.approx(1 / 3)
-    assert by_name["J"]["gold_accuracy"]["both"]["value"] == pytest.approx(1 / 3)
-    assert by_name["J"]["repetition_stability"]["n"] == 0
-    assert by_name["People"]["position_consistency"]["consistency"]["n"] == 0
-    assert by_name["People"]["gold_accuracy"]["a1_first"]["value"] == pytest.approx(1 / 3)
+    table = result["rows"]
+    assert estimate(table, judge="J", metric="position_consistency", subset="") == pytest.approx(1 / 3)
+    assert estimate(table, judge="J", metric="gold_accuracy_both", subset="") == pytest.approx(1 / 3)
+    # A figure without a base has no row: read as a table cell, its n is 0.
+    assert as_rate(one(table, judge="J", metric="repetition_stability"))["n"] == 0
+    assert as_rate(one(table, judge="People", metric="position_consistency", subset=""))["n"] == 0
+    assert estimate(table, judge="People", metric="gold_accuracy_a1_first", subset="") == pytest.approx(1 / 3)
     assert "position_consistency" in result["conventions"]
 
 
@@ -167,9 +169,10 @@ def test_the_report_counts_an_unread_verdict_as_wrong_but_leaves_a_failed_reques
     rows += [{**r, "parse_status": "invalid"} for r in one_pair(2, None, "a1", gold_label="a1")]
     rows += [{**r, "parse_status": "failed"} for r in one_pair(3, None, None, gold_label="a1")]
     result = analyze(frame(rows), study="s")
-    judge = result["judges"][0]
-    assert judge["gold_accuracy"]["a1_first"]["value"] == pytest.approx(1 / 2)
-    assert judge["gold_accuracy"]["a1_first"]["n"] == 2
-    assert judge["gold_accuracy"]["unread"] == 1
-    assert judge["position_consistency"]["consistency"]["value"] == pytest.approx(1 / 2)
+    table = result["rows"]
+    # Item 1 right, item 2's unread verdict wrong; item 3's failed request is not in the base.
+    a1_first = one(table, judge="J", metric="gold_accuracy_a1_first", subset="")
+    assert a1_first["estimate"] == pytest.approx(1 / 2)
+    assert a1_first["n"] == 2
+    assert estimate(table, judge="J", metric="position_consistency", subset="") == pytest.approx(1 / 2)
     assert result["filters"]["excluded"]["no_choice"] == 3

@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 
-from analysis import services, tables
+from analysis import rows, services, tables
 from analysis.simulate import JudgeParams
 from annotations.models import Rater
 from tests.factories import human_pool, make_judge, make_question, make_rater, make_study, make_variant, make_vote
@@ -155,12 +155,15 @@ def test_p_values_below_0_001_print_as_such_with_holm_beside_them(first_picker, 
     # z = sqrt(20) on 20 question clusters: p about 8e-6, printed "< 0.001" (escaped), never "0.000".
     assert body.count("&lt; 0.001") >= 2 and "0.000<" not in body
     csv = b"".join(staff_client.get(reverse("analysis:export", args=["first-s", "metrics"])).streaming_content)
-    rows = [line.split(",") for line in csv.decode().splitlines()]
-    header = rows[0]
+    records = [line.split(",") for line in csv.decode().splitlines()]
+    header = records[0]
     diff = next(
-        r for r in rows if r[header.index("judge")] == "first-picker" and r[header.index("metric")] == "position_diff"
+        r
+        for r in records
+        if r[header.index("judge")] == "first-picker" and r[header.index("metric")] == "position_diff"
     )
-    assert diff[header.index("p_value")] == "< 0.001" and diff[header.index("p_adjusted")] == "< 0.001"
+    # The CSV is for programs: the p-values as numbers, both below 0.001.
+    assert 0 < float(diff[header.index("p_value")]) <= float(diff[header.index("p_adjusted")]) < 0.001
 
 
 def test_abbreviations_are_explained_on_hover_and_in_a_glossary(dash_study, staff_client):
@@ -189,7 +192,8 @@ def test_a_bloom_tables_votes_are_that_levels_not_the_judges_total(db, staff_cli
     assert judge["n_votes"] == 24
     for level, expected in (("applying", 8), ("creating", 16)):
         row = next(r for r in tables.table1(result, part=level)["rows"] if r["judge"] == "sim")
-        assert row["n_votes"] == expected == judge["by_bloom"][level]["position"]["n"]
+        position = rows.one(result["rows"], judge="sim", metric="position_first", bloom=level)
+        assert row["n_votes"] == expected == position["n"]
     body = staff_client.get(reverse("analysis:study", args=["blooms-s"])).content.decode()
     applying = body[body.index("<h3>Applying</h3>") :]
     assert '<td class="name">simulated</td><td>8</td>' in applying[: applying.index("</table>")]
@@ -201,11 +205,17 @@ def test_filtering_by_a_perturbation_group_keeps_the_control_items_in_the_base(d
     response = staff_client.get(reverse("analysis:study", args=["dash-s"]), {"group": "reference"})
     result = response.context["result"]
     unfiltered = services.study_analyze(study=dash_study)
-    for judge, whole in zip(result["judges"], unfiltered["judges"], strict=True):
-        asr, whole_asr = judge["asr"]["reference"], whole["asr"]["reference"]
-        assert (asr["value"], asr["n"]) == (whole_asr["value"], whole_asr["n"]), judge["judge"]
-        assert asr["n"] > 0 and asr["value"] is not None
-        assert judge["asr"]["factual_error"]["n"] == 0  # the group not picked is left out
+    # The same judges in the same order, the group filter or not.
+    assert [j["judge"] for j in result["judges"]] == [j["judge"] for j in unfiltered["judges"]]
+    for judge in result["judges"]:
+        asr, whole_asr = (
+            rows.one(r["rows"], judge=judge["judge"], metric="asr", group="reference", bloom="")
+            for r in (result, unfiltered)
+        )
+        assert (asr["estimate"], asr["n"]) == (whole_asr["estimate"], whole_asr["n"]), judge["judge"]
+        assert asr["n"] > 0 and asr["estimate"] is not None
+        # The group not picked is left out.
+        assert rows.one(result["rows"], judge=judge["judge"], metric="asr", group="factual_error", bloom="")["n"] == 0
     assert result["filters"]["groups"] == ["reference", "control"]
     assert 'value="control"' not in response.content.decode()  # kept without being offered as a filter
 
@@ -252,14 +262,17 @@ def test_a_judges_agreement_with_the_human_majority_carries_its_interval(db, sta
         for _ in range(2):
             make_vote(item, human_pool(study), rater=make_rater(study), client_ms=4000)
         make_vote(item, judge, choice_shown="first" if n < 3 else "second")
-    found = services.study_analyze(study=study)["agreement"]["vs_human_majority"]["judge-agrees"]
-    assert (found["agreement"], found["n"]) == (0.75, 4)
-    lo, hi = found["agreement_ci"]
+    found = rows.one(
+        services.study_analyze(study=study)["rows"], judge="judge-agrees", metric="agreement_vs_human_majority"
+    )
+    assert (found["estimate"], found["n"]) == (0.75, 4)
+    lo, hi = found["ci_lo"], found["ci_hi"]
     assert lo < 0.75 < hi <= 1
     body = staff_client.get(reverse("analysis:study", args=["agree-s"])).content.decode()
     assert re.search(r"75\.0%<span class=\"ci\">\[\d+\.\d%, \d+\.\d%\]</span></td><td>4</td>", body)
     metrics = b"".join(staff_client.get(reverse("analysis:export", args=["agree-s", "metrics"])).streaming_content)
-    assert b"judge-agrees,,,agreement_vs_human_majority,,0.75," in metrics
+    # The metrics CSV is the metric table: study, judge, kind, metric, group, bloom, subset, estimate, ...
+    assert b"agree-s,judge-agrees,simulated,agreement_vs_human_majority,,,,0.75," in metrics
 
 
 def test_the_verbosity_table_says_which_convention_scored_it(dash_study, staff_client):

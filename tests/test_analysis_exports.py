@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from django.core.management import CommandError, call_command
 
-from analysis import exports, loader, services
+from analysis import exports, loader, rows, services
 from analysis.frame import Filters, exclusion_masks
 from analysis.simulate import JudgeParams
 from annotations.models import Vote
@@ -79,18 +79,25 @@ def test_the_items_csv_has_each_judges_preference_per_item(exported_study):
 
 def test_the_metrics_csv_is_the_analysis_in_long_format(exported_study):
     df = export_frame(exported_study, "metrics")
+    assert list(df.columns) == exports.METRIC_COLUMNS
+    sim = df[df["judge"] == "sim-x"]
+    conditional, marginal = sim[sim["convention"] == "conditional"], sim[sim["convention"] == "marginal"]
     # Two votes per item: within an item one answer keeps the first label, so only the pooled
-    # (marginal) label effect exists; the conditional one is not identifiable.
-    assert df[(df["judge"] == "sim-x") & (df["metric"] == "label_log_odds")].empty
-    labels = df[(df["judge"] == "sim-x") & (df["metric"] == "label_log_odds_marginal")]
-    assert labels["group"].tolist() == ["ab"] and (labels["ci_lo"] < labels["value"]).all()
-    assert df[(df["judge"] == "Humans") & (df["metric"] == "label_log_odds")].empty  # people see no labels
-    assert len(df[(df["judge"] == "Humans") & (df["metric"] == "position_log_odds")]) == 1
-    row = df[(df["judge"] == "sim-x") & (df["metric"] == "asr") & (df["group"] == "rich_content") & df["bloom"].isna()]
+    # (marginal) label effect exists; the conditional one is not identifiable and says why.
+    assert conditional[conditional["metric"] == "label_log_odds"].empty
+    unidentified = conditional[conditional["metric"] == "takes_first_label"]
+    assert unidentified["group"].tolist() == ["ab"] and unidentified["estimate"].isna().all()
+    assert unidentified["note"].str.startswith("not identifiable").all()
+    labels = marginal[marginal["metric"] == "label_log_odds"]
+    assert labels["group"].tolist() == ["ab"] and (labels["ci_lo"] < labels["estimate"]).all()
+    humans = df[(df["judge"] == "Humans") & (df["convention"] == "conditional")]
+    assert humans[humans["metric"] == "label_log_odds"].empty  # people see no labels
+    assert len(humans[humans["metric"] == "position_log_odds"]) == 1
+    row = sim[(sim["metric"] == "asr") & (sim["group"] == "rich_content") & sim["bloom"].isna()]
     result = services.study_analyze(study=exported_study)
-    expected = next(j for j in result["judges"] if j["judge"] == "sim-x")["asr"]["rich_content"]
-    assert row["n"].iloc[0] == expected["n"]
-    assert {"random", "Human-NF"} <= set(df["judge"])
+    expected = rows.one(result["rows"], judge="sim-x", metric="asr", group="rich_content", bloom="")
+    assert row["n"].iloc[0] == expected["n"] and len(df) == len(result["rows"])
+    assert {"random judge", "Human-NF"} <= set(df["judge"])
 
 
 def test_the_export_commands_write_the_same_csv(exported_study, tmp_path):

@@ -7,6 +7,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
+from analysis import rows as metric_rows  # beside the CSV rows the tests write
 from analysis import services, vote_import
 from annotations.models import Answer, ComparisonItem, Judge, Question, Rater, Vote
 from biasstudy.datasets import dataset_path
@@ -68,11 +69,13 @@ def test_the_analysis_runs_on_imported_mtbench_votes(db, mtbench_subset):
     study = make_study(slug="mt3")
     call_command("import_votes", str(mtbench_subset), "--format", "mtbench", "--study", "mt3", verbosity=0)
     result = services.study_analyze(study=study)
-    judges = {j["judge"]: j for j in result["judges"]}
-    assert judges["mtbench-human"]["position"]["n"] == 0  # order unknown, so no positional figure
-    assert 0 < judges["mtbench-human"]["verbosity"]["longer_wins"] < 1
-    assert result["agreement"]["among_humans"]["n_votes"] > 0
-    assert "mtbench-gpt4-pair" in result["agreement"]["vs_human_majority"]
+    table = result["rows"]
+    position = metric_rows.one(table, judge="mtbench-human", metric="position_first", bloom="")
+    assert position["n"] == 0  # order unknown, so no positional figure
+    assert 0 < metric_rows.estimate(table, judge="mtbench-human", metric="longer_wins") < 1
+    fleiss = metric_rows.one(table, judge="humans", metric="fleiss_kappa")
+    assert int(fleiss["note"].removesuffix(" votes")) > 0  # "<k> votes": the people's votes it counts
+    assert metric_rows.one(table, judge="mtbench-gpt4-pair", metric="agreement_vs_human_majority")
 
 
 @needs_mtbench

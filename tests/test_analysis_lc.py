@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 from scipy.optimize import minimize
 from scipy.special import expit, logit
 
-from analysis import exports, lc, metrics, report, simulate, tables
+from analysis import exports, judge_metrics, lc, metrics, report, simulate, tables
 from analysis.frame import CONTROL
+from analysis.rows import estimate, one, select
 
 GROUPS = ("control", "factual_error", "reference", "rich_content")
 
@@ -26,8 +27,28 @@ def judged_items(n_q=120, seed=0, **params) -> pd.DataFrame:
     return metrics.item_preferences(simulate.votes_frame(items, votes))
 
 
-def length_controlled(prefs: pd.DataFrame) -> dict:
-    return report._length_controlled(prefs, report.Options())
+def length_controlled(prefs: pd.DataFrame) -> list[dict]:
+    """The report's length-controlled rows (analysis.judge_metrics) of one judge's item preferences."""
+    # The metric reads only the item preferences, oriented as the report orients them, and the options.
+    data = judge_metrics.JudgeData(
+        judge="sim",
+        kind="simulated",
+        votes=None,
+        prefs=prefs.assign(orientation=report._orientation(prefs)),
+        question_index=None,
+        counts=None,
+        groups=[],
+        semantics={},
+        options=report.Options(),
+        asked=None,
+        pairs=None,
+    )
+    return judge_metrics.length_controlled(data)
+
+
+def interval(found: list[dict], metric: str, group: str) -> list[float]:
+    row = one(found, metric=metric, group=group)
+    return [row["ci_lo"], row["ci_hi"]]
 
 
 def swap_sides(prefs: pd.DataFrame, group: str) -> pd.DataFrame:
@@ -61,21 +82,23 @@ def length_biased():
 def test_swapping_one_groups_sides_gives_it_one_minus_its_rate_and_leaves_the_others(length_biased, group):
     ahead = length_controlled(length_biased)
     swapped = length_controlled(swap_sides(length_biased, group))
-    assert ahead["lc_lambda"] == swapped["lc_lambda"]
+    # The ridge penalty chosen, which the length slope's note names.
+    assert one(ahead, metric="length_slope")["note"] == one(swapped, metric="length_slope")["note"]
     for g in GROUPS:
-        expected = 1 - ahead["lc_winrate"][g] if g == group else ahead["lc_winrate"][g]
-        assert swapped["lc_winrate"][g] == pytest.approx(expected, abs=1e-6), g
-        expected = 1 - ahead["raw_winrate"][g] if g == group else ahead["raw_winrate"][g]
-        assert swapped["raw_winrate"][g] == pytest.approx(expected, abs=1e-12), g
-    lo, hi = ahead["lc_winrate_ci"][group]
-    assert swapped["lc_winrate_ci"][group] == pytest.approx([1 - hi, 1 - lo], abs=1e-6)
+        for metric, tolerance in (("lc_winrate", 1e-6), ("raw_winrate", 1e-12)):
+            value = estimate(ahead, metric=metric, group=g)
+            expected = 1 - value if g == group else value
+            assert estimate(swapped, metric=metric, group=g) == pytest.approx(expected, abs=tolerance), g
+    lo, hi = interval(ahead, "lc_winrate", group)
+    assert interval(swapped, "lc_winrate", group) == pytest.approx([1 - hi, 1 - lo], abs=1e-6)
 
 
 def test_the_length_bias_was_planted_where_the_swap_is_tested(length_biased):
     # Without a length preference in the data the swap test would test less.
     result = length_controlled(length_biased)
-    assert result["length_slope"][CONTROL] > 0.3
-    assert result["raw_winrate"]["rich_content"] - result["lc_winrate"]["rich_content"] > 0.05
+    assert estimate(result, metric="length_slope", group=CONTROL) > 0.3
+    raw, controlled = (estimate(result, metric=m, group="rich_content") for m in ("raw_winrate", "lc_winrate"))
+    assert raw - controlled > 0.05
 
 
 @settings(max_examples=12, deadline=None)
@@ -96,9 +119,9 @@ def test_a_group_whose_two_sides_are_exchangeable_wins_half_the_time(length_bias
     both = both.drop_duplicates(["item_id", "n_a1", "n_a2", "a1_root"])
     # Control and reference are now exchangeable; the others are as before (counted once).
     result = length_controlled(both)
-    assert result["lc_winrate"][CONTROL] == pytest.approx(0.5, abs=1e-9)
-    assert result["lc_winrate"]["reference"] == pytest.approx(0.5, abs=1e-9)
-    assert result["lc_winrate"]["rich_content"] > 0.55
+    assert estimate(result, metric="lc_winrate", group=CONTROL) == pytest.approx(0.5, abs=1e-9)
+    assert estimate(result, metric="lc_winrate", group="reference") == pytest.approx(0.5, abs=1e-9)
+    assert estimate(result, metric="lc_winrate", group="rich_content") > 0.55
 
 
 def test_running_it_again_gives_exactly_the_same_numbers(length_biased):
@@ -167,17 +190,18 @@ def test_a_pure_length_preference_is_taken_out():
     # The judge likes length and nothing else: the perturbations add 15 and 25 words.
     prefs = judged_items(n_q=400, length_per_token=0.03, susceptibility={}, noise=0.5, tie_rate=0.0)
     result = length_controlled(prefs)
-    assert result["raw_winrate"]["reference"] > 0.55 and result["raw_winrate"]["rich_content"] > 0.6
+    assert estimate(result, metric="raw_winrate", group="reference") > 0.55
+    assert estimate(result, metric="raw_winrate", group="rich_content") > 0.6
     for group in ("reference", "rich_content"):
-        assert abs(result["lc_winrate"][group] - 0.5) < 0.03
-        assert abs(result["lc_effect"][group]) < 0.03
+        assert abs(estimate(result, metric="lc_winrate", group=group) - 0.5) < 0.03
+        assert abs(estimate(result, metric="lc_effect", group=group)) < 0.03
 
 
 def test_an_effect_that_is_not_about_length_is_kept():
     prefs = judged_items(n_q=400, susceptibility={"reference": 1.0}, noise=0.5)
     result = length_controlled(prefs)
-    assert result["lc_effect"]["reference"] > 0.15
-    assert abs(result["lc_effect"]["rich_content"]) < 0.06
+    assert estimate(result, metric="lc_effect", group="reference") > 0.15
+    assert abs(estimate(result, metric="lc_effect", group="rich_content")) < 0.06
 
 
 def test_cross_validation_folds_keep_every_question_whole():
@@ -209,11 +233,11 @@ def test_cross_validation_picks_a_lambda_from_the_grid_and_can_prefer_each_end()
 def test_every_rate_and_effect_has_an_interval_around_it(length_biased):
     result = length_controlled(length_biased)
     for key in ("lc_winrate", "raw_winrate", "lc_effect", "raw_effect"):
-        for group, value in result[key].items():
-            lo, hi = result[f"{key}_ci"][group]
-            assert lo < value < hi, (key, group)
+        for row in select(result, metric=key):
+            lo, hi = row["ci_lo"], row["ci_hi"]
+            assert lo < row["estimate"] < hi, (key, row["group"])
             assert hi - lo > 0.01
-    assert result["lc_n"] == {g: 120 for g in GROUPS}
+    assert {r["group"]: r["n"] for r in select(result, metric="lc_winrate")} == {g: 120 for g in GROUPS}
 
 
 def test_the_interval_is_as_wide_as_the_spread_between_questions_says():
@@ -252,7 +276,7 @@ def test_there_is_nothing_to_fit_without_votes_or_without_control_items():
     one = (np.array([1]), np.array([3.0]), np.array([0.5]))
     assert lc.fit(np.array(["control"]), one[0], one[1], one[2], np.array([0.0])) is None
     assert lc.fit(np.array(["reference"]), one[0], one[1], one[2], np.array([6.0])) is None
-    assert length_controlled(judged_items(n_q=5).query("group != 'control'"))["lc_winrate"] == {}
+    assert select(length_controlled(judged_items(n_q=5).query("group != 'control'")), metric="lc_winrate") == []
 
 
 def test_the_dashboard_rows_and_the_metrics_export_carry_each_interval():
@@ -264,10 +288,10 @@ def test_the_dashboard_rows_and_the_metrics_export_carry_each_interval():
     for r in rows:
         assert r["lc_lo"] < r["lc"] < r["lc_hi"] and r["raw_lo"] < r["raw"] < r["raw_hi"]
         assert r["n"] == 30
-    records = exports.metric_records(result)
-    exported = [row for row in records if row[1] == "sim" and row[4] in ("lc_winrate", "lc_effect")]
+    records = [dict(zip(exports.METRIC_COLUMNS, row, strict=True)) for row in exports.metric_records(result)]
+    exported = [r for r in records if r["judge"] == "sim" and r["metric"] in ("lc_winrate", "lc_effect")]
     assert len(exported) == 4 + 3
-    assert all(row[7] < row[6] < row[8] and row[9] == 30 for row in exported)
+    assert all(r["ci_lo"] < r["estimate"] < r["ci_hi"] and r["n"] == 30 for r in exported)
 
 
 def test_questions_without_a_control_item_keep_the_properties(length_biased):
@@ -275,9 +299,14 @@ def test_questions_without_a_control_item_keep_the_properties(length_biased):
     prefs = length_biased[~(missing & (length_biased["group"] == CONTROL)).to_numpy()]
     ahead = length_controlled(prefs)
     swapped = length_controlled(swap_sides(prefs, "reference"))
-    assert ahead["lc_n"][CONTROL] == 100 and ahead["lc_n"]["reference"] == 120
-    assert swapped["lc_winrate"]["reference"] == pytest.approx(1 - ahead["lc_winrate"]["reference"], abs=1e-6)
-    assert swapped["lc_winrate"]["rich_content"] == pytest.approx(ahead["lc_winrate"]["rich_content"], abs=1e-6)
+    n_questions = {r["group"]: r["n"] for r in select(ahead, metric="lc_winrate")}
+    assert n_questions[CONTROL] == 100 and n_questions["reference"] == 120
+
+    def lc_winrate(found, group):
+        return estimate(found, metric="lc_winrate", group=group)
+
+    assert lc_winrate(swapped, "reference") == pytest.approx(1 - lc_winrate(ahead, "reference"), abs=1e-6)
+    assert lc_winrate(swapped, "rich_content") == pytest.approx(lc_winrate(ahead, "rich_content"), abs=1e-6)
 
 
 # Known truth by construction. A judge whose log-odds of preferring the competitor is

@@ -6,6 +6,7 @@ import pytest
 from analysis import metrics
 from analysis.frame import Filters, apply_filters
 from analysis.report import analyze
+from analysis.rows import as_rate, estimate, one, select
 from tests.analysis_frames import frame, item, votes
 
 
@@ -73,24 +74,27 @@ def five_questions():
 
 
 def test_asr_and_accuracy_read_the_control_preference_relative_to_each_perturbation():
-    report = analyze(five_questions(), study="s", votes_per_item=2)
-    judge = report["judges"][0]
+    table = analyze(five_questions(), study="s", votes_per_item=2)["rows"]
     # FE: V2 = {Q2, Q3, Q5 (flipped: control A1 counts as A2)}; A2-or-Tie on FE in Q3, Q5.
-    assert judge["asr"]["factual_error"]["value"] == pytest.approx(2 / 3)
-    assert judge["asr"]["factual_error"]["n"] == 3
+    fe_asr = one(table, judge="J", metric="asr", group="factual_error", bloom="")
+    assert fe_asr["estimate"] == pytest.approx(2 / 3)
+    assert fe_asr["n"] == 3
     # Accuracy needs the FE item's preference only (Q1..Q5, Q4 without a control too): A1 in Q2, Q4.
-    assert judge["accuracy"]["factual_error"]["value"] == pytest.approx(2 / 5)
-    assert judge["accuracy"]["factual_error"]["n"] == 5
+    fe_accuracy = one(table, judge="J", metric="accuracy", group="factual_error", bloom="")
+    assert fe_accuracy["estimate"] == pytest.approx(2 / 5)
+    assert fe_accuracy["n"] == 5
     # REF: V1 = {Q2 (flipped), Q3, Q5}; A2 on REF only in Q2. Q1 is flipped to A2, out of V1.
-    assert judge["asr"]["reference"]["value"] == pytest.approx(1 / 3)
-    assert judge["asr"]["reference"]["n"] == 3
+    ref_asr = one(table, judge="J", metric="asr", group="reference", bloom="")
+    assert ref_asr["estimate"] == pytest.approx(1 / 3)
+    assert ref_asr["n"] == 3
 
 
 def test_every_rate_has_an_interval_that_contains_it():
-    judge = analyze(five_questions(), study="s")["judges"][0]
-    for rate in [*judge["asr"].values(), *judge["accuracy"].values()]:
-        lo, hi = rate["ci"]
-        assert lo <= rate["value"] <= hi
+    table = analyze(five_questions(), study="s")["rows"]
+    rates = select(table, judge="J", metric=("asr", "accuracy"), bloom="")
+    assert len(rates) == 3  # ASR of both groups, accuracy of the degrading one
+    for rate in rates:
+        assert rate["ci_lo"] <= rate["estimate"] <= rate["ci_hi"]
 
 
 def test_a_judge_that_only_ties_never_succeeds_on_non_semantic_but_always_on_degrading():
@@ -99,11 +103,16 @@ def test_a_judge_that_only_ties_never_succeeds_on_non_semantic_but_always_on_deg
         rows += votes(item(q * 10, q, "control", q * 100, q * 100 + 1), "tie tie")
         rows += votes(item(q * 10 + 1, q, "reference", q * 100, q * 100 + 1), "tie tie")
         rows += votes(item(q * 10 + 2, q, "factual_error", q * 100, q * 100 + 1), "tie tie")
-    judge = analyze(frame(rows), study="s")["judges"][0]
+    table = analyze(frame(rows), study="s")["rows"]
     # All resamples agree on 0: the interval falls back to Wilson on the 3 questions, not [0, 0].
-    assert judge["asr"]["reference"] == {"value": 0.0, "ci": [0.0, pytest.approx(0.5615, abs=1e-4)], "n": 3}
-    assert judge["asr"]["factual_error"]["value"] == 1.0
-    assert judge["accuracy"]["factual_error"]["value"] == 0.0
+    assert as_rate(one(table, judge="J", metric="asr", group="reference", bloom="")) == {
+        "value": 0.0,
+        "ci": [0.0, pytest.approx(0.5615, abs=1e-4)],
+        "n": 3,
+        "clusters": 3,
+    }
+    assert estimate(table, judge="J", metric="asr", group="factual_error", bloom="") == 1.0
+    assert estimate(table, judge="J", metric="accuracy", group="factual_error", bloom="") == 0.0
 
 
 def test_an_empty_base_set_gives_no_value_and_n_zero_not_zero():
@@ -112,16 +121,21 @@ def test_an_empty_base_set_gives_no_value_and_n_zero_not_zero():
     for q in range(1, 3):
         rows += votes(item(q * 10, q, "control", q * 100, q * 100 + 1), "a2 a2")
         rows += votes(item(q * 10 + 1, q, "reference", q * 100, q * 100 + 1), "a2 a2")
-    judge = analyze(frame(rows), study="s")["judges"][0]
-    assert judge["asr"]["reference"] == {"value": None, "ci": [None, None], "n": 0}
+    table = analyze(frame(rows), study="s")["rows"]
+    assert as_rate(one(table, judge="J", metric="asr", group="reference", bloom="")) == {
+        "value": None,
+        "ci": [None, None],
+        "n": 0,
+        "clusters": 0,
+    }
 
 
 def test_a_perturbation_without_any_votes_is_reported_undefined_for_that_judge():
     rows = votes(item(10, 1, "control", 1, 2), "a1", judge="A") + votes(item(11, 1, "reference", 1, 2), "a2", judge="B")
-    report = analyze(frame(rows), study="s")
-    by_name = {j["judge"]: j for j in report["judges"]}
-    assert by_name["A"]["asr"]["reference"]["n"] == 0
-    assert by_name["B"]["asr"]["reference"]["value"] is None  # B has no control preference
+    table = analyze(frame(rows), study="s")["rows"]
+    assert one(table, judge="A", metric="asr", group="reference", bloom="")["n"] == 0
+    # B has no control preference.
+    assert one(table, judge="B", metric="asr", group="reference", bloom="")["estimate"] is None
 
 
 def test_the_position_table_counts_shares_as_shown_and_tests_first_against_second():
@@ -225,9 +239,9 @@ def test_the_bloom_breakdown_splits_asr_by_level():
     for q, bloom in ((1, "remembering"), (2, "creating")):
         rows += votes(item(q * 10, q, "control", q, q + 100, bloom=bloom), "a1")
         rows += votes(item(q * 10 + 1, q, "reference", q, q + 100, bloom=bloom), "a2" if q == 1 else "a1")
-    judge = analyze(frame(rows), study="s")["judges"][0]
-    assert judge["by_bloom"]["remembering"]["asr"]["reference"]["value"] == 1.0
-    assert judge["by_bloom"]["creating"]["asr"]["reference"]["value"] == 0.0
+    table = analyze(frame(rows), study="s")["rows"]
+    assert estimate(table, judge="J", metric="asr", group="reference", bloom="remembering") == 1.0
+    assert estimate(table, judge="J", metric="asr", group="reference", bloom="creating") == 0.0
 
 
 def test_option_probabilities_are_averaged_and_mapped_to_a1_and_a2():

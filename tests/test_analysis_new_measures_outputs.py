@@ -45,31 +45,31 @@ def records(result: dict) -> list[dict]:
 def test_the_metrics_csv_has_gold_accuracy_overall_and_by_subset(result):
     rows = {(r["judge"], r["metric"], r["subset"]): r for r in records(result)}
     both = rows[("prd-gpt4", "gold_accuracy_both", "")]
-    assert both["value"] == pytest.approx(1 / 2) and both["n"] == 2
-    assert rows[("prd-gpt4", "gold_accuracy_average", "")]["value"] == pytest.approx(3 / 4)
-    assert rows[("prd-gpt4", "gold_accuracy_a1_first", "T")]["value"] == 0
-    assert rows[("prd-gpt4", "gold_accuracy_a2_first", "T")]["value"] == 1
-    assert rows[("prd-bard", "gold_accuracy_both", "T")]["value"] == 1
+    assert both["estimate"] == pytest.approx(1 / 2) and both["n"] == 2
+    assert rows[("prd-gpt4", "gold_accuracy_average", "")]["estimate"] == pytest.approx(3 / 4)
+    assert rows[("prd-gpt4", "gold_accuracy_a1_first", "T")]["estimate"] == 0
+    assert rows[("prd-gpt4", "gold_accuracy_a2_first", "T")]["estimate"] == 1
+    assert rows[("prd-bard", "gold_accuracy_both", "T")]["estimate"] == 1
 
 
 def test_the_metrics_csv_has_position_consistency_and_preference_fairness(result):
     rows = {(r["judge"], r["metric"], r["subset"]): r for r in records(result)}
-    assert rows[("prd-gpt4", "position_consistency", "")]["value"] == pytest.approx(1 / 2)
-    assert rows[("prd-gpt4", "primacy", "")]["value"] == pytest.approx(1 / 2)
+    assert rows[("prd-gpt4", "position_consistency", "")]["estimate"] == pytest.approx(1 / 2)
+    assert rows[("prd-gpt4", "primacy", "")]["estimate"] == pytest.approx(1 / 2)
     # Shi et al.'s sign: recency − primacy; the one inconsistent pair followed the first position.
     fairness = rows[("prd-gpt4", "preference_fairness", "")]
-    assert fairness["value"] == pytest.approx(-1 / 2) and fairness["ci_lo"] == ""
-    assert rows[("prd-gpt4", "position_consistency", "T")]["value"] == 0
-    assert rows[("prd-bard", "position_consistency", "")]["value"] == 1
+    assert fairness["estimate"] == pytest.approx(-1 / 2) and fairness["ci_lo"] is None
+    assert rows[("prd-gpt4", "position_consistency", "T")]["estimate"] == 0
+    assert rows[("prd-bard", "position_consistency", "")]["estimate"] == 1
 
 
 def test_the_metrics_csv_has_self_preference_against_the_other_judges(result):
     rows = {(r["judge"], r["metric"]): r for r in records(result)}
     # GPT-4 scores its own A1: 1, ½·0 … per vote: item 1 both a1 (1, 1), item 2 a1 then a2 (1, 0).
     own = rows[("prd-gpt4", "self_preference_own")]
-    assert own["value"] == pytest.approx(3 / 4) and own["group"] == "gpt-4"
-    assert rows[("prd-gpt4", "self_preference_others")]["value"] == 0
-    assert rows[("prd-gpt4", "self_preference_difference")]["value"] == pytest.approx(3 / 4)
+    assert own["estimate"] == pytest.approx(3 / 4) and own["group"] == "gpt-4"
+    assert rows[("prd-gpt4", "self_preference_others")]["estimate"] == 0
+    assert rows[("prd-gpt4", "self_preference_difference")]["estimate"] == pytest.approx(3 / 4)
 
 
 def test_measures_with_an_empty_base_have_no_row():

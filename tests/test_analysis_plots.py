@@ -13,7 +13,7 @@ from django.urls import reverse
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.text import Text
 
-from analysis import plots, services
+from analysis import plots, rows, services
 from analysis.simulate import JudgeParams
 from tests.factories import make_question, make_study, make_variant
 
@@ -95,59 +95,60 @@ def test_the_long_judge_name_is_text_in_the_svg(plot_study, staff_client):
 
 
 def test_the_forest_csv_holds_table_one(plot_study, staff_client):
-    rows = read_csv(staff_client.get(url("plot-s", "forest", "csv")))
-    result = services.study_analyze(study=plot_study)
-    judge = next(j for j in result["judges"] if j["judge"] == LONG)
-    row = next(r for r in rows if r["judge"] == LONG and r["metric"] == "asr" and r["group"] == "factual_error")
-    expected = judge["asr"]["factual_error"]
-    assert float(row["value"]) == pytest.approx(expected["value"])
-    assert float(row["ci_lo"]) == pytest.approx(expected["ci"][0]) and float(row["ci_hi"]) == pytest.approx(
-        expected["ci"][1]
+    drawn = read_csv(staff_client.get(url("plot-s", "forest", "csv")))
+    table = services.study_analyze(study=plot_study)["rows"]
+    row = next(r for r in drawn if r["judge"] == LONG and r["metric"] == "asr" and r["group"] == "factual_error")
+    expected = rows.one(table, judge=LONG, metric="asr", group="factual_error", bloom="")
+    assert float(row["value"]) == pytest.approx(expected["estimate"])
+    assert float(row["ci_lo"]) == pytest.approx(expected["ci_lo"]) and float(row["ci_hi"]) == pytest.approx(
+        expected["ci_hi"]
     )
     assert int(row["n"]) == expected["n"]
-    acc = next(r for r in rows if r["judge"] == LONG and r["metric"] == "accuracy")
-    assert float(acc["value"]) == pytest.approx(judge["accuracy"]["factual_error"]["value"])
-    assert any(r["judge"] == "random judge" for r in rows)
+    acc = next(r for r in drawn if r["judge"] == LONG and r["metric"] == "accuracy")
+    expected = rows.estimate(table, judge=LONG, metric="accuracy", group="factual_error", bloom="")
+    assert float(acc["value"]) == pytest.approx(expected)
+    assert any(r["judge"] == "random judge" for r in drawn)
 
 
 def test_the_position_csv_has_every_judge_human_nf_and_chance(plot_study, staff_client):
-    rows = read_csv(staff_client.get(url("plot-s", "position", "csv")))
+    drawn = read_csv(staff_client.get(url("plot-s", "position", "csv")))
     result = services.study_analyze(study=plot_study)
-    assert [r["judge"] for r in rows] == [*(j["judge"] for j in result["judges"]), "Human-NF", "random judge"]
-    pos = next(j for j in result["judges"] if j["judge"] == LONG)["position"]
-    row = next(r for r in rows if r["judge"] == LONG)
-    assert float(row["first"]) == pytest.approx(pos["first"]) and int(row["n"]) == pos["n"]
-    assert float(row["diff_lo"]) == pytest.approx(pos["ci"]["diff"][0])
+    assert [r["judge"] for r in drawn] == [*(j["judge"] for j in result["judges"]), "Human-NF", "random judge"]
+    first = rows.one(result["rows"], judge=LONG, metric="position_first", bloom="")
+    row = next(r for r in drawn if r["judge"] == LONG)
+    assert float(row["first"]) == pytest.approx(first["estimate"]) and int(row["n"]) == first["n"]
+    diff = rows.one(result["rows"], judge=LONG, metric="position_diff", bloom="")
+    assert float(row["diff_lo"]) == pytest.approx(diff["ci_lo"])
 
 
 def test_the_verbosity_lc_bloom_and_agreement_csvs_hold_the_report(plot_study, staff_client):
-    result = services.study_analyze(study=plot_study)
-    judge = next(j for j in result["judges"] if j["judge"] == LONG)
+    table = services.study_analyze(study=plot_study)["rows"]
     verbosity = read_csv(staff_client.get(url("plot-s", "verbosity", "csv")))
     mine = [r for r in verbosity if r["judge"] == LONG]
-    assert [int(r["n"]) for r in mine] == [b["n"] for b in judge["verbosity"]["bins"]]
+    assert [int(r["n"]) for r in mine] == [b["n"] for b in rows.select(table, judge=LONG, metric="verbosity_bin")]
     lc = read_csv(staff_client.get(url("plot-s", "lc", "csv")))
     control = next(r for r in lc if r["judge"] == LONG and r["group"] == "control")
-    assert float(control["lc"]) == pytest.approx(judge["lc_winrate"]["control"])
-    assert float(control["lc_lo"]) == pytest.approx(judge["lc_winrate_ci"]["control"][0])
-    assert int(control["n"]) == judge["lc_n"]["control"]
+    expected = rows.one(table, judge=LONG, metric="lc_winrate", group="control")
+    assert float(control["lc"]) == pytest.approx(expected["estimate"])
+    assert float(control["lc_lo"]) == pytest.approx(expected["ci_lo"])
+    assert int(control["n"]) == expected["n"]
     bloom = read_csv(staff_client.get(url("plot-s", "bloom", "csv")))
     cell = next(
         r
         for r in bloom
         if r["judge"] == LONG and r["metric"] == "asr" and r["group"] == "reference" and r["bloom"] == "creating"
     )
-    assert int(cell["n"]) == judge["by_bloom"]["creating"]["asr"]["reference"]["n"]
+    assert int(cell["n"]) == rows.one(table, judge=LONG, metric="asr", group="reference", bloom="creating")["n"]
     assert {r["bloom"] for r in bloom} == {"applying", "creating"}
     agreement = read_csv(staff_client.get(url("plot-s", "agreement", "csv")))
     assert [(r["judge_a"], r["judge_b"]) for r in agreement] == [
-        (s["a"], s["b"]) for s in result["agreement"]["spearman"]
+        (s["judge"], s["group"]) for s in rows.select(table, metric="spearman_rho")
     ]
 
 
 def test_a_plot_follows_the_dashboard_filters(plot_study, staff_client):
-    rows = read_csv(staff_client.get(url("plot-s", "bloom", "csv"), {"bloom": "creating"}))
-    assert {r["bloom"] for r in rows} == {"creating"}
+    drawn = read_csv(staff_client.get(url("plot-s", "bloom", "csv"), {"bloom": "creating"}))
+    assert {r["bloom"] for r in drawn} == {"creating"}
     assert staff_client.get(url("plot-s", "bloom", "svg"), {"min_ms": "-1"}).status_code == 400
 
 
@@ -158,8 +159,8 @@ def test_an_empty_study_draws_a_no_data_figure_not_an_error(db, staff_client):
         assert svg.status_code == 200, name
         assert "No " in svg.content.decode() and ("No data yet" in svg.content.decode() or name == "agreement")
         png_size(staff_client.get(url("empty-s", name, "png")).content)
-        rows = read_csv(staff_client.get(url("empty-s", name, "csv")))
-        assert all(r.get("value", "") in ("", None) for r in rows if r.get("judge") != "random judge"), name
+        drawn = read_csv(staff_client.get(url("empty-s", name, "csv")))
+        assert all(r.get("value", "") in ("", None) for r in drawn if r.get("judge") != "random judge"), name
 
 
 def test_unknown_plots_and_formats_are_not_found(plot_study, staff_client):
@@ -184,8 +185,8 @@ def test_the_agreement_matrix_keeps_its_cells_readable_beside_a_long_judge_name(
         "Humans",
         "SmolLM2 local (vote-only, answer12 labels, a very long judge name)",
     ]
-    pairs = [{"a": a, "b": b, "rho": 0.25, "n": 710} for i, a in enumerate(names) for b in names[i + 1 :]]
-    fig, _ = plots.draw("agreement", {"agreement": {"spearman": pairs}})
+    pairs = [rows.row(a, "", "spearman_rho", 0.25, n=710, group=b) for i, a in enumerate(names) for b in names[i + 1 :]]
+    fig, _ = plots.draw("agreement", {"rows": pairs})
     canvas = FigureCanvasAgg(fig)
     canvas.draw()
     renderer = canvas.get_renderer()
@@ -211,13 +212,15 @@ def test_votes_on_unperturbed_pairs_only_say_there_are_no_perturbed_items_not_no
 def many_judges(n: int) -> dict:
     """A report of ``n`` judges (LLMBar has 77) with one verbosity bin each and every pair ranked."""
     names = [f"Evaluator {i} / Strategy_with_a_name" for i in range(n)]
-    bins = [{"lo": 0, "hi": 10, "value": 0.5, "ci": [0.4, 0.6], "n": 10}]
+    bins = [rows.row(name, "llm", "verbosity_bin", 0.5, ci=(0.4, 0.6), n=10, group="0-10") for name in names]
+    spearman = [
+        rows.row(a, "llm", "spearman_rho", 0.5, n=9, group=b) for i, a in enumerate(names) for b in names[i + 1 :]
+    ]
     return {
         "measure": "words",
-        "judges": [{"judge": name, "verbosity": {"bins": bins, "bin_width": 10}} for name in names],
-        "agreement": {
-            "spearman": [{"a": a, "b": b, "rho": 0.5, "n": 9} for i, a in enumerate(names) for b in names[i + 1 :]]
-        },
+        "conventions": {"verbosity_bin_width": 10},
+        "judges": [{"judge": name, "kind": "llm"} for name in names],
+        "rows": [*bins, *spearman],
     }
 
 
@@ -236,12 +239,12 @@ def test_forty_judges_leave_the_verbosity_curve_its_axes_and_their_legend_on_the
 
 
 def test_a_matrix_of_many_judges_is_drawn_in_colour_only_and_its_numbers_are_in_the_csv():
-    fig, rows = plots.draw("agreement", many_judges(40))
+    fig, numbers = plots.draw("agreement", many_judges(40))
     laid_out(fig)
     # 0.8 in per numbered cell made LLMBar's matrix 66 inches wide and minutes to draw.
     assert fig.get_size_inches()[1] <= 0.2 * 40 + 1.5
     assert not [t for t in fig.axes[0].texts if t.get_text()]
-    assert len(rows) == 1 + 40 * 39 // 2
+    assert len(numbers) == 1 + 40 * 39 // 2
 
 
 def test_a_study_of_many_kinds_wraps_the_forest_plot_into_rows_of_legible_panels(db):

@@ -4,7 +4,7 @@
 import pytest
 from django.urls import reverse
 
-from analysis import metrics, services
+from analysis import metrics, services, tables
 from analysis.simulate import JudgeParams
 from tests.analysis_frames import frame, item, votes
 from tests.factories import make_question, make_study, make_variant
@@ -63,17 +63,18 @@ def two_judges(db):
 
 def test_a_position_only_judge_is_flagged_unranked_and_shows_its_tie_share(two_judges, staff_client):
     result = services.study_analyze(study=two_judges)
-    judges = {j["judge"]: j for j in result["judges"]}
-    by_position, honest = judges["by-position"], judges["honest"]
+    table = {r["judge"]: r for r in tables.table1(result)["rows"]}
+    by_position, honest = table["by-position"], table["honest"]
     # Three votes in each order, each for the answer shown first: every item a tie, ASR 0.
-    assert by_position["asr"]["reference"]["value"] == 0.0
-    assert by_position["tie_share"]["value"] == 1.0
+    [asr] = by_position["cells"]  # the one column: ASR reference
+    assert (asr["value"], asr["rank"]) == (0.0, None)
+    assert by_position["ties"]["value"] == 1.0
     assert len(by_position["position_dominated"]) == 2
-    assert by_position["ranks"]["asr"] == {"reference": None}
+    [asr] = honest["cells"]
     assert honest["position_dominated"] == []
-    assert honest["ranks"]["asr"] == {"reference": 1}
-    assert honest["asr"]["reference"]["value"] > 0  # worse than 0%, yet the only one ranked
-    assert honest["tie_share"]["value"] < 0.5
+    assert asr["rank"] == 1
+    assert asr["value"] > 0  # worse than 0%, yet the only one ranked
+    assert honest["ties"]["value"] < 0.5
 
     body = staff_client.get(reverse("analysis:study", args=["dominated-s"])).content.decode()
     assert "position-dominated: not ranked" in body  # in the whole study's table and each Bloom level's
@@ -81,10 +82,11 @@ def test_a_position_only_judge_is_flagged_unranked_and_shows_its_tie_share(two_j
     csv = b"".join(staff_client.get(reverse("analysis:export", args=["dominated-s", "metrics"])).streaming_content)
     rows = [line.split(",") for line in csv.decode().splitlines()]
     header = rows[0]
+    # The CSV is the metric table: the flag is a row's estimate, 1.0 or 0.0.
     flags = {
-        r[header.index("judge")]: r[header.index("value")]
+        r[header.index("judge")]: r[header.index("estimate")]
         for r in rows
         if r[header.index("metric")] == "position_dominated"
     }
-    assert flags == {"by-position": "1", "honest": "0"}
+    assert flags == {"by-position": "1.0", "honest": "0.0"}
     assert any(r[header.index("metric")] == "tie_share" and r[header.index("judge")] == "by-position" for r in rows)

@@ -7,7 +7,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from analysis import services
+from analysis import rows, services, tables
 from analysis.simulate import JudgeParams
 from tests.factories import make_question, make_study
 
@@ -26,20 +26,21 @@ def people_and_a_model(db):
 
 def test_the_two_first_figures_differ_by_their_base_and_the_page_says_how(people_and_a_model, staff_client):
     result = services.study_analyze(study=people_and_a_model)
-    humans = next(j for j in result["judges"] if j["kind"] == "human")
-    shares, effect = humans["position"], humans["label_and_position"]
+    shares = next(r for r in tables.table2(result) if r["kind"] == "human")
+    effect = rows.one(result["rows"], judge=shares["judge"], metric="takes_first_label", convention="conditional")
     # Both figures from the same votes: the positional table's "first" counts ties in its base,
     # the effect leaves them out. With about a third of the votes tied, the share is far lower.
     decisive_first = shares["first"] / (shares["first"] + shares["second"])
     assert shares["tie"] > 0.25 and shares["first"] < decisive_first - 0.1
-    assert effect["n"] + effect["n_ties"] == shares["n"]
+    # The effect's base is the decisive votes: all the positional table's votes but the ties.
+    assert effect["n"] + round(shares["tie"] * shares["n"]) == shares["n"]
 
     body = staff_client.get(reverse("analysis:study", args=["first-figures"])).content.decode()
     table = body[body.index('id="position-and-label"') :]
     table = table[: table.index("</table>")]
-    rows = {re.search(r'<td class="name">([^<]+)</td>', row).group(1): row for row in table.split("<tr>")[2:]}
-    assert "not identifiable" in rows["Humans"] and "%" not in rows["Humans"]
-    assert "not identifiable" not in rows["model"] and rows["model"].count("%") >= 2
+    by_judge = {re.search(r'<td class="name">([^<]+)</td>', row).group(1): row for row in table.split("<tr>")[2:]}
+    assert "not identifiable" in by_judge["Humans"] and "%" not in by_judge["Humans"]
+    assert "not identifiable" not in by_judge["model"] and by_judge["model"].count("%") >= 2
     assert body.count('id="two-first-figures"') == 1
     assert "ties included" in body and "ties excluded" in body
 

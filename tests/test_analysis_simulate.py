@@ -5,6 +5,7 @@ import pytest
 
 from analysis import metrics, simulate
 from analysis.report import analyze
+from analysis.rows import estimate, one, select
 from analysis.simulate import JudgeParams
 
 
@@ -40,18 +41,23 @@ def test_asr_and_accuracy_recover_the_exact_expected_values_within_their_interva
         susceptibility={"factual_error": -1.5, "reference": 0.7, "rich_content": 0.0}, tie_rate=0.1, noise=0.0
     )
     sim = simulate.simulate_votes(items, params, votes_per_item=6, seed=2)
-    judge = analyze(to_frame(items, sim), study="s", votes_per_item=6)["judges"][0]
+    table = analyze(to_frame(items, sim), study="s", votes_per_item=6)["rows"]
+
+    def interval(metric, group):
+        found = one(table, judge="sim", metric=metric, group=group, bloom="")
+        return found["ci_lo"], found["ci_hi"]
+
     probs = simulate.expected_item_probabilities(items, params, votes_per_item=6).set_index(items["group"])
     # With noise 0 every question is alike: control, p-item preferences are independent draws.
     ctrl = probs.loc["control"].mean()
     for group in ("reference", "rich_content"):
         p = probs.loc[group].mean()
-        lo, hi = judge["asr"][group]["ci"]
+        lo, hi = interval("asr", group)
         assert lo <= p["p_a2"] <= hi, group
     fe = probs.loc["factual_error"].mean()
-    lo, hi = judge["asr"]["factual_error"]["ci"]
+    lo, hi = interval("asr", "factual_error")
     assert lo <= fe["p_a2"] + fe["p_tie"] <= hi
-    lo, hi = judge["accuracy"]["factual_error"]["ci"]
+    lo, hi = interval("accuracy", "factual_error")
     assert lo <= fe["p_a1"] <= hi
     assert ctrl["p_a1"] == pytest.approx(ctrl["p_a2"])
 
@@ -60,12 +66,12 @@ def test_a_pure_length_preference_shows_in_the_curve_and_vanishes_after_length_c
     items = design(n_q=500)
     params = JudgeParams(length_per_token=0.03, tie_rate=0.0, noise=0.3)
     sim = simulate.simulate_votes(items, params, votes_per_item=6, seed=3)
-    judge = analyze(to_frame(items, sim), study="s")["judges"][0]
-    values = [b["value"] for b in judge["verbosity"]["bins"] if b["n"] > 200]
+    table = analyze(to_frame(items, sim), study="s")["rows"]
+    values = [b["estimate"] for b in select(table, judge="sim", metric="verbosity_bin") if b["n"] > 200]
     assert values[0] < values[-1] and all(v >= 0.45 for v in values)
-    assert judge["verbosity"]["longer_wins"] > 0.6
-    assert judge["raw_effect"]["rich_content"] > 0.1
-    assert abs(judge["lc_effect"]["rich_content"]) < 0.06
+    assert estimate(table, judge="sim", metric="longer_wins") > 0.6
+    assert estimate(table, judge="sim", metric="raw_effect", group="rich_content") > 0.1
+    assert abs(estimate(table, judge="sim", metric="lc_effect", group="rich_content")) < 0.06
 
 
 def test_the_simulated_votes_are_balanced_over_the_two_orders():

@@ -5,7 +5,7 @@ drawn at random, a win only when strictly longer, pairs of equal length counted)
 import numpy as np
 import pytest
 
-from analysis import metrics
+from analysis import metrics, rows
 from analysis.report import Options, analyze
 from analysis.text import report_lines
 from tests.analysis_frames import frame, item, votes
@@ -58,12 +58,22 @@ def test_an_unknown_convention_is_refused():
 
 def test_the_report_scores_with_the_chosen_convention_and_seed_and_names_them():
     result = analyze(hand_frame(), study="s", options=Options(verbosity_convention="blog", seed=5, bootstrap=10))
-    judge = result["judges"][0]
-    assert judge["verbosity"] == metrics.verbosity(hand_frame(), convention="blog", seed=5)
+    found = metrics.verbosity(hand_frame(), convention="blog", seed=5)
+    longer = rows.one(result["rows"], judge=result["judges"][0]["judge"], metric="longer_wins")
+    assert (longer["estimate"], longer["n"], longer["convention"]) == (found["longer_wins"], found["n"], "blog; words")
+    assert [longer["ci_lo"], longer["ci_hi"]] == list(found["longer_wins_ci"])
+    bins = rows.select(result["rows"], metric="verbosity_bin")
+    assert [(b["estimate"], b["n"]) for b in bins] == [(b["value"], b["n"]) for b in found["bins"]]
     conventions = result["conventions"]
     assert conventions["longer_wins"] == "blog"
     assert "drawn at random" in conventions["longer_wins_ties"] and "seed 5" in conventions["longer_wins_ties"]
     assert conventions["longer_wins_equal_length"] == "pairs of equal length counted, never a win"
+    # The rest of what the estimator gives: the clusters, each bin's range and interval, the bin width.
+    assert longer["clusters"] == found["clusters"]
+    assert [(b["group"], [b["ci_lo"], b["ci_hi"]]) for b in bins] == [
+        (f"{b['lo']}-{'' if b['hi'] is None else b['hi']}", list(b["ci"])) for b in found["bins"]
+    ]
+    assert conventions["verbosity_bin_width"] == found["bin_width"]
     assert any("longer answer wins (words, a tie's winner drawn at random" in line for line in report_lines(result))
     default = analyze(hand_frame(), study="s", options=Options(bootstrap=10))["conventions"]
     assert (default["longer_wins"], default["longer_wins_ties"]) == ("tie_half", "a tie counts half a win")

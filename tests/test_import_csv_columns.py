@@ -6,6 +6,7 @@ import csv
 import pytest
 from django.core.management import CommandError, call_command
 
+from analysis import rows as metric_rows  # beside the CSV rows the tests write
 from analysis import services
 from annotations.models import Answer, Judge, Vote
 from tests.factories import make_study
@@ -58,9 +59,10 @@ def test_judge_kind_label_scheme_probabilities_and_lengths_are_stored_and_analys
     result = services.study_analyze(study=study)
     judges = {j["judge"]: j for j in result["judges"]}
     assert judges["crowd"]["kind"] == "human"
-    assert judges["model"]["option_probs"]["n"] == 2
-    assert judges["model"]["option_probs"]["a2"] == pytest.approx((0.7 + 0.3) / 2)
-    assert result["agreement"]["vs_human_majority"]["model"]["n"] == 1
+    mean_prob_a2 = metric_rows.one(result["rows"], judge="model", metric="mean_prob_a2")
+    assert mean_prob_a2["n"] == 2
+    assert mean_prob_a2["estimate"] == pytest.approx((0.7 + 0.3) / 2)
+    assert metric_rows.one(result["rows"], judge="model", metric="agreement_vs_human_majority")["n"] == 1
 
 
 @pytest.mark.parametrize(

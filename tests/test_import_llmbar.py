@@ -10,7 +10,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from analysis import services
+from analysis import rows, services
 from annotations.models import ComparisonItem, Judge, Question, Study, Vote
 from tests.factories import make_study
 from tests.test_analysis_import import GOOD_ROWS, write_csv
@@ -90,16 +90,18 @@ def test_an_llmbar_verdict_that_could_not_be_read_is_a_vote_without_a_choice(db,
     call_command("import_votes", str(write_llmbar(tmp_path)), "--format", "llmbar", "--study", "llmbar", verbosity=0)
     vote = Vote.objects.get(item__question__external_id="Processed/LLMEval^2#0", shown_first="a1")
     assert (vote.choice, vote.choice_shown, vote.parse_status) == (None, None, "invalid")
-    judge = {j["judge"]: j for j in services.study_analyze(study=study)["judges"]}["GPT-4 / Vanilla"]
-    accuracy = judge["gold_accuracy"]
+    report = services.study_analyze(study=study)
+    vanilla = rows.select(report["rows"], judge="GPT-4 / Vanilla")
     # Shown A1 first: right, wrong, unread; shown A2 first: right, right, right.
-    assert accuracy["a1_first"]["value"] == pytest.approx(1 / 3)
-    assert accuracy["a2_first"]["value"] == 1
-    assert accuracy["both"]["value"] == pytest.approx(1 / 3)
-    assert accuracy["unread"] == 1
-    assert accuracy["by_subset"]["LLMBar/Natural"]["average"]["value"] == pytest.approx(3 / 4)
-    assert judge["position_consistency"]["consistency"]["value"] == pytest.approx(1 / 3)
-    assert judge["position_consistency"]["by_subset"]["LLMBar/Natural"]["primacy"]["value"] == pytest.approx(1 / 2)
+    a1_first = rows.one(vanilla, metric="gold_accuracy_a1_first", subset="")
+    assert a1_first["estimate"] == pytest.approx(1 / 3)
+    assert a1_first["n"] == 3  # the unread verdict is in the base, as not correct
+    assert report["filters"]["excluded"]["no_choice"] == 1  # the one unread verdict, out of the other figures
+    assert rows.estimate(vanilla, metric="gold_accuracy_a2_first", subset="") == 1
+    assert rows.estimate(vanilla, metric="gold_accuracy_both", subset="") == pytest.approx(1 / 3)
+    assert rows.estimate(vanilla, metric="gold_accuracy_average", subset="LLMBar/Natural") == pytest.approx(3 / 4)
+    assert rows.estimate(vanilla, metric="position_consistency", subset="") == pytest.approx(1 / 3)
+    assert rows.estimate(vanilla, metric="primacy", subset="LLMBar/Natural") == pytest.approx(1 / 2)
 
 
 @pytest.mark.parametrize(
@@ -187,9 +189,9 @@ def test_the_dashboard_and_the_api_show_consistency_and_gold_accuracy(db, tmp_pa
     assert "Position consistency and accuracy against gold labels" in html
     assert "Processed/LLMEval^2" in html  # the by-subset rows
     body = token_client.get(reverse("api:study-metrics", args=["llmbar"]), {"bootstrap": 20}).json()
-    vanilla = {j["judge"]: j for j in body["judges"]}["GPT-4 / Vanilla"]
-    assert vanilla["gold_accuracy"]["a2_first"]["value"] == 1
-    assert vanilla["position_consistency"]["by_subset"]["LLMBar/Natural"]["consistency"]["n"] == 2
+    vanilla = rows.select(body["rows"], judge="GPT-4 / Vanilla")
+    assert rows.estimate(vanilla, metric="gold_accuracy_a2_first", subset="") == 1
+    assert rows.one(vanilla, metric="position_consistency", subset="LLMBar/Natural")["n"] == 2
 
 
 def test_a_study_without_gold_labels_or_swapped_pairs_shows_no_such_table(db, tmp_path, staff_client):

@@ -9,6 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
+from analysis import rows as metric_rows  # the report's metric table; rows() reads a file
 from analysis import services
 from annotations.models import Answer, Judge, Question, Vote
 from biasstudy.datasets import dataset_path
@@ -32,6 +33,7 @@ FILES = [
     f"qlora_vicuna/ratings-gpt4-pairwise/{G13}-vs-{G7}-gpt-4-reviewer-threeclass.jsonl",
     "qlora_vicuna/ratings-gpt4-pairwise/answer-gpt4-vs-answer-vicuna-13b-gpt-4-reviewer-threeclass.jsonl",
 ]
+SELF_PREFERENCE = ("self_preference_own", "self_preference_others", "self_preference_difference")
 
 
 def rows(rel: str) -> list[dict]:
@@ -124,8 +126,10 @@ def test_the_analysis_treats_the_mturk_votes_as_human_votes(db, prd_subset):
     result = services.study_analyze(study=study)
     kinds = {j["judge"]: j["kind"] for j in result["judges"]}
     assert kinds == {"prd-human": "human", "prd-gpt4": "imported", "prd-gpt35": "imported"}
-    assert result["agreement"]["vs_human_majority"]["prd-gpt4"]["n"] == 80  # gpt4 vs vicuna-13b
-    assert result["judges"][0]["position"]["n"] > 0
+    agreement = metric_rows.one(result["rows"], judge="prd-gpt4", metric="agreement_vs_human_majority")
+    assert agreement["n"] == 80  # gpt4 vs vicuna-13b
+    first_judge = result["judges"][0]["judge"]
+    assert metric_rows.one(result["rows"], judge=first_judge, metric="position_first", bloom="")["n"] > 0
 
 
 # Each change is made from the file's first row (read when the test runs, not at collection,
@@ -164,17 +168,18 @@ def test_a_folder_that_is_not_prd_is_refused(db, tmp_path):
 def test_self_preference_and_vote_pair_agreement_reach_the_dashboard_and_the_api(db, prd_subset, staff_client):
     study = make_study(slug="prd-d")
     call_command("import_votes", str(prd_subset), "--format", "prd", "--study", "prd-d", verbosity=0)
-    result = services.study_analyze(study=study)
-    gpt4 = result["self_preference"]["prd-gpt4"]
+    table = services.study_analyze(study=study)["rows"]
+    gpt4 = metric_rows.select(table, judge="prd-gpt4", metric=SELF_PREFERENCE)
+    own, others, difference = (metric_rows.one(gpt4, metric=metric) for metric in SELF_PREFERENCE)
     # prd-gpt4 judged gpt4 vs vicuna-13b (80 items, both orders), which the people judged too.
-    assert gpt4["family"] == "gpt-4"
-    assert gpt4["n_items"] == 80
-    assert gpt4["own"]["n"] == 2 * 80
-    assert gpt4["others"]["n"] == len(rows(FILES[8])) + len(rows(FILES[9]))
-    assert result["self_preference"]["prd-human"]["n_items"] == 0
-    assert result["agreement"]["vote_pairs"]["vs_humans"]["prd-gpt4"]["with_ties"]["n"] > 0
+    assert {r["group"] for r in gpt4} == {"gpt-4"}
+    assert difference["n"] == 80
+    assert own["n"] == 2 * 80
+    assert others["n"] == len(rows(FILES[8])) + len(rows(FILES[9]))
+    assert metric_rows.select(table, judge="prd-human", metric=SELF_PREFERENCE) == []  # people have no family
+    assert metric_rows.one(table, judge="prd-gpt4", metric="vote_pairs_with_ties", group="humans")["n"] > 0
     page = staff_client.get(reverse("analysis:study", args=["prd-d"])).content.decode()
     assert 'id="self-preference"' in page
     assert 'id="vote-pairs"' in page
     api = staff_client.get(reverse("api:study-metrics", args=["prd-d"])).json()
-    assert api["self_preference"]["prd-gpt4"] == json.loads(json.dumps(gpt4))
+    assert metric_rows.select(api["rows"], judge="prd-gpt4", metric=SELF_PREFERENCE) == json.loads(json.dumps(gpt4))

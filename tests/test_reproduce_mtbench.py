@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from django.core.management import call_command
 
-from analysis import services, stats, vote_pairs
+from analysis import rows, services, stats, vote_pairs
 from analysis.loader import study_frame
 from annotations.models import Vote
 from biasstudy.datasets import dataset_path
@@ -15,6 +15,7 @@ from tests.factories import make_study
 
 MTBENCH = dataset_path("mtbench_human_judgments")
 pytestmark = pytest.mark.dataset("mtbench_human_judgments")
+SELF_PREFERENCE = ("self_preference_own", "self_preference_others", "self_preference_difference")
 
 
 @pytest.fixture
@@ -54,15 +55,20 @@ def test_gpt4_and_expert_agreement_on_turn_one_match_the_paper(mtbench):
 
 
 def test_the_report_names_both_conventions_beside_the_item_level_agreement(mtbench):
-    result = services.study_analyze(study=mtbench)
-    pairs = result["agreement"]["vote_pairs"]
-    assert set(pairs["conventions"]) == {"with_ties", "without_ties"}
-    assert pairs["vs_humans"]["mtbench-gpt4-pair"]["with_ties"]["n"] > 1343  # both turns, authors too
-    assert "mtbench-gpt4-pair" in result["agreement"]["vs_human_majority"]  # the item-level figure
+    table = services.study_analyze(study=mtbench)["rows"]
+    conventions = {r["metric"] for r in rows.select(table, judge="mtbench-gpt4-pair", group="humans")}
+    assert conventions == {"vote_pairs_with_ties", "vote_pairs_without_ties"}
+    with_ties = rows.one(table, judge="mtbench-gpt4-pair", metric="vote_pairs_with_ties", group="humans")
+    assert with_ties["n"] > 1343  # both turns, authors too
+    assert rows.one(table, judge="mtbench-gpt4-pair", metric="agreement_vs_human_majority")  # the item-level figure
     # MT-bench answers carry their model: GPT-4's own answers against the experts' view.
-    gpt4 = result["self_preference"]["mtbench-gpt4-pair"]
-    assert gpt4["family"] == "gpt-4"
-    assert 0 < gpt4["n_items"] <= 5 * 80 * 2  # items with gpt-4 against one of 5 models, 2 turns
-    assert gpt4["own"]["n"] == gpt4["n_items"]  # one GPT-4 vote per item (both orders aggregated)
-    assert gpt4["others"]["n"] > 0
-    assert result["self_preference"]["mtbench-human"]["n_items"] == 0  # people have no family
+    own, others, difference = (
+        rows.one(table, judge="mtbench-gpt4-pair", metric=f"self_preference_{part}")
+        for part in ("own", "others", "difference")
+    )
+    assert own["group"] == others["group"] == difference["group"] == "gpt-4"
+    n_items = difference["n"]
+    assert 0 < n_items <= 5 * 80 * 2  # items with gpt-4 against one of 5 models, 2 turns
+    assert own["n"] == n_items  # one GPT-4 vote per item (both orders aggregated)
+    assert others["n"] > 0
+    assert rows.select(table, judge="mtbench-human", metric=SELF_PREFERENCE) == []  # people have no family

@@ -7,7 +7,7 @@ what the document tells a reader they will get."""
 import pytest
 from django.core.management import call_command
 
-from analysis import services
+from analysis import rows, services
 from annotations.models import Study
 from biasstudy.datasets import dataset_path
 
@@ -47,37 +47,47 @@ def pct(value: float) -> float:
     return round(100 * value + 1e-9, 1)
 
 
-def position_preferences(result: dict) -> None:
-    judges = {j["judge"]: j["position"] for j in result["judges"]}
+def position_preferences(table: list[dict]) -> None:
     for name, (n, first, second, tie) in POSITION.items():
-        found = judges[name]
-        assert (found["n"], pct(found["first"]), pct(found["second"]), pct(found["tie"])) == (n, first, second, tie)
+        found = {
+            share: rows.one(table, judge=name, metric=f"position_{share}", bloom="")
+            for share in ("first", "second", "tie")
+        }
+        shares = (pct(found["first"]["estimate"]), pct(found["second"]["estimate"]), pct(found["tie"]["estimate"]))
+        assert (found["first"]["n"], *shares) == (n, first, second, tie)
 
 
-def agreement_with_the_human_votes(result: dict) -> None:
-    pairs, majority = result["agreement"]["vote_pairs"], result["agreement"]["vs_human_majority"]
+def agreement_with_the_human_votes(table: list[dict]) -> None:
+    def vote_pairs(judge: str) -> tuple[float, ...]:
+        return tuple(
+            pct(rows.estimate(table, judge=judge, metric=f"vote_pairs_{convention}", group="humans"))
+            for convention in ("with_ties", "without_ties")
+        )
+
     for name, (with_ties, without_ties, agreement, kappa, items) in AGREEMENT.items():
-        vote_pairs = pairs["vs_humans"][name]
-        found = (pct(vote_pairs["with_ties"]["value"]), pct(vote_pairs["without_ties"]["value"]))
-        assert found == (with_ties, without_ties), name
-        item = majority[name]
-        assert (pct(item["agreement"]), round(item["cohen_kappa"], 2), item["n"]) == (agreement, kappa, items), name
-    among = pairs["among_humans"]
-    assert (pct(among["with_ties"]["value"]), pct(among["without_ties"]["value"])) == (51.5, 63.3)
+        assert vote_pairs(name) == (with_ties, without_ties), name
+        item = rows.one(table, judge=name, metric="agreement_vs_human_majority")
+        item_kappa = rows.estimate(table, judge=name, metric="cohen_kappa_vs_human_majority")
+        assert (pct(item["estimate"]), round(item_kappa, 2), item["n"]) == (agreement, kappa, items), name
+    assert vote_pairs("humans") == (51.5, 63.3)  # people among themselves
 
 
-def self_preference(result: dict) -> None:
+def self_preference(table: list[dict]) -> None:
     for name, (items, own, others, difference, lo, hi) in SELF_PREFERENCE.items():
-        found = result["self_preference"][name]
-        assert (found["n_items"], pct(found["own"]["value"]), pct(found["others"]["value"])) == (items, own, others)
-        assert [pct(found["difference"]), *map(pct, found["difference_ci"])] == [difference, lo, hi], name
+        found = {
+            part: rows.one(table, judge=name, metric=f"self_preference_{part}")
+            for part in ("own", "others", "difference")
+        }
+        gap = found["difference"]  # its n: the items
+        assert (gap["n"], pct(found["own"]["estimate"]), pct(found["others"]["estimate"])) == (items, own, others)
+        assert [pct(gap["estimate"]), pct(gap["ci_lo"]), pct(gap["ci_hi"])] == [difference, lo, hi], name
 
 
 def test_the_prd_figures_of_reproductions_md_are_what_its_commands_give(db):
     # The documented commands: import the whole folder with --create, then the study's report
     # (the one analyze --json prints).
     call_command("import_votes", str(PRD), "--format", "prd", "--study", "prd", "--create", verbosity=0)
-    result = services.study_analyze(study=Study.objects.get(slug="prd"))
-    position_preferences(result)
-    agreement_with_the_human_votes(result)
-    self_preference(result)
+    table = services.study_analyze(study=Study.objects.get(slug="prd"))["rows"]
+    position_preferences(table)
+    agreement_with_the_human_votes(table)
+    self_preference(table)

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from django.core.management import call_command
 
-from analysis import metrics
+from analysis import metrics, rows
 from analysis.frame import Filters, apply_filters
 from analysis.loader import study_frame
 from annotations.models import Study
@@ -79,7 +79,7 @@ def test_vicuna80_mturk_votes_prefer_the_longer_answer_as_the_blog_reports():
     assert mean_over_seeds(human) == pytest.approx(0.6882, abs=0.01)
     # The command gives the same figure for one seed, and names how it was counted.
     result = analyze_json("prd", "--measure", "spaces", "--verbosity-convention", "blog", "--seed", "7")
-    found = next(j["verbosity"] for j in result["judges"] if j["judge"] == "prd-human")
-    assert found["longer_wins"] == metrics.verbosity(human, seed=7, **BLOG)["longer_wins"]
-    assert (found["convention"], found["measure"], found["n"]) == ("blog", "spaces", 7040)
+    found = rows.one(result["rows"], judge="prd-human", metric="longer_wins")
+    assert found["estimate"] == metrics.verbosity(human, seed=7, **BLOG)["longer_wins"]
+    assert (found["convention"], found["n"]) == ("blog; spaces", 7040)
     assert result["conventions"]["longer_wins"] == "blog" and "seed 7" in result["conventions"]["longer_wins_ties"]

@@ -1,0 +1,347 @@
+"""The metrics of one judge, each a registered function from that judge's votes to its rows.
+
+The estimators themselves (``analysis.metrics``, ``stats``, ``lc``, ``labels``, ``consistency``)
+return their figures as they compute them; each function here runs one and writes its figures
+as rows of the metric table (``analysis.rows``), in the order the report lists them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+
+from analysis import consistency, labels, lc, metrics
+from analysis.frame import CONTROL, is_in
+from analysis.rows import Row, judge_metric, rate_row, row
+
+
+@dataclass
+class JudgeData:
+    """What a judge's metrics read: its counted votes, its item preferences and the study's
+    bootstrap over questions (``analysis.report`` builds it)."""
+
+    judge: str
+    kind: str
+    votes: pd.DataFrame  # the judge's counted votes (analysis/frame.py documents the columns)
+    prefs: pd.DataFrame | None  # its item preferences (metrics.item_preferences), with an orientation
+    question_index: pd.Index  # every question with a counted vote, the bootstrap's order
+    counts: np.ndarray  # resamples × questions (stats.bootstrap_counts)
+    groups: list[str]  # the perturbation groups of the study
+    semantics: dict[str, str]  # group → "degrading" / "preserving"
+    options: object  # analysis.report.Options
+    asked: pd.DataFrame  # the counted votes plus those whose verdict was not read
+    pairs: pd.DataFrame  # its order-swapped pairs (consistency.swapped_pairs)
+
+    def row(self, metric: str, estimate: float | None, **columns) -> Row:
+        return row(self.judge, self.kind, metric, estimate, **columns)
+
+    def rate_row(self, metric: str, rate: dict, **where) -> Row:
+        return rate_row(self.judge, self.kind, metric, rate, **where)
+
+    @property
+    def has_prefs(self) -> bool:
+        return self.prefs is not None and bool(len(self.prefs))
+
+    @property
+    def by_bloom(self) -> bool:
+        """Bloom parts are computed where there are perturbation groups to break down."""
+        return bool(self.options.by_bloom and self.has_prefs and self.groups)
+
+    @cached_property
+    def asr_and_accuracy(self) -> tuple[dict, dict, dict]:
+        """(asr by group, accuracy by group, {bloom: (asr, accuracy)}); every group has a rate,
+        undefined (n 0) where the judge has no pair for it."""
+        empty = metrics.rate(0, 0, (None, None))
+        asr = {g: empty for g in self.groups}
+        acc = {g: empty for g in self.groups if self.semantics[g] == "degrading"}
+        parts: dict = {}
+        if self.has_prefs and self.groups:
+            indicators = metrics.asr_indicators(metrics.oriented_pairs(self.prefs))
+            got_asr, got_acc, parts = metrics.asr_and_accuracy(
+                indicators,
+                self.question_index,
+                self.counts,
+                self.groups,
+                self.semantics,
+                by="bloom" if self.options.by_bloom else None,
+            )
+            asr.update(got_asr)
+            acc.update(got_acc)
+        return asr, acc, parts or {}
+
+    @cached_property
+    def positions(self) -> tuple[dict, dict]:
+        """(position over all counted votes, {bloom: position})."""
+        return metrics.positions(self.votes, by="bloom" if self.by_bloom else None)
+
+
+def _asr_rows(data: JudgeData, asr: dict, acc: dict, bloom: str = "") -> list[Row]:
+    out = []
+    for g in data.groups:
+        rate = asr.get(g, metrics.rate(0, 0, (None, None)))
+        # ASR and accuracy resample questions: their n is a number of questions, the clusters.
+        out.append(data.rate_row("asr", {**rate, "clusters": rate["n"]}, group=g, bloom=bloom))
+        if data.semantics[g] == "degrading":
+            rate = acc.get(g, metrics.rate(0, 0, (None, None)))
+            out.append(data.rate_row("accuracy", {**rate, "clusters": rate["n"]}, group=g, bloom=bloom))
+    return out
+
+
+@judge_metric("asr")
+def asr_and_accuracy(data: JudgeData) -> list[Row]:
+    """Attack success rate per perturbation group (``asr``), and accuracy for degrading ones
+    (``accuracy``), over questions (n: questions; SPEC), then per Bloom level."""
+    asr, acc, parts = data.asr_and_accuracy
+    out = _asr_rows(data, asr, acc)
+    if data.by_bloom:
+        for bloom, (b_asr, b_acc) in parts.items():
+            out += _asr_rows(data, b_asr, b_acc, bloom=bloom)
+    return out
+
+
+@judge_metric("tie_share")
+def tie_share(data: JudgeData) -> list[Row]:
+    """The share of the judge's item preferences that are ties (n: items): beside ASR, which
+    counts a tie as robust."""
+    return [data.rate_row("tie_share", metrics.tie_share(data.prefs))]
+
+
+def position_rows(judge: str, kind: str, pos: dict, bloom: str = "") -> list[Row]:
+    """``position_first``, ``_tie``, ``_second`` (shares of votes) and ``position_diff`` (first
+    − second, with the clustered test of first against second: ``p_value``)."""
+    ci = pos.get("ci") or {}
+    out = []
+    for share in ("first", "tie", "second", "diff"):
+        out.append(
+            row(
+                judge,
+                kind,
+                f"position_{share}",
+                pos[share],
+                ci=ci.get(share),
+                n=pos["n"],
+                clusters=pos.get("clusters"),
+                bloom=bloom,
+                p_value=pos.get("p_value") if share == "diff" else None,
+            )
+        )
+    return out
+
+
+@judge_metric("position")
+def position(data: JudgeData) -> list[Row]:
+    """Shares of votes for the answer shown first / tie / second and their difference, with
+    the test of first against second (n: votes whose display order is known), then per Bloom
+    level where the judge has ASR parts."""
+    overall, parts = data.positions
+    out = position_rows(data.judge, data.kind, overall)
+    if data.by_bloom:
+        _, _, asr_parts = data.asr_and_accuracy
+        empty = metrics.positions(data.votes.iloc[0:0])[0]
+        for bloom in asr_parts:
+            out += position_rows(data.judge, data.kind, parts.get(bloom, empty), bloom=bloom)
+    return out
+
+
+@judge_metric("verbosity")
+def verbosity(data: JudgeData) -> list[Row]:
+    """``longer_wins`` (the share of votes for the longer answer, by the report's verbosity
+    convention) and ``verbosity_bin`` per |Δ length| bin (group "lo-hi", the last one open
+    "lo-"), over the votes of the verbosity groups (n: votes)."""
+    options = data.options
+    votes = data.votes
+    in_verbosity = is_in(votes["group"], options.verbosity_groups)
+    found = metrics.verbosity(
+        votes if in_verbosity.all() else votes[in_verbosity],
+        measure=options.measure,
+        bin_width=options.bin_width,
+        convention=options.verbosity_convention,
+        seed=options.seed,
+    )
+    convention = f"{options.verbosity_convention}; {options.measure}"
+    out = [
+        data.row(
+            "longer_wins",
+            found["longer_wins"],
+            ci=found["longer_wins_ci"],
+            n=found["n"],
+            clusters=found["clusters"],
+            convention=convention,
+        )
+    ]
+    for b in found["bins"]:
+        label = f"{b['lo']}-{'' if b['hi'] is None else b['hi']}"
+        out.append(data.row("verbosity_bin", b["value"], ci=b["ci"], n=b["n"], group=label, convention=convention))
+    return out
+
+
+LC_METRICS = ("raw_winrate", "lc_winrate", "raw_effect", "lc_effect")
+
+
+@judge_metric("length_controlled")
+def length_controlled(data: JudgeData) -> list[Row]:
+    """Raw and length-controlled (LC) win rates of A2/A2p over A1 per group (a tie counts half),
+    the effects of each group against the control, and the judge's length slope (``analysis.lc``;
+    n: questions)."""
+    if not data.has_prefs:
+        return []
+    prefs, options = data.prefs, data.options
+    n = prefs["n"].to_numpy(dtype=float)
+    y = (prefs["n_a2"].to_numpy() + 0.5 * prefs["n_tie"].to_numpy()) / np.where(n > 0, n, 1)
+    measure = options.measure
+    delta = prefs[f"len_a2_{measure}"].to_numpy(dtype=float) - prefs[f"len_a1_{measure}"].to_numpy(dtype=float)
+    result = lc.fit(
+        prefs["group"].to_numpy(),
+        prefs["question_id"].to_numpy(),
+        delta,
+        y,
+        n,
+        orientation=prefs["orientation"].to_numpy(),
+        control=CONTROL,
+        lambdas=options.lc_lambdas,
+        seed=options.seed,
+    )
+    if result is None:
+        return []
+    estimates = {
+        "raw_winrate": (result.raw_winrate, result.raw_ci),
+        "lc_winrate": (result.lc_winrate, result.lc_ci),
+        # The effect of a perturbation: how much more the judge prefers A2p over A1 than A2 over A1.
+        "raw_effect": (result.raw_effect, result.raw_effect_ci),
+        "lc_effect": (result.lc_effect, result.lc_effect_ci),
+    }
+    out = []
+    for metric in LC_METRICS:
+        values, intervals = estimates[metric]
+        for g, value in values.items():
+            n_questions = result.n_questions.get(g)
+            out.append(
+                data.row(
+                    metric, value, ci=intervals.get(g), n=n_questions, clusters=n_questions, group=g, convention=measure
+                )
+            )
+    for g in result.groups:
+        # One slope per judge, fitted on all its items (per unit of tanh(Δlen / scale)).
+        out.append(
+            data.row(
+                "length_slope",
+                result.length_slope,
+                n=result.n_questions.get(g),
+                group=g,
+                convention=measure,
+                note=f"ridge penalty {result.lam:g}",
+            )
+        )
+    return out
+
+
+@judge_metric("label_and_position")
+def label_and_position(data: JudgeData) -> list[Row]:
+    """Position and label effects on decisive votes (``analysis.labels``), conditional on each
+    item (convention ``conditional``) and pooled (``marginal``): ``takes_first_position`` and
+    ``takes_first_label`` as shares (50% = no preference), ``position_log_odds`` and
+    ``label_log_odds`` in log-odds; group: the label scheme. A label effect that cannot be told
+    from position has no estimate and says why (note); an identified one names its labels."""
+    found = labels.label_and_position(data.votes, data.options.scheme_labels)
+    if not found:
+        return []
+    n = found["n"]
+
+    def effect_rows(effect: dict | None, name: str, convention: str, group: str = "", note: str = "") -> list[Row]:
+        if effect is None:
+            return []
+        where = {"n": n, "group": group, "convention": convention, "note": note}
+        return [
+            data.row(f"takes_first_{name}", effect["share"], ci=effect["share_ci"], **where),
+            data.row(f"{name}_log_odds", effect["log_odds"], ci=effect["ci"], **where),
+        ]
+
+    out = effect_rows(found["position"], "position", "conditional")
+    for scheme, label in found["label"].items():
+        if label["identifiable"]:
+            names = f"{label['first_label']} / {label['second_label']}" if label["first_label"] else ""
+            out += effect_rows(label, "label", "conditional", group=scheme, note=names)
+        else:
+            out.append(
+                data.row(
+                    "takes_first_label",
+                    None,
+                    n=n,
+                    group=scheme,
+                    convention="conditional",
+                    note=f"not identifiable: {label['reason']}",
+                )
+            )
+    marginal = found.get("marginal") or {}
+    out += effect_rows(marginal.get("position"), "position", "marginal")
+    for scheme, label in (marginal.get("label") or {}).items():
+        out += effect_rows(label, "label", "marginal", group=scheme)
+    return out
+
+
+@judge_metric("option_probs")
+def option_probs(data: JudgeData) -> list[Row]:
+    """The model's mean probability on each option where it gave them: ``mean_prob_a1``,
+    ``_a2``, ``_tie`` (n: votes with probabilities), ``mean_prob_first``, ``_second`` (n: those
+    whose display order is known)."""
+    found = metrics.option_probs(data.votes)
+    if found is None:
+        return []
+    out = [data.row(f"mean_prob_{o}", found[o], n=found["n"]) for o in ("a1", "a2", "tie")]
+    out += [data.row(f"mean_prob_{o}", found[o], n=found["n_order_known"]) for o in ("first", "second")]
+    return out
+
+
+# The metric names of the position-consistency figures (analysis.consistency).
+CONSISTENCY_METRICS = {
+    "consistency": "position_consistency",
+    "primacy": "primacy",
+    "recency": "recency",
+    "first_share": "inconsistent_first_share",
+}
+GOLD_METRICS = ("a1_first", "a2_first", "average", "both")
+
+
+def _subset_parts(found: dict) -> list[tuple[str, dict]]:
+    return [("", found), *sorted((found.get("by_subset") or {}).items())] if found else []
+
+
+@judge_metric("position_consistency")
+def position_consistency(data: JudgeData) -> list[Row]:
+    """Over order-swapped pairs (n: pairs): ``position_consistency``, ``primacy`` and
+    ``recency`` (first / second both times), ``inconsistent_first_share``, and
+    ``preference_fairness`` (recency − primacy); overall and by subset, where there are pairs."""
+    out = []
+    for subset, part in _subset_parts(consistency.position_consistency(data.asked, pairs=data.pairs)):
+        if not part["consistency"]["n"]:
+            continue
+        for key, metric in CONSISTENCY_METRICS.items():
+            out.append(data.rate_row(metric, part[key], subset=subset))
+        out.append(data.row("preference_fairness", part["fairness"], n=part["consistency"]["n"], subset=subset))
+        out.append(data.row("pairs_both_unread", part["both_unread"], n=part["consistency"]["n"], subset=subset))
+    return out
+
+
+@judge_metric("gold_accuracy")
+def gold_accuracy(data: JudgeData) -> list[Row]:
+    """Accuracy against the items' gold labels (an unread verdict is not correct):
+    ``gold_accuracy_a1_first``, ``_a2_first`` (n: votes), ``_average`` of the two orders and
+    ``_both`` (correct in both orders; n: pairs); overall and by subset, where n > 0."""
+    found = consistency.gold_accuracy(data.asked, rater=metrics.rater_codes(data.asked), pairs=data.pairs)
+    out = []
+    for subset, part in _subset_parts(found):
+        for key in GOLD_METRICS:
+            if part[key]["n"]:
+                out.append(data.rate_row(f"gold_accuracy_{key}", part[key], subset=subset))
+    return out
+
+
+@judge_metric("repetition_stability")
+def repetition_stability(data: JudgeData) -> list[Row]:
+    """The mean share of the most frequent verdict over requests asked more than once (n:
+    requests), where there are such requests."""
+    found = consistency.repetition_stability(data.asked)
+    return [data.rate_row("repetition_stability", found)] if found["n"] else []

@@ -1,0 +1,197 @@
+"""The metrics of a whole study (agreement, self-preference, the chance level, people's
+not-familiar votes), each a registered function from the study's data to rows of any judge
+(``analysis.rows``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from analysis import metrics, selfpref, stats, vote_pairs
+from analysis.judge_metrics import position_rows
+from analysis.rows import Row, rate_row, row, study_metric
+
+RANDOM_JUDGE = "random judge"
+HUMAN_NF = "Human-NF"
+HUMANS = "humans"
+
+
+@dataclass
+class StudyData:
+    """What the study-wide metrics read (``analysis.report`` builds it)."""
+
+    counted: pd.DataFrame  # every counted vote
+    prefs: pd.DataFrame | None  # every judge's item preferences
+    prefs_by_judge: dict[str, pd.DataFrame]
+    not_familiar: pd.DataFrame  # people's votes marked not familiar, with a choice
+    humans: list[str]  # the judges whose votes come from people
+    kinds: dict[str, str]  # judge → kind
+    question_index: pd.Index
+    counts: np.ndarray  # resamples × questions, the same as every judge's
+    groups: list[str]
+    semantics: dict[str, str]
+    votes_per_item: int
+
+
+@study_metric("human_nf_position")
+def human_nf_position(data: StudyData) -> list[Row]:
+    """The position shares of people's votes marked "not familiar" (left out of every other
+    figure), as a judge named Human-NF."""
+    return position_rows(HUMAN_NF, "not familiar", metrics.position(data.not_familiar))
+
+
+@study_metric("random_judge")
+def random_judge(data: StudyData) -> list[Row]:
+    """The exact chance level of the study's design (metrics.random_judge): ASR, accuracy and
+    position shares of a judge voting at random, with no interval and no n."""
+    found = metrics.random_judge(data.votes_per_item, data.groups, data.semantics)
+    out = []
+    for g in data.groups:
+        out.append(row(RANDOM_JUDGE, "chance level", "asr", found["asr"][g]["value"], group=g))
+        if g in found["accuracy"]:
+            out.append(row(RANDOM_JUDGE, "chance level", "accuracy", found["accuracy"][g]["value"], group=g))
+    for share in ("first", "tie", "second", "diff"):
+        out.append(row(RANDOM_JUDGE, "chance level", f"position_{share}", found["position"][share]))
+    return out
+
+
+@study_metric("agreement_among_humans")
+def agreement_among_humans(data: StudyData) -> list[Row]:
+    """Fleiss' kappa and Krippendorff's alpha among people's votes (n: items with two or more
+    votes), with cluster-bootstrap intervals over questions."""
+    counted = data.counted
+    human_votes = counted[counted["judge"].isin(data.humans).to_numpy() & (counted["rater"] != "").to_numpy()]
+    if not len(human_votes) or data.prefs is None or not len(data.prefs):
+        return []
+    item_code, item_ids = pd.factorize(human_votes["item_id"])
+    choice_code = human_votes["choice"].cat.codes.to_numpy()
+    table = np.bincount(item_code * 3 + choice_code, minlength=3 * (item_code.max() + 1)).reshape(-1, 3)
+    item_question = np.zeros(len(item_ids), dtype=np.int64)
+    item_question[item_code] = data.question_index.get_indexer(human_votes["question_id"])
+    fleiss_parts, alpha_parts = stats.agreement_parts(table, item_question, len(data.question_index))
+    n_items = int((table.sum(axis=1) >= 2).sum())
+    figures = {
+        "fleiss_kappa": (stats.fleiss_kappa(table), fleiss_parts, stats.fleiss_from_sums),
+        "krippendorff_alpha": (stats.krippendorff_alpha_nominal(table), alpha_parts, stats.alpha_from_sums),
+    }
+    return [
+        row(
+            HUMANS,
+            "human",
+            metric,
+            value,
+            ci=stats.bootstrap_stat_ci(data.counts, parts, from_sums),
+            n=n_items,
+            note=f"{len(human_votes)} votes",
+        )
+        for metric, (value, parts, from_sums) in figures.items()
+    ]
+
+
+@study_metric("agreement_with_human_majority")
+def agreement_with_human_majority(data: StudyData) -> list[Row]:
+    """Each other judge against the human majority on the items both rated: Cohen's kappa and
+    the share of items that agree (n: items), intervals over the same question resamples."""
+    prefs, question_index, counts = data.prefs, data.question_index, data.counts
+    if prefs is None or not len(prefs):
+        return []
+    human_prefs = prefs[prefs["judge"].isin(data.humans).to_numpy()]
+    if not len(human_prefs):
+        return []
+    # The human majority per item: the same preference rule over all human votes on it.
+    majority = human_prefs.groupby("item_id")[["n_a1", "n_a2"]].sum()
+    majority_pref = pd.Series(metrics.preference(majority["n_a1"], majority["n_a2"]), index=majority.index)
+    out = []
+    for name in sorted(data.kinds):
+        if name in data.humans:
+            continue
+        own_prefs = data.prefs_by_judge.get(name, prefs.iloc[0:0]).set_index("item_id")
+        common = own_prefs.index.intersection(majority_pref.index)
+        a, b = own_prefs.loc[common, "pref"].to_numpy(), majority_pref.loc[common].to_numpy()
+        question = question_index.get_indexer(own_prefs.loc[common, "question_id"])
+        # Items that agree per question, over the same question resamples as kappa's.
+        agree = np.bincount(question, weights=(a == b), minlength=len(question_index))
+        rated = np.bincount(question, minlength=len(question_index)).astype(np.float64)
+        kind = data.kinds[name]
+        kappa_ci = stats.bootstrap_stat_ci(
+            counts, stats.confusion_parts(a, b, question, len(question_index)), stats.cohen_from_sums
+        )
+        out.append(
+            row(name, kind, "cohen_kappa_vs_human_majority", stats.cohen_kappa(a, b), ci=kappa_ci, n=len(common))
+        )
+        out.append(
+            row(
+                name,
+                kind,
+                "agreement_vs_human_majority",
+                float((a == b).mean()) if len(common) else None,
+                ci=stats.bootstrap_ratio_ci(counts, agree[:, None], rated[:, None])[0],
+                n=len(common),
+            )
+        )
+    return out
+
+
+@study_metric("spearman")
+def spearman(data: StudyData) -> list[Row]:
+    """Spearman's rho between every two judges' mean item scores over the items both rated
+    (judge and group: the two judges; n: items)."""
+    prefs = data.prefs
+    if prefs is None or not len(prefs):
+        return []
+    item_code, _ = pd.factorize(prefs["item_id"])
+    judge_code, names = pd.factorize(prefs["judge"].astype(str))
+    mean_score = np.full((item_code.max() + 1, len(names)), np.nan)
+    mean_score[item_code, judge_code] = (prefs["score"] / prefs["n"]).to_numpy()
+    return [
+        row(names[i], data.kinds.get(names[i], ""), "spearman_rho", rho, n=n, group=names[j])
+        for i, j, rho, n in stats.spearman_pairs(mean_score)
+    ]
+
+
+@study_metric("vote_pair_agreement")
+def vote_pair_agreement(data: StudyData) -> list[Row]:
+    """Agreement over pairs of votes as Zheng et al. count it: every pair of votes on an item,
+    ``vote_pairs_with_ties`` (S1) and ``vote_pairs_without_ties`` (S2); people among themselves
+    (judge "humans") and each other judge against people (group "humans"); n: pairs of votes."""
+    found = vote_pairs.vote_pair_agreement(
+        data.counted, data.humans, counts=data.counts, question_index=data.question_index
+    )
+    parts = []
+    if found["among_humans"]:
+        parts.append((HUMANS, "human", found["among_humans"]))
+    parts += [(name, data.kinds.get(name, ""), p) for name, p in found["vs_humans"].items()]
+    return [
+        rate_row(name, kind, f"vote_pairs_{convention}", part[convention], group=HUMANS)
+        for name, kind, part in parts
+        for convention in ("with_ties", "without_ties")
+    ]
+
+
+@study_metric("self_preference")
+def self_preference(data: StudyData) -> list[Row]:
+    """Where answers name the system that wrote them: how often a judge prefers its own
+    family's answer (``self_preference_own``), other judges on the same pairs (``_others``),
+    and the difference (``_difference``, question bootstrap); group: the family; n: items."""
+    found = selfpref.self_preference(data.counted, counts=data.counts, question_index=data.question_index)
+    out = []
+    for name, sp in found.items():
+        if not sp["n_items"]:
+            continue
+        kind = data.kinds.get(name, "")
+        for key in ("own", "others"):
+            out.append(rate_row(name, kind, f"self_preference_{key}", sp[key], group=sp["family"]))
+        out.append(
+            row(
+                name,
+                kind,
+                "self_preference_difference",
+                sp["difference"],
+                ci=sp["difference_ci"],
+                n=sp["n_items"],
+                group=sp["family"],
+            )
+        )
+    return out
