@@ -7,7 +7,13 @@ import os
 bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
 # Requests are short (a page, a vote): sync workers in threads, a few per core.
 workers = int(os.environ.get("GUNICORN_WORKERS", multiprocessing.cpu_count() * 2 + 1))
-threads = int(os.environ.get("GUNICORN_THREADS", 4))
+# On SQLite one thread per worker: one transaction writes at a time, and a writer that finds the
+# lock taken sleeps in SQLite's busy handler (1 to 100 ms a time), so every thread more is one
+# more writer sleeping in the queue. 2,000 raters voting every 30 s on 2 cores: vote p99 124 ms
+# with one thread, 343 ms with four (docs/BENCHMARKS.md, section 1.1). PostgreSQL wakes a
+# waiting writer as soon as the row is free: four threads there.
+_sqlite = not os.environ.get("DATABASE_URL", "sqlite:").startswith(("postgres", "pgsql"))
+threads = int(os.environ.get("GUNICORN_THREADS", 1 if _sqlite else 4))
 worker_class = "gthread"
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", 30))
 graceful_timeout = 30

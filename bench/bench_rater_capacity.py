@@ -20,7 +20,8 @@ client was the limit.
 
 Set-up, not timed: for each database (bench_rater_flow's Database, seed, gunicorn start and
 stop) the study is seeded, gunicorn started, two raters warm up for 2 s in bench_rater_flow's
-closed loop, and every rater enters through the landing page (GET, then POST of the form),
+closed loop, and every rater enters through the landing page (GET, then POST of the form, then
+the task page it redirects to, where their first item is handed out, as a browser follows it),
 the entries spread over --ramp seconds. Then the measured window of --seconds starts.
 
 The clients share one bounded connection pool (--pool connections, httpx's transport), each
@@ -110,10 +111,15 @@ class RaterClient:
             try:
                 landing = await self.send("GET", LANDING)
                 entered = await self.send("POST", LANDING, data=entry_form(landing.text, self.name))
+                if entered.status_code != 302:
+                    return f"enter {_outcome(entered)}"
+                # The task page the form redirects to, as a browser follows it: the rater's
+                # first item is handed out here, and each cycle's vote hands out the next.
+                first = await self.send("GET", TASK)
             except httpx.TransportError as exc:
                 why = f"enter {type(exc).__name__}"
                 continue
-            return None if entered.status_code == 302 else f"enter {_outcome(entered)}"
+            return None if first.status_code == 200 else f"enter: task page {_outcome(first)}"
         return why
 
     async def cycle(self, due: float, t0: float, w: Window) -> None:
@@ -353,7 +359,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=180, help="the measured window (default 180)")
     parser.add_argument("--databases", default="sqlite,postgres")
     parser.add_argument("--pool", type=int, default=32, help="connections and requests in flight (default 32)")
-    parser.add_argument("--ramp", type=float, default=20, help="seconds over which raters enter (default 20)")
+    parser.add_argument("--ramp", type=float, default=60, help="seconds over which raters enter (default 60)")
     parser.add_argument("--questions", type=int, default=4000, help="questions seeded, 2 items of 4 votes each")
     parser.add_argument("--closed-seconds", type=float, default=10, help="closed loop at 8 raters; 0: skip")
     parser.add_argument("--conn-max-age", type=int, default=60, help="DATABASE_CONN_MAX_AGE (docs/DEPLOY.md: 60)")
