@@ -241,10 +241,11 @@ def _position_dominated(table: list[dict], judges: list[dict]) -> list[dict]:
     """A ``position_dominated`` row per judge: 1 with the reasons (note) where its votes follow
     the display order or most of its item preferences are ties (metrics.position_dominated),
     else 0. A flagged judge is not ranked."""
-    out = []
+    out, of_judge = [], rows.by_judge(table)
     for j in judges:
-        diff = rows.one(table, judge=j["judge"], metric="position_diff", bloom="")
-        ties = rows.as_rate(rows.one(table, judge=j["judge"], metric="tie_share"))
+        mine = of_judge.get(j["judge"], [])
+        diff = rows.one(mine, metric="position_diff", bloom="")
+        ties = rows.as_rate(rows.one(mine, metric="tie_share"))
         position = {"diff": diff["estimate"], "p_adjusted": diff["p_adjusted"]} if diff else {}
         reasons = metrics.position_dominated(position, ties)
         out.append(

@@ -14,6 +14,7 @@ from collections import defaultdict
 
 from analysis import stats
 from analysis.rows import Row, as_rate, estimate, one, select
+from analysis.rows import by_judge as rows_by_judge
 from analysis.study_metrics import HUMAN_NF, HUMANS, RANDOM_JUDGE
 
 BLOOM_ORDER = ("remembering", "understanding", "applying", "analyzing", "evaluating", "creating")
@@ -22,12 +23,8 @@ NOT_IDENTIFIABLE = "not identifiable: "
 
 
 def _by_judge(result: dict) -> dict[str, list[Row]]:
-    """Each judge's rows, split once: a lookup in one judge's rows instead of the whole table
-    (a study of 77 judges has thousands of rows)."""
-    out: dict[str, list[Row]] = defaultdict(list)
-    for r in result["rows"]:
-        out[r["judge"]].append(r)
-    return out
+    """Each judge's rows (rows.by_judge), [] for a judge without any."""
+    return defaultdict(list, rows_by_judge(result["rows"]))
 
 
 def _cell(found: Row | None, rank: int | None = None) -> dict:
@@ -36,7 +33,7 @@ def _cell(found: Row | None, rank: int | None = None) -> dict:
     return {**rate, "lo": rate["ci"][0], "hi": rate["ci"][1], "rank": rank}
 
 
-def _dominated(mine: list[Row]) -> list[str]:
+def position_dominated_reasons(mine: list[Row]) -> list[str]:
     """Why a judge is position-dominated (its ``position_dominated`` row's reasons), or []."""
     found = one(mine, metric="position_dominated")
     return found["note"].split("; ") if found and found["estimate"] else []
@@ -60,7 +57,7 @@ def columns(result: dict) -> list[dict]:
 def _ranks(by_judge: dict[str, list[Row]], judges: list[dict], cols: list[dict]) -> dict[tuple, int | None]:
     """(judge, metric, group) → rank among the judges not position-dominated (a flagged judge
     has none: its ASR would put it first for voting by position)."""
-    ranked = [j["judge"] for j in judges if not _dominated(by_judge[j["judge"]])]
+    ranked = [j["judge"] for j in judges if not position_dominated_reasons(by_judge[j["judge"]])]
     out: dict[tuple, int | None] = {}
     for c in cols:
         values = {name: estimate(by_judge[name], metric=c["metric"], group=c["group"], bloom="") for name in ranked}
@@ -98,7 +95,7 @@ def table1(result: dict, part: str | None = None) -> dict:
                 ],
                 # The whole study's: a judge voting by position ties a lot, and ASR counts a tie as robust.
                 "ties": _cell(ties) if ties else None,
-                "position_dominated": _dominated(mine),
+                "position_dominated": position_dominated_reasons(mine),
             }
         )
     chance = by_judge[RANDOM_JUDGE]

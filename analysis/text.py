@@ -9,6 +9,7 @@ from analysis import rows
 from analysis.metrics import VERBOSITY_CONVENTIONS
 from analysis.stats import format_p
 from analysis.study_metrics import HUMAN_NF, RANDOM_JUDGE
+from analysis.tables import position_dominated_reasons
 
 
 def pct(value: float | None) -> str:
@@ -46,12 +47,13 @@ def report_lines(report: dict, *, verbose: bool = False) -> Iterator[str]:
     conventions = report.get("conventions", {})
     if conventions:
         yield f"  runs: {conventions['runs']}; clustered by {conventions['cluster_unit']}; p adjusted: {conventions['p_adjust']}"
-    random_judge = rows.one(table, judge=RANDOM_JUDGE)
-    judges = [*report["judges"], *([{"judge": RANDOM_JUDGE, "kind": random_judge["kind"]}] if random_judge else [])]
+    of_judge = rows.by_judge(table)
+    random_judge = of_judge.get(RANDOM_JUDGE)
+    judges = [*report["judges"], *([{"judge": RANDOM_JUDGE, "kind": random_judge[0]["kind"]}] if random_judge else [])]
     for judge in judges:
         yield ""
         yield f"{judge['judge']} ({judge['kind']}), {judge.get('n_votes', '-')} votes"
-        yield from _judge_lines(rows.select(table, judge=judge["judge"]), judge, verbose=verbose)
+        yield from _judge_lines(of_judge.get(judge["judge"], []), judge, verbose=verbose)
     human_nf = rows.one(table, judge=HUMAN_NF, metric="position_first")
     if human_nf:
         yield ""
@@ -77,10 +79,8 @@ def _judge_lines(table: list[rows.Row], judge: dict, *, verbose: bool) -> Iterat
     ties = rows.one(table, metric="tie_share")
     if ties:
         yield f"  item preferences tied: {rate_text(ties)}"
-    dominated = rows.one(table, metric="position_dominated")
-    if dominated and dominated["estimate"]:
-        for reason in dominated["note"].split("; "):
-            yield f"  position-dominated, not ranked: {reason}"
+    for reason in position_dominated_reasons(table):
+        yield f"  position-dominated, not ranked: {reason}"
     yield f"  position: {position_text(table, judge['judge'])}"
     if judge.get("runs"):
         yield f"  runs: {', '.join(str(r) for r in judge['runs'])}"
