@@ -4,17 +4,21 @@ worse one fails, each rater's test holds its level at the boundary), and equalit
 authors' own procedure on MT-bench's human votes against its GPT-4 judge."""
 
 import csv
+import json
+from io import StringIO
 
 import numpy as np
 import pytest
 from django.core.management import call_command
+from django.urls import reverse
 from scipy import stats
 
-from analysis import rows, services
+from analysis import rows, services, tables
 from analysis.alttest import EPSILON, alt_test, benjamini_yekutieli
 from analysis.report import Options
+from analysis.simulate import JudgeParams
 from biasstudy.datasets import dataset_path
-from tests.factories import make_study
+from tests.factories import make_question, make_study, make_variant
 
 # Three raters A, B, C on four items; labels x, y, z. The left-out rater's and the judge's
 # share of the other raters agreeing, item by item (d = rater wins - judge wins):
@@ -263,3 +267,60 @@ def test_the_imported_mtbench_study_reports_the_authors_figures_as_rows(db):
         verdict = rows.one(table, metric="alt_test_passes", **where)
         assert (verdict["estimate"], verdict["n"]) == (0.0, 960)
         assert rows.select(table, judge="mtbench-human", metric="alt_test_passes") == []  # people are not tested
+
+
+# --- where it shows -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def rated_study(db):
+    """60 items, each voted by 3 of 4 simulated raters (about 45 items each) and 3 times by a
+    simulated judge."""
+    study = make_study(slug="alt-s", votes_per_item=3)
+    for _ in range(20):
+        question = make_question(study)
+        make_variant(question, kind="reference")
+        make_variant(question, kind="factual_error", text="Wrong facts. " * 5)
+    services.judge_simulate(study=study, name="sim-judge", params=JudgeParams(position=0.3), seed=1)
+    services.raters_simulate(study=study, raters=4, params=JudgeParams(), seed=2)
+    return study
+
+
+def analyze_json(*args: str) -> dict:
+    out = StringIO()
+    call_command("analyze", "--study", "alt-s", "--json", "--bootstrap", "20", *args, stdout=out)
+    return json.loads(out.getvalue())
+
+
+def test_the_command_api_csv_and_dashboard_show_each_judges_alt_test(rated_study, staff_client, token_client):
+    report = analyze_json("--alt-raters", "expert")
+    verdict = rows.one(report["rows"], judge="sim-judge", metric="alt_test_passes")
+    assert verdict["convention"] == "epsilon=0.2" and verdict["note"] in ("passes", "fails")
+    assert rows.one(report["rows"], judge="sim-judge", metric="alt_test_winning_rate")["n"] == 4
+    assert "epsilon 0.2 (expert raters)" in report["conventions"]["alt_test"]
+    api = token_client.get(reverse("api:study-metrics", args=["alt-s"]), {"bootstrap": 20, "alt_raters": "expert"})
+    assert rows.one(api.json()["rows"], judge="sim-judge", metric="alt_test_passes") == verdict
+    csv_text = b"".join(staff_client.get(reverse("analysis:export", args=["alt-s", "metrics"])).streaming_content)
+    assert b"alt_test_winning_rate" in csv_text and b"alt_test_advantage_probability" in csv_text
+    page = staff_client.get(reverse("analysis:study", args=["alt-s"]), {"alt_raters": "expert"}).content.decode()
+    assert "Judges against people" in page
+    shown = tables.judges_against_people(report)
+    assert [(a["judge"], a["epsilon"], a["n_tested"]) for a in shown] == [("sim-judge", "0.2", 4)]
+    assert f">{verdict['note']}<" in page
+
+
+def test_the_settings_reach_the_test_and_a_missing_verdict_is_named(rated_study):
+    report = analyze_json("--alt-epsilon", "0", "--alt-min-items", "1000", "--alt-min-votes", "3")
+    found = rows.one(report["rows"], judge="sim-judge", metric="alt_test_passes")
+    assert found["estimate"] is None and found["convention"] == "epsilon=0"
+    assert found["note"].startswith("no verdict: 0 of 4 raters have 1000 or more items with 3+ human labels")
+    assert rows.one(report["rows"], judge="sim-judge", metric="alt_test_winning_rate")["estimate"] is None
+    with pytest.raises(Exception, match="alt-min-votes"):
+        analyze_json("--alt-min-votes", "1")
+
+
+def test_a_study_without_people_has_no_alt_test_rows(db):
+    study = make_study(slug="alone-s")
+    make_question(study)
+    services.judge_simulate(study=study, name="sim-judge", params=JudgeParams(), seed=1)
+    assert rows.select(services.study_analyze(study=study)["rows"], metric="alt_test_passes") == []
