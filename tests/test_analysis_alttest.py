@@ -18,7 +18,7 @@ from analysis.alttest import EPSILON, alt_test, benjamini_yekutieli
 from analysis.report import Options
 from analysis.simulate import JudgeParams
 from biasstudy.datasets import dataset_path
-from tests.factories import make_question, make_study, make_variant
+from tests.factories import human_pool, make_judge, make_question, make_study, make_variant, make_vote
 
 # Three raters A, B, C on four items; labels x, y, z. The left-out rater's and the judge's
 # share of the other raters agreeing, item by item (d = rater wins - judge wins):
@@ -324,3 +324,15 @@ def test_a_study_without_people_has_no_alt_test_rows(db):
     make_question(study)
     services.judge_simulate(study=study, name="sim-judge", params=JudgeParams(), seed=1)
     assert rows.select(services.study_analyze(study=study)["rows"], metric="alt_test_passes") == []
+
+
+def test_peoples_votes_without_rater_ids_give_no_verdict_and_say_so(db):
+    """As PRD's MTurk votes: people's votes, but no one to leave out."""
+    study = make_study(slug="anonymous-s")
+    item = make_question(study).items.get()
+    for _ in range(3):
+        make_vote(item, human_pool(study), client_ms=5000)
+    make_vote(item, make_judge(name="sim-judge"))
+    found = rows.one(services.study_analyze(study=study)["rows"], judge="sim-judge", metric="alt_test_passes")
+    assert (found["estimate"], found["n"]) == (None, 0)
+    assert found["note"] == "no verdict: no human votes with a rater id"
