@@ -169,8 +169,8 @@ DESIGN = {"n_items": 200, "n_raters": 8, "per_item": 3}  # 75 items per rater
 def test_a_judge_closer_to_the_truth_than_the_raters_passes_and_a_worse_one_fails():
     assert pass_rate(1, 100, **DESIGN, rater_right=0.6, judge_right=0.9) >= 0.95
     assert pass_rate(2, 100, **DESIGN, rater_right=0.8, judge_right=0.5) == 0.0
-    # A judge exactly as good as the raters passes at crowd epsilon more often than not only
-    # because of the margin; without it, as often as a rater's own test would reject at 5%.
+    # A judge exactly as good as the raters, at epsilon 0 (the boundary of every rater's null):
+    # the share of raters it beats stays within the 5% level.
     rng = np.random.default_rng(3)
     same = [alt_test(*crowd(rng, **DESIGN, rater_right=0.7, judge_right=0.7), epsilon=0.0) for _ in range(100)]
     assert np.mean([r.n_rejected / r.n_tested for r in same]) <= 0.05
