@@ -261,14 +261,9 @@ def human_labels(human_votes: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.
     judge_code = pd.factorize(votes["judge"])[0].astype(np.int64)
     rater_code, _ = pd.factorize(votes["rater"])
     rater = judge_code * (int(rater_code.max()) + 1) + rater_code
-    choice = votes["choice"].to_numpy()
-    n_a1, n_a2 = (choice == "a1").astype(np.int64), (choice == "a2").astype(np.int64)
-    keys = pd.MultiIndex.from_arrays([votes["item_id"].to_numpy(dtype=np.int64), rater])
-    code, unique = pd.factorize(keys)
-    a1 = np.bincount(code, weights=n_a1, minlength=len(unique))
-    a2 = np.bincount(code, weights=n_a2, minlength=len(unique))
-    return (
-        unique.get_level_values(0).to_numpy(),
-        unique.get_level_values(1).to_numpy(),
-        metrics.preference(a1, a2),
-    )
+    n_a1, n_a2 = equals(votes["choice"], "a1").astype(np.int64), equals(votes["choice"], "a2").astype(np.int64)
+    item_code, item_ids = pd.factorize(votes["item_id"].to_numpy(dtype=np.int64))
+    code, pairs = pd.factorize(item_code.astype(np.int64) * (int(rater.max()) + 1) + rater)
+    a1 = np.bincount(code, weights=n_a1, minlength=len(pairs))
+    a2 = np.bincount(code, weights=n_a2, minlength=len(pairs))
+    return item_ids[pairs // (int(rater.max()) + 1)], pairs % (int(rater.max()) + 1), metrics.preference(a1, a2)

@@ -117,8 +117,8 @@ def test_it_names_the_numbers_when_the_data_cannot_support_a_verdict():
 def test_bad_input_is_refused_with_what_is_wrong():
     with pytest.raises(ValueError, match="rater 'A' has more than one label on item 1"):
         alt_test([1, 1], ["A", "A"], ["x", "y"], [1], ["x"])
-    with pytest.raises(ValueError, match="more than one label on item 1"):
-        alt_test([1, 1], ["A", "B"], ["x", "y"], [1, 1], ["x", "y"])
+    with pytest.raises(ValueError, match="the judge has more than one label on item 7:"):
+        alt_test([1, 1], ["A", "B"], ["x", "y"], [1, 7, 7], ["x", "y", "x"])
     with pytest.raises(ValueError, match="epsilon must be in"):
         run(epsilon=1.5)
     with pytest.raises(ValueError, match="min_votes must be at least 2"):
