@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
+from analysis import alttest
 from analysis.exports import PASTE_LISTS
 from analysis.frame import CONTROL, MEASURES, RUNS, Filters
 from analysis.metrics import VERBOSITY_CONVENTIONS
@@ -42,6 +43,31 @@ class FilterForm(forms.Form):
         max_length=500,
         label="LLM runs",
         help_text="latest (default: each judge's latest complete run per item), all, or run ids like 3,5.",
+    )
+    # The Alternative Annotator Test's settings (analysis.alttest, docs/STATISTICS.md).
+    alt_raters = forms.ChoiceField(
+        required=False,
+        choices=[(k, f"{k} (ε {e:g})") for k, e in sorted(alttest.EPSILON.items(), key=lambda kv: kv[1])],
+        label="Raters are (alt-test)",
+        help_text="Sets the margin ε a judge is granted for being cheaper: crowd workers 0.1 (default), "
+        "skilled 0.15, experts 0.2.",
+    )
+    alt_epsilon = forms.FloatField(
+        required=False, min_value=0, max_value=0.5, label="Alt-test ε", help_text="Empty: by who the raters are."
+    )
+    alt_min_votes = forms.IntegerField(
+        required=False,
+        min_value=2,
+        max_value=100,
+        label="Alt-test: human votes per item",
+        help_text=f"Items with fewer are left out (default {alttest.MIN_VOTES}; the authors advise 3).",
+    )
+    alt_min_items = forms.IntegerField(
+        required=False,
+        min_value=2,
+        max_value=100_000,
+        label="Alt-test: items per rater tested",
+        help_text=f"A rater with fewer is not tested but still counts among the others (default {alttest.MIN_ITEMS}).",
     )
 
     def __init__(
@@ -99,6 +125,10 @@ class FilterForm(forms.Form):
             measure=d.get("measure") or "words",
             bin_width=d.get("bin_width") or 10,
             verbosity_convention=d.get("verbosity_convention") or "tie_half",
+            alt_raters=d.get("alt_raters") or alttest.DEFAULT_RATERS,
+            alt_epsilon=d.get("alt_epsilon"),
+            alt_min_votes=d.get("alt_min_votes") or alttest.MIN_VOTES,
+            alt_min_items=d.get("alt_min_items") or alttest.MIN_ITEMS,
             **overrides,
         )
 

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from analysis import consistency, lc, metrics, rows, stats
+from analysis import alttest, consistency, lc, metrics, rows, stats
 from analysis.frame import CONTROL, Filters, apply_filters, by_judge
 from analysis.judge_metrics import JudgeData
 from analysis.rows import JUDGE_METRICS, STUDY_METRICS
@@ -35,6 +35,16 @@ class Options:
     lc_lambdas: tuple[float, ...] = lc.LAMBDAS
     # Label scheme → (label of the first answer, label of the second), for label bias.
     scheme_labels: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # The Alternative Annotator Test (analysis.alttest): who the raters are sets its margin
+    # epsilon (a key of alttest.EPSILON) unless alt_epsilon gives one; the authors' filters.
+    alt_raters: str = alttest.DEFAULT_RATERS
+    alt_epsilon: float | None = None
+    alt_min_votes: int = alttest.MIN_VOTES
+    alt_min_items: int = alttest.MIN_ITEMS
+
+    @property
+    def alt_test_epsilon(self) -> float:
+        return self.alt_epsilon if self.alt_epsilon is not None else alttest.EPSILON[self.alt_raters]
 
 
 def groups_and_semantics(frame: pd.DataFrame) -> tuple[list[str], dict[str, str]]:
@@ -165,6 +175,7 @@ def _analyze(frame, *, study, filters, options, votes_per_item, groups, semantic
         groups=groups,
         semantics=semantics,
         votes_per_item=votes_per_item,
+        options=options,
     )
     for rows_of in STUDY_METRICS.values():
         table.extend(rows_of(study_data))
@@ -224,6 +235,15 @@ def conventions(filters: Filters, options: Options) -> dict:
         "repetition_stability": "mean share of the most frequent verdict over requests asked more than once",
         "vote_pair_agreement": "Zheng et al.: every pair of votes on an item; S1 with ties, S2 without",
         "self_preference": "own family's answer scored 1, tie 1/2; vs judges outside the family on the same items",
+        "alt_test": (
+            f"Calderon, Reichart and Dror 2025: each rater left out in turn, judge and rater scored by the share "
+            f"of the other raters agreeing on each item; one-sided paired t-test at epsilon "
+            f"{options.alt_test_epsilon:g} ({'set' if options.alt_epsilon is not None else options.alt_raters + ' raters'}), "
+            f"Benjamini-Yekutieli at q {alttest.Q_FDR:g} over the raters tested; items with "
+            f"{options.alt_min_votes}+ human votes and the judge's item preference; raters tested with "
+            f"{options.alt_min_items}+ such items, {alttest.MIN_TESTED}+ tested for a verdict; passes at a "
+            f"winning rate of 0.5 or more"
+        ),
     }
 
 

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis import metrics, selfpref, stats, vote_pairs
+from analysis import alttest, metrics, selfpref, stats, vote_pairs
+from analysis.frame import equals, is_in
 from analysis.judge_metrics import position_rows
 from analysis.rows import Row, rate_row, row, study_metric
 
@@ -33,6 +34,7 @@ class StudyData:
     groups: list[str]
     semantics: dict[str, str]
     votes_per_item: int
+    options: object  # analysis.report.Options
 
 
 @study_metric("human_nf_position")
@@ -195,3 +197,73 @@ def self_preference(data: StudyData) -> list[Row]:
             )
         )
     return out
+
+
+@study_metric("alt_test")
+def alt_test(data: StudyData) -> list[Row]:
+    """The Alternative Annotator Test of every other judge against the people's raters
+    (analysis.alttest): ``alt_test_winning_rate`` (omega; n: raters tested),
+    ``alt_test_advantage_probability`` (rho; n: raters tested) and ``alt_test_passes`` (1
+    passes, 0 fails, None without a verdict; n: items used), each with epsilon as its
+    convention and the verdict, or why there is none, as its note. A rater's label on an item
+    is their vote (votes by the same rater on one item: the item preference rule); the judge's
+    is its item preference (metrics.preference)."""
+    counted, options = data.counted, data.options
+    human_votes = counted[is_in(counted["judge"], data.humans)] if data.humans else counted.iloc[0:0]
+    if not len(human_votes):
+        return []
+    epsilon = options.alt_test_epsilon
+    items, raters, labels = human_labels(human_votes)
+    out = []
+    for name in sorted(data.kinds):
+        if name in data.humans:
+            continue
+        prefs = data.prefs_by_judge.get(name)
+        judge_items = prefs["item_id"].to_numpy() if prefs is not None else np.zeros(0, dtype=np.int64)
+        judge_labels = prefs["pref"].to_numpy() if prefs is not None else np.zeros(0, dtype=np.int8)
+        found = alttest.alt_test(
+            items,
+            raters,
+            labels,
+            judge_items,
+            judge_labels,
+            epsilon=epsilon,
+            min_votes=options.alt_min_votes,
+            min_items=options.alt_min_items,
+        )
+        where = {"convention": f"epsilon={epsilon:g}", "note": found.verdict}
+        kind = data.kinds[name]
+        out += [
+            row(name, kind, "alt_test_winning_rate", found.winning_rate, n=found.n_tested, **where),
+            row(name, kind, "alt_test_advantage_probability", found.advantage_probability, n=found.n_tested, **where),
+            row(
+                name,
+                kind,
+                "alt_test_passes",
+                None if found.passes is None else float(found.passes),
+                n=found.n_items,
+                **where,
+            ),
+        ]
+    return out
+
+
+def human_labels(human_votes: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(item, rater, label) of each rater's label on each item they voted on: +1 A1, -1 A2, 0
+    tie, several votes of one rater on an item by the item preference rule. Raters are keyed by
+    their judge too (two human pools may both have a rater R1); votes without a rater are left
+    out (no one to leave out)."""
+    with_rater = ~equals(human_votes["rater"], "")
+    votes = human_votes[with_rater]
+    if not len(votes):
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    judge_code = pd.factorize(votes["judge"])[0].astype(np.int64)
+    rater_code, _ = pd.factorize(votes["rater"])
+    rater = judge_code * (int(rater_code.max()) + 1) + rater_code
+    n_a1, n_a2 = equals(votes["choice"], "a1").astype(np.int64), equals(votes["choice"], "a2").astype(np.int64)
+    item_code, item_ids = pd.factorize(votes["item_id"].to_numpy(dtype=np.int64))
+    code, pairs = pd.factorize(item_code.astype(np.int64) * (int(rater.max()) + 1) + rater)
+    a1 = np.bincount(code, weights=n_a1, minlength=len(pairs))
+    a2 = np.bincount(code, weights=n_a2, minlength=len(pairs))
+    return item_ids[pairs // (int(rater.max()) + 1)], pairs % (int(rater.max()) + 1), metrics.preference(a1, a2)

@@ -363,3 +363,32 @@ def consistency_rows(result: dict) -> tuple[list[dict], list[dict]]:
         for subset in sorted({r["subset"] for r in found if r["subset"]}):
             subset_rows.append({"judge": name, "subset": subset, **_consistency(mine, subset)})
     return out, subset_rows
+
+
+ALT_TEST_METRICS = ("alt_test_winning_rate", "alt_test_advantage_probability", "alt_test_passes")
+
+
+def judges_against_people(result: dict) -> list[dict]:
+    """The "Judges against people" section: per judge with an alt-test, {judge, verdict (the
+    note: passes, fails or "no verdict: why"), passes (True, False or None), winning_rate,
+    advantage_probability, epsilon, n_tested (raters), n_items}."""
+    out = []
+    for judge, mine in _by_judge(result).items():
+        verdict = one(mine, metric="alt_test_passes")
+        if verdict is None:
+            continue
+        passes = None if verdict["estimate"] is None else bool(verdict["estimate"])
+        winning = one(mine, metric="alt_test_winning_rate") or {}
+        out.append(
+            {
+                "judge": judge,
+                "verdict": verdict["note"],
+                "passes": passes,
+                "winning_rate": winning.get("estimate"),
+                "advantage_probability": estimate(mine, metric="alt_test_advantage_probability"),
+                "epsilon": verdict["convention"].removeprefix("epsilon="),
+                "n_tested": winning.get("n"),
+                "n_items": verdict["n"],
+            }
+        )
+    return out

@@ -96,6 +96,13 @@ def _judge_lines(table: list[rows.Row], judge: dict, *, verbose: bool) -> Iterat
     if lc:
         winrates = ", ".join(f"{r['group']} {pct(r['estimate'])}" for r in lc)
         yield f"  length-controlled win rate of A2/A2p: {winrates}"
+    alt = rows.one(table, metric="alt_test_winning_rate")
+    if alt:
+        advantage = rows.estimate(table, metric="alt_test_advantage_probability")
+        yield (
+            f"  alt-test ({alt['convention'].replace('=', ' ')}): {alt['note']}; winning rate {pct(alt['estimate'])}, "
+            f"advantage probability {pct(advantage)}, {alt['n'] or 0} raters tested"
+        )
     yield from _consistency_and_gold_lines(table, verbose=verbose)
     if verbose:
         blooms = dict.fromkeys(r["bloom"] for r in rows.select(table, metric="asr") if r["bloom"])

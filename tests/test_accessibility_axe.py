@@ -21,7 +21,7 @@ from annotations.uploads import upload_progress_write
 from judges.services import judge_run_start
 from perturbations.services import perturbation_generate
 from tests.browser import chromium, session_cookie
-from tests.factories import make_llm_judge, make_question, make_rater, make_staff, make_study, make_vote
+from tests.factories import human_pool, make_llm_judge, make_question, make_rater, make_staff, make_study, make_vote
 from tests.test_study_import import minimal_document
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -106,10 +106,14 @@ def test_the_dashboard_pages_have_no_violations(browser, live_server, transactio
     judge = make_llm_judge().judge
     for n in range(4):
         make_vote(item, judge, choice_shown="first" if n % 2 else "tie")
-    make_rater(study)
+    # People's votes too, so that the "Judges against people" section is on the page.
+    for _ in range(2):
+        make_vote(item, human_pool(study), rater=make_rater(study), client_ms=5000)
     page = staff_page(browser, live_server)
     for name, args in [("studies", []), ("study", [study.slug]), ("raters", [study.slug]), ("power", [study.slug])]:
         page.goto(live_server.url + reverse(f"analysis:{name}", args=args))
+        if name == "study":
+            assert page.locator("#alt-test").count() == 1
         assert_accessible(page, name)
 
 

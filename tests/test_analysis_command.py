@@ -63,6 +63,13 @@ def test_filters_are_echoed_with_the_votes_each_one_excluded(voted_study):
     assert with_flagged["filters"]["excluded"]["too_fast"] > 0
 
 
+def test_a_threshold_of_zero_is_a_threshold_not_the_studys_own(voted_study):
+    voted_study.min_response_ms = 100_000
+    voted_study.save(update_fields=["min_response_ms"])
+    assert run_json("--study", "demo-s")["filters"]["excluded"]["too_fast"] > 0
+    assert run_json("--study", "demo-s", "--min-ms", "0")["filters"]["excluded"]["too_fast"] == 0
+
+
 def test_a_bloom_filter_leaves_only_that_level(voted_study):
     result = run_json("--study", "demo-s", "--bloom", "creating")
     assert result["filters"]["n_votes_counted"] == 0

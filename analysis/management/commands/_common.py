@@ -39,6 +39,12 @@ def add_filter_arguments(parser: CommandParser) -> None:
     parser.add_argument(
         "--runs", help="LLM runs to count: latest (default: latest complete run per item), all, or ids like 3,5"
     )
+    parser.add_argument(
+        "--alt-raters", help="who the raters are, for the alt-test's epsilon: crowd (default, 0.1), skilled, expert"
+    )
+    parser.add_argument("--alt-epsilon", type=float, help="the alt-test's epsilon (default: by --alt-raters)")
+    parser.add_argument("--alt-min-votes", type=int, help="alt-test: human votes an item needs (default 2)")
+    parser.add_argument("--alt-min-items", type=int, help="alt-test: items a rater needs to be tested (default 30)")
 
 
 def filter_form(
@@ -59,8 +65,13 @@ def filter_form(
         "bin_width": options.get("bin_width"),
         "verbosity_convention": options.get("verbosity_convention"),
         "runs": options.get("runs"),
+        "alt_raters": options.get("alt_raters"),
+        "alt_epsilon": options.get("alt_epsilon"),
+        "alt_min_votes": options.get("alt_min_votes"),
+        "alt_min_items": options.get("alt_min_items"),
     }
-    data = {k: v for k, v in data.items() if v not in (None, False)}
+    # Not "v not in (None, False)": 0 == False, and --min-ms 0 or --alt-epsilon 0 are values.
+    data = {k: v for k, v in data.items() if v is not None and v is not False}
     form = FilterForm(data, groups=groups, subsets=subsets, known_runs=known_runs)
     if not form.is_valid():
         problems = "; ".join(f"--{k.replace('_', '-')}: {' '.join(v)}" for k, v in form.errors.items())
