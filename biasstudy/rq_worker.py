@@ -71,7 +71,9 @@ class Worker(RQWorker):
                     return
                 except REDIS_DOWN as exc:
                     self.log.warning("Worker %s: Redis does not answer (%s); again in %.1f s", self.name, exc, pause)
-                time.sleep(pause)
+                until = time.monotonic() + pause
+                while not stop and time.monotonic() < until:  # a signal does not cut a sleep short
+                    time.sleep(0.2)
                 pause = min(2 * pause, REDIS_WAIT_MOST_SECONDS)
             self.log.info("Worker %s: stopping on request while Redis is away", self.name)
             raise StopRequested
