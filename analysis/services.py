@@ -313,6 +313,12 @@ def imported_people(*, study: Study) -> list[dict]:
 
 
 MAX_SIMULATED_VOTES_PER_ITEM = 24
+# The simulation's cost is the votes it draws: questions × (kinds + 1 for the control) × 2h votes
+# per item, h >= 12 (simulate.asr_interval_table). The form bounds the questions and the votes per
+# item, not the study's kinds: 100 kinds at the form's maxima drew 9.7M votes and took 100 s in a
+# web request. This bounds the votes whatever the kinds: the form's maxima with three kinds
+# (2,000 × 4 × 48). Past it, one kind of each sort (alike_kinds) is simulated for all of its sort.
+MAX_SIMULATED_VOTES = 384_000
 
 
 # The recommendation: the fewest votes per item, an even number (half in each display order),
@@ -367,7 +373,11 @@ def power_table(
     perturbation ``groups`` (simulate.synthetic_items). The width falls as votes per item grow,
     towards what the number of questions allows (simulate.asr_interval_widths). The
     recommendation is the fewest votes per item within POWER_TOLERANCE of that floor, with the
-    raters it takes and, given ``pay_per_rater``, what they cost."""
+    raters it takes and, given ``pay_per_rater``, what they cost.
+
+    The simulation draws at most MAX_SIMULATED_VOTES votes (``simulated_votes`` says how many
+    it drew): when the kinds do not all fit, one kind of each sort is simulated for the kinds
+    alike to it (``stands_for``, alike_kinds)."""
     groups = dict(simulate.SYNTHETIC_GROUPS) if groups is None else groups
     n_items = n_questions * (len(groups) + 1)
     supplied = max(1, (raters * items_per_rater) // n_items)
@@ -381,9 +391,16 @@ def power_table(
         noise=noise,
         susceptibility={g: -susceptibility if sem == "degrading" else susceptibility for g, (sem, _) in groups.items()},
     )
-    rows = simulate.asr_interval_widths(n_questions=n_questions, votes_per_item=ks, params=params, groups=groups)
+    votes_per_kind = n_questions * 2 * max(POWER_REFERENCE, *ks)
+    fits = max(1, MAX_SIMULATED_VOTES // votes_per_kind - 1)  # kinds besides the control
+    stands_for = {g: [] for g in groups}
+    if len(groups) > fits:
+        stands_for = dict(list(alike_kinds(groups, params).items())[:fits])
+    simulated = {g: groups[g] for g in stands_for}
+    table = simulate.asr_interval_table(n_questions=n_questions, votes_per_item=ks, params=params, groups=simulated)
+    rows = table.rows
     widest = {
-        r["votes_per_item"]: max((r[g]["width"] for g in groups if r[g]["width"] is not None), default=None)
+        r["votes_per_item"]: max((r[g]["width"] for g in simulated if r[g]["width"] is not None), default=None)
         for r in rows
     }
     recommended = None
@@ -403,14 +420,34 @@ def power_table(
             "pay_per_rater": pay_per_rater,
             "cost": raters_needed * pay_per_rater if pay_per_rater is not None else None,
         }
+    left_out = [g for g in groups if g not in simulated and not any(g in alike for alike in stands_for.values())]
     return {
         "rows": rows,
         "supplied": supplied,
         "simulated": min(supplied, most),
-        "groups": list(groups),
+        "groups": list(simulated),  # the kinds simulated: the table's columns
+        "kinds": len(groups),
+        # When not every kind was simulated: each simulated kind with the kinds it stands for,
+        # and any kind of a sort that did not fit (none while the judge has no length preference).
+        "stands_for": {g: alike for g, alike in stands_for.items() if alike} if len(simulated) < len(groups) else {},
+        "left_out": left_out,
+        "simulated_votes": table.votes_drawn,
+        "votes_budget": MAX_SIMULATED_VOTES,
         "items": n_items,
         "recommended": recommended,
     }
+
+
+def alike_kinds(groups: dict[str, tuple[str, int]], params: simulate.JudgeParams) -> dict[str, list[str]]:
+    """The kinds whose ASR the simulation cannot tell apart, by the first of each sort: the
+    same semantics (which ASR formula), the same pull (susceptibility) and, when the judge
+    prefers length, the same words added. Their intervals differ only by simulation noise, so
+    one of each sort is simulated for them all."""
+    sorts: dict[tuple, list[str]] = {}
+    for g, (semantics, words) in groups.items():
+        key = (semantics, params.susceptibility.get(g, 0.0), words if params.length_per_token else 0)
+        sorts.setdefault(key, []).append(g)
+    return {alike[0]: alike[1:] for alike in sorts.values()}
 
 
 def study_lc_alpaca(*, study: Study, filters: Filters | None = None) -> dict[str, lc_alpaca.AlpacaLC]:

@@ -225,9 +225,24 @@ def votes_frame(
     return normalise(df[COLUMNS].copy())
 
 
+@dataclass
+class IntervalWidths:
+    rows: list[dict]  # one per votes-per-item asked, as asr_interval_widths returns them
+    votes_drawn: int  # how many votes the simulation drew: what it cost
+
+
 def asr_interval_widths(
     *, n_questions: int, votes_per_item: list[int], params: JudgeParams, seed: int = 0, groups: dict | None = None
 ) -> list[dict]:
+    """asr_interval_table's rows."""
+    return asr_interval_table(
+        n_questions=n_questions, votes_per_item=votes_per_item, params=params, seed=seed, groups=groups
+    ).rows
+
+
+def asr_interval_table(
+    *, n_questions: int, votes_per_item: list[int], params: JudgeParams, seed: int = 0, groups: dict | None = None
+) -> IntervalWidths:
     """How wide the 95% interval of each ASR is for a design of ``n_questions`` with k votes per
     item, for a judge like ``params``: the "how many votes do I need" question.
 
@@ -312,4 +327,4 @@ def asr_interval_widths(
             n = int(base.sum())
             row[g] = {"value": float(hit.sum()) / n if n else None, "width": widths[g][k], "n": n}
         out.append(row)
-    return out
+    return IntervalWidths(rows=out, votes_drawn=len(votes))

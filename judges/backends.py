@@ -20,6 +20,7 @@ import json
 import math
 import os
 import random
+import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,19 +85,21 @@ def checked(completion: Completion) -> Completion:
     """A reply as the rest of the code may trust it, or BackendError naming what is wrong.
 
     The text is the vote: text longer than MAX_REPLY_CHARS (or not text) is refused, and the
-    vote is then `failed` with this message; NUL characters (which PostgreSQL cannot store in
-    text) become U+FFFD, visibly. What comes beside the text is dropped when it is garbage, and
-    the vote kept: token counts that are not whole numbers in [0, MAX_TOKEN_COUNT] become 0,
-    log-probabilities that are not finite numbers <= 0 and option probabilities that are not a
-    distribution (finite, non-negative, summing to 1) become None. Each drop is said in
-    `meta["dropped"]`, which the runner writes on the vote.
+    vote is then `failed` with this message. What comes beside the text is dropped when it is
+    garbage, and the vote kept: token counts that are not whole numbers in [0, MAX_TOKEN_COUNT]
+    become 0, log-probabilities that are not finite numbers <= 0 and option probabilities that
+    are not a distribution (finite, non-negative, summing to 1) become None. Characters no
+    database stores (see `storable`), in the text or in the log-probabilities' tokens, become
+    U+FFFD, visibly. Each drop is said in `meta["dropped"]`, which the runner writes on the vote.
     """
     if not isinstance(completion.text, str):
         raise BackendError(f"reply text is {type(completion.text).__name__}, not text")
     if len(completion.text) > MAX_REPLY_CHARS:
         raise BackendError(f"reply of {len(completion.text):,} characters; at most {MAX_REPLY_CHARS:,} are read")
-    completion.text = completion.text.replace("\x00", "\ufffd")
     dropped = completion.meta.setdefault("dropped", [])
+    completion.text, replaced = storable(completion.text)
+    if replaced:
+        dropped.append(f"{_characters(replaced)} of its text (each now U+FFFD)")
     for name in ("tokens_in", "tokens_out"):
         value = getattr(completion, name)
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKEN_COUNT:
@@ -105,6 +108,10 @@ def checked(completion: Completion) -> Completion:
     if completion.logprobs and (problem := _logprobs_problem(completion.logprobs)):
         dropped.append(problem)
         completion.logprobs = None
+    if completion.logprobs:
+        completion.logprobs, replaced = _storable_tokens(completion.logprobs)
+        if replaced:
+            dropped.append(f"{_characters(replaced)} of its log-probabilities' tokens (each now U+FFFD)")
     if completion.option_probs is not None:
         values = list(completion.option_probs.values())
         if not all(_is_number(v) and math.isfinite(v) and v >= 0 for v in values) or not math.isclose(
@@ -112,9 +119,45 @@ def checked(completion: Completion) -> Completion:
         ):
             dropped.append(f"the option probabilities {_shown(completion.option_probs)} are not a distribution")
             completion.option_probs = None
-    if not dropped:
+    if dropped:
+        # A note quotes what it dropped; the quote must be storable too.
+        completion.meta["dropped"] = [storable(note)[0] for note in dropped]
+    else:
         del completion.meta["dropped"]
     return completion
+
+
+# NUL: PostgreSQL stores it neither in text nor in jsonb. A surrogate code point (U+D800 to
+# U+DFFF) has no UTF-8 encoding: psycopg and sqlite3 refuse to send it. A Python string holds
+# one only when a pair was split, or a JSON reply carried a lone "\ud800" escape.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable(text: str) -> tuple[str, int]:
+    """`text` with every character no database stores (NUL, lone surrogates) replaced by
+    U+FFFD, and how many were replaced."""
+    return _UNSTORABLE.subn("\ufffd", text)
+
+
+def _storable_tokens(tokens: list[TokenLogprob]) -> tuple[list[TokenLogprob], int]:
+    replaced = 0
+
+    def clean(text: str) -> str:
+        nonlocal replaced
+        text, count = storable(text)
+        replaced += count
+        return text
+
+    kept = [
+        TokenLogprob(clean(token.token), token.logprob, tuple((clean(text), value) for text, value in token.top))
+        for token in tokens
+    ]
+    return (kept if replaced else tokens), replaced
+
+
+def _characters(count: int) -> str:
+    noun = "character" if count == 1 else "characters"
+    return f"{count} {noun} no database stores (NUL, lone surrogate)"
 
 
 def _is_number(value: Any) -> bool:
@@ -122,7 +165,10 @@ def _is_number(value: Any) -> bool:
 
 
 def _shown(value: Any) -> str:
-    return repr(value)[:60]
+    try:
+        return repr(value)[:60]
+    except ValueError:  # an int past Python's limit of digits for str()
+        return f"an integer of about {value.bit_length() * 30103 // 100000:,} digits"
 
 
 def _logprobs_problem(tokens: list[TokenLogprob]) -> str:
@@ -222,7 +268,8 @@ class OpenAICompatibleBackend:
             # The raw JSON, not the SDK's pydantic objects: building those for every token's
             # alternatives cost about 0.35 ms of CPU per request, 15 % of the whole request
             # (docs/BENCHMARKS.md); the SDK still builds the request and raises its errors.
-            payload = self.client.chat.completions.with_raw_response.create(**params).http_response.json()
+            response = self.client.chat.completions.with_raw_response.create(**params).http_response
+            payload = response.json(parse_int=_json_int)
         except Exception as exc:  # noqa: BLE001 - every SDK failure is classified, none escapes raw
             _raise_translated(exc, self._sdk, secret=self._secret)
         try:
@@ -243,9 +290,14 @@ def _openai_completion(payload: Any) -> Completion:
         raise TypeError(f"content is {type(text).__name__}, not text")
     meta: dict[str, Any] = {"finish_reason": choice.get("finish_reason")}
     tokens = None
-    content_logprobs = (choice.get("logprobs") or {}).get("content")
+    sent = choice.get("logprobs") or {}
+    # {"content": [tokens]}, nothing else: a list or a string in its place is not guessed at.
+    content_logprobs = sent.get("content") if isinstance(sent, dict) else sent
     if content_logprobs:
         try:
+            if not isinstance(sent, dict) or not isinstance(content_logprobs, list):
+                shape = type(sent if not isinstance(sent, dict) else content_logprobs).__name__
+                raise TypeError(f"a {shape} where the API sends {{'content': [tokens]}}")
             tokens = [
                 TokenLogprob(
                     str(t["token"]),
@@ -254,7 +306,7 @@ def _openai_completion(payload: Any) -> Completion:
                 )
                 for t in content_logprobs
             ]
-        except (KeyError, TypeError, AttributeError) as exc:
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
             # The vote is in the text; log-probabilities shaped wrong are dropped, not the vote.
             meta["dropped"] = [f"the reply's log-probabilities are not readable ({type(exc).__name__}: {exc})"]
     usage = payload.get("usage") or {}
@@ -269,13 +321,22 @@ def _openai_completion(payload: Any) -> Completion:
     )
 
 
+def _json_int(digits: str) -> int | str:
+    """A JSON integer as an int, unless it is longer than any count or index: then its digits
+    as a string (which checked() drops), not the ValueError of int() past 4,300 digits, which
+    would lose the whole reply."""
+    return int(digits) if len(digits) <= 40 else digits
+
+
 def _count(value: Any) -> Any:
     """A usage count as sent, made an int where it plainly is one ("12", 12.0); anything else is
     left for checked() to drop."""
     if value is None:
         return 0
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value)
+    # ASCII digits only: str.isdigit() also takes "²", which int() refuses. Longer than any
+    # count is left as text, not converted (int() refuses more than 4,300 digits).
+    if isinstance(value, str) and (digits := value.strip()).isascii() and digits.isdigit() and len(digits) <= 20:
+        return int(digits)
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return value

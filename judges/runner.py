@@ -162,7 +162,7 @@ class RunContext:
             try:
                 completion = self.backend.complete(request)
             except backends.TransientError as exc:
-                meta.setdefault("retried_errors", []).append(str(exc)[:200])
+                meta.setdefault("retried_errors", []).append(backends.storable(str(exc)[:200])[0])
                 if attempt == self.config["max_retries"]:
                     raise backends.BackendError(f"gave up after {attempt + 1} tries: {exc}") from exc
                 delay = backends.backoff_delay(
@@ -207,7 +207,8 @@ class RunContext:
                 except Stopped:
                     return None
                 except backends.BackendError as exc:
-                    outcome.status, outcome.error = Vote.Parse.FAILED, str(exc)
+                    # An error can quote the server (an HTTP error's body): stored as the vote's error.
+                    outcome.status, outcome.error = Vote.Parse.FAILED, backends.storable(str(exc))[0]
                     break
                 meta["tokens_in"] += completion.tokens_in
                 meta["tokens_out"] += completion.tokens_out

@@ -19,8 +19,15 @@ Bad replies that parse as JSON (a vote with something wrong in it):
     [[do:nanlogprob]] [[do:inflogprob]] [[do:hugelogprob]]   log-probability NaN, Infinity, 1000
     [[do:strlogprob]]                                        log-probability "very likely"
     [[do:negtokens]] [[do:hugetokens]] [[do:strtokens]]      usage of -5, 10**30 or "lots" tokens
+    [[do:suptokens]] [[do:digittokens]] [[do:longtokens]]    usage of "²", a 5,000-digit string
+                                                             or a 5,000-digit number of tokens
+    [[do:listlogprobs]] [[do:textlogprobs]]  `logprobs` sent as a list of tokens, or as a string
+    [[do:nultoken]] [[do:surrogatetoken]]    a top log-probability's token carries a NUL, or a
+                                             lone surrogate ("\ud800" in the JSON)
     [[do:nul]]          the vote's text carries a NUL character
+    [[do:surrogate]]    the vote's text carries a lone surrogate
     [[do:megabyte]]     1 MB of text after the vote
+    [[do:nulerror]]     HTTP 400 whose plain-text body carries a NUL character
 
 With logprobs requested, the answer comes with top log-probabilities: the vote's label is
 split into the common prefix of the labels and the rest, and `p_choice` of the mass goes to
@@ -41,7 +48,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 BAD_LOGPROBS = {"nanlogprob": math.nan, "inflogprob": math.inf, "hugelogprob": 1000.0, "strlogprob": "very likely"}
-BAD_TOKENS = {"negtokens": -5, "hugetokens": 10**30, "strtokens": "lots"}
+BAD_TOKENS = {
+    "negtokens": -5,
+    "hugetokens": 10**30,
+    "strtokens": "lots",
+    "suptokens": "\u00b2",
+    "digittokens": "7" * 5000,
+    "longtokens": 7,  # written as 5,000 digits by _send (json.dumps refuses so long an int)
+}
+# Characters put into a top log-probability's token ("Answer" + this).
+BAD_TOKEN_TEXT = {"nultoken": "\x00", "surrogatetoken": "\ud800"}
 DIRECTIVE = re.compile(r"\[\[do:([a-z0-9]+?)(?:x(\d+))?\]\]")
 LABEL = re.compile(r"^\[(?!end of )([^\]\n]+)\]$", re.M)
 
@@ -149,6 +165,8 @@ class JudgeServer:
             return self._send(handler, 429, {"error": {"message": "slow down"}}, {"Retry-After": self.retry_after})
         if action == "500":
             return self._send(handler, 500, {"error": {"message": "boom"}})
+        if action == "nulerror":
+            return self._send_raw(handler, 400, b"bad request\x00 here", "text/plain")
         if action == "malformed":
             return self._send_raw(handler, 200, b'{"id": "x", "choices": [', "application/json")
         if action == "drop":
@@ -186,13 +204,21 @@ class JudgeServer:
         usage = None
         if action in BAD_LOGPROBS and logprobs:
             logprobs[-1]["logprob"] = BAD_LOGPROBS[action]
+        elif action in BAD_TOKEN_TEXT and logprobs:
+            logprobs[-1]["top_logprobs"].append({"token": "Answer" + BAD_TOKEN_TEXT[action], "logprob": -9.0})
+        elif action == "listlogprobs" and logprobs:
+            logprobs = {"as_is": logprobs}  # the token list itself, not {"content": [...]}
+        elif action == "textlogprobs" and logprobs:
+            logprobs = {"as_is": "very likely"}
         elif action in BAD_TOKENS:
             usage = {"prompt_tokens": BAD_TOKENS[action], "completion_tokens": 2}
         elif action == "nul":
             choice += "\x00"
+        elif action == "surrogate":
+            choice += "\ud800"
         elif action == "megabyte":
             choice += "\n" + "x" * 1_000_000
-        return self._reply(handler, body, choice, logprobs, usage)
+        return self._reply(handler, body, choice, logprobs, usage, long_count=action == "longtokens")
 
     def answer_logprobs(self, choice: str, other: str) -> list[dict[str, Any]]:
         """Tokens of `choice` with top alternatives: p_choice on the chosen option, the rest on
@@ -209,7 +235,14 @@ class JudgeServer:
         ]
 
     def _reply(
-        self, handler, body: dict[str, Any], text: str, logprobs: list[dict[str, Any]] | None, usage=None
+        self,
+        handler,
+        body: dict[str, Any],
+        text: str,
+        logprobs: list[dict[str, Any]] | dict[str, Any] | None,
+        usage=None,
+        *,
+        long_count: bool = False,
     ) -> None:
         if handler.path.rstrip("/").endswith("/messages"):
             usage = usage or {"prompt_tokens": 100, "completion_tokens": 2}
@@ -237,12 +270,15 @@ class JudgeServer:
                     "index": 0,
                     "message": {"role": "assistant", "content": text},
                     "finish_reason": "stop",
-                    "logprobs": {"content": logprobs} if logprobs else None,
+                    "logprobs": _logprobs_field(logprobs),
                 }
             ],
             "usage": usage or {"prompt_tokens": 100, "completion_tokens": 2, "total_tokens": 102},
         }
-        self._send(handler, 200, payload)
+        if not long_count:
+            return self._send(handler, 200, payload)
+        data = json.dumps(payload).replace('"prompt_tokens": 7', '"prompt_tokens": ' + "7" * 5000, 1)
+        return self._send_raw(handler, 200, data.encode(), "application/json")
 
     def _send(self, handler, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         self._send_raw(handler, status, json.dumps(payload).encode(), "application/json", headers)
@@ -255,6 +291,16 @@ class JudgeServer:
             handler.send_header(name, value)
         handler.end_headers()
         handler.wfile.write(data)
+
+
+def _logprobs_field(logprobs: list[dict[str, Any]] | dict[str, Any] | None) -> Any:
+    """The choice's `logprobs` as the API has it ({"content": tokens}), or as a bad reply sends
+    it ({"as_is": anything}: that, in place of the object)."""
+    if not logprobs:
+        return None
+    if isinstance(logprobs, dict):
+        return logprobs["as_is"]
+    return {"content": logprobs}
 
 
 def _token(token: str, logprob: float, top: list[tuple[str, float]]) -> dict[str, Any]:

@@ -180,6 +180,13 @@ class RedisServer:
             stop(self.process)
             self.process = None
 
+    def kill(self) -> None:
+        """SIGKILL: gone at once, connections dropped, nothing saved (as a crash would)."""
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+            self.process = None
+
 
 class PostgresCluster:
     """A throwaway PostgreSQL cluster of the test's own on a free loopback port (trust auth, no

@@ -4,9 +4,10 @@ raters, and their cost at the pay per rater the researcher enters."""
 
 from decimal import Decimal
 
+import pytest
 from django.urls import reverse
 
-from analysis import services
+from analysis import services, simulate
 from tests.factories import make_question, make_rater, make_study, make_variant
 
 
@@ -71,3 +72,65 @@ def test_few_questions_are_named_as_the_limit(db):
         n_questions=20, raters=10, items_per_rater=20, susceptibility=0.5, noise=1.0, tie_rate=0.1
     )
     assert table["recommended"]["questions_limit"] is True
+
+
+MAXIMA = {"n_questions": 2000, "raters": 10_000, "items_per_rater": 1000}
+
+
+def many_kinds(n: int) -> dict[str, tuple[str, int]]:
+    """The three built-in groups, then made-up kinds alternating non-semantic and degrading."""
+    groups = dict(simulate.SYNTHETIC_GROUPS)
+    for index in range(3, n):
+        groups[f"kind_{index}"] = ("degrading" if index % 2 else "non_semantic", 0)
+    return groups
+
+
+@pytest.mark.parametrize("kinds", [3, 30, 100])
+def test_the_simulation_draws_no_more_votes_than_its_bound_whatever_the_number_of_kinds(db, kinds):
+    # At the form's maxima 100 kinds drew 2,000 × 101 × 48 = 9.7M votes (100 s in a web thread).
+    groups = many_kinds(kinds)
+    table = services.power_table(**MAXIMA, susceptibility=0.5, noise=1.0, tie_rate=0.15, groups=groups)
+    assert 0 < table["simulated_votes"] <= services.MAX_SIMULATED_VOTES
+    assert table["kinds"] == kinds
+    # Every kind is simulated or stood for by a simulated kind of its sort; none is left out.
+    covered = set(table["groups"]) | {g for alike in table["stands_for"].values() for g in alike}
+    assert covered == set(groups) and not table["left_out"]
+    if kinds == 3:
+        assert table["groups"] == list(groups) and table["stands_for"] == {}
+    else:  # one kind per semantics, each for the rest of its semantics
+        assert table["groups"] == ["factual_error", "reference"]
+        for g, alike in table["stands_for"].items():
+            assert {groups[a][0] for a in alike} == {groups[g][0]}
+    assert table["recommended"] is not None
+
+
+def test_kinds_of_one_sort_have_the_interval_of_the_kind_simulated_for_them(db):
+    # A known truth: a kind of the same semantics and pull is the same simulation, so its
+    # interval is its representative's, up to simulation noise. Simulated all together (few
+    # questions: they fit) and by representative (many questions: they do not), the widths agree.
+    groups = many_kinds(8)
+    design = {"raters": 100, "items_per_rater": 100, "susceptibility": 0.5, "noise": 1.0, "tie_rate": 0.15}
+    whole = services.power_table(n_questions=200, **design, groups=groups)
+    assert whole["groups"] == list(groups) and whole["simulated_votes"] == 200 * 9 * 2 * services.POWER_REFERENCE
+    row = next(r for r in whole["rows"] if r["votes_per_item"] == 6)
+    for g, (semantics, _) in groups.items():
+        representative = "factual_error" if semantics == "degrading" else "reference"
+        assert abs(row[g]["width"] - row[representative]["width"]) < 0.05, (g, row[g], row[representative])
+
+
+def test_the_page_says_which_kinds_it_simulated_for_the_others(staff_client):
+    study = make_study(slug="pw-kinds", target_per_rater=20, votes_per_item=6)
+    kinds = ["factual_error", "reference", "rich_content", "bandwagon"]
+    for _ in range(10):
+        question = make_question(study)
+        for kind in kinds:
+            make_variant(question, kind=kind)
+    params = {**MAXIMA, "susceptibility": 0.5, "noise": 1.0, "tie_rate": 0.15}
+    response = staff_client.get(reverse("analysis:power", args=[study.slug]), params)
+    rows = response.context["rows"]
+    # The study's kinds in its order (by slug): the first of each sort is simulated for the rest.
+    assert rows["kinds"] == 4 and rows["groups"] == ["bandwagon", "factual_error"]
+    assert rows["simulated_votes"] <= services.MAX_SIMULATED_VOTES
+    body = response.content.decode()
+    assert "Simulating each of the 4 kinds at this size would take more than the 384000 simulated votes" in body
+    assert "<strong>bandwagon</strong> for 2 more (reference, rich_content)" in body

@@ -6,7 +6,10 @@
 - the Redis queue (TASKS_BACKEND=django_tasks_rq.RQBackend) with Debian's redis-server on a free
   loopback port: a run queued by `manage.py run_judge` is executed by `manage.py rqworker`; and an
   RQ worker killed with its work-horse and scheduler in the middle of a run (the scheduler lock
-  held by the dead) has its run resumed by a new worker within about a minute and a half.
+  held by the dead) has its run resumed by a new worker within about a minute and a half;
+- Redis killed while the RQ worker runs a job (nothing saved: it comes back empty): the job
+  finishes, the worker waits for Redis instead of quitting, and once Redis is back the same
+  worker process takes a later job.
 
 The model is the scriptable OpenAI-compatible JudgeServer in this process, on loopback.
 """
@@ -216,28 +219,23 @@ def _rq_worker(env: dict, command: str, log: Path) -> subprocess.Popen:
 
 
 @contextmanager
-def rq_run_under_way(
-    tmp_path: Path, *, stale_seconds: int
-) -> Iterator[tuple[PostgresCluster, JudgeServer, dict, Path]]:
-    """A run queued by `run_judge` on a throwaway PostgreSQL cluster of its own (for outages:
-    stop() and start() it) and executed by the Redis queue's worker, yielded once a third of its
-    requests went out: (cluster, the JudgeServer, the environment, the worker's log)."""
-    cluster = PostgresCluster()
-    redis_server = RedisServer(tmp_path)
+def rq_run_started(
+    tmp_path: Path, database_url: str, redis_server: RedisServer, **settings: str
+) -> Iterator[tuple[JudgeServer, dict, Path, subprocess.Popen]]:
+    """A run queued by `run_judge` on `database_url` (with `settings` in the environment) and
+    executed by the Redis queue's worker on `redis_server`, yielded once a third of its requests
+    went out: (the JudgeServer, the environment, the worker's log, the worker)."""
     log = tmp_path / "rqworker.log"
     worker = None
     try:
-        database_url = cluster.start().create_database()
-        redis_server.start()
         with JudgeServer(delay=0.1) as server:
             env = live_env(
                 database_url,
                 DJANGO_SETTINGS_MODULE="biasstudy.settings",
                 TASKS_BACKEND="django_tasks_rq.RQBackend",
                 REDIS_URL=redis_server.url,
-                JUDGE_RUN_STALE_SECONDS=str(stale_seconds),
-                JUDGE_RUN_REPLIES_DIR=str(tmp_path / "replies"),
                 TEST_JUDGE_URL=server.base_url,
+                **settings,
             )
             prepare(env, seed="tests.test_reliability_judge_worker:seed")
             queued = _ok(manage("run_judge", "--study", SLUG, "--judge", JUDGE, env=env))
@@ -248,10 +246,28 @@ def rq_run_under_way(
                 assert worker.poll() is None, log.read_text()[-3000:]
                 assert time.monotonic() < deadline, "the worker did not start the run: " + log.read_text()[-3000:]
                 time.sleep(0.05)
-            yield cluster, server, env, log
+            yield server, env, log, worker
     finally:
         if worker is not None:
             stop(worker)
+
+
+@contextmanager
+def rq_run_under_way(
+    tmp_path: Path, *, stale_seconds: int
+) -> Iterator[tuple[PostgresCluster, JudgeServer, dict, Path]]:
+    """A run queued by `run_judge` on a throwaway PostgreSQL cluster of its own (for outages:
+    stop() and start() it) and executed by the Redis queue's worker, yielded once a third of its
+    requests went out: (cluster, the JudgeServer, the environment, the worker's log)."""
+    cluster = PostgresCluster()
+    redis_server = RedisServer(tmp_path)
+    try:
+        database_url = cluster.start().create_database()
+        redis_server.start()
+        settings = {"JUDGE_RUN_STALE_SECONDS": str(stale_seconds), "JUDGE_RUN_REPLIES_DIR": str(tmp_path / "replies")}
+        with rq_run_started(tmp_path, database_url, redis_server, **settings) as (server, env, log, _):
+            yield cluster, server, env, log
+    finally:
         redis_server.stop()
         cluster.remove()
 
@@ -347,3 +363,35 @@ def test_a_killed_rq_worker_holding_the_scheduler_lock_has_its_run_finished_by_a
     assert final["doubled"] == 0
     # The resumed run asked only for what had not been stored (plus what was in flight).
     assert len(server.log) - asked_before_kill <= TOTAL - killed["votes"] + 2 * 2
+
+
+@pytest.mark.parametrize("live_database", ["sqlite"], indirect=True)
+def test_an_rq_worker_outlives_redis_killed_during_a_job_and_takes_a_later_job(live_database, tmp_path):
+    redis_server = RedisServer(tmp_path).start()
+    try:
+        with rq_run_started(tmp_path, live_database, redis_server) as (server, env, log, worker):
+            redis_server.kill()  # mid-job: the job's heartbeats, then its bookkeeping, meet no Redis
+
+            # The job's work is in the database: it finishes without Redis.
+            first = _wait_for(env, lambda s: s["status"] in ("done", "failed"), timeout=60)
+            assert first["status"] == "done" and first["votes"] == TOTAL, first
+            # The worker notices Redis is away once the job ends, and waits instead of quitting.
+            deadline = time.monotonic() + 30
+            while "Redis does not answer" not in log.read_text():
+                assert worker.poll() is None, "the worker quit: " + log.read_text()[-3000:]
+                assert time.monotonic() < deadline, "the worker did not notice Redis gone: " + log.read_text()[-3000:]
+                time.sleep(0.2)
+            assert worker.poll() is None, "the worker quit: " + log.read_text()[-3000:]
+
+            redis_server.start()  # back on the same port, empty
+            later = _ok(manage("run_judge", "--study", SLUG, "--judge", JUDGE, "--votes-per-item", "2", env=env))
+            assert "queued" in later.stdout
+            second = _wait_for(env, lambda s: s["runs"] == 2 and s["status"] in ("done", "failed"), timeout=90)
+            assert worker.poll() is None, log.read_text()[-3000:]
+    finally:
+        redis_server.stop()
+
+    assert second["status"] == "done", (second, log.read_text()[-3000:])
+    assert second["votes"] == second["ok"] == QUESTIONS * 2, second
+    text = log.read_text()
+    assert "Redis answers again" in text and "found an unhandled exception, quitting" not in text, text[-3000:]
