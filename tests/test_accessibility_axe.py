@@ -137,7 +137,7 @@ def test_the_upload_progress_page_has_no_violations_while_running_and_after_a_fa
 ):
     settings.STUDY_UPLOAD_DIR = tmp_path / "uploads"
     make_study(slug="ice")
-    upload = votes_upload_store(chunks=[b"question_id\n"], name="votes.csv", fmt="csv", slug="ice")
+    upload = votes_upload_store(chunks=[b"question_id\n"], name="votes.csv", fmt="csv", slug="ice", user=make_staff())
     url = live_server.url + reverse("analysis:votes-import-progress", args=[upload.token])
     page = staff_page(browser, live_server)
     upload_progress_write(upload.folder, state="running", step=VOTES_IMPORT_STEPS[1], done=1, total=3)
