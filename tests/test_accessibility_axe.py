@@ -130,6 +130,11 @@ def test_the_admin_review_start_and_run_pages_have_no_violations(browser, live_s
     assert_accessible(page, "run")
     page.goto(live_server.url + reverse("analysis:votes-import") + "?study=ice")
     assert_accessible(page, "import votes")
+    page.goto(live_server.url + reverse("admin:api_apikey_add"))
+    page.locator("select[name=user]").select_option(index=1)
+    page.locator('input[name="_save"]').click()
+    page.get_by_label("Key").wait_for()
+    assert_accessible(page, "a new API key, shown once")
 
 
 def test_the_upload_progress_page_has_no_violations_while_running_and_after_a_failure(
