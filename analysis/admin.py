@@ -33,6 +33,16 @@ class VotesImportForm(forms.Form):
     study = forms.SlugField(max_length=80, help_text="Slug of the study the votes go into.")
     create = forms.BooleanField(required=False, label="Create the study if there is none by that slug")
     title = forms.CharField(required=False, max_length=200, help_text="Title of a study made here (default: its slug).")
+    add_to_collecting = forms.BooleanField(
+        required=False,
+        label="Add items to a collecting study",
+        help_text="Without it, a file that would add items (pairs) to a study collecting votes from people is refused.",
+    )
+    for_raters = forms.BooleanField(
+        required=False,
+        label="Hand the items this import adds to raters",
+        help_text="Without it, new items are for the file's judges and LLM judges only; raters are never shown them.",
+    )
 
     def clean_file(self):
         file = self.cleaned_data["file"]
@@ -46,7 +56,8 @@ class VotesImportForm(forms.Form):
 @model_permissions_required("annotations.add_vote")
 def votes_import(request: HttpRequest) -> HttpResponse:
     """The file and the study; the task worker imports it, the progress page follows. Making
-    the study (`create`) needs the permission to add studies too, as in the API."""
+    the study (`create`) needs the permission to add studies too, as in the API; new questions,
+    answers, items, judges and raters need theirs (checked by the import: vote_import.CREATES)."""
     form = VotesImportForm(request.POST or None, request.FILES or None, initial={"study": request.GET.get("study", "")})
     status = 200
     if request.method == "POST" and form.is_valid():
@@ -59,8 +70,11 @@ def votes_import(request: HttpRequest) -> HttpResponse:
                 name=data["file"].name,
                 fmt=data["format"],
                 slug=data["study"],
+                user=request.user,
                 create=data["create"],
                 title=data["title"],
+                add_to_collecting=data["add_to_collecting"],
+                for_raters=data["for_raters"],
             )
         except vote_import.StudyNotFound as exc:
             form.add_error("study", str(exc))

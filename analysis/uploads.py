@@ -48,6 +48,10 @@ class VotesUpload(StoredUpload):
     slug: str
     create: bool = False
     title: str = ""
+    # The permissions for new rows (vote_import.CREATES) the user who sent the file held then.
+    granted: tuple[str, ...] = ()
+    add_to_collecting: bool = False
+    for_raters: bool = False
 
     @property
     def path(self) -> Path:
@@ -55,16 +59,39 @@ class VotesUpload(StoredUpload):
         return self.folder / DATA_NAME
 
 
-def votes_upload_store(*, chunks, name: str, fmt: str, slug: str, create: bool = False, title: str = "") -> VotesUpload:
+def votes_upload_store(
+    *,
+    chunks,
+    name: str,
+    fmt: str,
+    slug: str,
+    user,
+    create: bool = False,
+    title: str = "",
+    add_to_collecting: bool = False,
+    for_raters: bool = False,
+) -> VotesUpload:
     """Keep an uploaded vote file (its bytes in `chunks`) for the task worker: a vote file, or
-    for a folder format a zip of the folder, unpacked by `archives.archive_unpack`. Raises
-    StudyNotFound, ImportProblem (a format no upload has, a zip that cannot be unpacked) or
-    UploadError (too large); keeps nothing when it raises."""
+    for a folder format a zip of the folder, unpacked by `archives.archive_unpack`, with what
+    `user` (who sent it) may make now (vote_import.votes_import_permissions: the worker's import
+    is checked against them, vote_import.votes_import_check). Raises StudyNotFound,
+    ImportProblem (a format no upload has, a zip that cannot be unpacked) or UploadError (too
+    large); keeps nothing when it raises."""
     name = upload_name(name)
     if fmt not in vote_import.UPLOAD_FORMATS:
         raise importers.ImportProblem(name, None, "format", f"{fmt} is not a format an upload can have")
     vote_import.study_for_votes_check(slug=slug, create=create)
-    upload = VotesUpload(id=upload_folder_new(), name=name, fmt=fmt, slug=slug, create=create, title=title)
+    upload = VotesUpload(
+        id=upload_folder_new(),
+        name=name,
+        fmt=fmt,
+        slug=slug,
+        create=create,
+        title=title,
+        granted=tuple(sorted(vote_import.votes_import_permissions(user))),
+        add_to_collecting=add_to_collecting,
+        for_raters=for_raters,
+    )
     try:
         if fmt in vote_import.ZIPPED_FOLDERS:
             archive = upload.folder / "upload.zip"
@@ -119,6 +146,9 @@ def votes_upload_import(*, upload: VotesUpload) -> tuple[Study, dict[str, int]]:
             create=upload.create,
             title=upload.title or None,
             progress=step,
+            granted=upload.granted,
+            add_to_collecting=upload.add_to_collecting,
+            for_raters=upload.for_raters,
         )
     except importers.ImportProblem as exc:
         shown = _as_uploaded(exc, upload)

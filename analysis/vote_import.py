@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,6 +72,64 @@ def _no_study(slug: str) -> StudyNotFound:
     return StudyNotFound(f"no study with slug {slug!r} (add --create to make it; create=true in the API)")
 
 
+# What an import may make, by its count's name, and the permission making it needs: an import
+# that adds questions, answers and items changes what raters are shown, not only the votes.
+CREATES = {
+    "questions": "annotations.add_question",
+    "answers": "annotations.add_answer",
+    "items": "annotations.add_comparisonitem",
+    "judges": "annotations.add_judge",
+    "raters": "annotations.add_rater",
+}
+
+
+def votes_import_permissions(user) -> frozenset[str]:
+    """Which of the permissions an import's new rows need (CREATES) `user` holds now: what the
+    admin page and the API record with an upload when it is made, for the task worker's import
+    to be checked against the requester's permissions at the time of the request."""
+    return frozenset(perm for perm in CREATES.values() if user.has_perm(perm))
+
+
+def votes_import_check(
+    plan: VotesPlan, *, study: Study, granted: Collection[str] | None, add_to_collecting: bool
+) -> None:
+    """Raise ImportProblem when the import may not write what it prepared: rows whose
+    permission (CREATES) is not in `granted` (None: an operator's command line, which may make
+    anything), or new items in a study collecting votes from people without `add_to_collecting`.
+    Called inside the import's transaction, on the study as the transaction found it: the one
+    check of the command, the admin page and the API."""
+    made = {name: plan.counts[name] for name in CREATES if plan.counts[name]}
+    if granted is not None:
+        missing = sorted({CREATES[name] for name in made} - set(granted))
+        if missing:
+            raise importers.ImportProblem(
+                plan.source,
+                None,
+                "permissions",
+                f"this import would add {_listed_counts(made)} to study {study.slug!r}; that needs the "
+                f"permission(s) {', '.join(missing)}, which the user who sent the file does not have "
+                "(ask for them, or import the study file first so that only votes are added)",
+            )
+    if plan.items and study.status == Study.Status.COLLECTING and not add_to_collecting:
+        questions = sorted({item.question.external_id for item in plan.items})
+        shown = ", ".join(repr(q) for q in questions[:5]) + (
+            f" and {len(questions) - 5} more" if len(questions) > 5 else ""
+        )
+        raise importers.ImportProblem(
+            plan.source,
+            None,
+            "study",
+            f"study {study.slug!r} is collecting votes from people and this import would add "
+            f"{plan.counts['items']} item(s) to it (questions {shown}); to add them all the same, say so "
+            "(admin: 'Add items to a collecting study'; API: add_to_collecting=true; command: --add-to-collecting)",
+        )
+
+
+def _listed_counts(counts: dict[str, int]) -> str:
+    parts = [f"{n} {name if n != 1 else name.removesuffix('s')}" for name, n in counts.items()]
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
 # What an import does, in order: `progress` is called with each step's index as it begins.
 VOTES_IMPORT_STEPS = ("reading the votes", "preparing questions, answers, items and votes", "writing every row")
 
@@ -85,6 +143,9 @@ def votes_import_path(
     title: str | None = None,
     limit: int | None = None,
     progress: Callable[[int], None] | None = None,
+    granted: Collection[str] | None = None,
+    add_to_collecting: bool = False,
+    for_raters: bool = False,
 ) -> tuple[Study, dict]:
     """Import the vote file (or data-set folder) at ``path`` in format ``fmt`` (importers.FORMATS;
     a list of paths for a format that reads several files, ``alpaca_eval``)
@@ -95,7 +156,14 @@ def votes_import_path(
     written, not even the study it would have made. ``progress(step)`` is told each of
     VOTES_IMPORT_STEPS as it begins. Returns the study and the import's result: how many rows
     of each kind it added and, under IGNORED_COLUMNS when the file had any, the columns it did
-    not import, each with why (every path shows them: the command, the admin's page, the API)."""
+    not import, each with why (every path shows them: the command, the admin's page, the API).
+
+    ``granted`` is the permissions (votes_import_permissions) of the user who asked for the
+    import, taken when they asked: new questions, answers, items, judges or raters need theirs
+    (CREATES), and an import needing one they lack writes nothing. None, the command line's,
+    skips that check: the command is run by an operator of the server, who can do anything.
+    New items go into a study collecting votes from people only with ``add_to_collecting``,
+    and raters are handed them (slots) only with ``for_raters`` (votes_import_check)."""
     progress = progress or (lambda step: None)
     study_for_votes_check(slug=slug, create=create)
     found = Study.objects.filter(slug=slug).first()
@@ -103,7 +171,9 @@ def votes_import_path(
     progress(0)
     parsed = importers.parse(fmt, path, known_groups=kind_slugs(study=found), limit=limit)
     progress(1)
-    plan = votes_prepare(study=study, parsed=parsed)
+    plan = votes_prepare(study=study, parsed=parsed, for_raters=for_raters)
+    # Refused before the transaction opens when it can be; checked again inside it.
+    votes_import_check(plan, study=plan.study, granted=granted, add_to_collecting=add_to_collecting)
     progress(2)
     with _unless_changed(plan), transaction.atomic():
         if plan.study.pk is None and Study.objects.filter(slug=slug).exists():
@@ -111,6 +181,7 @@ def votes_import_path(
         study = study_for_votes(slug=slug, create=create, title=title)
         if plan.study.pk not in (None, study.pk):
             raise _changed(plan, f"study {slug!r} was deleted and made anew meanwhile")
+        votes_import_check(plan, study=study, granted=granted, add_to_collecting=add_to_collecting)
         votes_write(plan, study=study)
     ignored = {IGNORED_COLUMNS: parsed.ignored_columns} if parsed.ignored_columns else {}
     return study, {**plan.counts, **ignored}
@@ -182,13 +253,14 @@ def votes_import_counts(result: dict) -> list[tuple[str, int, str]]:
     ]
 
 
-def votes_prepare(*, study: Study, parsed: importers.Parsed) -> VotesPlan:
+def votes_prepare(*, study: Study, parsed: importers.Parsed, for_raters: bool = False) -> VotesPlan:
     """Check parsed votes against what the study holds and build every row they add, writing
     nothing: questions, original (and variant) answers with their lengths, items and their
     slots, one imported judge per judge name, raters, votes. Questions, answers and items
     already in the study are reused when they match (so human and model votes on the same pairs
     can come from separate files); a mismatch raises ImportProblem. ``study`` may be unsaved
-    (the study ``create`` will make): then it has nothing yet."""
+    (the study ``create`` will make): then it has nothing yet. New items are handed to raters
+    (get slots) only with ``for_raters``; else they are for the imported and LLM judges alone."""
     from annotations.models import Answer, Question, choice_from_shown
 
     def of_study(model, **lookups):
@@ -308,6 +380,7 @@ def votes_prepare(*, study: Study, parsed: importers.Parsed) -> VotesPlan:
                 answer_a1=a1_obj,
                 answer_a2=a2_obj,
                 gold_label=rec.gold.get(group, ""),
+                offered_to_raters=for_raters,
             )
             new_items.append(items[(ext, group)])
     counts["items"] = len(new_items)

@@ -11,11 +11,17 @@ words, and the words follow the answer, not the position.
 {judge_family} names the judge's own family of models and {other_family} another one
 (self-enhancement). People have no model family: items whose context names {judge_family} are
 not handed to raters (annotations.models.Slot gives them no slots) and have no human figure.
+
+A template names answers and families and nothing else (biasstudy.placeholders): `check` refuses
+a conversion, format, attribute or index (`{A2!r}`, `{A2:>20}`, `{A2.x}`, `{A2[0]}`), and
+`render` only puts the labels in place of the names, never through `str.format`. A template
+stored before that rule is rendered all the same: a known name with anything after it gives the
+bare label, anything else stays as written (placeholders.substitute).
 """
 
 from __future__ import annotations
 
-import string
+from biasstudy import placeholders
 
 FIELDS = ("A1", "A2", "judge_family", "other_family")
 MAX_CHARS = 500
@@ -33,10 +39,11 @@ class ContextError(ValueError):
 
 
 def fields_of(template: str) -> set[str]:
+    """The fields `template` names; raise ContextError for anything but allowed names in braces."""
     try:
-        return {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
-    except ValueError as exc:
-        raise ContextError(f"{exc} (write a literal brace as {{{{ or }}}})") from None
+        return placeholders.check(template, allowed=FIELDS)
+    except placeholders.PlaceholderError as exc:
+        raise ContextError(str(exc)) from None
 
 
 def check(template: str) -> None:
@@ -48,22 +55,14 @@ def check(template: str) -> None:
     if "\n" in template or "\r" in template:
         raise ContextError("one line: a context is shown as one line above the answers")
     fields = fields_of(template)
-    unknown = fields - set(FIELDS)
-    if unknown:
-        raise ContextError(
-            f"unknown field(s) {', '.join(sorted('{' + f + '}' for f in unknown))}; "
-            f"allowed: {', '.join('{' + f + '}' for f in FIELDS)}"
-        )
     if "A2" not in fields:
         raise ContextError("name the answer the context is about as {A2} (it follows the answer to every position)")
 
 
 def names_judge_family(template: str) -> bool:
-    """Whether the template speaks of the judge's own model family (people have none)."""
-    try:
-        return "judge_family" in fields_of(template)
-    except ContextError:
-        return False
+    """Whether the template speaks of the judge's own model family (people have none): as
+    `render` reads it, so a template stored before `check` refused formats counts too."""
+    return "judge_family" in placeholders.names(template)
 
 
 def other_family(judge_family: str | None) -> str:
@@ -77,12 +76,12 @@ def other_family(judge_family: str | None) -> str:
 
 def render(template: str, *, a1: str, a2: str, judge_family: str | None = None) -> str:
     """The context as one vote shows it: {A1} and {A2} replaced by the labels those answers have
-    in that vote, {judge_family} by the judge's family (None: none applies)."""
+    in that vote, {judge_family} by the judge's family (None: none applies). Never fails, and
+    never gives more than the template with one label per field (placeholders.substitute)."""
     if not template:
         return ""
-    return template.format(
-        A1=a1, A2=a2, judge_family=judge_family or NO_FAMILY, other_family=other_family(judge_family)
-    )
+    values = {"A1": a1, "A2": a2, "judge_family": judge_family or NO_FAMILY, "other_family": other_family(judge_family)}
+    return placeholders.substitute(template, values)
 
 
 # The rater page's own names for the two answers, by position (templates/annotations/task.html).

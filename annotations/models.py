@@ -443,9 +443,12 @@ class ComparisonItemQuerySet(models.QuerySet):
         return self.filter(question__is_gold=False)
 
     def approved(self) -> ComparisonItemQuerySet:
-        """Items raters may be shown: both answers approved (variants wait for their review)."""
+        """Items raters may be shown: both answers approved (variants wait for their review), and
+        not kept from raters by the vote import that added them (`offered_to_raters`)."""
         return self.filter(
-            answer_a1__review_status=Answer.Review.APPROVED, answer_a2__review_status=Answer.Review.APPROVED
+            answer_a1__review_status=Answer.Review.APPROVED,
+            answer_a2__review_status=Answer.Review.APPROVED,
+            offered_to_raters=True,
         )
 
 
@@ -471,6 +474,13 @@ class ComparisonItem(models.Model):
         blank=True,
         default="",
         help_text="The answer known to be better (a1 or a2); empty: unknown.",
+    )
+    # Off for an item a vote import added without being asked to hand it to raters: its votes
+    # came from the file, and people are shown only what a researcher chose for them.
+    offered_to_raters = models.BooleanField(
+        default=True,
+        editable=False,
+        help_text="Whether human raters are handed this item (off: imported for the file's judges and LLM judges only).",
     )
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -504,9 +514,12 @@ class ComparisonItem(models.Model):
     @property
     def for_raters(self) -> bool:
         """Whether human raters are handed this item (it has slots). Not attention checks, which
-        come by their own turn, and not an item whose context names the judge's own model
-        family (self-enhancement): a person has none."""
-        return not self.question.is_gold and not context_text.names_judge_family(self.context)
+        come by their own turn, not an item whose context names the judge's own model
+        family (self-enhancement): a person has none, and not one a vote import added without
+        being asked to (`offered_to_raters`)."""
+        return (
+            self.offered_to_raters and not self.question.is_gold and not context_text.names_judge_family(self.context)
+        )
 
     @property
     def group(self) -> str:

@@ -175,7 +175,8 @@ class StudyImportUpload(StudyImportOptions):
 
 
 class VotesImportUpload(serializers.Serializer):
-    """`manage.py import_votes FILE --format F --study S [--create --title T]` as a form."""
+    """`manage.py import_votes FILE --format F --study S [--create --title T --add-to-collecting
+    --for-raters]` as a form."""
 
     file = serializers.FileField(
         help_text="The vote file (docs/VOTE_FILES.md); for mtbench, prd and llmbar a zip of the data set's folder."
@@ -184,6 +185,16 @@ class VotesImportUpload(serializers.Serializer):
     study = serializers.SlugField(max_length=80, help_text="Slug of the study the votes go into.")
     create = serializers.BooleanField(default=False, help_text="Make the study when there is none by that slug.")
     title = serializers.CharField(required=False, max_length=200, help_text="Title of a study made by `create`.")
+    add_to_collecting = serializers.BooleanField(
+        default=False,
+        help_text="Let the import add items (pairs) to a study collecting votes from people; without it such a "
+        "file is refused.",
+    )
+    for_raters = serializers.BooleanField(
+        default=False,
+        help_text="Hand the items the import adds to raters; without it they are for the file's judges and LLM "
+        "judges only.",
+    )
 
 
 # --------------------------------------------------------------------------- judge runs

@@ -239,8 +239,11 @@ class VotesImportView(APIView):
                 name=file.name or "upload",
                 fmt=data["format"],
                 slug=data["study"],
+                user=request.user,
                 create=data["create"],
                 title=data.get("title") or "",
+                add_to_collecting=data["add_to_collecting"],
+                for_raters=data["for_raters"],
             )
         except vote_import.StudyNotFound as exc:
             return Response({"detail": str(exc), "field": "study"}, status=status.HTTP_400_BAD_REQUEST)

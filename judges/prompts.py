@@ -2,8 +2,11 @@
 
 A prompt shows the question and the two answers in the order chosen for the round, each under
 the label of the round's label scheme in the round's label order (`LabelScheme.in_order`), and
-tells the judge where to put its vote for the prompt style in use. Templates use `str.format` fields: {question}, {first}, {second},
-{label_first}, {label_second}, {label_tie}, {vote_instruction}, {context}.
+tells the judge where to put its vote for the prompt style in use. A template names its fields in
+braces: {question}, {first}, {second}, {label_first}, {label_second}, {label_tie},
+{vote_instruction}, {context}; `{{` and `}}` are literal braces. A template is researcher's text:
+it is filled by biasstudy.placeholders (names only, never `str.format`), and `check_template`
+refuses a conversion, format, attribute or index after a name (`{question!r}`, `{first:>9}`).
 
 {context} is what the item tells every judge about the pair (a context kind: bandwagon,
 authority, sycophancy, self-enhancement), already rendered for this vote by `vote_context`, with
@@ -14,11 +17,10 @@ written before context kinds existed still sees what raters see.
 
 from __future__ import annotations
 
-import string
 from dataclasses import dataclass
 
 from annotations import context as context_text
-from biasstudy import gbnf
+from biasstudy import gbnf, placeholders
 
 
 class PromptStyle:
@@ -124,15 +126,9 @@ TEMPLATE_FIELDS = {
 def check_template(template: str, *, where: str) -> None:
     """Raise PromptError naming `where` when the template uses an unknown or malformed field."""
     try:
-        fields = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
-    except ValueError as exc:
-        raise PromptError(f"{where}: {exc} (write literal braces as {{{{ and }}}})") from None
-    unknown = fields - TEMPLATE_FIELDS
-    if unknown:
-        raise PromptError(
-            f"{where}: unknown field(s) {', '.join(sorted('{' + f + '}' for f in unknown))}; "
-            f"allowed: {', '.join(sorted('{' + f + '}' for f in TEMPLATE_FIELDS))}"
-        )
+        placeholders.check(template, allowed=TEMPLATE_FIELDS)
+    except placeholders.PlaceholderError as exc:
+        raise PromptError(f"{where}: {exc}") from None
 
 
 def vote_grammar(*, style: str, scheme: LabelScheme) -> str:
@@ -181,13 +177,13 @@ def render_messages(
         "question": question,
         "first": first,
         "second": second,
-        "vote_instruction": VOTE_INSTRUCTIONS[style].format(**labels),
+        "vote_instruction": placeholders.substitute(VOTE_INSTRUCTIONS[style], labels),
         "context": block,
     }
     messages = []
     if system_template.strip():
-        messages.append({"role": "system", "content": system_template.format(**fields)})
-    user = user_template.format(**fields)
+        messages.append({"role": "system", "content": placeholders.substitute(system_template, fields)})
+    user = placeholders.substitute(user_template, fields)
     if block and not _uses_context(system_template, user_template):
         user = block + user
     messages.append({"role": "user", "content": user})
@@ -195,4 +191,4 @@ def render_messages(
 
 
 def _uses_context(*templates: str) -> bool:
-    return any(name == "context" for template in templates for _, name, _, _ in string.Formatter().parse(template))
+    return any("context" in placeholders.names(template) for template in templates)

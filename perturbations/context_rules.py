@@ -11,6 +11,8 @@ import hashlib
 import random
 from dataclasses import dataclass
 
+from annotations import context as context_text
+
 GENERATOR_VERSION = 1
 
 _SHARES = (64, 71, 78, 83, 87)
@@ -72,6 +74,7 @@ def context_rule(slug: str, seed: int, question: str) -> ContextRuleResult:
     share, model = rng.choice(_SHARES), rng.choice(_MODELS)
     # Only our own fields are filled; the vote's fields are written back as they were.
     context = wordings[index].replace("{share}", str(share)).replace("{model}", model)
+    context_text.check(context)  # the rule every context meets, ours included (ContextError)
     return ContextRuleResult(context, {"wording": index, "share": share, "model": model})
 
 

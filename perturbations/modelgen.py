@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from biasstudy import gbnf
+from biasstudy import gbnf, placeholders
 
 
 class Complete(Protocol):
@@ -128,14 +128,13 @@ class ModelRewrite:
 
 
 def build_user_prompt(*, template: str, question: str, answer: str, description: str = "", wants_errors: bool) -> str:
-    """Fill the template; a custom template without an output instruction gets ours appended."""
+    """Fill the template; a custom template without an output instruction gets ours appended.
+    In one pass (biasstudy.placeholders), so a question or answer that happens to hold
+    "{answer}" is sent as written, not filled in turn; never `str.format` (researchers write
+    the template)."""
     output_format = _OUTPUT_FORMAT + (" " + _ERRORS_FORMAT if wants_errors else "")
-    prompt = (
-        template.replace("{question}", question)
-        .replace("{answer}", answer)
-        .replace("{description}", description)
-        .replace("{output_format}", output_format)
-    )
+    values = {"question": question, "answer": answer, "description": description, "output_format": output_format}
+    prompt = placeholders.substitute(template, values)
     if FENCE + ANSWER_TAG not in prompt:
         prompt += "\n\n" + output_format
     return prompt

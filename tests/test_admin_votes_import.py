@@ -11,7 +11,7 @@ from analysis import uploads, vote_import
 from analysis.tasks import import_votes_upload
 from annotations.models import Question, Study, Vote
 from annotations.uploads import upload_progress_write
-from tests.factories import make_study
+from tests.factories import make_staff, make_study
 from tests.test_analysis_import import GOOD_ROWS, write_csv
 
 URL = reverse("analysis:votes-import")
@@ -40,7 +40,7 @@ def progress_url(token: str) -> str:
 
 
 def test_the_study_action_opens_the_page_for_the_selected_study(staff_client):
-    study = make_study(slug="there")
+    study = make_study(status="draft", slug="there")
     changelist = reverse("admin:annotations_study_changelist")
     response = staff_client.post(changelist, {"action": "import_votes", "_selected_action": [study.pk]})
     assert response.status_code == 302 and response["Location"] == f"{URL}?study=there"
@@ -51,7 +51,7 @@ def test_the_study_action_opens_the_page_for_the_selected_study(staff_client):
 def test_the_worker_imports_the_file_and_the_progress_page_shows_the_counts_and_the_dashboard(
     staff_client, tmp_path, django_capture_on_commit_callbacks
 ):
-    study = make_study(slug="there")
+    study = make_study(status="draft", slug="there")
     data = {"file": upload(tmp_path), "format": "csv", "study": "there"}
     response, callbacks = post_and_run(staff_client, django_capture_on_commit_callbacks, data)
     # enqueue_or_undo(partial(import_votes_upload.enqueue, ...), undo=..., what=...)
@@ -75,7 +75,7 @@ def test_the_worker_imports_the_file_and_the_progress_page_shows_the_counts_and_
 def test_the_uploaded_file_is_kept_under_a_random_name_and_removed_after_the_import(
     staff_client, tmp_path, upload_dir, django_capture_on_commit_callbacks
 ):
-    make_study(slug="there")
+    make_study(status="draft", slug="there")
     sneaky = SimpleUploadedFile("../../etc/votes.csv", upload(tmp_path).read(), content_type="text/csv")
     data = {"file": sneaky, "format": "csv", "study": "there"}
     post_and_run(staff_client, django_capture_on_commit_callbacks, data)
@@ -119,8 +119,10 @@ def test_an_unknown_study_without_create_is_refused_at_once(staff_client, tmp_pa
 
 
 def test_while_the_worker_runs_the_page_shows_each_step_and_polls(staff_client, tmp_path):
-    make_study(slug="there")
-    upload_ = uploads.votes_upload_store(chunks=[b"question_id\n"], name="v.csv", fmt="csv", slug="there")
+    make_study(status="draft", slug="there")
+    upload_ = uploads.votes_upload_store(
+        chunks=[b"question_id\n"], name="v.csv", fmt="csv", slug="there", user=make_staff()
+    )
     url = progress_url(upload_.token)
     uploads.votes_upload_queued(upload=upload_)
     assert "Waiting for the task worker" in staff_client.get(url).content.decode()
@@ -135,23 +137,23 @@ def test_while_the_worker_runs_the_page_shows_each_step_and_polls(staff_client, 
 
 
 def test_a_tampered_token_sends_staff_back_to_the_form(staff_client):
-    make_study(slug="there")
-    upload_ = uploads.votes_upload_store(chunks=[b"x\n"], name="v.csv", fmt="csv", slug="there")
+    make_study(status="draft", slug="there")
+    upload_ = uploads.votes_upload_store(chunks=[b"x\n"], name="v.csv", fmt="csv", slug="there", user=make_staff())
     response = staff_client.get(progress_url(upload_.token[:-2] + "xx"), follow=True)
     assert response.redirect_chain[-1][0] == URL
     assert "not valid" in response.content.decode()
 
 
 def test_people_who_are_not_staff_are_sent_to_the_login(client, db, tmp_path, upload_dir):
-    make_study(slug="there")
+    make_study(status="draft", slug="there")
     response = client.post(URL, {"file": upload(tmp_path), "format": "csv", "study": "there"})
     assert response.status_code == 302 and "/login/" in response["Location"]
     assert not Vote.objects.exists() and not upload_dir.exists()
 
 
 def test_only_staff_see_the_progress_page(client, user_client, staff_client):
-    make_study(slug="there")
-    upload_ = uploads.votes_upload_store(chunks=[b"x\n"], name="v.csv", fmt="csv", slug="there")
+    make_study(status="draft", slug="there")
+    upload_ = uploads.votes_upload_store(chunks=[b"x\n"], name="v.csv", fmt="csv", slug="there", user=make_staff())
     url = progress_url(upload_.token)
     for visitor in (client, user_client):
         response = visitor.get(url)

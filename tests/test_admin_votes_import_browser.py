@@ -21,7 +21,7 @@ def test_an_admin_imports_votes_reads_the_problems_of_a_bad_file_then_follows_a_
 ):
     settings.STUDY_UPLOAD_DIR = tmp_path / "uploads"
     shots = Path(os.environ.get("BIASSTUDY_SCREENSHOT_DIR") or tmp_path)
-    study = make_study(slug="sky", title="Why the sky is blue")
+    study = make_study(slug="sky", title="Why the sky is blue", status="draft")
     rows = [list(r) for r in GOOD_ROWS]
     rows[1][5] = "both"
     bad = write_csv(tmp_path / "mine.csv", rows).read_bytes()

@@ -31,7 +31,7 @@ def mtbench_subset(tmp_path):
 
 @needs_mtbench
 def test_mtbench_votes_become_questions_items_judges_raters_and_votes(db, mtbench_subset):
-    study = make_study(slug="mt")
+    study = make_study(status="draft", slug="mt")
     out = StringIO()
     call_command("import_votes", str(mtbench_subset), "--format", "mtbench", "--study", "mt", stdout=out)
     assert Vote.objects.filter(item__study=study).count() == 450
@@ -50,7 +50,7 @@ def test_mtbench_votes_become_questions_items_judges_raters_and_votes(db, mtbenc
 
 @needs_mtbench
 def test_an_mtbench_turn_two_vote_is_measured_on_the_second_answer(db, mtbench_subset):
-    study = make_study(slug="mt2")
+    study = make_study(status="draft", slug="mt2")
     call_command("import_votes", str(mtbench_subset), "--format", "mtbench", "--study", "mt2", verbosity=0)
     q = Question.objects.get(study=study, external_id="mtbench-81-t2-alpaca-13b-vs-gpt-3.5-turbo")
     a1 = q.answers.get(external_id__endswith="alpaca-13b")
@@ -66,7 +66,7 @@ def test_an_mtbench_turn_two_vote_is_measured_on_the_second_answer(db, mtbench_s
 
 @needs_mtbench
 def test_the_analysis_runs_on_imported_mtbench_votes(db, mtbench_subset):
-    study = make_study(slug="mt3")
+    study = make_study(status="draft", slug="mt3")
     call_command("import_votes", str(mtbench_subset), "--format", "mtbench", "--study", "mt3", verbosity=0)
     result = services.study_analyze(study=study)
     table = result["rows"]
@@ -80,7 +80,7 @@ def test_the_analysis_runs_on_imported_mtbench_votes(db, mtbench_subset):
 
 @needs_mtbench
 def test_importing_the_same_votes_twice_is_refused(db, mtbench_subset):
-    make_study(slug="mt4")
+    make_study(status="draft", slug="mt4")
     call_command(
         "import_votes", str(mtbench_subset / "gpt4_pair.csv"), "--format", "mtbench", "--study", "mt4", verbosity=0
     )
@@ -178,7 +178,7 @@ GOOD_ROWS = [
 
 
 def test_a_generic_csv_is_imported_with_its_perturbation_rows(db, tmp_path):
-    study = make_study(slug="gen")
+    study = make_study(status="draft", slug="gen")
     path = write_csv(tmp_path / "votes.csv", GOOD_ROWS)
     call_command("import_votes", str(path), "--format", "csv", "--study", "gen", verbosity=0)
     assert Vote.objects.filter(item__study=study).count() == 4
@@ -191,7 +191,7 @@ def test_a_generic_csv_is_imported_with_its_perturbation_rows(db, tmp_path):
 
 
 def test_at_verbosity_two_the_command_names_each_step_as_it_begins(db, tmp_path):
-    make_study(slug="gen")
+    make_study(status="draft", slug="gen")
     out = StringIO()
     path = write_csv(tmp_path / "votes.csv", GOOD_ROWS)
     call_command("import_votes", str(path), "--format", "csv", "--study", "gen", verbosity=2, stdout=out)
@@ -211,7 +211,7 @@ def test_at_verbosity_two_the_command_names_each_step_as_it_begins(db, tmp_path)
     ],
 )
 def test_bad_csv_input_names_the_file_line_and_field_and_writes_nothing(db, tmp_path, line, column, value, message):
-    make_study(slug="bad")
+    make_study(status="draft", slug="bad")
     rows = [list(r) for r in GOOD_ROWS]
     rows[line - 2][column] = value
     path = write_csv(tmp_path / "bad.csv", rows)
@@ -222,13 +222,13 @@ def test_bad_csv_input_names_the_file_line_and_field_and_writes_nothing(db, tmp_
 
 
 def test_a_csv_without_required_columns_is_refused(db, tmp_path):
-    make_study(slug="bad2")
+    make_study(status="draft", slug="bad2")
     path = write_csv(tmp_path / "x.csv", [["q1", "text"]], header=["question_id", "question"])
     with pytest.raises(CommandError, match="missing column"):
         call_command("import_votes", str(path), "--format", "csv", "--study", "bad2")
 
 
 def test_a_missing_file_is_refused(db, tmp_path):
-    make_study(slug="bad3")
+    make_study(status="draft", slug="bad3")
     with pytest.raises(CommandError, match="no such file"):
         call_command("import_votes", str(tmp_path / "nope.csv"), "--format", "csv", "--study", "bad3")

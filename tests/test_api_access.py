@@ -6,6 +6,7 @@ request writes; superusers have them all."""
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
@@ -125,18 +126,38 @@ def test_the_docs_page_is_served_to_staff_with_local_assets(staff_client):
     assert "cdn" not in page.lower()
 
 
-def test_staff_manage_tokens_in_the_admin(staff_client):
+def test_staff_manage_api_keys_in_the_admin_and_see_a_key_only_when_it_is_made(staff_client):
     owner = make_staff()
-    changelist = reverse("admin:authtoken_tokenproxy_changelist")
+    changelist = reverse("admin:api_apikey_changelist")
     assert staff_client.get(changelist).status_code == 200
-    assert staff_client.get(reverse("admin:authtoken_tokenproxy_add")).status_code == 200
-    response = staff_client.post(reverse("admin:authtoken_tokenproxy_add"), {"user": owner.pk})
-    assert response.status_code == 302, response.content
+    assert staff_client.get(reverse("admin:api_apikey_add")).status_code == 200
+    response = staff_client.post(reverse("admin:api_apikey_add"), {"user": owner.pk})
+    assert response.status_code == 200, response.content
     token = Token.objects.get(user=owner)
     assert len(token.key) == 40
-    delete = reverse("admin:authtoken_tokenproxy_delete", args=[owner.pk])
+    assert token.key in response.content.decode(), "the page answering the creation shows the key"
+    assert "no-store" in response["Cache-Control"]
+    for page in (changelist, reverse("admin:api_apikey_change", args=[owner.pk])):
+        shown = staff_client.get(page)
+        assert shown.status_code == 200 and token.key not in shown.content.decode(), page
+    delete = reverse("admin:api_apikey_delete", args=[owner.pk])
     assert staff_client.post(delete, {"post": "yes"}).status_code == 302
     assert not Token.objects.filter(user=owner).exists()
+
+
+def test_a_staff_member_who_may_add_keys_makes_one_only_for_themselves(db):
+    """A key for another user would let its maker act as that user: only a superuser may."""
+    superuser = make_staff()
+    maker = make_staff_with("api.add_apikey", "api.view_apikey")
+    client = Client()
+    client.force_login(maker)
+    add = reverse("admin:api_apikey_add")
+    response = client.post(add, {"user": superuser.pk})
+    assert response.status_code == 200 and "Select a valid choice" in response.content.decode()
+    assert not Token.objects.exists()
+    response = client.post(add, {"user": maker.pk})
+    assert response.status_code == 200
+    assert Token.objects.get(user=maker).key in response.content.decode()
 
 
 def test_the_drf_create_token_command_makes_a_token(db):

@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from analysis import uploads, vote_import
 from annotations.models import Judge, Question, Study, Vote
-from tests.factories import make_study
+from tests.factories import make_staff, make_study
 from tests.test_analysis_import import GOOD_ROWS, write_csv
 
 URL = reverse("api:votes-import")
@@ -37,7 +37,7 @@ def post_and_run(client, capture, data):
 def test_it_accepts_the_file_and_its_url_tells_the_worker_s_counts(
     token_client, tmp_path, django_capture_on_commit_callbacks
 ):
-    study = make_study(slug="there")
+    study = make_study(status="draft", slug="there")
     data = {"file": upload(tmp_path), "study": "there"}
     accepted, state = post_and_run(token_client, django_capture_on_commit_callbacks, data)
     body = accepted.json()
@@ -78,7 +78,7 @@ def test_a_bad_row_fails_the_import_naming_file_line_and_field_and_nothing_is_wr
 
 
 def test_before_the_worker_runs_the_state_is_queued(token_client, tmp_path):
-    make_study(slug="there")
+    make_study(status="draft", slug="there")
     accepted = token_client.post(URL, {"file": upload(tmp_path), "study": "there"}, format="multipart")
     assert accepted.status_code == 202  # the worker is asked only once the request's work commits
     state = token_client.get(accepted["Location"]).json()
@@ -99,7 +99,7 @@ def test_an_unknown_study_without_create_is_a_400_at_once(token_client, tmp_path
 
 
 def test_a_folder_format_sent_as_a_plain_file_is_a_400_asking_for_a_zip_of_the_folder(token_client, tmp_path):
-    make_study(slug="there")
+    make_study(status="draft", slug="there")
     response = token_client.post(
         URL, {"file": upload(tmp_path), "study": "there", "format": "llmbar"}, format="multipart"
     )
@@ -109,18 +109,18 @@ def test_a_folder_format_sent_as_a_plain_file_is_a_400_asking_for_a_zip_of_the_f
 
 
 def test_a_forged_or_unknown_token_is_a_404(token_client):
-    make_study(slug="there")
-    upload_ = uploads.votes_upload_store(chunks=[b"x\n"], name="v.csv", fmt="csv", slug="there")
+    make_study(status="draft", slug="there")
+    upload_ = uploads.votes_upload_store(chunks=[b"x\n"], name="v.csv", fmt="csv", slug="there", user=make_staff())
     url = reverse("api:votes-import-job", kwargs={"token": upload_.token[:-2] + "xx"})
     response = token_client.get(url)
     assert response.status_code == 404 and "not valid" in response.json()["detail"]
 
 
 def test_only_staff_may_import_or_read_an_import_s_state(client, db, tmp_path):
-    make_study(slug="there")
+    make_study(status="draft", slug="there")
     response = client.post(URL, {"file": upload(tmp_path), "study": "there"})
     assert response.status_code in (401, 403)
-    upload_ = uploads.votes_upload_store(chunks=[b"x\n"], name="v.csv", fmt="csv", slug="there")
+    upload_ = uploads.votes_upload_store(chunks=[b"x\n"], name="v.csv", fmt="csv", slug="there", user=make_staff())
     state = client.get(reverse("api:votes-import-job", kwargs={"token": upload_.token}))
     assert state.status_code in (401, 403) and "state" not in state.json()
     assert not Vote.objects.exists()

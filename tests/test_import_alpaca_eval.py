@@ -40,7 +40,7 @@ def run(*paths, slug="ae"):
 
 
 def test_each_model_and_instruction_is_a_question_with_the_baseline_as_a1(db, tmp_path):
-    study = make_study(slug="ae")
+    study = make_study(status="draft", slug="ae")
     write(tmp_path / "m1.json", [record(), record("Count to 3.", preference=1.0)])
     write(tmp_path / "m2.json.gz", [record(model="m2", preference=1.5), record("Count to 3.", model="m2")], zipped=True)
     run(tmp_path / "m1.json", tmp_path / "m2.json.gz")
@@ -75,7 +75,7 @@ def test_each_model_and_instruction_is_a_question_with_the_baseline_as_a1(db, tm
 
 
 def test_a_folder_is_every_annotation_file_under_it(db, tmp_path):
-    study = make_study(slug="ae")
+    study = make_study(status="draft", slug="ae")
     (tmp_path / "results" / "m2").mkdir(parents=True)
     write(tmp_path / "results" / "m1.json.gz", [record()], zipped=True)
     write(tmp_path / "results" / "m2" / "annotations.json", [record(model="m2")])
@@ -99,7 +99,7 @@ def test_a_folder_is_every_annotation_file_under_it(db, tmp_path):
 def test_a_bad_record_is_refused_naming_the_file_and_the_record_and_nothing_is_written(
     db, tmp_path, records, where, message
 ):
-    study = make_study(slug="ae")
+    study = make_study(status="draft", slug="ae")
     write(tmp_path / "m1.json", records)
     with pytest.raises(CommandError) as caught:
         run(tmp_path / "m1.json")
@@ -109,7 +109,7 @@ def test_a_bad_record_is_refused_naming_the_file_and_the_record_and_nothing_is_w
 
 
 def test_every_bad_record_of_every_file_is_reported_at_once(db, tmp_path):
-    make_study(slug="ae")
+    make_study(status="draft", slug="ae")
     write(tmp_path / "a.json", [record(preference=3), record("Other", preference=None)])
     write(tmp_path / "b.json", [record(model="m2", annotator=7)])
     (tmp_path / "c.json.gz").write_bytes(b"not gzip")
@@ -127,7 +127,7 @@ def test_every_bad_record_of_every_file_is_reported_at_once(db, tmp_path):
 
 
 def test_a_missing_preference_is_a_vote_without_a_choice_and_the_old_draw_code_a_tie(db, tmp_path):
-    study = make_study(slug="ae")
+    study = make_study(status="draft", slug="ae")
     write(tmp_path / "m1.json", [record(preference=None), record("Other", preference=0)])
     run(tmp_path / "m1.json")
     votes = sorted(Vote.objects.filter(item__study=study), key=lambda v: v.meta["record"])
@@ -136,6 +136,6 @@ def test_a_missing_preference_is_a_vote_without_a_choice_and_the_old_draw_code_a
 
 
 def test_other_formats_still_take_one_path(db, tmp_path):
-    make_study(slug="ae")
+    make_study(status="draft", slug="ae")
     with pytest.raises(CommandError, match="reads one file or folder"):
         call_command("import_votes", str(tmp_path), str(tmp_path), "--format", "csv", "--study", "ae")

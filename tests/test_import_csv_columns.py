@@ -42,7 +42,7 @@ def write(path, rows, header=HEADER):
 
 
 def test_judge_kind_label_scheme_probabilities_and_lengths_are_stored_and_analysed(db, tmp_path):
-    study = make_study(slug="cols")
+    study = make_study(status="draft", slug="cols")
     call_command(
         "import_votes", str(write(tmp_path / "v.csv", ROWS)), "--format", "csv", "--study", "cols", verbosity=0
     )
@@ -81,7 +81,7 @@ def test_judge_kind_label_scheme_probabilities_and_lengths_are_stored_and_analys
     ],
 )
 def test_bad_optional_values_name_the_line_and_field_and_write_nothing(db, tmp_path, row, column, value, message):
-    study = make_study(slug="cols-bad")
+    study = make_study(status="draft", slug="cols-bad")
     rows = [list(r) for r in ROWS]
     rows[row][HEADER.index(column)] = value
     with pytest.raises(CommandError, match=message):
@@ -90,7 +90,7 @@ def test_bad_optional_values_name_the_line_and_field_and_write_nothing(db, tmp_p
 
 
 def test_probabilities_that_are_not_a_distribution_are_refused_as_a_judge_reply_would_be(db, tmp_path):
-    make_study(slug="cols-probs")
+    make_study(status="draft", slug="cols-probs")
     rows = [list(r) for r in ROWS]
     rows[2][HEADER.index("prob_first") : HEADER.index("prob_tie") + 1] = ["0.9", "0.9", "0.9"]
     with pytest.raises(CommandError, match=r"line 4, field 'prob_first': the prob_ columns \(0.9, 0.9, 0.9\)"):
@@ -99,7 +99,7 @@ def test_probabilities_that_are_not_a_distribution_are_refused_as_a_judge_reply_
 
 
 def test_rounded_probabilities_that_add_up_to_one_are_read(db, tmp_path):
-    make_study(slug="cols-rounded")
+    make_study(status="draft", slug="cols-rounded")
     rows = [list(r) for r in ROWS]
     rows[2][HEADER.index("prob_first") : HEADER.index("prob_tie") + 1] = ["0.333", "0.333", "0.333"]
     call_command("import_votes", str(write(tmp_path / "v.csv", rows)), "--format", "csv", "--study", "cols-rounded")
@@ -109,7 +109,7 @@ def test_rounded_probabilities_that_add_up_to_one_are_read(db, tmp_path):
 def test_a_quote_left_open_is_a_problem_at_its_line_never_a_merged_vote(db, tmp_path):
     # The open quote would swallow the next rows into one vote's question text (csv's lenient
     # mode): refused, naming the line where the broken record starts.
-    make_study(slug="cols-quote")
+    make_study(status="draft", slug="cols-quote")
     path = write(tmp_path / "v.csv", ROWS)
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
     lines[2] = lines[2].replace("q1,Why?,", 'q1,"Why?,', 1)  # the second vote, line 3

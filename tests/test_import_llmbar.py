@@ -58,7 +58,7 @@ def write_llmbar(folder: Path, rows=ROWS) -> Path:
 
 
 def test_llmbar_items_keep_their_subset_and_gold_label_and_each_evaluator_and_strategy_is_a_judge(db, tmp_path):
-    study = make_study(slug="llmbar")
+    study = make_study(status="draft", slug="llmbar")
     call_command("import_votes", str(write_llmbar(tmp_path)), "--format", "llmbar", "--study", "llmbar", verbosity=0)
     items = {i.question.external_id: i for i in ComparisonItem.objects.filter(study=study).select_related("question")}
     assert {k: (i.question.subset, i.gold_label) for k, i in items.items()} == {
@@ -86,7 +86,7 @@ def test_llmbar_items_keep_their_subset_and_gold_label_and_each_evaluator_and_st
 
 
 def test_an_llmbar_verdict_that_could_not_be_read_is_a_vote_without_a_choice(db, tmp_path):
-    study = make_study(slug="llmbar")
+    study = make_study(status="draft", slug="llmbar")
     call_command("import_votes", str(write_llmbar(tmp_path)), "--format", "llmbar", "--study", "llmbar", verbosity=0)
     vote = Vote.objects.get(item__question__external_id="Processed/LLMEval^2#0", shown_first="a1")
     assert (vote.choice, vote.choice_shown, vote.parse_status) == (None, None, "invalid")
@@ -114,7 +114,7 @@ def test_an_llmbar_verdict_that_could_not_be_read_is_a_vote_without_a_choice(db,
     ],
 )
 def test_bad_llmbar_input_names_the_file_line_and_field_and_writes_nothing(db, tmp_path, index, field, value, message):
-    make_study(slug="llmbar")
+    make_study(status="draft", slug="llmbar")
     rows = [list(r) for r in ROWS]
     rows[index][field] = value
     write_llmbar(tmp_path, rows)
@@ -125,7 +125,7 @@ def test_bad_llmbar_input_names_the_file_line_and_field_and_writes_nothing(db, t
 
 
 def test_an_llmbar_folder_without_the_votes_file_is_refused(db, tmp_path):
-    make_study(slug="llmbar")
+    make_study(status="draft", slug="llmbar")
     with pytest.raises(CommandError, match="evaluator_votes.csv.gz: cannot read"):
         call_command("import_votes", str(tmp_path), "--format", "llmbar", "--study", "llmbar")
 
@@ -156,7 +156,7 @@ def gold_rows(gold="a2", other_gold="a2"):
 
 
 def test_a_generic_csv_carries_the_gold_label_and_the_subset(db, tmp_path):
-    study = make_study(slug="gen")
+    study = make_study(status="draft", slug="gen")
     rows = [r for r in gold_rows() if r[7] in ("", "control")]
     path = write_csv(tmp_path / "votes.csv", rows, header=GOLD_HEADER)
     call_command("import_votes", str(path), "--format", "csv", "--study", "gen", verbosity=0)
@@ -172,7 +172,7 @@ def test_a_generic_csv_carries_the_gold_label_and_the_subset(db, tmp_path):
     ],
 )
 def test_a_bad_or_contradictory_gold_label_is_refused(db, tmp_path, rows, message):
-    make_study(slug="gen")
+    make_study(status="draft", slug="gen")
     rows = [r for r in rows if r[7] in ("", "control")]
     path = write_csv(tmp_path / "votes.csv", rows, header=GOLD_HEADER)
     with pytest.raises(CommandError, match=message):
@@ -181,7 +181,7 @@ def test_a_bad_or_contradictory_gold_label_is_refused(db, tmp_path, rows, messag
 
 
 def test_the_dashboard_and_the_api_show_consistency_and_gold_accuracy(db, tmp_path, staff_client, token_client):
-    make_study(slug="llmbar")
+    make_study(status="draft", slug="llmbar")
     call_command("import_votes", str(write_llmbar(tmp_path)), "--format", "llmbar", "--study", "llmbar", verbosity=0)
     page = staff_client.get(reverse("analysis:study", args=["llmbar"]))
     assert page.status_code == 200
@@ -195,7 +195,7 @@ def test_the_dashboard_and_the_api_show_consistency_and_gold_accuracy(db, tmp_pa
 
 
 def test_a_study_without_gold_labels_or_swapped_pairs_shows_no_such_table(db, tmp_path, staff_client):
-    make_study(slug="gen")
+    make_study(status="draft", slug="gen")
     path = write_csv(tmp_path / "votes.csv", GOOD_ROWS)
     call_command("import_votes", str(path), "--format", "csv", "--study", "gen", verbosity=0)
     page = staff_client.get(reverse("analysis:study", args=["gen"]))
@@ -206,7 +206,7 @@ def test_a_study_without_gold_labels_or_swapped_pairs_shows_no_such_table(db, tm
 def test_a_study_file_keeps_the_gold_labels_and_subsets(db, tmp_path):
     from annotations.study_files import StudyFileError, study_export, study_import
 
-    make_study(slug="llmbar")
+    make_study(status="draft", slug="llmbar")
     call_command("import_votes", str(write_llmbar(tmp_path)), "--format", "llmbar", "--study", "llmbar", verbosity=0)
     document = study_export(study=Study.objects.get(slug="llmbar"))
     path = tmp_path / "study.json"

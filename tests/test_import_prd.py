@@ -49,7 +49,7 @@ def prd_subset(tmp_path):
 
 
 def test_prd_votes_become_one_question_per_pair_with_each_answers_system(db, prd_subset):
-    study = make_study(slug="prd")
+    study = make_study(status="draft", slug="prd")
     call_command("import_votes", str(prd_subset), "--format", "prd", "--study", "prd", verbosity=0)
     human = sum(len(rows(f)) for f in FILES if "ratings-human" in f)
     # 2 GPT-4 files of 80, 2 GPT-3.5 files of 80, 1 QLoRA Guanaco file of 80 (the QLoRA copy of
@@ -76,7 +76,7 @@ def test_prd_votes_become_one_question_per_pair_with_each_answers_system(db, prd
 
 
 def test_the_file_orientation_is_the_order_shown_and_score_1_picks_the_first(db, prd_subset):
-    study = make_study(slug="prd-o")
+    study = make_study(status="draft", slug="prd-o")
     call_command("import_votes", str(prd_subset), "--format", "prd", "--study", "prd-o", verbosity=0)
     # A1 = gpt4, A2 = vicuna-13b (alphabetical). In answer_vicuna-13b-vs-answer_gpt4 vicuna-13b
     # was shown first; its first row's score picks (1) vicuna-13b, (2) gpt4, (3) neither.
@@ -100,7 +100,7 @@ def test_the_file_orientation_is_the_order_shown_and_score_1_picks_the_first(db,
 
 
 def test_a_judges_second_file_for_the_same_ordered_pair_is_its_round_1(db, prd_subset):
-    study = make_study(slug="prd-r")
+    study = make_study(status="draft", slug="prd-r")
     call_command("import_votes", str(prd_subset), "--format", "prd", "--study", "prd-r", verbosity=0)
     gpt35 = Vote.objects.filter(item__study=study, judge__name="prd-gpt35")
     assert set(gpt35.filter(round=0).values_list("meta__source", flat=True)) == {Path(FILES[12]).name}
@@ -109,7 +109,7 @@ def test_a_judges_second_file_for_the_same_ordered_pair_is_its_round_1(db, prd_s
 
 
 def test_a_qlora_review_without_a_verdict_is_kept_as_a_vote_without_a_choice(db, prd_subset):
-    study = make_study(slug="prd-n")
+    study = make_study(status="draft", slug="prd-n")
     call_command("import_votes", str(prd_subset), "--format", "prd", "--study", "prd-n", verbosity=0)
     unread = [n for n, r in enumerate(rows(FILES[14]), start=1) if r["score"] == -1]
     assert unread  # line 70 of this file
@@ -121,7 +121,7 @@ def test_a_qlora_review_without_a_verdict_is_kept_as_a_vote_without_a_choice(db,
 
 
 def test_the_analysis_treats_the_mturk_votes_as_human_votes(db, prd_subset):
-    study = make_study(slug="prd-a")
+    study = make_study(status="draft", slug="prd-a")
     call_command("import_votes", str(prd_subset), "--format", "prd", "--study", "prd-a", verbosity=0)
     result = services.study_analyze(study=study)
     kinds = {j["judge"]: j["kind"] for j in result["judges"]}
@@ -148,7 +148,7 @@ def test_the_analysis_treats_the_mturk_votes_as_human_votes(db, prd_subset):
     ],
 )
 def test_bad_prd_input_names_the_file_line_and_field_and_writes_nothing(db, prd_subset, rel, line, change, message):
-    study = make_study(slug="prd-bad")
+    study = make_study(status="draft", slug="prd-bad")
     lines = (prd_subset / rel).read_text(encoding="utf-8").splitlines()
     lines[line - 1] = json.dumps({**json.loads(lines[line - 1]), **change(json.loads(lines[0]))})
     (prd_subset / rel).write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -160,13 +160,13 @@ def test_bad_prd_input_names_the_file_line_and_field_and_writes_nothing(db, prd_
 
 
 def test_a_folder_that_is_not_prd_is_refused(db, tmp_path):
-    make_study(slug="prd-x")
+    make_study(status="draft", slug="prd-x")
     with pytest.raises(CommandError, match="expected the PRD dataset folder"):
         call_command("import_votes", str(tmp_path), "--format", "prd", "--study", "prd-x")
 
 
 def test_self_preference_and_vote_pair_agreement_reach_the_dashboard_and_the_api(db, prd_subset, staff_client):
-    study = make_study(slug="prd-d")
+    study = make_study(status="draft", slug="prd-d")
     call_command("import_votes", str(prd_subset), "--format", "prd", "--study", "prd-d", verbosity=0)
     table = services.study_analyze(study=study)["rows"]
     gpt4 = metric_rows.select(table, judge="prd-gpt4", metric=SELF_PREFERENCE)

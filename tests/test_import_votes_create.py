@@ -34,7 +34,7 @@ def test_the_title_defaults_to_the_slug(db, tmp_path):
 
 
 def test_an_existing_study_is_used_as_it_is(db, tmp_path):
-    study = make_study(slug="there", title="Already there")
+    study = make_study(status="draft", slug="there", title="Already there")
     path = write_csv(tmp_path / "votes.csv", GOOD_ROWS)
     call_command(
         "import_votes", str(path), "--format", "csv", "--study", "there", "--create", "--title", "Ignored", verbosity=0

@@ -157,3 +157,26 @@ def test_0026_drops_the_foreign_key_to_the_judges_app_that_older_databases_have_
     assert Vote.objects.get(pk=vote.pk).run_id == run.pk and list(run.votes) == [vote]
     with pytest.raises(IntegrityError), transaction.atomic():  # still one vote per run, item and round
         make_vote(item, judge, run_id=run.pk)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_admin_log_entries_of_drf_s_token_admin_no_longer_hold_keys():
+    """DRF's token admin logged each token by its str, the key, shown under "Recent actions"."""
+    from django.contrib.admin.models import ADDITION, LogEntry
+    from django.contrib.contenttypes.models import ContentType
+    from rest_framework.authtoken.models import Token, TokenProxy
+
+    from tests.factories import make_staff
+
+    owner = make_staff()
+    key = Token.objects.create(user=owner).key
+    executor = MigrationExecutor(connection)
+    executor.migrate([("api", None)])
+    proxy = ContentType.objects.get_for_model(TokenProxy, for_concrete_model=False)
+    entry = LogEntry.objects.create(
+        user=owner, content_type=proxy, object_id=str(owner.pk), object_repr=key, action_flag=ADDITION
+    )
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())
+    entry.refresh_from_db()
+    assert key not in entry.object_repr

@@ -14,7 +14,8 @@ from tests.test_analysis_import import GOOD_ROWS, write_csv
 def import_crowd_csv(study, tmp_path, rows=GOOD_ROWS):
     path = write_csv(tmp_path / "votes.csv", rows)
     out = StringIO()
-    call_command("import_votes", str(path), "--format", "csv", "--study", study.slug, stdout=out)
+    # Crowd votes collected elsewhere, added to a study that collects its own: said so.
+    call_command("import_votes", str(path), "--format", "csv", "--study", study.slug, "--add-to-collecting", stdout=out)
     return out.getvalue()
 
 

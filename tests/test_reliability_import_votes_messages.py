@@ -31,7 +31,7 @@ def nothing_imported() -> bool:
 
 @pytest.fixture
 def study(db):
-    return make_study(slug="votes")
+    return make_study(status="draft", slug="votes")
 
 
 def refused(path) -> str:

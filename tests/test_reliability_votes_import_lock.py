@@ -40,7 +40,7 @@ def in_another_thread(work) -> None:
 
 
 def test_inside_the_transaction_only_the_study_and_the_judges_votes_are_read_then_rows_inserted(tmp_path):
-    study = make_study(slug="gen")
+    study = make_study(status="draft", slug="gen")
     path = write_csv(tmp_path / "votes.csv", GOOD_ROWS)
     statements = []
 
@@ -79,7 +79,7 @@ def test_every_answer_is_measured_before_the_transaction_opens(tmp_path, monkeyp
 def test_another_connection_can_write_while_the_votes_are_prepared(tmp_path):
     """What a rater's vote needs: the write lock, taken from another connection while the
     import reads its file and prepares its rows, without waiting for the import."""
-    make_study(slug="gen")
+    make_study(status="draft", slug="gen")
     path = write_csv(tmp_path / "votes.csv", GOOD_ROWS)
     steps = []
 
@@ -94,7 +94,7 @@ def test_another_connection_can_write_while_the_votes_are_prepared(tmp_path):
 
 
 def test_an_import_of_the_same_judges_finished_meanwhile_makes_this_one_write_nothing(tmp_path):
-    make_study(slug="gen")
+    make_study(status="draft", slug="gen")
     path = write_csv(tmp_path / "votes.csv", GOOD_ROWS)
 
     def progress(step: int) -> None:
@@ -108,7 +108,7 @@ def test_an_import_of_the_same_judges_finished_meanwhile_makes_this_one_write_no
 
 
 def test_a_row_written_meanwhile_that_breaks_a_constraint_makes_the_import_write_nothing(tmp_path):
-    study = make_study(slug="gen")
+    study = make_study(status="draft", slug="gen")
     path = write_csv(tmp_path / "votes.csv", GOOD_ROWS)
 
     def progress(step: int) -> None:
@@ -130,7 +130,7 @@ def test_a_study_made_meanwhile_by_someone_else_is_not_written_into(tmp_path):
 
     def progress(step: int) -> None:
         if step == 2:
-            in_another_thread(lambda: make_study(slug="new"))
+            in_another_thread(lambda: make_study(status="draft", slug="new"))
 
     with pytest.raises(importers.ImportProblem, match="study 'new' was made by someone else meanwhile"):
         vote_import.votes_import_path(slug="new", fmt="csv", path=path, create=True, progress=progress)

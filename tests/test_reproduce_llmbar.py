@@ -41,7 +41,7 @@ def count(found: dict) -> tuple[int, int]:
 
 
 def test_every_llmbar_result_file_is_reproduced_exactly(db):
-    study = make_study(slug="llmbar")
+    study = make_study(status="draft", slug="llmbar")
     call_command("import_votes", str(LLMBAR), "--format", "llmbar", "--study", "llmbar", verbosity=0)
     table = services.study_analyze(study=study)["rows"]
     with (LLMBAR / "evaluator_statistics.csv").open(encoding="utf-8", newline="") as fh:

@@ -20,7 +20,7 @@ SELF_PREFERENCE = ("self_preference_own", "self_preference_others", "self_prefer
 
 @pytest.fixture
 def mtbench(db):
-    study = make_study(slug="mtbench")
+    study = make_study(status="draft", slug="mtbench")
     call_command("import_votes", str(MTBENCH), "--format", "mtbench", "--study", "mtbench", verbosity=0)
     return study
 

@@ -34,7 +34,7 @@ def imported(folder: Path, fmt: str) -> pd.DataFrame:
     """The counted votes of the data set imported into a new study."""
     if not folder.exists():
         pytest.skip(f"{folder.name} not present")
-    make_study(slug=fmt)
+    make_study(status="draft", slug=fmt)
     call_command("import_votes", str(folder), "--format", fmt, "--study", fmt, verbosity=0)
     return apply_filters(study_frame(Study.objects.get(slug=fmt)), Filters())[0]
 

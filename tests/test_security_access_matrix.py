@@ -1,12 +1,15 @@
 """Every URL pattern of the project x anonymous visitor, rater, another rater, staff (a
-superuser), a staff member without permissions and one with every view permission only.
+superuser), a staff member without permissions, one with every view permission only and one who
+may only add votes.
 
 The routes are read from the URL resolver; each must have a rule in ACCESS, so a new URL that
 nobody classified fails test_every_route_has_an_access_rule. Everything under admin/, api/ and
 dashboard/ is staff only (custom admin views included), and follows Django's model permissions:
 without any, a staff member gets only what needs none (NO_PERMISSION_NEEDED); with view
-permissions only, every page that reads but none that writes (WRITE_PAGES). The rater pages show
-only the asking rater's own state; health and the study list are public.
+permissions only, every page that reads but none that writes (WRITE_PAGES); with "add vote" only,
+the vote import's pages (ADD_VOTE_PAGES) and nothing else. The rater pages show only the asking
+rater's own state; health and the study list are public. No page shows anyone an API key (a key
+is shown once, on the page that answers its creation), not even to a superuser.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import re
 import pytest
 from django.test import Client
 from django.urls import URLResolver, get_resolver
+from rest_framework.authtoken.models import Token
 
 from annotations.models import Vote
 from tests.factories import (
@@ -77,6 +81,20 @@ WRITE_PAGES = re.compile(
 )
 
 
+# What a staff member who may only add votes may open: the vote import's form and progress.
+ADD_VOTE_PAGES = re.compile(r"votes/import/")
+
+PERSONAS = [
+    "anonymous",
+    "rater",
+    "other_rater",
+    "staff",
+    "staff_no_permissions",
+    "staff_view_only",
+    "staff_add_vote_only",
+]
+
+
 def routes() -> list[str]:
     def walk(patterns, prefix=""):
         for pattern in patterns:
@@ -116,10 +134,13 @@ def _path(route: str, world) -> str:
 
     ids = {
         "study_id": world.study.pk,
+        # An API key's admin pages are named by its owner's id (DRF's TokenProxy).
+        "object_id": world.superuser.pk if route.startswith(("admin/api/", "admin/authtoken/")) else None,
         "answer_id": world.variant.pk,
         "content_type_id": ContentType.objects.get_for_model(world.study).pk,
-        "object_id": world.study.pk if "<path:content_type_id>" in route else world.vote.pk,
     }
+    if ids["object_id"] is None:
+        ids["object_id"] = world.study.pk if "<path:content_type_id>" in route else world.vote.pk
     path = re.sub(r"<slug:\w+>", world.study.slug, route)
     path = re.sub(r"<(?:int|str|path):(\w+)>", lambda m: str(ids.get(m.group(1), world.vote.pk)), path)
     return "/" + path
@@ -134,16 +155,16 @@ def world(db):
     make_question(study)
     variant = make_variant(question)
     vote = make_vote(study.items.first(), human_pool(study))
-    personas = {
-        name: Client()
-        for name in ("anonymous", "rater", "other_rater", "staff", "staff_no_permissions", "staff_view_only")
-    }
+    personas = {name: Client() for name in PERSONAS}
     for name in ("rater", "other_rater"):
         assert personas[name].post("/s/matrix/", {"participant_id": name, "consent": "on"}).status_code == 302
-    personas["staff"].force_login(make_staff())
+    superuser, view_only = make_staff(), make_staff_with(*view_permissions())
+    personas["staff"].force_login(superuser)
     personas["staff_no_permissions"].force_login(make_staff_with())
-    personas["staff_view_only"].force_login(make_staff_with(*view_permissions()))
-    return SimpleNamespace(study=study, variant=variant, vote=vote, personas=personas)
+    personas["staff_view_only"].force_login(view_only)
+    personas["staff_add_vote_only"].force_login(make_staff_with("annotations.add_vote"))
+    keys = [Token.objects.create(user=user).key for user in (superuser, view_only)]
+    return SimpleNamespace(study=study, variant=variant, vote=vote, personas=personas, superuser=superuser, keys=keys)
 
 
 def _allowed(category: str, persona: str, route: str, response) -> bool:
@@ -161,7 +182,11 @@ def _allowed(category: str, persona: str, route: str, response) -> bool:
             return status in (200, 302) and "/admin/" not in location
         return status == 302 and location.endswith(f"/s/{'matrix'}/")
     # staff only
-    if persona == "staff_no_permissions" and route not in NO_PERMISSION_NEEDED:
+    if persona == "staff_add_vote_only" and ADD_VOTE_PAGES.search(route):
+        # The form, and a progress page (a sample token: back to the form); the API's import is
+        # a POST (refused or not allowed as a GET) and its state a 404 for a sample token.
+        return (status < 400 or route.startswith("api/")) and "/admin/login/" not in location
+    if persona in ("staff_no_permissions", "staff_add_vote_only") and route not in NO_PERMISSION_NEEDED:
         # Refused; or the admin's 404 for an app they may not see, 405 for a POST-only page, or
         # its redirect from an object's old address to its change page (refused in turn).
         admin_way = route.startswith("admin/") and (
@@ -177,9 +202,7 @@ def _allowed(category: str, persona: str, route: str, response) -> bool:
     return status in (401, 403) or (status == 302 and "/admin/login/" in location)
 
 
-@pytest.mark.parametrize(
-    "persona", ["anonymous", "rater", "other_rater", "staff", "staff_no_permissions", "staff_view_only"]
-)
+@pytest.mark.parametrize("persona", PERSONAS)
 def test_each_route_answers_each_persona_as_the_matrix_says(world, persona):
     client = world.personas[persona]
     client.raise_request_exception = False
@@ -192,7 +215,32 @@ def test_each_route_answers_each_persona_as_the_matrix_says(world, persona):
         response = client.get(_path(route, world))
         if not _allowed(category, persona, route, response):
             wrong.append((route, _path(route, world), response.status_code, response.get("Location", "")))
+        elif _shows_a_key(response, world.keys):
+            wrong.append((route, _path(route, world), "shows an API key"))
     assert not wrong, f"{persona}: {wrong}"
+
+
+def _shows_a_key(response, keys: list[str]) -> bool:
+    body = b"".join(response.streaming_content) if response.streaming else response.content
+    return any(key.encode() in body for key in keys)
+
+
+def test_no_page_of_the_api_keys_shows_a_key_to_view_only_staff(world):
+    """Every admin page of the key model (list, change page, history...) and every API listing,
+    read by a staff member holding every "view" permission, and by a superuser: the superuser's
+    key, and their own, are nowhere. (Reading the superuser's key is becoming the superuser.)"""
+    key_routes = [route for route in routes() if route.startswith(("admin/api/", "admin/authtoken/", "api/"))]
+    assert any("apikey" in route or "tokenproxy" in route for route in key_routes)
+    for persona in ("staff_view_only", "staff"):
+        client = world.personas[persona]
+        shown = []
+        for route in key_routes:
+            response = client.get(_path(route, world))
+            if _shows_a_key(response, world.keys):
+                shown.append((route, response.status_code))
+        assert not shown, f"{persona} reads an API key on {shown}"
+    listing = world.personas["staff_view_only"].get("/admin/api/apikey/")
+    assert listing.status_code == 200 and world.superuser.username in listing.content.decode()
 
 
 def test_a_rater_sees_and_votes_only_on_their_own_items(world):

@@ -126,7 +126,7 @@ def test_the_api_refuses_a_study_whose_instructions_nest_too_deep(token_client):
 
 
 def test_a_vote_file_with_an_answer_nested_too_deep_is_refused_naming_line_and_field(db, tmp_path):
-    make_study(slug="nested")
+    make_study(status="draft", slug="nested")
     rows = [list(row) for row in GOOD_ROWS]
     rows[0][2] = "+ " * 600  # answer_a1 of the first vote
     path = write_csv(tmp_path / "nested.csv", rows)

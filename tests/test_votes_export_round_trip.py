@@ -152,7 +152,7 @@ def test_the_export_into_a_study_without_its_questions_is_refused_naming_one(tmp
 
 def assert_refused_and_nothing_written(tmp_path, csv_text: str, match: str) -> None:
     """Import `csv_text` into a new study: refused with `match`, and no vote written."""
-    study = make_study(slug="refused")
+    study = make_study(status="draft", slug="refused")
     path = tmp_path / "v.csv"
     path.write_text(csv_text, encoding="utf-8")
     with pytest.raises(CommandError, match=match):
@@ -191,7 +191,7 @@ def test_the_api_and_the_admin_page_list_the_columns_not_imported(
     token_client, staff_client, tmp_path, settings, django_capture_on_commit_callbacks
 ):
     settings.STUDY_UPLOAD_DIR = tmp_path / "uploads"
-    make_study(slug="api"), make_study(slug="page")
+    make_study(status="draft", slug="api"), make_study(status="draft", slug="page")
     expected = {"counted": "computed by the analysis", "excluded_because": "computed by the analysis"}
     for client, url, data in (
         (token_client, reverse("api:votes-import"), {"format": "multipart"}),

@@ -31,7 +31,7 @@ def seed() -> None:
 
     from tests.factories import make_staff, make_study
 
-    make_study(slug="there")
+    make_study(status="draft", slug="there")
     Token.objects.create(user=make_staff(), key=TOKEN)
 
 

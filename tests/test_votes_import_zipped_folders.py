@@ -81,7 +81,7 @@ def test_the_api_imports_a_zipped_mtbench_folder_whose_files_sit_in_one_folder(
 def test_the_admin_imports_a_zipped_prd_folder_three_levels_deep(
     staff_client, prd_subset, django_capture_on_commit_callbacks
 ):
-    study = make_study(slug="prd")
+    study = make_study(status="draft", slug="prd")
     with django_capture_on_commit_callbacks(execute=True):
         response = staff_client.post(ADMIN, {"file": upload(zip_folder(prd_subset)), "format": "prd", "study": "prd"})
     assert response.status_code == 302, response.content.decode()[-2000:]

@@ -42,9 +42,7 @@ def over_bound(ratio, bound) -> bool:
 @register.filter
 def context_as_raters_see_it(template: str) -> str:
     """A context as the rater page shows it with A1 on the left (plain text: escaped where shown).
-    {judge_family} stays a placeholder: each LLM judge reads its own family there."""
-    try:
-        a1, a2 = context_text.rater_labels("a1")
-        return context_text.render(template, a1=a1, a2=a2, judge_family="[the judge's own model family]")
-    except (context_text.ContextError, KeyError, IndexError, ValueError):
-        return template
+    {judge_family} stays a placeholder: each LLM judge reads its own family there. (Rendering
+    never fails, whatever was stored: annotations.context.render.)"""
+    a1, a2 = context_text.rater_labels("a1")
+    return context_text.render(template, a1=a1, a2=a2, judge_family="[the judge's own model family]")

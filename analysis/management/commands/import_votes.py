@@ -2,7 +2,11 @@
 analysis.importers.FORMATS; several paths for alpaca_eval only).
 
 The task worker's job for a file uploaded in the admin or the API calls the same service
-(`vote_import.votes_import_path`, by way of analysis/uploads.py)."""
+(`vote_import.votes_import_path`, by way of analysis/uploads.py). The command is run by an
+operator of the server, not by a user of the site: it skips the check that the user holds the
+permissions to add the questions, answers, items, judges and raters a file makes (the admin page
+and the API make it). Adding items to a study collecting from people, and handing new items to
+raters, are refused here too unless asked for (--add-to-collecting, --for-raters)."""
 
 from __future__ import annotations
 
@@ -31,6 +35,16 @@ class Command(BaseCommand):
         parser.add_argument("--create", action="store_true", help="create the study if there is none by that slug")
         parser.add_argument("--title", help="title of the study --create makes (default: its slug)")
         parser.add_argument("--limit", type=int, help="import only the first N votes (LLMBar: vote rows)")
+        parser.add_argument(
+            "--add-to-collecting",
+            action="store_true",
+            help="let the import add items to a study that is collecting votes from people (refused without it)",
+        )
+        parser.add_argument(
+            "--for-raters",
+            action="store_true",
+            help="hand the items the import adds to raters (without it they are for the file's and LLM judges only)",
+        )
 
     def handle(self, *args, **options) -> None:
         paths = [Path(p) for p in options["path"]]
@@ -53,6 +67,8 @@ class Command(BaseCommand):
                 title=options["title"],
                 limit=options["limit"],
                 progress=progress,
+                add_to_collecting=options["add_to_collecting"],
+                for_raters=options["for_raters"],
             )
         except importers.ImportProblem as exc:
             # Every problem the file has, each with its file, line and field (the first 200, then a count).
