@@ -253,7 +253,7 @@ def test_it_gives_what_the_authors_procedure_gives_on_mtbench_at_each_epsilon():
 
 @pytest.mark.dataset(MTBENCH)
 def test_the_imported_mtbench_study_reports_the_authors_figures_as_rows(db):
-    study = make_study(slug="mtbench")
+    study = make_study(status="draft", slug="mtbench")
     call_command("import_votes", str(dataset_path(MTBENCH)), "--format", "mtbench", "--study", "mtbench", verbosity=0)
     for epsilon, (omega, rho) in AUTHORS.items():
         table = services.study_analyze(study=study, options=Options(alt_epsilon=epsilon, bootstrap=20))["rows"]
