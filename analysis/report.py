@@ -217,7 +217,10 @@ def conventions(filters: Filters, options: Options) -> dict:
             "Wilson on the effective number of votes p(1-p)/V, V cluster-robust (CR1) and never below the "
             "scored votes' own variance (a tie scored 1/2 varies less); position, longer wins, verbosity bins"
         ),
-        "interval_fallback": "Wilson on the number of questions when the rate is 0 or 1 or all resamples agree",
+        "interval_fallback": (
+            "Wilson on the number of clusters (questions, one prompt key's counting once) when the rate is 0 or 1 "
+            "or all resamples agree"
+        ),
         "position_test": metrics.POSITION_TEST,
         "p_adjust": P_ADJUST,
         "position_consistency": (

@@ -3,14 +3,14 @@ less than one scored 0 or 1, so at 60% ties the interval of n independent votes 
 Wilson's on n votes (by √(p(1 − p) / (p(1 − p) − t/4)), 1.58 at p = ½). Checked against a known
 truth: hand-computed variances, and simulated studies whose truth is known by construction
 (bias and coverage of the 95% interval over many draws) at 0, 30 and 60% ties, for the position
-difference, "longer answer wins" and the verbosity bins."""
+difference, "longer answer wins", the verbosity bins and the LC fit's raw win rate."""
 
 import numpy as np
 import pandas as pd
 import pytest
 from scipy.special import expit
 
-from analysis import metrics, stats
+from analysis import lc, metrics, stats
 from analysis.frame import by_judge
 from analysis.simulate import votes_frame
 
@@ -155,3 +155,23 @@ def test_the_group_variance_knows_the_ties_as_the_pooled_one_does():
         pooled = stats.clustered_rates(x[:, None], (group == g).astype(float)[:, None], clusters)[0]
         assert grouped[g]["ci"] == pytest.approx(pooled["ci"])
         assert grouped[g]["n_eff"] > grouped[g]["n"]  # six ties in ten: more than the votes
+
+
+@pytest.mark.parametrize("tie", TIES)
+def test_the_raw_win_rate_of_the_lc_fit_covers_its_truth_at_every_tie_share(tie):
+    # The LC fit's raw rate (a tie counts half in each item's y) has the sandwich variance of
+    # those scored items: no cap to lift, and its interval covers the truth with ties too.
+    rng = np.random.default_rng(7 + int(tie * 10))
+    truth = (1 - tie) * mean_expit(0.4, SPREAD) + tie / 2
+    lean = expit(0.4 + SPREAD * rng.standard_normal((DRAWS, QUESTIONS)))[:, :, None]
+    draw = rng.random((DRAWS, QUESTIONS, VOTES))
+    is_tie = draw < tie
+    a2 = ~is_tie & (rng.random((DRAWS, QUESTIONS, VOTES)) < lean)
+    y = (a2.sum(axis=2) + is_tie.sum(axis=2) / 2) / VOTES
+    groups, questions = np.full(QUESTIONS, "control"), np.arange(QUESTIONS)
+    delta, votes = rng.normal(0, 30, QUESTIONS), np.full(QUESTIONS, float(VOTES))
+    fits = [lc.fit(groups, questions, delta, y[d], votes, lambdas=(1.0,)) for d in range(DRAWS)]
+    estimates = np.array([f.raw_winrate["control"] for f in fits])
+    bias, covered = coverage(estimates, np.array([f.raw_ci["control"] for f in fits]), truth)
+    assert abs(bias) < 0.01
+    assert 0.93 <= covered <= 0.97, f"{tie:.0%} ties: the raw win rate covered {covered:.1%}"
