@@ -11,9 +11,10 @@ gives the definitions and their intervals.
 - Order-swapped pairs: on one item, every vote shown A1 first with every vote shown A2 first,
   from votes without a rater (one judge asked twice; a human pool's two votes come from two
   people) whose order is known. With one vote per order an item is one pair, as in Shi et al.
-- Rates pool the pairs (or votes) of all items; intervals are clustered by question
-  (``stats.clustered_rates``: Wilson on the effective number, the Wilson fallback on the
-  number of questions at 0 or 1). An empty base is ``None`` with n = 0.
+- Rates pool the pairs (or votes) of all items; intervals are clustered by question, the
+  questions of one prompt key as one (``cluster_id``; ``stats.clustered_rates``: Wilson on the
+  effective number, the Wilson fallback on the number of clusters at 0 or 1). An empty base
+  is ``None`` with n = 0.
 """
 
 from __future__ import annotations
@@ -61,7 +62,8 @@ def swapped_pairs(votes: pd.DataFrame) -> pd.DataFrame:
     consistent (the same verdict), both unread, primacy (the answer shown first both times),
     recency (the answer shown second both times), and correct in both orders (gold known)."""
     rows = np.flatnonzero(_no_rater(votes))
-    columns = ["judge", "item_id", "question_id", "subset", "pairs", "consistent", "both_unread", "primacy", "recency"]
+    columns = ["judge", "item_id", "question_id", "cluster_id", "subset", "pairs", "consistent", "both_unread"]
+    columns += ["primacy", "recency"]
     if not len(rows):
         return pd.DataFrame({c: pd.Series(dtype=float) for c in [*columns, "both_correct", "gold_pairs"]})
     # Per judge and item, so that one call serves every judge (the report splits the rows by judge).
@@ -91,6 +93,7 @@ def swapped_pairs(votes: pd.DataFrame) -> pd.DataFrame:
             "judge": judge[judge_code[first_vote]],
             "item_id": votes["item_id"].to_numpy()[at],
             "question_id": votes["question_id"].to_numpy()[at],
+            "cluster_id": votes["cluster_id"].to_numpy()[at],
             "subset": votes["subset"].to_numpy(dtype=object)[at],
             "pairs": pairs[keep],
             "consistent": (first[:, :3] * second[:, :3]).sum(axis=1),
@@ -124,7 +127,7 @@ def position_consistency(votes: pd.DataFrame, *, pairs: pd.DataFrame | None = No
         for value, b in shares:
             values.append(value)
             bases.append(np.where(mask, b, 0.0))
-    clusters = stats.Clusters(pairs["question_id"].to_numpy())
+    clusters = stats.Clusters(pairs["cluster_id"].to_numpy())
     rates = _rates(np.stack(values, axis=1), np.stack(bases, axis=1), clusters)
     out: dict = {}
     for k, (name, mask) in enumerate(parts):
@@ -165,16 +168,16 @@ def repetition_stability(votes: pd.DataFrame) -> dict:
     scheme, n_schemes = pd.factorize(votes["label_scheme"])
     key = (item * (len(n_shown) + 1) + shown_first + 1) * (len(n_schemes) + 1) + scheme + 1
     request = stats.cluster_codes(key[keep] * 2 + votes["labels_swapped"].to_numpy(bool)[keep])
-    verdict, question_id = _verdicts(votes)[keep], votes["question_id"].to_numpy()[keep]
+    verdict, cluster_id = _verdicts(votes)[keep], votes["cluster_id"].to_numpy()[keep]
     counts = np.bincount(request * 3 + verdict, minlength=(int(request.max()) + 1) * 3).reshape(-1, 3)
     n = counts.sum(axis=1)
     repeated = n >= 2
     if not repeated.any():
         return dict(EMPTY_RATE)
-    question = np.zeros(len(n), dtype=np.int64)
-    question[request] = question_id
+    cluster = np.zeros(len(n), dtype=np.int64)
+    cluster[request] = cluster_id
     share = counts.max(axis=1)[repeated] / n[repeated]
-    return _rates(share[:, None], np.ones((len(share), 1)), stats.Clusters(question[repeated]))[0]
+    return _rates(share[:, None], np.ones((len(share), 1)), stats.Clusters(cluster[repeated]))[0]
 
 
 def gold_accuracy(votes: pd.DataFrame, *, rater: np.ndarray | None = None, pairs: pd.DataFrame | None = None) -> dict:
@@ -187,7 +190,7 @@ def gold_accuracy(votes: pd.DataFrame, *, rater: np.ndarray | None = None, pairs
     # Plain arrays of the votes with a gold label (a frame's boolean indexing copies every column).
     choice = votes["choice"].to_numpy(dtype=object)[has_gold]
     correct = (choice == gold_label[has_gold]).astype(float)
-    question_id = votes["question_id"].to_numpy()[has_gold]
+    cluster_id = votes["cluster_id"].to_numpy()[has_gold]
     n_gold = len(correct)
     parts = _subset_masks(votes["subset"].to_numpy()[has_gold]) if n_gold else [(None, np.zeros(0, bool))]
     in_order = [equals(votes["shown_first"], order)[has_gold] for order in ("a1", "a2")]
@@ -204,7 +207,7 @@ def gold_accuracy(votes: pd.DataFrame, *, rater: np.ndarray | None = None, pairs
             weight = (n1 + n2) * (bases[-2] / (2 * n1) + bases[-1] / (2 * n2))
         bases.append(weight)
         values.append(correct)
-    clusters = stats.Clusters(question_id, None if rater is None else rater[has_gold])
+    clusters = stats.Clusters(cluster_id, None if rater is None else rater[has_gold])
     rates = _rates(np.stack(values, axis=1), np.stack(bases, axis=1), clusters)
     pairs = swapped_pairs(votes) if pairs is None else pairs
     pair_parts = _subset_masks(pairs["subset"].to_numpy()) if len(pairs) else [(None, np.zeros(0, bool))]
@@ -219,7 +222,7 @@ def gold_accuracy(votes: pd.DataFrame, *, rater: np.ndarray | None = None, pairs
             _rates(
                 np.stack([both_value] * len(pair_parts), axis=1),
                 np.stack([np.where(mask, gold_pairs, 0.0) for _, mask in pair_parts], axis=1),
-                stats.Clusters(pairs["question_id"].to_numpy()),
+                stats.Clusters(pairs["cluster_id"].to_numpy()),
             ),
             strict=True,
         )

@@ -35,6 +35,7 @@ VOTE_COLUMNS = [
     "study",
     "vote_id",
     "question_id",
+    "prompt_key",
     "bloom",
     "is_gold",
     "group",
@@ -145,6 +146,7 @@ def votes_rows(study: Study, *, chunk_size: int = 2000) -> Iterator[list]:
     fields = [
         "id",
         "item__question__external_id",
+        "item__question__prompt_key",
         "item__question__bloom_level",
         "item__question__is_gold",
         "item__kind__slug",
@@ -197,6 +199,7 @@ def votes_rows(study: Study, *, chunk_size: int = 2000) -> Iterator[list]:
             study.slug,
             rec["id"],
             rec["item__question__external_id"],
+            rec["item__question__prompt_key"],
             rec["item__question__bloom_level"],
             rec["item__question__is_gold"],
             "gold" if rec["item__question__is_gold"] else (kind or CONTROL),

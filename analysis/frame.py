@@ -33,6 +33,10 @@ Optional (``OPTIONAL_COLUMNS``, filled with the default when a loader has no suc
   could not be read (they count as not correct against a gold label, analysis.consistency).
 - ``gold_label`` ("a1"/"a2", "" unknown): the answer known to be better.
 - ``subset`` (str, "" for none): the part of an imported data set the question comes from.
+- ``cluster_id`` (int): the cluster of the vote's question in every interval and test: the
+  question's own id, or, for the questions that share a prompt key (``Question.prompt_key``:
+  several systems answering one instruction), the smallest id among them. Default: the
+  question's id (each question its own cluster).
 - ``a1_system`` / ``a2_system`` (str, "" unknown): the system that wrote each answer
   (``Answer.system``), for self-preference (``analysis.selfpref``).
 - ``prob_first`` / ``prob_second`` / ``prob_tie`` (float): the probability the judge put on
@@ -92,6 +96,7 @@ OPTIONAL_COLUMNS = {
     "a1_system": "",
     "a2_system": "",
     **{f"prob_{option}": np.nan for option in OPTIONS},
+    "cluster_id": None,  # None: the question's id (normalise)
 }
 
 _CATEGORICAL = (
@@ -123,6 +128,10 @@ def normalise(frame: pd.DataFrame) -> pd.DataFrame:
     missing = [c for c in COLUMNS if c not in frame.columns]
     if missing:
         raise ValueError(f"votes frame lacks columns: {', '.join(missing)}")
+    if frame["cluster_id"].dtype != np.int64:
+        given = frame["cluster_id"].to_numpy(dtype=float)
+        own = frame["question_id"].to_numpy(dtype=float)
+        frame["cluster_id"] = np.where(np.isnan(given), own, given).astype(np.int64)
     # Only columns without their dtype are set again (setting a column copies it; the database
     # loader's columns have theirs already).
     for col, dtype in _DTYPES.items():

@@ -11,6 +11,9 @@ every such file under it. What becomes what:
   the questions of one instruction are known as one (``analysis.lc_alpaca`` reads its
   difficulty from them). A model's answer is not a rewrite of the baseline's, so it is not a
   perturbation group: like PRD's and MT-bench's model pairs, each pair is its own question.
+  The questions of one instruction share its prompt key (``Question.prompt_key``), so the
+  analysis clusters them as one: AlpacaEval names an instruction by its text alone, so the key
+  is the text's digest (``importers.prompt_key``), the same in every file and import.
   No Bloom levels: every question is ``understanding``.
 - A1 is ``output_1`` (the baseline, ``Answer.system`` = ``generator_1``), A2 ``output_2`` (the
   model, ``generator_2``). Every record must name the same baseline: the LC compares each model
@@ -49,6 +52,7 @@ from analysis.importers import (
     _add_item,
     _add_question,
     every_problem,
+    prompt_key,
 )
 from annotations.models import BloomLevel
 from annotations.study_files import Problems
@@ -166,9 +170,10 @@ def _vote(file: Path, n: int, rec, questions: dict, numbers: dict, seen: dict, b
         )
     seen[key] = f"{file.name} {where}"
     external = f"{model}#{number}"
-    question = _add_question(
-        questions, QuestionRecord(external, rec["instruction"], BloomLevel.UNDERSTANDING, subset=model), file, None
+    record = QuestionRecord(
+        external, rec["instruction"], BloomLevel.UNDERSTANDING, subset=model, prompt_key=prompt_key(rec["instruction"])
     )
+    question = _add_question(questions, record, file, None)
     a1, a2 = f"{external}-output_1", f"{external}-output_2"
     _add_answer(question, AnswerRecord(a1, rec["output_1"], system=rec["generator_1"].strip()), file, None, where)
     _add_answer(question, AnswerRecord(a2, rec["output_2"], system=model), file, None, where)

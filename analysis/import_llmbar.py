@@ -5,6 +5,9 @@ records for ``vote_import.votes_import_path``: ``manage.py import_votes PATH --f
 
 - One question per (subset, instance), external id ``<subset>#<instance>`` (``LLMBar/Natural#0``),
   whose subset is kept on the question (``Question.subset``) so every figure can be cut by it.
+  Instances of several subsets may ask the same input (198 of the 1,200 share one with another):
+  the questions of one input share its prompt key (``importers.prompt_key``, a digest of the
+  text), so the analysis clusters them as one.
   A1 is ``output_1``, A2 ``output_2``; the item's gold label is the data set's ``label``
   (1 → a1, 2 → a2). LLMBar has no Bloom levels: every question is ``understanding``.
 - One imported judge per evaluator and strategy, named ``"<evaluator> / <strategy>"``
@@ -36,6 +39,7 @@ from analysis.importers import (
     _add_answer,
     _add_item,
     every_problem,
+    prompt_key,
 )
 from annotations.models import BloomLevel
 from annotations.study_files import Problems
@@ -156,7 +160,10 @@ def _question(row: dict, line: int, path: Path, items: list[dict], questions: di
         )
     question = questions.get(external)
     if question is None:
-        question = questions[external] = QuestionRecord(external, rec["input"], BloomLevel.UNDERSTANDING, subset=subset)
+        # Instances of several subsets ask the same input (198 of the 1,200): one prompt, one cluster.
+        question = questions[external] = QuestionRecord(
+            external, rec["input"], BloomLevel.UNDERSTANDING, subset=subset, prompt_key=prompt_key(rec["input"])
+        )
         _add_answer(question, AnswerRecord(f"{external}-output_1", rec["output_1"]), path, line, "output_1")
         _add_answer(question, AnswerRecord(f"{external}-output_2", rec["output_2"]), path, line, "output_2")
         gold = "a1" if rec["label"] == 1 else "a2"

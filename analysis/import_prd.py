@@ -5,7 +5,8 @@ Model based Evaluations"; ``../shared/datasets/prd_vicuna80_lfqa``, its README d
 
 - One question per (Vicuna question, unordered pair of systems), external id
   ``prd-<qid>-<system>-vs-<system>`` with A1/A2 = the two systems in alphabetical order, so every
-  judge's votes on the same pair meet on the same item. Each answer keeps its system
+  judge's votes on the same pair meet on the same item. The pairs of one Vicuna question share
+  its prompt key ``prd-<qid>`` (``Question.prompt_key``): the analysis clusters them as one. Each answer keeps its system
   (``Answer.system``: bard, claude, gpt35, gpt4, vicuna-13b, guanaco-7b/13b/33b/65b).
 - Answers: ``vicuna80/generations/answer_<system>.jsonl``; Guanaco's from
   ``qlora_vicuna/generations`` (``generation_truncated``: the reply cut at the model's own next
@@ -126,7 +127,9 @@ def _vote(row: dict, where: tuple, judge: str, x: str, y: str, vote_round: int, 
     q = by_id[qid]
     question = _add_question(
         questions,
-        QuestionRecord(external, q["text"], VICUNA_BLOOM.get(q.get("category"), "understanding")),
+        QuestionRecord(
+            external, q["text"], VICUNA_BLOOM.get(q.get("category"), "understanding"), prompt_key=f"prd-{qid}"
+        ),
         *where,
     )
     for system in (first, second):

@@ -11,7 +11,9 @@ MT-bench human judgments (Zheng et al. 2023; ``../shared/datasets/mtbench_human_
 them. One question per (MT-bench question, model pair, turn), A1/A2 = the two models in
 alphabetical order (the winner is flipped when a row lists them the other way round), so human
 and GPT-4 votes on the same pair meet on the same item. Human votes go to the imported judge
-``mtbench-human`` with one rater per expert/author; GPT-4's to ``mtbench-gpt4-pair``.
+``mtbench-human`` with one rater per expert/author; GPT-4's to ``mtbench-gpt4-pair``. The
+questions of one MT-bench question (both turns, every pair) share its prompt key
+``mtbench-<question_id>`` (``Question.prompt_key``): the analysis clusters them as one.
 
 - Lengths: each answer is the assistant message the vote judged, so a turn-2 vote uses the
   length of the *second* assistant answer (turn 1: the first). The blog figures in the dataset's
@@ -30,6 +32,7 @@ and GPT-4 votes on the same pair meet on the same item. Human votes go to the im
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import math
@@ -68,6 +71,7 @@ TRUE, FALSE = {"1", "true", "yes", "y"}, {"0", "false", "no", "n", ""}
 MAX_FIELD_CHARS = 128 * 1024
 MAX_ID_CHARS = {
     "question_id": 120,
+    "prompt_key": 120,
     "answer_a1_id": 120,
     "answer_a2_id": 120,
     "a2_original_id": 120,
@@ -129,6 +133,10 @@ class QuestionRecord:
     # group → "a1"/"a2": the item's gold label, where known
     gold: dict[str, str] = field(default_factory=dict)
     is_gold: bool = False  # an attention-check question
+    # The prompt the question asks, shared by every question that asks it (Question.prompt_key):
+    # the data set's own prompt id where several systems answered it. None: the source does
+    # not say (a CSV without the column), so a question the study has keeps its own.
+    prompt_key: str | None = None
 
 
 @dataclass
@@ -181,6 +189,13 @@ def parse(fmt: str, path: Path | list[Path], *, known_groups: set[str], limit: i
     return import_string(FORMATS[fmt])(path, known_groups=known_groups, limit=limit)
 
 
+def prompt_key(text: str) -> str:
+    """The prompt key of a prompt a data set names by its text alone (AlpacaEval's instructions,
+    LLMBar's inputs): ``prompt-`` and the first 16 hex digits of the text's SHA-256, the same in
+    every file and import."""
+    return "prompt-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
 def _add_question(questions: dict, rec: QuestionRecord, path, line) -> QuestionRecord:
     known = questions.setdefault(rec.external_id, rec)
     if known is rec and (problem := rendering.text_problem(rec.text or "")):
@@ -193,6 +208,10 @@ def _add_question(questions: dict, rec: QuestionRecord, path, line) -> QuestionR
         )
     if known.subset != rec.subset:
         raise ImportProblem(path, line, "subset", f"question {rec.external_id!r} has a different subset than before")
+    if known.prompt_key != rec.prompt_key:
+        raise ImportProblem(
+            path, line, "prompt_key", f"question {rec.external_id!r} has a different prompt key than before"
+        )
     return known
 
 
@@ -248,6 +267,7 @@ COLUMNS = (  # every column the format reads: the required ones, then the others
     "not_familiar",
     "parse_status",
     "perturbation_kind",
+    "prompt_key",
     "prompt_style",
     "question",
     "rater",
@@ -385,7 +405,14 @@ def _csv_row(
         raise ImportProblem(path, line, "prob_first", f"the prob_ columns ({shown}) do not add up to 1")
     question = _add_question(
         questions,
-        QuestionRecord(qid, row.get("question"), bloom, subset=get("subset"), is_gold=is_gold),
+        QuestionRecord(
+            qid,
+            row.get("question"),
+            bloom,
+            subset=get("subset"),
+            is_gold=is_gold,
+            prompt_key=get("prompt_key") if "prompt_key" in row else None,
+        ),
         path,
         line,
     )
@@ -707,7 +734,8 @@ def _mtbench_row(row, line, path, judge_name, by_id, answers, questions) -> Vote
     mt = by_id[qid]
     text = mt["turns"][0] if turn == 1 else f"{mt['turns'][0]}\n\n(Follow-up) {mt['turns'][1]}"
     bloom = MTBENCH_BLOOM.get(mt["category"], BloomLevel.UNDERSTANDING)
-    question = _add_question(questions, QuestionRecord(external, text, bloom), path, line)
+    # Both turns and every model pair of an MT-bench question share its prompt: one cluster.
+    question = _add_question(questions, QuestionRecord(external, text, bloom, prompt_key=f"mtbench-{qid}"), path, line)
     for model in (first, second):
         _add_answer(
             question,

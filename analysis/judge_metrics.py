@@ -21,14 +21,14 @@ from analysis.rows import Row, judge_metric, rate_row, row
 @dataclass
 class JudgeData:
     """What a judge's metrics read: its counted votes, its item preferences and the study's
-    bootstrap over questions (``analysis.report`` builds it)."""
+    bootstrap over the clusters of questions (``analysis.report`` builds it)."""
 
     judge: str
     kind: str
     votes: pd.DataFrame  # the judge's counted votes (analysis/frame.py documents the columns)
     prefs: pd.DataFrame | None  # its item preferences (metrics.item_preferences), with an orientation
-    question_index: pd.Index  # every question with a counted vote, the bootstrap's order
-    counts: np.ndarray  # resamples × questions (stats.bootstrap_counts)
+    cluster_index: pd.Index  # every cluster (cluster_id) with a counted vote, the bootstrap's order
+    counts: np.ndarray  # resamples × clusters (stats.bootstrap_counts)
     groups: list[str]  # the perturbation groups of the study
     semantics: dict[str, str]  # group → "degrading" / "preserving"
     options: object  # analysis.report.Options
@@ -62,7 +62,7 @@ class JudgeData:
             indicators = metrics.asr_indicators(metrics.oriented_pairs(self.prefs))
             got_asr, got_acc, parts = metrics.asr_and_accuracy(
                 indicators,
-                self.question_index,
+                self.cluster_index,
                 self.counts,
                 self.groups,
                 self.semantics,
@@ -82,11 +82,11 @@ def _asr_rows(data: JudgeData, asr: dict, acc: dict, bloom: str = "") -> list[Ro
     out = []
     for g in data.groups:
         rate = asr.get(g, metrics.rate(0, 0, (None, None)))
-        # ASR and accuracy resample questions: their n is a number of questions, the clusters.
-        out.append(data.rate_row("asr", {**rate, "clusters": rate["n"]}, group=g, bloom=bloom))
+        # ASR and accuracy resample the clusters of questions: n is a number of questions.
+        out.append(data.rate_row("asr", {"clusters": rate["n"], **rate}, group=g, bloom=bloom))
         if data.semantics[g] == "degrading":
             rate = acc.get(g, metrics.rate(0, 0, (None, None)))
-            out.append(data.rate_row("accuracy", {**rate, "clusters": rate["n"]}, group=g, bloom=bloom))
+            out.append(data.rate_row("accuracy", {"clusters": rate["n"], **rate}, group=g, bloom=bloom))
     return out
 
 
@@ -203,6 +203,7 @@ def length_controlled(data: JudgeData) -> list[Row]:
         control=CONTROL,
         lambdas=options.lc_lambdas,
         seed=options.seed,
+        clusters=prefs["cluster_id"].to_numpy(),
     )
     if result is None:
         return []
@@ -220,7 +221,13 @@ def length_controlled(data: JudgeData) -> list[Row]:
             n_questions = result.n_questions.get(g)
             out.append(
                 data.row(
-                    metric, value, ci=intervals.get(g), n=n_questions, clusters=n_questions, group=g, convention=measure
+                    metric,
+                    value,
+                    ci=intervals.get(g),
+                    n=n_questions,
+                    clusters=result.n_clusters.get(g),
+                    group=g,
+                    convention=measure,
                 )
             )
     for g in result.groups:

@@ -31,7 +31,8 @@ outside every stratum (a log-F(1, 1) prior on the effects, Greenland & Mansourni
 judge that always picks the same label or position still gets a finite estimate.
 
 Votes on one question are not independent, so intervals and p-values come from the
-cluster-robust (sandwich) variance with questions as clusters, CR1 scaling G/(G−1) and a t
+cluster-robust (sandwich) variance with questions as clusters (the questions of one prompt key
+as one: ``cluster_id``), CR1 scaling G/(G−1) and a t
 distribution with G−1 degrees of freedom; never narrower than the model-based variance, so an
 interval does not collapse to a point when every question agrees.
 
@@ -342,7 +343,7 @@ def label_and_position(
     votes: pd.DataFrame, scheme_labels: dict[str, tuple[str, str]] | None = None, *, level: float = 0.95
 ) -> dict | None:
     """Position and label effects of one judge's counted votes (``analysis.frame`` columns
-    item_id, question_id, shown_first, labels_swapped, label_scheme, choice_shown, order_known),
+    item_id, cluster_id, shown_first, labels_swapped, label_scheme, choice_shown, order_known),
     conditional on each item, with the marginal (pooled) effects beside them under ``marginal``.
 
     ``scheme_labels`` names each scheme's first and second label (e.g. "ab" → ("A", "B")); a
@@ -360,7 +361,8 @@ def label_and_position(
     y = first[keep].astype(float)
     o = np.where(equals(votes["shown_first"], "a1")[keep], 1.0, -1.0)
     s = np.where(votes["labels_swapped"].to_numpy(dtype=bool)[keep], -1.0, 1.0)
-    question, questions = pd.factorize(votes["question_id"].to_numpy()[keep])
+    # The clusters of the sandwich: questions, the questions of one prompt key as one.
+    question, questions = pd.factorize(votes["cluster_id"].to_numpy()[keep])
     n_questions = len(questions)
     item, _ = pd.factorize(votes["item_id"].to_numpy()[keep])
     scheme_code, scheme_values = sorted_codes(votes["label_scheme"], keep)

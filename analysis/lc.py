@@ -85,6 +85,7 @@ class LCResult:
     raw_effect: dict[str, float] = field(default_factory=dict)
     raw_effect_ci: dict[str, tuple[float, float]] = field(default_factory=dict)
     n_questions: dict[str, int] = field(default_factory=dict)
+    n_clusters: dict[str, int] = field(default_factory=dict)  # the questions of one prompt key are one
 
 
 @dataclass
@@ -101,10 +102,22 @@ class Items:
     n_g: int
     n_q: int
     control: int  # index of the control group
+    # Each question's cluster for the intervals (0..n_c-1: the questions of one prompt key are
+    # one); None: every question is its own.
+    cluster: np.ndarray | None = None
+    n_c: int = 0
 
     def take(self, mask: np.ndarray) -> Items:
         d = self
-        return Items(d.g[mask], d.q[mask], d.t[mask], d.y[mask], d.w[mask], d.o[mask], d.n_g, d.n_q, d.control)
+        return Items(
+            d.g[mask], d.q[mask], d.t[mask], d.y[mask], d.w[mask], d.o[mask], d.n_g, d.n_q, d.control, d.cluster, d.n_c
+        )
+
+    def by_cluster(self, per_question: np.ndarray) -> np.ndarray:
+        """Per-question values summed per cluster (the same values when each is its own)."""
+        if self.cluster is None:
+            return per_question
+        return np.bincount(self.cluster, weights=per_question, minlength=self.n_c)
 
     @property
     def is_control(self) -> np.ndarray:
@@ -258,9 +271,11 @@ def items(
     *,
     orientation: np.ndarray | None = None,
     control: str = "control",
+    clusters: np.ndarray | None = None,
 ) -> tuple[Items, list[str], float] | None:
     """The coded items (rows without votes or length left out), the group names and the
-    length scale; None without any control item."""
+    length scale; None without any control item. ``clusters``: each row's cluster for the
+    intervals, the same on every row of a question (default: the question)."""
     delta_len, weight = np.asarray(delta_len, dtype=float), np.asarray(weight, dtype=float)
     groups, y = np.asarray(groups).astype(str), np.asarray(y, dtype=float)
     orientation = np.ones(len(weight)) if orientation is None else np.asarray(orientation, dtype=float)
@@ -284,6 +299,10 @@ def items(
         n_q=len(question_ids),
         control=int(np.flatnonzero(np.asarray(names) == control)[0]),
     )
+    if clusters is not None:
+        of_question = np.zeros(d.n_q, dtype=np.int64)
+        of_question[q] = pd.factorize(np.asarray(clusters)[keep])[0]
+        d.cluster, d.n_c = of_question, int(of_question.max(initial=-1)) + 1
     return d, [str(n) for n in names], scale
 
 
@@ -317,13 +336,15 @@ def fit(
     lambdas: tuple[float, ...] = LAMBDAS,
     folds: int = FOLDS,
     seed: int = 0,
+    clusters: np.ndarray | None = None,
 ) -> LCResult | None:
     """Fit the model on items (one row each). ``y`` is the share of the competitor's wins with
     ties as half; ``weight`` the number of votes; ``orientation`` +1 where the item's competitor
     is the control's A2 or made from it, −1 where it is the control's A1 or made from it, 0 when
-    unknown (default +1 everywhere). None when no control item has votes: the LC effects are
-    against the control."""
-    coded = items(groups, questions, delta_len, y, weight, orientation=orientation, control=control)
+    unknown (default +1 everywhere). ``clusters``: each item's cluster for the intervals (the
+    questions of one prompt key are one; default: its question). None when no control item has
+    votes: the LC effects are against the control."""
+    coded = items(groups, questions, delta_len, y, weight, orientation=orientation, control=control, clusters=clusters)
     if coded is None:
         return None
     d, names, scale = coded
@@ -340,11 +361,14 @@ def _result(model: Model, x: np.ndarray, names: list[str], scale: float) -> LCRe
     lc_if, raw_if = {}, {}
     for j, name in enumerate(names):
         rows = d.g == j
-        n_q = len(np.unique(d.q[rows]))
-        res.n_questions[name] = n_q
+        in_group = np.unique(d.q[rows])
+        res.n_questions[name] = len(in_group)
+        # The intervals see each cluster's influence (a question, or the questions of one prompt key).
+        n_q = res.n_clusters[name] = len(in_group) if d.cluster is None else len(np.unique(d.cluster[in_group]))
         res.theta[name] = float(theta[j])
         res.lc_winrate[name], lc_if[name] = infl.winrate(rows)
         res.raw_winrate[name], raw_if[name] = infl.ratio(rows, d.w * d.y, d.w)
+        lc_if[name], raw_if[name] = d.by_cluster(lc_if[name]), d.by_cluster(raw_if[name])
         if _sd(raw_if[name]) == 0:
             # Every question alike (e.g. all votes on one side): θ_g then sits where the penalty
             # holds it, the sandwich sees no spread, and the rate falls back as the raw one does.
@@ -361,7 +385,7 @@ def _result(model: Model, x: np.ndarray, names: list[str], scale: float) -> LCRe
         ):
             value[name] = rate[name] - rate[c]
             ci[name] = _effect_ci(
-                value[name], inf[name] - inf[c], (rate[name], res.n_questions[name]), (rate[c], res.n_questions[c])
+                value[name], inf[name] - inf[c], (rate[name], res.n_clusters[name]), (rate[c], res.n_clusters[c])
             )
     return res
 

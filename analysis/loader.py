@@ -59,10 +59,12 @@ def study_items(study: Study) -> pd.DataFrame:
             "answer_a2_id",
             "gold_label",
             "question__subset",
+            "question__prompt_key",
         )
     )
     columns = ["item_id", "question_id", "question_ext", "bloom", "is_gold", "group", "semantics", "a1_id", "a2_id"]
-    items = pd.DataFrame(rows, columns=[*columns, "gold_label", "subset"])
+    items = pd.DataFrame(rows, columns=[*columns, "gold_label", "subset", "prompt_key"])
+    items["cluster_id"] = cluster_ids(items.pop("prompt_key"), items["question_id"])
     items["group"] = items["group"].fillna(CONTROL)
     items["semantics"] = items["semantics"].fillna(CONTROL)
     answers = answer_roots(study)
@@ -75,6 +77,18 @@ def study_items(study: Study) -> pd.DataFrame:
     items["words"] = (items["len_a1_words"] + items["len_a2_words"]).fillna(0).astype(np.int64)
     items["threshold_ms"] = threshold_ms(study, items["words"])
     return items
+
+
+def cluster_ids(prompt_key: pd.Series, question_id: pd.Series) -> np.ndarray:
+    """Each row's cluster (analysis.frame ``cluster_id``): the smallest question id among the
+    questions of its prompt key, or its own question's id where it has none."""
+    question_id = question_id.to_numpy(dtype=np.int64)
+    keyed = (prompt_key != "").to_numpy()
+    out = question_id.copy()
+    if keyed.any():
+        smallest = pd.Series(question_id[keyed]).groupby(prompt_key.to_numpy()[keyed]).transform("min")
+        out[keyed] = smallest.to_numpy()
+    return out
 
 
 def threshold_ms(study: Study, words: pd.Series) -> pd.Series:

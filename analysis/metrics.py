@@ -15,7 +15,7 @@ from analysis import stats
 from analysis.frame import CONTROL, OPTIONS, equals
 
 PREF_LABEL = {1: "A1", -1: "A2", 0: "Tie"}
-ITEM_COLUMNS = ["item_id", "question_id", "bloom", "group", "semantics", "a1_root", "a2_root"]
+ITEM_COLUMNS = ["item_id", "question_id", "cluster_id", "bloom", "group", "semantics", "a1_root", "a2_root"]
 
 
 def preference(n_a1: np.ndarray, n_a2: np.ndarray) -> np.ndarray:
@@ -65,7 +65,9 @@ def oriented_pairs(prefs: pd.DataFrame) -> pd.DataFrame:
     """
     ctrl = prefs[prefs["group"] == CONTROL][["question_id", "pref", "a1_root", "a2_root"]]
     ctrl = ctrl.rename(columns={"pref": "ctrl", "a1_root": "c_a1", "a2_root": "c_a2"})
-    exp = prefs[prefs["group"] != CONTROL][["question_id", "bloom", "group", "semantics", "pref", "a2_root"]]
+    exp = prefs[prefs["group"] != CONTROL][
+        ["question_id", "cluster_id", "bloom", "group", "semantics", "pref", "a2_root"]
+    ]
     pairs = exp.merge(ctrl, on="question_id", how="left")
     orient = np.where(
         pairs["a2_root"].to_numpy() == pairs["c_a2"].to_numpy(),
@@ -93,7 +95,7 @@ def asr_indicators(pairs: pd.DataFrame) -> pd.DataFrame:
     with np.errstate(invalid="ignore"):
         base = np.where(degrading, ctrl <= 0, ctrl >= 0) & has_ctrl
         hit = base & np.where(degrading, exp <= 0, exp == -1)
-    out = pairs[["question_id", "bloom", "group", "semantics"]].copy()
+    out = pairs[["question_id", "cluster_id", "bloom", "group", "semantics"]].copy()
     out["asr_base"], out["asr_hit"] = base, hit
     out["acc_base"] = degrading
     out["acc_hit"] = out["acc_base"].to_numpy() & (exp == 1)
@@ -109,7 +111,7 @@ def rate(hit: int, base: int, ci: tuple[float | None, float | None]) -> dict:
 
 def asr_and_accuracy(
     indicators: pd.DataFrame,
-    question_index: pd.Index,
+    cluster_index: pd.Index,
     counts: np.ndarray,
     groups: list[str],
     semantics: dict,
@@ -117,7 +119,8 @@ def asr_and_accuracy(
     by: str | None = None,
 ) -> tuple[dict, dict, dict]:
     """ASR per perturbation group and accuracy per degrading group, with bootstrap intervals
-    over questions (``counts``: resamples × questions, aligned with ``question_index``).
+    over the clusters of questions (``counts``: resamples × clusters, aligned with ``cluster_index``,
+    the clusters' ids: ``cluster_id``).
 
     Returns (asr, accuracy, parts): with ``by`` (e.g. "bloom"), parts is {value: (asr, accuracy)}
     for each value of that column, all sharing one pass over the resamples; else it is empty."""
@@ -126,7 +129,7 @@ def asr_and_accuracy(
     parts = [(None, np.arange(len(indicators)))]
     if by is not None:
         parts += list(indicators.groupby(by, observed=True).indices.items())
-    qpos_all = question_index.get_indexer(indicators["question_id"])
+    qpos_all = cluster_index.get_indexer(indicators["cluster_id"])
     group_all = indicators["group"].to_numpy(dtype=object)
     columns = {c: indicators[c].to_numpy(float) for c in ("asr_hit", "asr_base", "acc_hit", "acc_base")}
     cols, names = [], []
@@ -136,8 +139,8 @@ def asr_and_accuracy(
             sub = rows[in_part == group]
             qpos = qpos_all[sub]
             for metric in ("asr", "acc") if semantics.get(group) == "degrading" else ("asr",):
-                hit = np.bincount(qpos, weights=columns[f"{metric}_hit"][sub], minlength=len(question_index))
-                base = np.bincount(qpos, weights=columns[f"{metric}_base"][sub], minlength=len(question_index))
+                hit = np.bincount(qpos, weights=columns[f"{metric}_hit"][sub], minlength=len(cluster_index))
+                base = np.bincount(qpos, weights=columns[f"{metric}_base"][sub], minlength=len(cluster_index))
                 cols.append((hit, base))
                 names.append((part, metric, group))
     if cols:
@@ -147,7 +150,11 @@ def asr_and_accuracy(
     out: dict = {part: ({}, {}) for part, _ in parts}
     for j, (part, metric, group) in enumerate(names):
         target = out[part][0] if metric == "asr" else out[part][1]
-        target[group] = rate(int(hits[:, j].sum()), int(bases[:, j].sum()), cis[j])
+        # n: the questions in the base set; clusters: the resampled units they fall into.
+        target[group] = {
+            **rate(int(hits[:, j].sum()), int(bases[:, j].sum()), cis[j]),
+            "clusters": int((bases[:, j] > 0).sum()),
+        }
     return out[None][0], out[None][1], {str(k): v for k, v in out.items() if k is not None}
 
 
@@ -187,7 +194,7 @@ def positions(votes: pd.DataFrame, by: str | None = None) -> tuple[dict, dict[st
     if not keep.any():
         return _position_result(None, None, 0), {}
     raters = rater_codes(votes)
-    clusters = stats.Clusters(votes["question_id"].to_numpy()[keep], raters[keep] if raters is not None else None)
+    clusters = stats.Clusters(votes["cluster_id"].to_numpy()[keep], raters[keep] if raters is not None else None)
     # Diff is a mean of +1 / 0 / −1 per vote; as (1 + d) / 2 it is a share like the others.
     values = np.stack([first, tie, second, (1.0 + first - second) / 2], axis=1).astype(float)
     diff = first.astype(float) - second
@@ -258,8 +265,8 @@ def tie_share(prefs: pd.DataFrame | None) -> dict:
     if prefs is None or not len(prefs):
         return {"value": None, "ci": [None, None], "n": 0}
     ties = (prefs["pref"].to_numpy() == 0).astype(float)[:, None]
-    found = stats.clustered_rates(ties, np.ones_like(ties), stats.Clusters(prefs["question_id"].to_numpy()))[0]
-    return {"value": found["value"], "ci": list(found["ci"]), "n": int(len(ties))}
+    found = stats.clustered_rates(ties, np.ones_like(ties), stats.Clusters(prefs["cluster_id"].to_numpy()))[0]
+    return {"value": found["value"], "ci": list(found["ci"]), "n": int(len(ties)), "clusters": found["clusters"]}
 
 
 def position_dominated(position: dict, ties: dict) -> list[str]:
@@ -340,7 +347,7 @@ def verbosity(
     bin_of = np.minimum((absd // bin_width).astype(np.int64), max_bins) if len(absd) else np.zeros(0, np.int64)
     n_bins = int(bin_of.max()) + 1 if len(bin_of) else 0
     raters = rater_codes(votes)
-    clusters = stats.Clusters(votes["question_id"].to_numpy()[usable], raters[usable] if raters is not None else None)
+    clusters = stats.Clusters(votes["cluster_id"].to_numpy()[usable], raters[usable] if raters is not None else None)
     overall = stats.clustered_rates(longer_chosen, None, clusters, group=np.zeros(len(bin_of), np.int64))[0]
     rates = stats.clustered_rates(longer_chosen, None, clusters, group=bin_of, n_groups=n_bins)
     bins = []

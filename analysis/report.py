@@ -89,8 +89,9 @@ def _analyze(frame, *, study, filters, options, votes_per_item, groups, semantic
         groups, semantics = groups_and_semantics(frame)
     counted, excluded, not_familiar = apply_filters(frame, filters)
     prefs = metrics.item_preferences(counted) if len(counted) else None
-    question_index = pd.Index(np.unique(counted["question_id"].to_numpy()))
-    counts = stats.bootstrap_counts(len(question_index), reps=options.bootstrap, seed=options.seed)
+    # The bootstrap resamples clusters (a question, or every question of one prompt key).
+    cluster_index = pd.Index(np.unique(counted["cluster_id"].to_numpy()))
+    counts = stats.bootstrap_counts(len(cluster_index), reps=options.bootstrap, seed=options.seed)
 
     judge_kinds = {str(j): str(k) for j, k in frame[["judge", "judge_kind"]].drop_duplicates().itertuples(index=False)}
     has_raters = {
@@ -102,6 +103,7 @@ def _analyze(frame, *, study, filters, options, votes_per_item, groups, semantic
         "judge",
         "item_id",
         "question_id",
+        "cluster_id",
         "rater",
         "run_id",
         "group",
@@ -140,7 +142,7 @@ def _analyze(frame, *, study, filters, options, votes_per_item, groups, semantic
             kind=judge_kinds[name],
             votes=votes,
             prefs=prefs_by_judge.get(name),
-            question_index=question_index,
+            cluster_index=cluster_index,
             counts=counts,
             groups=groups,
             semantics=semantics,
@@ -170,7 +172,7 @@ def _analyze(frame, *, study, filters, options, votes_per_item, groups, semantic
         not_familiar=nf,
         humans=humans,
         kinds=judge_kinds,
-        question_index=question_index,
+        cluster_index=cluster_index,
         counts=counts,
         groups=groups,
         semantics=semantics,
@@ -214,17 +216,22 @@ def conventions(filters: Filters, options: Options) -> dict:
         "accuracy_base": "questions with a perturbed-item preference (the control's is not needed)",
         "runs": "picked" if filters.run_ids else filters.runs,
         "run_ids": list(filters.run_ids),
-        "cluster_unit": "question; question and rater (two-way) for votes with a rater",
+        "cluster_unit": (
+            "question (the questions of one prompt key as one); and rater, two-way, for votes with a rater"
+        ),
         "interval_level": 0.95,
         "interval_item_metrics": (
-            f"percentile cluster bootstrap over questions ({options.bootstrap} resamples, seed {options.seed}); "
+            f"percentile cluster bootstrap over the clusters ({options.bootstrap} resamples, seed {options.seed}); "
             "asr, accuracy, kappa and alpha"
         ),
         "interval_vote_metrics": (
-            "Wilson on the effective number of votes p(1-p)/V, V cluster-robust (CR1); position, longer wins, "
-            "verbosity bins"
+            "Wilson on the effective number of votes p(1-p)/V, V cluster-robust (CR1) and never below the "
+            "scored votes' own variance (a tie scored 1/2 varies less); position, longer wins, verbosity bins"
         ),
-        "interval_fallback": "Wilson on the number of questions when the rate is 0 or 1 or all resamples agree",
+        "interval_fallback": (
+            "Wilson on the number of clusters (questions, one prompt key's counting once) when the rate is 0 or 1 "
+            "or all resamples agree"
+        ),
         "position_test": metrics.POSITION_TEST,
         "p_adjust": P_ADJUST,
         "position_consistency": (
@@ -286,6 +293,7 @@ ASKED_COLUMNS = [
     "judge",
     "item_id",
     "question_id",
+    "cluster_id",
     "rater",
     "shown_first",
     "order_known",

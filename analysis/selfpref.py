@@ -1,6 +1,6 @@
 """Self-preference: does a judge favour answers written by its own family of models more than the
 other judges do on the same pairs? Pure over the votes frame (``analysis.frame``: judge,
-question_id, item_id, choice, a1_system, a2_system).
+cluster_id, item_id, choice, a1_system, a2_system).
 
 A judge's family is named explicitly: ``JUDGE_FAMILY`` maps the judges of the imported data sets
 to a family, and a judge named like a system (an LLM judge called "gpt-4") belongs to that
@@ -12,7 +12,8 @@ For a judge J of family F, the pairs are the items where exactly one answer is F
 J and at least one other judge voted; "others" are the votes of every judge outside F (people
 included) on those items. Each vote scores 1 when it picks F's answer, ½ for a tie, 0 otherwise.
 ``own`` and ``others`` are the mean scores with clustered intervals (``stats.clustered_rates``,
-by question); ``difference`` = own − others, with a percentile cluster bootstrap over questions.
+by the clusters of questions: ``cluster_id``); ``difference`` = own − others, with a percentile
+cluster bootstrap over the same clusters.
 """
 
 from __future__ import annotations
@@ -64,10 +65,10 @@ def _each_once(values: np.ndarray, fn) -> np.ndarray:
     return np.array([fn(x) for x in distinct], dtype=object)[code.ravel()]
 
 
-def self_preference(votes: pd.DataFrame, *, counts: np.ndarray, question_index: pd.Index) -> dict[str, dict]:
+def self_preference(votes: pd.DataFrame, *, counts: np.ndarray, cluster_index: pd.Index) -> dict[str, dict]:
     """Per judge of ``votes``: {family, n_items, own, others, difference, difference_ci}.
-    ``counts`` (resamples × questions) and ``question_index`` are the report's bootstrap over
-    questions. A judge without a family or without such pairs has null figures with n = 0."""
+    ``counts`` (resamples × clusters) and ``cluster_index`` (the clusters' ids, ``cluster_id``)
+    are the report's bootstrap over the clusters of questions. A judge without a family or without such pairs has null figures with n = 0."""
     judges = sorted(str(j) for j in pd.unique(votes["judge"]))
     out = {j: _empty(judge_family(j)) for j in judges}
     if all(judge_family(j) is None for j in judges):
@@ -81,7 +82,7 @@ def self_preference(votes: pd.DataFrame, *, counts: np.ndarray, question_index: 
     vote_family = _each_once(judge, lambda j: judge_family(j) or "")
     item = votes["item_id"].to_numpy()
     choice = votes["choice"].astype(str).to_numpy()
-    question = question_index.get_indexer(votes["question_id"].to_numpy())
+    question = cluster_index.get_indexer(votes["cluster_id"].to_numpy())
     for name in judges:
         family = judge_family(name)
         if family is None:

@@ -187,6 +187,7 @@ def synthetic_items(n_questions: int, *, groups: dict | None = None, seed: int =
         {
             "item_id": q * k + slot,
             "question_id": q,
+            "cluster_id": q,  # each question its own cluster (analysis.frame)
             "group": names[slot],
             "semantics": sem[slot],
             "a1_root": np.where(flip, o2, o1),
@@ -222,7 +223,8 @@ def votes_frame(
         if m != "words":
             df[f"len_a1_{m}"] = np.nan
             df[f"len_a2_{m}"] = np.nan
-    return normalise(df[COLUMNS].copy())
+    # The items' clusters where they name them (analysis.frame's cluster_id), else each question's own.
+    return normalise(df[[*COLUMNS, *(["cluster_id"] if "cluster_id" in df else [])]].copy())
 
 
 @dataclass

@@ -173,6 +173,20 @@ def _group_variance(
     return var, k
 
 
+def _vote_variance(
+    x: np.ndarray, group: np.ndarray, n_groups: int, ratio: np.ndarray, per_group: np.ndarray
+) -> np.ndarray:
+    """The variance (metrics × groups) of each group mean as if every vote were its own
+    cluster: Σ (x − p)² / n² over the group's votes."""
+    var = np.zeros((x.shape[1], n_groups))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for j in range(x.shape[1]):
+            resid = x[:, j] - np.nan_to_num(ratio[j])[group]
+            ss = np.bincount(group, weights=resid * resid, minlength=n_groups)
+            var[j] = np.where(per_group > 0, ss / (per_group * per_group), 0.0)
+    return var
+
+
 def clustered_rates(
     values: np.ndarray,
     bases: np.ndarray | None,
@@ -188,11 +202,15 @@ def clustered_rates(
     Bloom levels: each vote is in one group); ``values`` is one value per vote, or votes ×
     metrics, and the results come metric by metric, each with its n_groups groups.
 
-    The variance is cluster-robust by question; where the clusters have raters it is two-way
-    (question, rater): V_q + V_r − V_qr, never below either one-way variance. The interval is
-    Wilson's on the effective number of votes n_eff = p(1 − p) / V (Kish's design effect),
-    capped at the votes counted. When the rate is 0 or 1, or the variance is 0, n_eff is the
-    number of questions: the interval then still has width, as a score interval on the clusters.
+    The variance is cluster-robust by question (the clusters of ``clusters``: a prompt shared
+    by several questions is one); where the clusters have raters it is two-way (question,
+    rater): V_q + V_r − V_qr, never below either one-way variance. Nor is it ever below the
+    variance of the same votes as if each were its own cluster, Σ b²(x − p)² / (Σ b)²: the
+    variance of the scored votes, which knows what ties take away (a vote scored ½ varies less
+    than one scored 0 or 1; for votes scored 0 or 1 it is p(1 − p) / n). The interval is
+    Wilson's on the effective number of votes n_eff = p(1 − p) / V (Kish's design effect); with
+    ties it may exceed the votes counted. When the rate is 0 or 1, or the variance is 0, n_eff
+    is the number of clusters: the interval then still has width, as a score interval on them.
     Returns per metric {value, ci, n (votes in the base), clusters, n_eff}.
     """
     values = np.asarray(values, dtype=float)
@@ -212,6 +230,9 @@ def clustered_rates(
             var_r = _cr_variance(*sums(clusters.rater), ratio, total_b)
             var_qr = _cr_variance(*sums(clusters.both), ratio, total_b)
             var = np.maximum(var + var_r - var_qr, np.maximum(var, var_r))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            resid = bases * (values - np.nan_to_num(ratio))
+            var = np.maximum(var, np.where(total_b > 0, (resid * resid).sum(axis=0) / (total_b * total_b), 0.0))
         n_clusters = (bases_q > 0).sum(axis=0)
     else:
         x = values if values.ndim == 2 else values[:, None]
@@ -225,6 +246,7 @@ def clustered_rates(
             var_r, _ = _group_variance(clusters.rater, x, group, n_groups, ratio, per_group)
             var_qr, _ = _group_variance(clusters.both, x, group, n_groups, ratio, per_group)
             var = np.maximum(var + var_r - var_qr, np.maximum(var, var_r))
+        var = np.maximum(var, _vote_variance(x, group, n_groups, ratio, per_group))
         # Metric by metric, each with its groups: the order of the results.
         ratio, var = ratio.ravel(), var.ravel()
         total_b, n_clusters = np.tile(per_group, x.shape[1]), np.tile(k, x.shape[1])
@@ -237,7 +259,7 @@ def clustered_rates(
             continue
         clusters_j = int(n_clusters[j])
         p = float(ratio[j])
-        n_eff = min(n, p * (1 - p) / float(var[j])) if 0 < p < 1 and var[j] > 0 else float(clusters_j)
+        n_eff = p * (1 - p) / float(var[j]) if 0 < p < 1 and var[j] > 0 else float(clusters_j)
         out.append(
             {"value": p, "ci": list(wilson(p * n_eff, n_eff, z=z)), "n": int(n), "clusters": clusters_j, "n_eff": n_eff}
         )

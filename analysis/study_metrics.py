@@ -29,8 +29,8 @@ class StudyData:
     not_familiar: pd.DataFrame  # people's votes marked not familiar, with a choice
     humans: list[str]  # the judges whose votes come from people
     kinds: dict[str, str]  # judge → kind
-    question_index: pd.Index
-    counts: np.ndarray  # resamples × questions, the same as every judge's
+    cluster_index: pd.Index
+    counts: np.ndarray  # resamples × clusters of questions, the same as every judge's
     groups: list[str]
     semantics: dict[str, str]
     votes_per_item: int
@@ -71,8 +71,8 @@ def agreement_among_humans(data: StudyData) -> list[Row]:
     choice_code = human_votes["choice"].cat.codes.to_numpy()
     table = np.bincount(item_code * 3 + choice_code, minlength=3 * (item_code.max() + 1)).reshape(-1, 3)
     item_question = np.zeros(len(item_ids), dtype=np.int64)
-    item_question[item_code] = data.question_index.get_indexer(human_votes["question_id"])
-    fleiss_parts, alpha_parts = stats.agreement_parts(table, item_question, len(data.question_index))
+    item_question[item_code] = data.cluster_index.get_indexer(human_votes["cluster_id"])
+    fleiss_parts, alpha_parts = stats.agreement_parts(table, item_question, len(data.cluster_index))
     n_items = int((table.sum(axis=1) >= 2).sum())
     figures = {
         "fleiss_kappa": (stats.fleiss_kappa(table), fleiss_parts, stats.fleiss_from_sums),
@@ -96,7 +96,7 @@ def agreement_among_humans(data: StudyData) -> list[Row]:
 def agreement_with_human_majority(data: StudyData) -> list[Row]:
     """Each other judge against the human majority on the items both rated: Cohen's kappa and
     the share of items that agree (n: items), intervals over the same question resamples."""
-    prefs, question_index, counts = data.prefs, data.question_index, data.counts
+    prefs, cluster_index, counts = data.prefs, data.cluster_index, data.counts
     if prefs is None or not len(prefs):
         return []
     human_prefs = prefs[prefs["judge"].isin(data.humans).to_numpy()]
@@ -112,13 +112,13 @@ def agreement_with_human_majority(data: StudyData) -> list[Row]:
         own_prefs = data.prefs_by_judge.get(name, prefs.iloc[0:0]).set_index("item_id")
         common = own_prefs.index.intersection(majority_pref.index)
         a, b = own_prefs.loc[common, "pref"].to_numpy(), majority_pref.loc[common].to_numpy()
-        question = question_index.get_indexer(own_prefs.loc[common, "question_id"])
+        question = cluster_index.get_indexer(own_prefs.loc[common, "cluster_id"])
         # Items that agree per question, over the same question resamples as kappa's.
-        agree = np.bincount(question, weights=(a == b), minlength=len(question_index))
-        rated = np.bincount(question, minlength=len(question_index)).astype(np.float64)
+        agree = np.bincount(question, weights=(a == b), minlength=len(cluster_index))
+        rated = np.bincount(question, minlength=len(cluster_index)).astype(np.float64)
         kind = data.kinds[name]
         kappa_ci = stats.bootstrap_stat_ci(
-            counts, stats.confusion_parts(a, b, question, len(question_index)), stats.cohen_from_sums
+            counts, stats.confusion_parts(a, b, question, len(cluster_index)), stats.cohen_from_sums
         )
         out.append(
             row(name, kind, "cohen_kappa_vs_human_majority", stats.cohen_kappa(a, b), ci=kappa_ci, n=len(common))
@@ -159,7 +159,7 @@ def vote_pair_agreement(data: StudyData) -> list[Row]:
     ``vote_pairs_with_ties`` (S1) and ``vote_pairs_without_ties`` (S2); people among themselves
     (judge "humans") and each other judge against people (group "humans"); n: pairs of votes."""
     found = vote_pairs.vote_pair_agreement(
-        data.counted, data.humans, counts=data.counts, question_index=data.question_index
+        data.counted, data.humans, counts=data.counts, cluster_index=data.cluster_index
     )
     parts = []
     if found["among_humans"]:
@@ -177,7 +177,7 @@ def self_preference(data: StudyData) -> list[Row]:
     """Where answers name the system that wrote them: how often a judge prefers its own
     family's answer (``self_preference_own``), other judges on the same pairs (``_others``),
     and the difference (``_difference``, question bootstrap); group: the family; n: items."""
-    found = selfpref.self_preference(data.counted, counts=data.counts, question_index=data.question_index)
+    found = selfpref.self_preference(data.counted, counts=data.counts, cluster_index=data.cluster_index)
     out = []
     for name, sp in found.items():
         if not sp["n_items"]:

@@ -291,11 +291,22 @@ def votes_prepare(*, study: Study, parsed: importers.Parsed, for_raters: bool = 
                 bloom_level=rec.bloom,
                 subset=rec.subset,
                 is_gold=rec.is_gold,
+                prompt_key=rec.prompt_key or "",
             )
             new_questions.append(questions[ext])
         elif rec.text is not None and questions[ext].text != rec.text:
             raise importers.ImportProblem(
                 source, None, "question", f"question {ext!r} is already in the study with another text"
+            )
+        elif rec.prompt_key is not None and questions[ext].prompt_key != rec.prompt_key:
+            had = questions[ext].prompt_key
+            raise importers.ImportProblem(
+                source,
+                None,
+                "prompt_key",
+                f"question {ext!r} is already in the study with "
+                + (f"prompt key {had!r}" if had else "no prompt key")
+                + f", not {rec.prompt_key!r}",
             )
     counts["questions"] = len(new_questions)
 

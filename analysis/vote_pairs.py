@@ -1,5 +1,5 @@
 """Agreement as Zheng et al. (2023, MT-bench, Table 2) count it: over pairs of *votes* on the same
-item, not item preferences. Pure over the votes frame (item_id, question_id, choice).
+item, not item preferences. Pure over the votes frame (item_id, cluster_id, choice).
 
 - judge vs humans: every (judge vote, human vote) pair on an item both voted on;
 - humans vs humans: every pair of two different human votes on an item.
@@ -7,7 +7,7 @@ item, not item preferences. Pure over the votes frame (item_id, question_id, cho
 ``with_ties`` (their setup S1) counts every pair, a tie agreeing only with a tie; ``without_ties``
 (S2) leaves out the pairs where either vote is a tie. This is FastChat's ``compute_agreement.py``
 (any "tie*" verdict is a tie). Each figure is agree / pairs with a percentile cluster bootstrap
-over questions (the report's resamples); null with n = 0 when there is no pair.
+over the clusters of questions (the report's resamples); null with n = 0 when there is no pair.
 """
 
 from __future__ import annotations
@@ -79,9 +79,7 @@ def summarise(
     return out
 
 
-def vote_pair_agreement(
-    votes: pd.DataFrame, humans: list[str], *, counts: np.ndarray, question_index: pd.Index
-) -> dict:
+def vote_pair_agreement(votes: pd.DataFrame, humans: list[str], *, counts: np.ndarray, cluster_index: pd.Index) -> dict:
     """{"conventions", "among_humans", "vs_humans": {judge: ...}} over the counted votes."""
     out: dict = {"conventions": CONVENTIONS, "among_humans": None, "vs_humans": {}}
     human_mask = is_in(votes["judge"], humans)
@@ -92,7 +90,7 @@ def vote_pair_agreement(
     item_row = items.get_indexer(votes["item_id"].to_numpy())
     choice = _choice_codes(votes["choice"])
     item_question = np.zeros(len(items), dtype=np.int64)
-    item_question[item_row] = question_index.get_indexer(votes["question_id"].to_numpy())
+    item_question[item_row] = cluster_index.get_indexer(votes["cluster_id"].to_numpy())
     human = _table(item_row[human_mask], choice[human_mask], len(items))
     out["among_humans"] = summarise(among(human), item_question, counts)
     others_row, others_choice = item_row[~human_mask], choice[~human_mask]

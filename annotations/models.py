@@ -272,6 +272,11 @@ class Question(RenderedText):
     # The part of an imported data set the question comes from (LLMBar's "LLMBar/Natural"), so
     # that every figure can be cut by it; empty for none.
     subset = models.CharField(max_length=120, blank=True, default="")
+    # The prompt the question asks, as a key shared by every question that asks it: where
+    # several systems answered one instruction (MT-bench, PRD, AlpacaEval) each pair of answers
+    # is a question of its own, but their votes rise and fall with the instruction, so the
+    # analysis clusters them as one (docs/STATISTICS.md). Empty: the question is its own cluster.
+    prompt_key = models.CharField(max_length=120, blank=True, default="")
 
     class Meta:
         ordering = ["study", "external_id"]

@@ -35,7 +35,7 @@ def length_controlled(prefs: pd.DataFrame) -> list[dict]:
         kind="simulated",
         votes=None,
         prefs=prefs.assign(orientation=report._orientation(prefs)),
-        question_index=None,
+        cluster_index=None,
         counts=None,
         groups=[],
         semantics={},

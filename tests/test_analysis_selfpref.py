@@ -20,14 +20,15 @@ ROWS = [
 
 
 def frame(rows=ROWS) -> pd.DataFrame:
-    return pd.DataFrame(rows, columns=COLUMNS)
+    df = pd.DataFrame(rows, columns=COLUMNS)
+    return df.assign(cluster_id=df["question_id"])  # each question its own cluster
 
 
 def run(df: pd.DataFrame, counts=None) -> dict:
-    index = pd.Index(np.unique(df["question_id"].to_numpy()))
+    index = pd.Index(np.unique(df["cluster_id"].to_numpy()))
     if counts is None:
         counts = stats.bootstrap_counts(len(index), reps=200, seed=0)
-    return selfpref.self_preference(df, counts=np.asarray(counts, dtype=np.float32), question_index=index)
+    return selfpref.self_preference(df, counts=np.asarray(counts, dtype=np.float32), cluster_index=index)
 
 
 def test_a_judges_own_family_rate_is_compared_with_every_judge_outside_its_family():

@@ -23,9 +23,10 @@ ROWS = [
 
 def run(rows, humans=("people",)):
     votes = pd.DataFrame(rows, columns=["judge", "question_id", "item_id", "choice"])
-    index = pd.Index(np.unique(votes["question_id"].to_numpy()))
+    votes["cluster_id"] = votes["question_id"]  # each question its own cluster
+    index = pd.Index(np.unique(votes["cluster_id"].to_numpy()))
     counts = stats.bootstrap_counts(len(index), reps=200, seed=0)
-    return vote_pairs.vote_pair_agreement(votes, list(humans), counts=counts, question_index=index)
+    return vote_pairs.vote_pair_agreement(votes, list(humans), counts=counts, cluster_index=index)
 
 
 def test_a_judge_is_compared_with_every_human_vote_on_the_same_item():

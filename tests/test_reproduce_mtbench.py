@@ -37,9 +37,9 @@ def expert_turn_one(study) -> pd.DataFrame:
 
 def test_gpt4_and_expert_agreement_on_turn_one_match_the_paper(mtbench):
     votes = expert_turn_one(mtbench)
-    index = pd.Index(np.unique(votes["question_id"].to_numpy()))
+    index = pd.Index(np.unique(votes["cluster_id"].to_numpy()))
     counts = stats.bootstrap_counts(len(index), reps=200, seed=0)
-    result = vote_pairs.vote_pair_agreement(votes, ["mtbench-human"], counts=counts, question_index=index)
+    result = vote_pairs.vote_pair_agreement(votes, ["mtbench-human"], counts=counts, cluster_index=index)
     gpt4, humans = result["vs_humans"]["mtbench-gpt4-pair"], result["among_humans"]
     # FastChat's compute_agreement.py on the same files gives these counts (dataset README).
     assert (gpt4["with_ties"]["agree"], gpt4["with_ties"]["n"]) == (886, 1343)

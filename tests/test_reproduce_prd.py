@@ -31,13 +31,14 @@ AGREEMENT = {
     "prd-bard": (53.0, 60.1, 37.9, 0.17, 800),
     "prd-vicuna-13b": (49.7, 56.9, 33.4, 0.11, 800),
 }
-# judge: items, own, others (%), difference and its interval (pp)
+# judge: items, own, others (%), difference and its interval (pp), the pairs of one Vicuna
+# question resampled together (their prompt key)
 SELF_PREFERENCE = {
-    "prd-gpt4": (640, 88.5, 72.5, 16.0, 14.4, 17.6),
-    "prd-bard": (320, 36.3, 31.6, 4.7, 1.6, 7.7),
-    "prd-vicuna-13b": (320, 44.1, 40.0, 4.1, 0.9, 7.5),
-    "prd-claude": (320, 67.0, 66.3, 0.7, -2.4, 3.8),
-    "prd-gpt35": (320, 30.9, 37.9, -7.1, -9.6, -4.4),
+    "prd-gpt4": (640, 88.5, 72.5, 16.0, 14.0, 17.8),
+    "prd-bard": (320, 36.3, 31.6, 4.7, 1.5, 7.7),
+    "prd-vicuna-13b": (320, 44.1, 40.0, 4.1, 0.4, 7.4),
+    "prd-claude": (320, 67.0, 66.3, 0.7, -2.4, 3.9),
+    "prd-gpt35": (320, 30.9, 37.9, -7.1, -9.7, -4.4),
 }
 
 

@@ -1,5 +1,6 @@
 """The votes export imports back: a study's votes (people and LLM judges; labels swapped, ties,
-not-familiar and too-fast votes, option probabilities, an unreadable verdict, a judge's run)
+not-familiar and too-fast votes, option probabilities, an unreadable verdict, a judge's run,
+questions that share a prompt key)
 exported with ``export_votes`` and imported with ``import_votes --format csv`` into a copy of
 the study (its study file imported) give the same analysis report, and every column of the
 export is either imported or listed, with why, as not imported. A column the import does not
@@ -15,7 +16,7 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from analysis import exports, importers, reports, vote_import
-from annotations.models import Judge, Vote
+from annotations.models import Judge, Question, Vote
 from annotations.study_files import study_export, study_import
 from judges.models import JudgeRun
 from tests.factories import human_pool, make_llm_judge, make_question, make_rater, make_study, make_variant
@@ -23,12 +24,18 @@ from tests.test_analysis_import import GOOD_ROWS, write_csv
 
 
 def source_study():
-    """Six questions (control, a reference on A2, a factual error on A1 for half of them), three
-    raters (one flagged), an LLM judge's run and a simulated judge, with every kind of vote."""
+    """Six questions (control, a reference on A2, a factual error on A1 for half of them; the
+    first four two by two of one prompt key), three raters (one flagged), an LLM judge's run and
+    a simulated judge, with every kind of vote."""
     rng = random.Random(7)
     study = make_study(slug="source", min_response_ms=2000, votes_per_item=4)
     for n in range(6):
-        question = make_question(study, a1="Short answer. " * (n + 1), a2="A longer answer, with more words. " * 3)
+        question = make_question(
+            study,
+            a1="Short answer. " * (n + 1),
+            a2="A longer answer, with more words. " * 3,
+            prompt_key=f"prompt-{n // 2}" if n < 4 else "",
+        )
         make_variant(question, kind="reference")
         if n % 2:
             make_variant(question, kind="factual_error", of="a1", text="A wrong answer. " * (n + 2))
@@ -92,6 +99,9 @@ def test_the_exported_votes_imported_into_a_copy_give_the_same_report(tmp_path):
     path = exported_votes(study, tmp_path)
     _, result = vote_import.votes_import_path(slug="copy", fmt="csv", path=path)
     assert result["votes"] == Vote.objects.filter(item__study=study).count()
+    keys = sorted(Question.objects.filter(study=copy).values_list("external_id", "prompt_key"))
+    assert keys == sorted(Question.objects.filter(study=study).values_list("external_id", "prompt_key"))
+    assert [key for _, key in keys].count("prompt-0") == 2
     swapped = Vote.objects.filter(labels_swapped=True)
     assert swapped.filter(item__study=copy).count() == swapped.filter(item__study=study).count() == 2 * 15 * 2
     original, imported = reports.study_report(study=study), reports.study_report(study=copy)

@@ -55,7 +55,7 @@ ANSWER_FIELDS = {
     "checks",
     "context",
 }
-QUESTION_FIELDS = {"id", "bloom", "text", "answers", "items", "subset"}
+QUESTION_FIELDS = {"id", "bloom", "text", "answers", "items", "subset", "prompt_key"}
 GOLD_FIELDS = {"id", "bloom", "text", "better", "worse"}
 KIND_FIELDS = {"slug", "name", "description", "semantics", "steps"}
 INSERTED_ERROR_FIELDS = {"original", "error", "explanation", "description"}
@@ -254,13 +254,14 @@ def _check_record_id(
 
 
 def _validate_question_text(question: dict, field: str, qid: str, fail: Callable) -> None:
-    """Its text, Bloom level and (optional) subset."""
+    """Its text, Bloom level and (optional) subset and prompt key."""
     _check_required_text(question.get("text"), f"{field}.text", fail, qid)
     _check_text_size(question["text"], f"{field}.text", fail, qid)
     _check_bloom(question.get("bloom"), f"{field}.bloom", fail, qid)
-    if not isinstance(question.get("subset", ""), str):
-        fail("must be text", f"{field}.subset", qid)
-    _check_length(question.get("subset", ""), Question, "subset", f"{field}.subset", fail)
+    for name in ("subset", "prompt_key"):
+        if not isinstance(question.get(name, ""), str):
+            fail("must be text", f"{field}.{name}", qid)
+        _check_length(question.get(name, ""), Question, name, f"{field}.{name}", fail)
 
 
 def _validate_answers(answers: Any, field: str, qid: str, kinds: dict, fail: Callable) -> dict[str, dict]:

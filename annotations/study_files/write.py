@@ -76,7 +76,11 @@ def _rendered(instance):
 def _prepare_question(record: dict) -> tuple[Question, dict[str, Answer]]:
     question = _rendered(
         Question(
-            external_id=record["id"], text=record["text"], bloom_level=record["bloom"], subset=record.get("subset", "")
+            external_id=record["id"],
+            text=record["text"],
+            bloom_level=record["bloom"],
+            subset=record.get("subset", ""),
+            prompt_key=record.get("prompt_key", ""),
         )
     )
     answers = {
@@ -244,6 +248,8 @@ def study_export(*, study: Study) -> dict:
         }
         if question.subset:
             record["subset"] = question.subset
+        if question.prompt_key:
+            record["prompt_key"] = question.prompt_key
         questions.append(record)
     return {
         "format": FORMAT_NAME,

@@ -1,0 +1,13 @@
+from django.db import migrations, models
+
+
+class Migration(migrations.Migration):
+    dependencies = [("annotations", "0027_vote_run_id")]
+
+    operations = [
+        migrations.AddField(
+            model_name="question",
+            name="prompt_key",
+            field=models.CharField(blank=True, default="", max_length=120),
+        ),
+    ]
