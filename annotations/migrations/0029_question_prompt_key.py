@@ -2,7 +2,7 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-    dependencies = [("annotations", "0027_vote_run_id")]
+    dependencies = [("annotations", "0028_comparisonitem_offered_to_raters")]
 
     operations = [
         migrations.AddField(
