@@ -186,7 +186,7 @@ def test_the_raw_win_rate_covers_its_truth_clustered_by_prompt_and_not_by_system
 
 @pytest.mark.dataset("mtbench_human_judgments")
 def test_mtbench_questions_keep_the_mtbench_question_id_as_their_prompt_key(db):
-    study = make_study(slug="mt")
+    study = make_study(status="draft", slug="mt")
     folder = dataset_path("mtbench_human_judgments")
     call_command("import_votes", str(folder / "gpt4_pair.csv"), "--format", "mtbench", "--study", "mt", verbosity=0)
     keys = dict(Question.objects.filter(study=study).values_list("external_id", "prompt_key"))
@@ -208,7 +208,7 @@ def test_prd_questions_keep_the_vicuna_question_id_as_their_prompt_key(db, tmp_p
     ]:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(source / rel, tmp_path / rel)
-    study = make_study(slug="prd")
+    study = make_study(status="draft", slug="prd")
     call_command("import_votes", str(tmp_path), "--format", "prd", "--study", "prd", verbosity=0)
     keys = dict(Question.objects.filter(study=study).values_list("external_id", "prompt_key"))
     assert len(keys) == 2 * 80
@@ -220,7 +220,7 @@ def test_prd_questions_keep_the_vicuna_question_id_as_their_prompt_key(db, tmp_p
 def test_alpaca_eval_questions_of_one_instruction_share_its_prompt_key(db, tmp_path):
     folder = dataset_path("alpaca_eval") / "annotations"
     files = sorted(folder.glob("*.json.gz"))[:2]
-    study = make_study(slug="ae")
+    study = make_study(status="draft", slug="ae")
     call_command("import_votes", *map(str, files), "--format", "alpaca_eval", "--study", "ae", verbosity=0)
     stored = list(Question.objects.filter(study=study).values_list("text", "subset", "prompt_key"))
     assert {key for text, _, key in stored} == {prompt_key(text) for text, _, _ in stored}
@@ -252,7 +252,7 @@ def csv_rows(key: str) -> list[list[str]]:
 
 
 def test_a_vote_file_gives_each_question_its_prompt_key_and_a_different_one_is_refused(db, tmp_path):
-    study = make_study(slug="gen")
+    study = make_study(status="draft", slug="gen")
     path = tmp_path / "votes.csv"
     path.write_text("".join(exports.csv_lines(csv_rows("hi"))), encoding="utf-8")
     vote_import.votes_import_path(slug="gen", fmt="csv", path=path)
@@ -269,7 +269,7 @@ def test_a_vote_file_gives_each_question_its_prompt_key_and_a_different_one_is_r
 
 
 def test_a_study_file_keeps_each_questions_prompt_key_and_refuses_one_that_is_not_text(db, tmp_path):
-    study = make_study(slug="keys")
+    study = make_study(status="draft", slug="keys")
     make_question(study, prompt_key="shared")
     make_question(study, prompt_key="shared")
     make_question(study)
