@@ -261,7 +261,8 @@ class VotesImportJobView(APIView):
             "`state` is queued, running (with the `step` under way, `done` of `total` steps and `percent`), "
             "done (`study`, `study_url`, the `counts`: questions, answers, items, judges, raters, votes, ..., and "
             "`ignored_columns`: each column of the file that was not imported, with why, such as the votes export's "
-            "computed `counted`) "
+            "computed `counted`; `warnings`: what was imported but may not be what the file meant, such as a quoted "
+            "field that spans lines and holds a row's commas, each naming its lines) "
             'or failed (nothing was written: the first problem as {"detail", "path", "line", "field"} and every '
             'problem in that shape in "problems", the first 200, with "more" counting the others). An unknown, '
             "expired or forged token is a 404."
@@ -288,7 +289,10 @@ def votes_import_state(progress: dict, request: Request) -> dict:
         study_url = request.build_absolute_uri(reverse("api:study-detail", kwargs={"slug": progress["study"]}))
         counts = dict(progress["counts"])
         ignored = counts.pop(vote_import.IGNORED_COLUMNS, {})
-        state.update(study=progress["study"], study_url=study_url, counts=counts, ignored_columns=ignored)
+        warnings = counts.pop(vote_import.WARNINGS, [])
+        state.update(
+            study=progress["study"], study_url=study_url, counts=counts, ignored_columns=ignored, warnings=warnings
+        )
     elif progress["state"] == "failed":
         problems = _progress_problems(progress)
         state.update(problems[0], problems=problems, more=progress.get("more", 0))
