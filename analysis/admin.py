@@ -112,6 +112,7 @@ def votes_import_progress(request: HttpRequest, token: str) -> HttpResponse:
         "progress": progress,
         "counts": vote_import.votes_import_counts(progress.get("counts", {})),
         "ignored_columns": progress.get("counts", {}).get(vote_import.IGNORED_COLUMNS, {}),
+        "warnings": progress.get("counts", {}).get(vote_import.WARNINGS, []),
         "steps": vote_import.VOTES_IMPORT_STEPS,
         "unit": "steps done",
         "running_title": "importing",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import itertools
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
 
@@ -29,6 +30,9 @@ from analysis.frame import CONTROL, Filters, apply_filters, exclusion_masks
 from annotations.models import Judge, Study, Vote, pseudonym
 from judges.models import JudgeRun
 
+# What a spreadsheet may read as the start of a formula: = + - @ (and their full-width and small
+# forms, which Excel reads as the same with a CJK input method: "＝1+1"), a tab or a carriage
+# return (CSV injection, OWASP). The forms are found by NFKC, which folds each onto its ASCII sign.
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 VOTE_COLUMNS = [
@@ -101,7 +105,8 @@ _PROVENANCE = ("backend", "model", "prompt_style")
 
 
 def neutralise(value: object) -> object:
-    if isinstance(value, str) and value.startswith(FORMULA_START):
+    """A text cell a spreadsheet would run as a formula, with a quote put before it."""
+    if isinstance(value, str) and value and unicodedata.normalize("NFKC", value[0]).startswith(FORMULA_START):
         return "'" + value
     return value
 

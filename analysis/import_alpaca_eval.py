@@ -29,17 +29,28 @@ every such file under it. What becomes what:
   "second", and count for A1/A2).
 - Every other field of a record (``dataset``, ``price_per_example``, ``time_per_example``,
   ``raw_completion``, and the raw ``preference``) is kept in the vote's ``meta`` with the file's
-  name and the record's position.
+  name (``source``) and the record's position (``record``). A record's own ``source`` or
+  ``record`` field is kept as ``record.source`` / ``record.record``, and the import's warnings
+  say so: the provenance we store is never overwritten.
+- A value no database can store (NaN, Infinity, a NUL character, a lone surrogate) is a problem
+  naming the record and the field.
+
+A file is read as a stream, one record at a time (``_records``): AlpacaEval's files run to
+hundreds of megabytes, and a ``.json.gz`` decompressed whole took three copies of it in memory.
 """
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import json
 import math
+import re
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 from analysis.importers import (
     MAX_ID_CHARS,
@@ -55,11 +66,16 @@ from analysis.importers import (
     prompt_key,
 )
 from annotations.models import BloomLevel
-from annotations.study_files import Problems
+from annotations.study_files import Problems, first_unstorable
 
 TEXTS = ("instruction", "output_1", "output_2", "generator_1", "generator_2", "annotator")
 REQUIRED = (*TEXTS, "preference")
 SUFFIXES = (".json", ".json.gz")
+# What the vote's meta says of where it came from: the file's name and the record's position.
+PROVENANCE = ("source", "record")
+# Bytes read (and characters parsed) at a time: with the record being read, what a file costs
+# in memory however large it is.
+CHUNK = 1 << 20
 
 
 @every_problem
@@ -80,17 +96,35 @@ def parse_alpaca_eval(
     numbers: dict[str, int] = {}  # instruction text → its number
     seen: dict[tuple[str, str, int], str] = {}  # (annotator, model, instruction) → where
     baseline: dict[str, str] = {}
+    renamed: set[str] = set()  # record fields kept under another name (PROVENANCE)
     for file in files:
-        records = problems.check(_records, file)
-        for n, rec in enumerate(records or ()):
-            if limit is not None and len(votes) >= limit:
-                break
-            vote = problems.check(_vote, file, n, rec, questions, numbers, seen, baseline)
-            if vote is not None:
-                votes.append(vote)
+        if limit is not None and len(votes) >= limit:
+            break
+        # A file that cannot be read on (not gzip, not JSON) is one problem; its records before
+        # that point were checked one by one.
+        try:
+            with closing(_records(file)) as records:
+                for n, rec in enumerate(records):
+                    if limit is not None and len(votes) >= limit:
+                        break
+                    vote = problems.check(_vote, file, n, rec, questions, numbers, seen, baseline, renamed)
+                    if vote is not None:
+                        votes.append(vote)
+        except ImportProblem as exc:
+            problems.add(exc)
     if not votes and not problems.count():
         raise ImportProblem(_source(paths), None, None, "no annotations in the file(s)")
-    return Parsed(source=_source(paths), questions=questions, votes=votes)
+    warnings = [
+        ImportProblem(
+            _source(paths),
+            None,
+            key,
+            f"each record's own {key!r} field is kept in its vote's meta as {'record.' + key!r} (the vote's "
+            f"{key!r} is {'the file it came from' if key == 'source' else 'its position in the file'})",
+        )
+        for key in sorted(renamed)
+    ]
+    return Parsed(source=_source(paths), questions=questions, votes=votes, warnings=warnings)
 
 
 def _source(paths: list[Path]) -> str:
@@ -112,27 +146,123 @@ def _files(paths: list[Path]) -> list[Path]:
     return files
 
 
-def _records(file: Path) -> list:
+def _records(file: Path) -> Iterator[Any]:
+    """The records of the file's JSON list, one at a time: the file (gzip or not) is read in
+    chunks of CHUNK bytes, so at most a chunk and the record being read are held, never the file."""
+    chunks = _text(file)
+    with closing(chunks):
+        yield from _JsonList(chunks, file)
+
+
+def _text(file: Path) -> Iterator[str]:
+    """The file's text (gzip-compressed when its name ends in .gz), CHUNK bytes at a time; a UTF-8
+    byte-order mark is dropped. Every way reading it can fail is an ImportProblem."""
+    opener = gzip.open if file.name.endswith(".gz") else open
+    decoder = codecs.getincrementaldecoder("utf-8-sig")()
+    offset = 0  # bytes decoded before this chunk
     try:
-        data = gzip.decompress(file.read_bytes()) if file.name.endswith(".gz") else file.read_bytes()
+        with opener(file, "rb") as stream:
+            while data := stream.read(CHUNK):
+                held = len(decoder.getstate()[0])  # a character cut by the last chunk's end
+                try:
+                    text = decoder.decode(data)
+                except UnicodeDecodeError as exc:
+                    byte = offset - held + exc.start
+                    raise ImportProblem(file, None, None, f"not UTF-8 text (byte {byte}: {exc.reason})") from None
+                offset += len(data)
+                yield text
+            try:
+                decoder.decode(b"", final=True)
+            except UnicodeDecodeError as exc:
+                raise ImportProblem(file, None, None, f"not UTF-8 text (the last bytes: {exc.reason})") from None
     except OSError as exc:  # unreadable, or not gzip (BadGzipFile is an OSError)
         raise ImportProblem(file, None, None, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from exc
     except (EOFError, zlib.error) as exc:
         raise ImportProblem(file, None, None, f"cannot read: the gzip data is cut off or damaged ({exc})") from exc
-    try:
-        records = json.loads(data.decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        raise ImportProblem(file, None, None, f"not UTF-8 text (byte {exc.start}: {exc.reason})") from None
-    except json.JSONDecodeError as exc:
-        raise ImportProblem(file, exc.lineno, None, f"not JSON: {exc.msg}") from None
-    except (ValueError, RecursionError) as exc:
-        raise ImportProblem(file, None, None, f"not JSON: {exc or 'nested too deeply'}") from None
-    if not isinstance(records, list):
-        raise ImportProblem(file, None, None, "expected a JSON list of annotation records")
-    return records
 
 
-def _vote(file: Path, n: int, rec, questions: dict, numbers: dict, seen: dict, baseline: dict) -> VoteRecord:
+_SPACE = re.compile(r"[ \t\n\r]*")  # JSON's whitespace
+
+
+class _JsonList:
+    """The elements of a JSON list, parsed one at a time from text that comes in chunks, with
+    the json module's own decoder (NaN and Infinity read as Python reads them, for the record's
+    check to name). Holds the unread rest of a chunk and the element being read; an element
+    that runs past what was read is parsed again once twice as much is held, so a long one
+    costs a few times its length, not its length squared."""
+
+    def __init__(self, chunks: Iterator[str], file: Path) -> None:
+        self.chunks, self.file = chunks, file
+        self.text, self.pos, self.line, self.ended = "", 0, 1, False  # line: of text[0]
+        self.decoder = json.JSONDecoder()
+
+    def __iter__(self) -> Iterator[Any]:
+        if self._next_char() != "[":
+            raise self._problem("expected a JSON list of annotation records")
+        self.pos += 1
+        if self._next_char() == "]":
+            self.pos += 1
+        else:
+            while True:
+                yield self._element()
+                char = self._next_char()
+                if not char:
+                    raise self._problem("not JSON: the file ends inside the list")
+                self.pos += 1
+                if char == "]":
+                    break
+                if char != ",":
+                    raise self._problem("not JSON: expected ',' or ']' after a record", self.pos - 1)
+                self._next_char()
+        if self._next_char():
+            raise self._problem("not JSON: extra data after the list")
+
+    def _read(self, at_least: int) -> None:
+        """Drop what was parsed and read at least ``at_least`` more characters (fewer at the end)."""
+        self.line += self.text.count("\n", 0, self.pos)
+        parts, size = [self.text[self.pos :]], len(self.text) - self.pos
+        self.pos, wanted = 0, size + at_least
+        while size < wanted and not self.ended:
+            chunk = next(self.chunks, None)
+            if chunk is None:
+                self.ended = True
+            else:
+                parts.append(chunk)
+                size += len(chunk)
+        self.text = "".join(parts)
+
+    def _next_char(self) -> str:
+        """The next character that is not whitespace ("" at the end), not consumed."""
+        while True:
+            self.pos = _SPACE.match(self.text, self.pos).end()
+            if self.pos < len(self.text) or self.ended:
+                return self.text[self.pos : self.pos + 1]
+            self._read(CHUNK)
+
+    def _element(self) -> Any:
+        while True:
+            try:
+                value, end = self.decoder.raw_decode(self.text, self.pos)
+            except json.JSONDecodeError as exc:
+                if self.ended:
+                    raise self._problem(f"not JSON: {exc.msg}", exc.pos) from None
+            except (ValueError, RecursionError) as exc:  # a number of thousands of digits; nesting
+                raise self._problem(f"not JSON: {exc or 'nested too deeply'}") from None
+            else:
+                # A number that ends where the text read so far does may go on in the next chunk.
+                if end < len(self.text) or self.ended:
+                    self.pos = end
+                    return value
+            self._read(max(CHUNK, len(self.text) - self.pos))
+
+    def _problem(self, message: str, at: int | None = None) -> ImportProblem:
+        line = self.line + self.text.count("\n", 0, self.pos if at is None else at)
+        return ImportProblem(self.file, line, None, message)
+
+
+def _vote(
+    file: Path, n: int, rec, questions: dict, numbers: dict, seen: dict, baseline: dict, renamed: set
+) -> VoteRecord:
     where = f"[{n}]"
     if not isinstance(rec, dict):
         raise ImportProblem(file, None, where, "each record must be a JSON object")
@@ -142,8 +272,10 @@ def _vote(file: Path, n: int, rec, questions: dict, numbers: dict, seen: dict, b
     for key in TEXTS:
         if not isinstance(rec[key], str):
             raise ImportProblem(file, None, f"{where}.{key}", f"must be text, not {type(rec[key]).__name__}")
-        if "\x00" in rec[key]:
-            raise ImportProblem(file, None, f"{where}.{key}", "contains a NUL character, which cannot be stored")
+    # NaN, Infinity, a NUL character, a lone surrogate: refused here, by name, not by the database.
+    if (unstorable := first_unstorable(rec)) is not None:
+        field_path, why = unstorable
+        raise ImportProblem(file, None, f"{where}.{field_path}", why)
     for key in ("generator_1", "generator_2", "annotator"):
         if not rec[key].strip():
             raise ImportProblem(file, None, f"{where}.{key}", "is empty")
@@ -178,7 +310,16 @@ def _vote(file: Path, n: int, rec, questions: dict, numbers: dict, seen: dict, b
     _add_answer(question, AnswerRecord(a1, rec["output_1"], system=rec["generator_1"].strip()), file, None, where)
     _add_answer(question, AnswerRecord(a2, rec["output_2"], system=model), file, None, where)
     _add_item(question, "control", (a1, a2), file, None)
-    meta = {"source": file.name, "record": n, **{k: v for k, v in rec.items() if k not in TEXTS}}
+    meta = {}
+    for key, value in rec.items():
+        if key not in TEXTS:
+            if key in PROVENANCE:
+                renamed.add(key)
+                key = f"record.{key}"
+                while key in rec:  # "record.source" is a field of the record too: kept as well
+                    key = f"record.{key}"
+            meta[key] = value
+    meta.update(source=file.name, record=n)
     return VoteRecord(question=external, group="control", judge=judge, winner=winner, option_probs=probs, meta=meta)
 
 

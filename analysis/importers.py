@@ -172,6 +172,10 @@ class Parsed:
     # Columns of the file that are not imported, each with why (computed, or the exporting
     # database's own): the import's result lists them.
     ignored_columns: dict[str, str] = field(default_factory=dict)
+    # What was imported but may not be what the file meant (a quoted field that swallowed rows),
+    # or was kept under another name: each a problem that did not stop the import, naming where;
+    # the import's result lists them.
+    warnings: list[ImportProblem] = field(default_factory=list)
 
 
 # ``import_votes --format NAME``: each parser takes (path, known_groups=..., limit=...) → Parsed.
@@ -303,10 +307,11 @@ def parse_csv(path: Path, *, known_groups: set[str], problems: Problems, limit: 
     votes: list[VoteRecord] = []
     judges: dict[str, dict] = {}  # judge → kind, params and source run, the same on all its rows
     raters: dict[str, bool] = {}  # rater → flagged
+    warnings: list[ImportProblem] = []
     reader = _csv_reader(path)
     header = reader.fieldnames or []
     _check_header(header, path)
-    for row in _csv_rows(reader, path, problems):
+    for row in _csv_rows(reader, path, problems, warnings):
         if limit is not None and len(votes) >= limit:
             break
         vote = problems.check(_csv_row, row, reader.line_num, path, questions, known_groups, judges, raters)
@@ -335,6 +340,7 @@ def parse_csv(path: Path, *, known_groups: set[str], problems: Problems, limit: 
         people={j for j, found in judges.items() if found["kind"] == "human"},
         judge_params={j: found["params"] for j, found in judges.items() if found["params"]},
         ignored_columns={c: IGNORED[c] for c in header if c in IGNORED},
+        warnings=warnings,
     )
 
 
@@ -585,15 +591,19 @@ def _csv_reader(path: Path) -> csv.DictReader:
     return reader
 
 
-def _csv_rows(reader: csv.DictReader, path: Path, problems: Problems):
+def _csv_rows(reader: csv.DictReader, path: Path, problems: Problems, warnings: list[ImportProblem] | None = None):
     """The rows whose fields are fine (_csv_fields); a row with a bad field is reported in
-    ``problems`` and left out. Text that is not CSV ends the reading, reported the same way."""
+    ``problems`` and left out. Text that is not CSV ends the reading, reported the same way.
+    With ``warnings``, a row that may be several rows merged by a quote left open is named there
+    (_merged_rows_warnings)."""
     start = reader.line_num + 1  # the header has been read
     try:
         with _csv_problems(path, reader):
             try:
                 for row in reader:
                     if problems.check(_csv_fields, row, reader.line_num, path):
+                        if warnings is not None:
+                            warnings += _merged_rows_warnings(row, start, reader.line_num, path, reader.fieldnames)
                         yield row
                     start = reader.line_num + 1
             except csv.Error as exc:
@@ -603,6 +613,28 @@ def _csv_rows(reader: csv.DictReader, path: Path, problems: Problems):
                 raise ImportProblem(path, start, None, message) from None
     except ImportProblem as exc:
         problems.add(exc)
+
+
+def _merged_rows_warnings(row: dict, start: int, end: int, path: Path, header: list[str]) -> list[ImportProblem]:
+    """A quoted field that spans lines and holds as many commas as a row is legal CSV, and is
+    what a quote left open makes of the rows after it (`q1,"What is 2+2?,Four,...` then
+    `q2,What is 3+3?",Six,...`: one vote whose question is two rows). Strict reading cannot tell
+    the two apart, so such a field is imported and named, with its lines, in the warnings."""
+    if end == start:
+        return []
+    row_commas = len(header) - 1
+    return [
+        ImportProblem(
+            path,
+            start,
+            name,
+            f"a quoted field spans lines {start}-{end} and holds {value.count(',')} commas, as many as a row has: "
+            "if a quote was left open there, these rows were imported as one vote (close the quote and import "
+            "again; nothing to do if the text is meant)",
+        )
+        for name, value in row.items()
+        if isinstance(value, str) and ("\n" in value or "\r" in value) and value.count(",") >= row_commas
+    ]
 
 
 def _csv_fields(row: dict, line: int, path: Path) -> bool:

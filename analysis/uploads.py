@@ -164,6 +164,9 @@ def votes_upload_import(*, upload: VotesUpload) -> tuple[Study, dict[str, int]]:
         raise
     finally:
         upload_discard(upload.path)
+    if vote_import.WARNINGS in counts:  # named as the researcher knows the file, as its problems are
+        shown = _shown_path(upload)
+        counts[vote_import.WARNINGS] = [{**w, "path": shown(w["path"])} for w in counts[vote_import.WARNINGS]]
     _progress(upload, state="done", done=len(steps), total=len(steps), study=study.slug, counts=counts)
     return study, counts
 
@@ -177,13 +180,19 @@ def votes_upload_progress(*, upload: VotesUpload) -> dict:
 def _as_uploaded(exc: importers.ImportProblem, upload: VotesUpload) -> importers.ImportProblem:
     """The problem named as the researcher knows the file (the upload, and the file inside a
     zip), not by its place on the server."""
+    return exc.renamed(_shown_path(upload))
+
+
+def _shown_path(upload: VotesUpload):
+    """A place in the upload (on the server) as the researcher knows it: the upload's name, and
+    the file inside a zip."""
 
     def shown(place: str) -> str:
         path = Path(place)
         inside = path.relative_to(upload.path).as_posix() if path.is_relative_to(upload.path) else "."
         return upload.name if inside == "." else f"{upload.name}: {inside}"
 
-    return exc.renamed(shown)
+    return shown
 
 
 def _failed(upload: VotesUpload, error, problems: list[dict], more: int = 0) -> None:

@@ -184,21 +184,32 @@ def votes_import_path(
         votes_import_check(plan, study=study, granted=granted, add_to_collecting=add_to_collecting)
         votes_write(plan, study=study)
     ignored = {IGNORED_COLUMNS: parsed.ignored_columns} if parsed.ignored_columns else {}
-    return study, {**plan.counts, **ignored}
+    warned = {WARNINGS: [_where(w) for w in parsed.warnings]} if parsed.warnings else {}
+    return study, {**plan.counts, **ignored, **warned}
 
 
 # The key of an import's result that lists the columns it did not import (column → why).
 IGNORED_COLUMNS = "ignored_columns"
+# The key of an import's result that lists its warnings (importers.Parsed.warnings), each as
+# {"path", "line", "field", "message"}, as the API and the admin show a failed import's problems.
+WARNINGS = "warnings"
+
+
+def _where(problem: importers.ImportProblem) -> dict:
+    return {"path": problem.path, "line": problem.line, "field": problem.field, "message": problem.message}
 
 
 def votes_import_summary(result: dict) -> str:
     """An import's result in words, as the command says it (the admin's page shows the same
-    parts: votes_import_counts and the columns not imported)."""
+    parts: votes_import_counts, the columns not imported and the warnings)."""
     counts = ", ".join(f"{n} {name}" + (f" ({note})" if note else "") for name, n, note in votes_import_counts(result))
     ignored = result.get(IGNORED_COLUMNS) or {}
-    if not ignored:
-        return counts
-    return counts + "; columns not imported: " + "; ".join(f"{column} ({why})" for column, why in ignored.items())
+    if ignored:
+        counts += "; columns not imported: " + "; ".join(f"{column} ({why})" for column, why in ignored.items())
+    warnings = [
+        str(importers.ImportProblem(w["path"], w["line"], w["field"], w["message"])) for w in result.get(WARNINGS) or ()
+    ]
+    return counts + ("; warnings: " + "; ".join(warnings) if warnings else "")
 
 
 # What the admin page and the API take as an upload (analysis/uploads.py): a `csv` file, or a
@@ -249,7 +260,7 @@ def votes_import_counts(result: dict) -> list[tuple[str, int, str]]:
     return [
         (name.replace("_", " "), n, VOTES_IMPORT_NOTES.get(name, "") if n else "")
         for name, n in result.items()
-        if name != IGNORED_COLUMNS
+        if name not in (IGNORED_COLUMNS, WARNINGS)
     ]
 
 

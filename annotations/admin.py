@@ -59,6 +59,9 @@ def _count(queryset) -> Subquery:
 @admin.register(Study)
 class StudyAdmin(admin.ModelAdmin):
     form = StudyAdminForm
+    # Django 6 reads a URL typed without its scheme as https; say so now (each form made without
+    # it warned, RemovedInDjango60Warning). Prolific's links are https.
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
     # Short columns, so that the list fits a 1280 px screen beside the admin's two sidebars (the
     # creation time in full, "Nov. 25, 2026, 1:47 a.m.", was cut off there): the slug goes under
     # the title, the creation time is a date.

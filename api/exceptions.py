@@ -1,7 +1,7 @@
 """Errors as JSON: DRF's own shapes for what it knows, and a logged, bodied 500 as a last resort.
 
 Shapes (documented in docs/API.md and in the schema):
-- 400 from a serializer: {"field": ["message", ...], ...}
+- 400 from a serializer: {"detail": "field: message; ...", "field": ["message", ...], ...}
 - 400 from a study file: {"detail": "...", "path": "...", "line": 3, "field": "questions[0].bloom",
   "problems": [every problem in that shape], "more": 0}
 - 401/403/404/405/429: {"detail": "..."}
@@ -29,6 +29,8 @@ DATABASE_RETRY_AFTER = 5
 def api_exception_handler(exc: Exception, context: dict) -> Response | None:
     response = exception_handler(exc, context)
     if response is not None:
+        if response.status_code == status.HTTP_400_BAD_REQUEST:
+            response.data = with_detail(response.data)
         return response
     if isinstance(exc, QueueUnavailable):
         # Raised once the operation's transaction committed and was undone: nothing to roll back.
@@ -54,3 +56,20 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
     logger.exception("Unhandled error in API view %s", type(view).__name__ if view else "?", exc_info=exc)
     set_rollback()
     return Response({"detail": "Internal server error."}, status=status.HTTP_500_INTERNAL_SERVER_ERROR)
+
+
+def with_detail(data) -> dict:
+    """A 400's body with `detail`, as every other error has: a serializer's field lists
+    ({"field": ["message"]}) get one line naming each field's first message beside them."""
+    if isinstance(data, dict) and "detail" in data:
+        return data
+    if not isinstance(data, dict):  # a ValidationError raised with a message or a list of them
+        data = {"non_field_errors": data if isinstance(data, list) else [data]}
+    parts = [f"{name}: {_first_message(errors)}" for name, errors in data.items()]
+    return {"detail": "; ".join(parts) or "Bad request.", **data}
+
+
+def _first_message(errors) -> str:
+    while isinstance(errors, (list, dict)) and errors:
+        errors = errors[0] if isinstance(errors, list) else next(iter(errors.values()))
+    return str(errors) if errors not in ([], {}) else "invalid"

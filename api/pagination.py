@@ -29,6 +29,16 @@ class IdCursorPagination(CursorPagination):
             raise ValidationError({self.page_size_query_param: ["A whole number of at least 1."]})
         return min(int(given), self.max_page_size)
 
+    def get_schema_operation_parameters(self, view) -> list[dict]:
+        # The minimum get_page_size refuses below; no maximum: a larger page_size is served as
+        # max_page_size, not refused (said in the description).
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            if parameter["name"] == self.page_size_query_param:
+                parameter["schema"]["minimum"] = 1
+                parameter["description"] += f" At least 1; above {self.max_page_size}, {self.max_page_size}."
+        return parameters
+
     def decode_cursor(self, request):
         # DRF answers a bad cursor with 404 and passes the position it decodes to the query
         # unchecked (a crafted "p=abc" became a 500). A cursor is input like any other: 400.

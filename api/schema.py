@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from django import forms
 from drf_spectacular.openapi import AutoSchema
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import serializers
 
@@ -19,11 +18,18 @@ class ErrorSerializer(serializers.Serializer):
 
 
 BAD_REQUEST = OpenApiResponse(
-    response=OpenApiTypes.OBJECT,
+    # Every 400 has `detail` (api.exceptions.with_detail), and what the description says beside it.
+    response={
+        "type": "object",
+        "properties": {"detail": {"type": "string"}},
+        "required": ["detail"],
+        "additionalProperties": True,
+    },
     description=(
-        "Bad input. From a form or query string: one list of messages per field, "
-        '{"field": ["message"]}. From a study file: the first problem as {"detail", "path", "line", "field"}, '
-        'every problem in that shape in "problems" (at most 200) and how many more in "more".'
+        "Bad input, said in `detail`. From a form or query string, also one list of messages per field, "
+        '{"detail": "field: message", "field": ["message"]}. From a study file: the first problem as '
+        '{"detail", "path", "line", "field"}, every problem in that shape in "problems" (at most 200) and how '
+        'many more in "more".'
     ),
 )
 ERRORS = {

@@ -17,6 +17,7 @@ from django.db.models import Case, CharField, Count, F, OuterRef, QuerySet, Subq
 from django.http import Http404, HttpResponse, HttpResponsePermanentRedirect, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import Resolver404, resolve, reverse
+from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, status
@@ -38,6 +39,7 @@ from annotations.study_files import StudyFileError, study_export
 from annotations.uploads import UploadError, UploadTooLarge, study_upload_get, study_upload_progress
 from api import inputs, serializers
 from api.pagination import MAX_ID, IdCursorPagination, VoteCursorPagination
+from api.parsers import BoundedJSONParser
 from api.schema import ErrorSerializer, form_parameters
 from api.services import study_import_upload
 from judges.models import JudgeRun, LLMJudge
@@ -62,6 +64,7 @@ def study_file_error_body(exc: StudyFileError) -> dict:
     return {**problems[0], "problems": problems, "more": exc.more}
 
 
+@csrf_exempt  # it changes nothing; Django's CSRF check answered a POST with its HTML 403 page
 def not_found(request, *args, **kwargs) -> HttpResponse:
     """Any other path under /api/: a JSON 404. A GET of an endpoint without its final slash is
     sent on to it, as APPEND_SLASH would do; a path that would only reach this view with a
@@ -264,7 +267,8 @@ class VotesImportJobView(APIView):
             "`state` is queued, running (with the `step` under way, `done` of `total` steps and `percent`), "
             "done (`study`, `study_url`, the `counts`: questions, answers, items, judges, raters, votes, ..., and "
             "`ignored_columns`: each column of the file that was not imported, with why, such as the votes export's "
-            "computed `counted`) "
+            "computed `counted`; `warnings`: what was imported but may not be what the file meant, such as a quoted "
+            "field that spans lines and holds a row's commas, each naming its lines) "
             'or failed (nothing was written: the first problem as {"detail", "path", "line", "field"} and every '
             'problem in that shape in "problems", the first 200, with "more" counting the others). An unknown, '
             "expired or forged token is a 404."
@@ -291,7 +295,10 @@ def votes_import_state(progress: dict, request: Request) -> dict:
         study_url = request.build_absolute_uri(reverse("api:study-detail", kwargs={"slug": progress["study"]}))
         counts = dict(progress["counts"])
         ignored = counts.pop(vote_import.IGNORED_COLUMNS, {})
-        state.update(study=progress["study"], study_url=study_url, counts=counts, ignored_columns=ignored)
+        warnings = counts.pop(vote_import.WARNINGS, [])
+        state.update(
+            study=progress["study"], study_url=study_url, counts=counts, ignored_columns=ignored, warnings=warnings
+        )
     elif progress["state"] == "failed":
         problems = _progress_problems(progress)
         state.update(problems[0], problems=problems, more=progress.get("more", 0))
@@ -547,6 +554,9 @@ class RunCancelView(APIView):
 
 class RunResumeView(APIView):
     model_permissions = {"POST": ("judges.change_judgerun",)}
+    # Its one option has a default, so a form or multipart body that parses to nothing (any junk
+    # does) resumed the run as if asked: a body, when there is one, is JSON (else 415).
+    parser_classes = [BoundedJSONParser]
 
     @extend_schema(
         summary="Resume a judge run",
@@ -555,7 +565,11 @@ class RunResumeView(APIView):
             "with `retry_failed`, again for those whose request failed (judges.services.judge_run_resume)."
         ),
         request=inputs.RunResumeInput,
-        responses={200: serializers.JudgeRunSerializer, 400: SERVICE_ERROR},
+        responses={
+            200: serializers.JudgeRunSerializer,
+            400: SERVICE_ERROR,
+            415: OpenApiResponse(ErrorSerializer, description="A body that is not JSON."),
+        },
     )
     def post(self, request: Request, pk: int) -> Response:
         run = _by_id(RUNS, pk)

@@ -314,10 +314,17 @@ for _origin in BIASSTUDY_MTURK_FRAME_ANCESTORS:
 # follows "As" ("a nurse", "an immigrant"). Empty: perturbations.rules.DEFAULT_IDENTITIES.
 BIASSTUDY_IDENTITY_MARKERS = env_list("BIASSTUDY_IDENTITY_MARKERS", [])
 
+_LOG_LEVEL = env_str("DJANGO_LOG_LEVEL", "INFO")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": env_str("DJANGO_LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "INFO"}},
+    "root": {"handlers": ["console"], "level": _LOG_LEVEL},
+    "loggers": {
+        # Django's own configuration gives "django" a console handler of its own (with DEBUG on)
+        # and the records also reach the root's: every line was printed twice. Its records go to
+        # the root's handler alone (its other one mails ADMINS, which we do not set).
+        "django": {"handlers": [], "level": _LOG_LEVEL},
+        "django.db.backends": {"level": "INFO"},
+    },
 }

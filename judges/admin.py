@@ -10,6 +10,7 @@ from django import forms
 from django.apps import apps as django_apps
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import models
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
@@ -84,6 +85,9 @@ class LLMJudgeForm(forms.ModelForm):
 @admin.register(LLMJudge)
 class LLMJudgeAdmin(admin.ModelAdmin):
     form = LLMJudgeForm
+    # The form's own base_url field replaces the model's, but the model's is made first, and
+    # warned without a scheme (RemovedInDjango60Warning): the same as the form's.
+    formfield_overrides = {models.URLField: {"assume_scheme": "http"}}
     list_display = ["__str__", "backend", "model", "prompt_style", "votes_per_item", "concurrency"]
     list_filter = ["backend", "prompt_style"]
     search_fields = ["judge__name", "model"]

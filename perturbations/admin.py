@@ -76,6 +76,7 @@ class PerturbationStudyAdmin(admin.ModelAdmin):
     """Studies as the perturbation workflow sees them: generate, then review."""
 
     list_display = ("title", "slug", "pending", "approved", "rejected", "review_link")
+    formfield_overrides = StudyAdmin.formfield_overrides  # the same study, and its URL field
     actions = [generate_perturbations]
     search_fields = ("title", "slug")
 

@@ -97,6 +97,33 @@ start_postgres() {
   echo "postgres://biasstudy:biasstudy@127.0.0.1:5432/biasstudy"
 }
 
+# suite_on_both_databases PYTEST_ARGS...: the test suite on SQLite, then on PostgreSQL
+# (TEST_DATABASE_URL, or the local cluster start_postgres starts; skipped, and said so, when
+# there is neither). The second runs whatever the first found (under set -e a failing SQLite run
+# ended test.sh, and the PostgreSQL one never ran, without a word); each is reported at the end,
+# and it fails if either failed. pytest's 5 ("no tests collected") is a failure too.
+suite_on_both_databases() {
+  local sqlite_status=0 pg_status=0 pg_result pg_url
+  log "Test suite on SQLite"
+  "$VENV/bin/pytest" "$@" || sqlite_status=$?
+  pg_url="${TEST_DATABASE_URL:-}"
+  if [ -z "$pg_url" ]; then pg_url=$(start_postgres || true); fi
+  if [ -n "$pg_url" ]; then
+    log "Test suite on PostgreSQL"
+    DATABASE_URL="$pg_url" "$VENV/bin/pytest" "$@" || pg_status=$?
+    pg_result=$(_suite_result "$pg_status")
+  else
+    pg_result="skipped: PostgreSQL is not reachable and could not be started here"
+  fi
+  log "Test suite on SQLite: $(_suite_result "$sqlite_status")"
+  log "Test suite on PostgreSQL: $pg_result"
+  [ "$sqlite_status" = 0 ] && [ "$pg_status" = 0 ]
+}
+
+_suite_result() {
+  if [ "$1" = 0 ]; then echo "passed"; else echo "FAILED (pytest exit status $1)"; fi
+}
+
 # Processes started by start_together, each the leader of its own process group (setsid), so
 # that stopping one stops what it started too (runserver's autoreloader child, the worker's).
 _together=()

@@ -2,7 +2,8 @@
 # Install what the tests need (Debian's chromium with a colour emoji font, postgresql; the Python
 # packages; axe-core from npm for the accessibility tests) and run the
 # whole suite: lint, then all tests on SQLite, then again on PostgreSQL (TEST_DATABASE_URL, or a
-# local Debian cluster started on 127.0.0.1 when we may install and start one).
+# local Debian cluster started on 127.0.0.1 when we may install and start one). Both runs happen
+# whatever the first found; each is reported at the end, and the script fails if either failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
@@ -19,21 +20,4 @@ log "Lint (ruff) and the apps' import contracts (import-linter, pyproject.toml)"
 "$VENV/bin/ruff" check .
 "$VENV/bin/lint-imports" --no-cache
 
-run_suite() {
-  local status=0
-  "$VENV/bin/pytest" "$@" || status=$?
-  # pytest's 5 means "no tests collected": a suite that ran nothing has failed.
-  return $status
-}
-
-log "Test suite on SQLite"
-run_suite -q "$@"
-
-pg_url="${TEST_DATABASE_URL:-}"
-if [ -z "$pg_url" ]; then pg_url=$(start_postgres || true); fi
-if [ -n "$pg_url" ]; then
-  log "Test suite on PostgreSQL"
-  DATABASE_URL="$pg_url" run_suite -q "$@"
-else
-  log "PostgreSQL is not reachable and could not be started here: the PostgreSQL run was skipped"
-fi
+suite_on_both_databases -q "$@"

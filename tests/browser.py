@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from django.conf import settings
+from django.db import connections
 from django.test import Client
 
 CHROMIUM = "/usr/bin/chromium"
@@ -42,7 +43,14 @@ def _playwright() -> Iterator[Any]:
     # Playwright's sync API keeps an event loop in this thread; our ORM calls are plain sync code.
     os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     with sync_api.sync_playwright() as playwright:
-        yield playwright
+        try:
+            yield playwright
+        finally:
+            # While that loop runs, Django keeps this thread's connections apart from its others
+            # (asgiref's Local follows a running loop): the ORM calls made in the block opened
+            # connections of their own, which nothing closed. On PostgreSQL the test database
+            # then could not be dropped ("being accessed by other users") and was left behind.
+            connections.close_all()
 
 
 @contextmanager

@@ -1,5 +1,6 @@
 """CSV exports: they load into pandas unchanged, stream, and neutralise spreadsheet formulas."""
 
+import csv
 import io
 from io import StringIO
 
@@ -67,6 +68,16 @@ def test_formula_cells_are_neutralised_and_numbers_are_not(exported_study):
     assert outputs == {"'=cmd|' /C calc'!A0\nB", "'+what"}
     assert exports.neutralise(-3) == -3 and exports.neutralise("@x") == "'@x" and exports.neutralise("\tx") == "'\tx"
     assert exports.neutralise("a=b") == "a=b"
+
+
+@pytest.mark.parametrize(
+    "formula", ["\uff1d1+1", "\uff0bA1", "\uff0d1", "\uff20SUM(A1)", "\ufe66A1", "\ufe62A1", "\ufe631", "\ufe6bx"]
+)
+def test_the_full_width_and_small_forms_of_a_formula_sign_are_neutralised_too(formula):
+    """Excel takes a full-width "\uff1d" typed through a CJK input method as "=": a cell that
+    starts with one (or with the small forms) was exported as it was, a formula to run."""
+    line = "".join(exports.csv_lines([["plain", formula, "a\uff1db"]]))
+    assert next(csv.reader(io.StringIO(line))) == ["plain", "'" + formula, "a\uff1db"]
 
 
 def test_the_items_csv_has_each_judges_preference_per_item(exported_study):

@@ -73,7 +73,7 @@ def test_the_api_takes_the_subset_parameter_as_analyze_takes_the_option(subset_s
     computed = {key: body.pop(key) for key in ("computed_at", "n_votes", "updating")}  # the API's own
     assert body == analyze_json("--subset", "Natural") and computed["updating"] is False
     response = token_client.get(metrics, {"subset": "Imaginary"})
-    assert response.status_code == 400 and list(response.json()) == ["subset"]
+    assert response.status_code == 400 and list(response.json()) == ["detail", "subset"]
 
 
 def test_a_study_without_subsets_offers_none_and_refuses_any(db, staff_client):

@@ -41,7 +41,7 @@ def test_the_query_string_overrides_slug_title_and_status(token_client):
 def test_a_bad_override_is_a_400_naming_it(token_client):
     response = post_json(token_client, minimal_document(), status="open")
     assert response.status_code == 400
-    assert list(response.json()) == ["status"]
+    assert list(response.json()) == ["detail", "status"]
     assert not Study.objects.exists()
 
 
@@ -126,7 +126,7 @@ def test_errors_in_an_uploaded_file_name_the_file(token_client):
 def test_a_form_without_a_file_is_a_400(token_client):
     response = token_client.post(URL, {"format": "chen2024"}, format="multipart")
     assert response.status_code == 400
-    assert list(response.json()) == ["file"]
+    assert list(response.json()) == ["detail", "file"]
 
 
 def chen_rows(n: int = 2) -> tuple[list[dict], list[dict]]:

@@ -155,8 +155,8 @@ def test_a_bad_filter_is_a_400_naming_it(analysed_study, token_client, params, f
     response = token_client.get(METRICS, params)
     assert response.status_code == 400
     body = response.json()
-    assert list(body) == [field], body
-    assert body[field][0]
+    assert list(body) == ["detail", field], body
+    assert body[field][0] and body["detail"].startswith(f"{field}: ")
 
 
 @pytest.mark.parametrize("name", ["votes", "items", "metrics"])

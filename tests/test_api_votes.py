@@ -146,8 +146,8 @@ def test_bad_filter_values_are_a_400_naming_the_parameter(voted_study, token_cli
     response = token_client.get(URL, params)
     assert response.status_code == 400, response.content
     body = response.json()
-    assert list(body) == [field]
-    assert message in body[field][0]
+    assert list(body) == ["detail", field]
+    assert message in body[field][0] and message in body["detail"]
 
 
 def test_filters_of_other_lists_are_checked_too(voted_study, token_client):
@@ -161,7 +161,7 @@ def test_filters_of_other_lists_are_checked_too(voted_study, token_client):
     for name, params, field in cases:
         response = token_client.get(reverse(f"api:{name}", args=[slug]), params)
         assert response.status_code == 400, (name, params)
-        assert list(response.json()) == [field]
+        assert list(response.json()) == ["detail", field]
     response = token_client.get(reverse("api:judges"), {"kind": "robot", "study": "nope"})
     assert response.status_code == 400
-    assert set(response.json()) == {"kind", "study"}
+    assert set(response.json()) == {"detail", "kind", "study"}

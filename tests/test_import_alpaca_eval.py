@@ -4,12 +4,15 @@ judge's fractional preference kept as the vote's probabilities; bad input is ref
 file and the record, and nothing is written."""
 
 import gzip
+import io
 import json
+import tracemalloc
 
 import pytest
 from django.core.management import CommandError, call_command
 
-from analysis import lc_alpaca, loader
+from analysis import import_alpaca_eval, lc_alpaca, loader
+from analysis.importers import ImportProblem
 from annotations.models import Answer, Question, Vote
 from tests.factories import make_study
 
@@ -139,3 +142,106 @@ def test_other_formats_still_take_one_path(db, tmp_path):
     make_study(status="draft", slug="ae")
     with pytest.raises(CommandError, match="reads one file or folder"):
         call_command("import_votes", str(tmp_path), str(tmp_path), "--format", "csv", "--study", "ae")
+
+
+@pytest.mark.parametrize(
+    ("fields", "where", "message"),
+    [
+        ({"price_per_example": float("nan")}, "[1].price_per_example", "nan is not a number that can be stored"),
+        ({"time_per_example": float("inf")}, "[1].time_per_example", "inf is not a number that can be stored"),
+        ({"raw_completion": "a\x00b"}, "[1].raw_completion", "contains a NUL character"),
+        ({"raw_completion": {"text": "\ud800"}}, "[1].raw_completion.text", "contains a lone surrogate (\\ud800)"),
+        ({"output_2": "Hello \udc00!"}, "[1].output_2", "contains a lone surrogate (\\udc00)"),
+        ({"dataset": ["koala", "\ud83d"]}, "[1].dataset[1]", "contains a lone surrogate"),
+    ],
+)
+def test_a_value_no_database_can_store_is_refused_naming_the_record_and_the_field(db, tmp_path, fields, where, message):
+    """NaN and Infinity (Python's json reads them), NUL and half a surrogate pair ("\\ud800")
+    ended in the database's own error, with a traceback, instead of the import's message."""
+    study = make_study(slug="ae")
+    write(tmp_path / "m1.json", [record(), record("Other", **fields)])
+    with pytest.raises(CommandError) as caught:
+        run(tmp_path / "m1.json")
+    text = str(caught.value)
+    assert "import failed, nothing was written" in text
+    assert f"m1.json, field '{where}': {message}" in text
+    assert not Question.objects.filter(study=study).exists() and not Vote.objects.filter(item__study=study).exists()
+
+
+def test_a_records_own_source_and_record_fields_do_not_replace_where_the_vote_came_from(db, tmp_path):
+    """The vote's meta says which file and which record it came from; a record's own `source`
+    and `record` fields (a data set may have them) overwrote both. They are kept under their
+    own names, and the import says so."""
+    study = make_study(slug="ae")
+    write(tmp_path / "m1.json", [record(), record("Other", source="their-pipeline", record={"id": 7})])
+    out = io.StringIO()
+    call_command("import_votes", str(tmp_path / "m1.json"), "--format", "alpaca_eval", "--study", "ae", stdout=out)
+    meta = Vote.objects.get(item__study=study, meta__record=1).meta
+    assert (meta["source"], meta["record"]) == ("m1.json", 1)
+    assert (meta["record.source"], meta["record.record"]) == ("their-pipeline", {"id": 7})
+    assert "warnings:" in out.getvalue()
+    assert "field 'source': each record's own 'source' field is kept in its vote's meta as 'record.source'" in (
+        out.getvalue()
+    )
+    assert "field 'record': each record's own 'record' field is kept" in out.getvalue()
+
+
+def test_a_compressed_file_is_read_as_a_stream_not_decompressed_whole(tmp_path):
+    """A 400 MB .json.gz was decompressed whole (1 GB of memory). Reading the first records of
+    a 48 MB one now holds about a chunk of it."""
+    path = tmp_path / "big.json.gz"
+    filler = "x" * 16_000
+    with gzip.open(path, "wt", encoding="utf-8") as out:
+        out.write("[")
+        for n in range(3000):
+            out.write(("," if n else "") + json.dumps(record(f"Question {n}?", raw_completion=filler)))
+        out.write("]")
+    tracemalloc.start()
+    try:
+        parsed = import_alpaca_eval.parse_alpaca_eval(path, limit=3)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(parsed.votes) == 3 and parsed.votes[2].meta["raw_completion"] == filler
+    assert peak < 8 * 2**20, f"{peak / 2**20:.1f} MiB held to read 3 records of 48 MB"
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 7, 64])
+def test_records_split_anywhere_between_chunks_are_read_whole(tmp_path, monkeypatch, chunk):
+    """The stream is parsed chunk by chunk: a record, a number, a character of several bytes or
+    the byte-order mark cut by a chunk's end is read as the whole file would be."""
+    records = [
+        record("Ça va ? 👋", preference=1.25, price_per_example=12345.678e-3),
+        record("Zweite Frage — ß", model="m2", preference=2, time_per_example=7),
+        record("x" * 300, model="m3", preference=1, raw_completion={"nested": [1, 2.5, None, True, "é"]}),
+    ]
+    path = tmp_path / "a.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(records, indent=2, ensure_ascii=False).encode())
+    monkeypatch.setattr(import_alpaca_eval, "CHUNK", chunk)
+    parsed = import_alpaca_eval.parse_alpaca_eval(path)
+    assert [v.meta | {"q": v.question} for v in parsed.votes] == [
+        {**{k: v for k, v in r.items() if k not in import_alpaca_eval.TEXTS}, "source": "a.json", "record": n}
+        | {"q": f"{r['generator_2']}#{n}"}
+        for n, r in enumerate(records)
+    ]
+    assert [q.text for q in parsed.questions.values()] == [r["instruction"] for r in records]
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ('[\n  {"a": 1},\n  {"a": 2,,}\n]', "line 3: not JSON: Expecting property name"),
+        ('[\n  {"a": 1}\n  {"a": 2}\n]', "line 3: not JSON: expected ',' or ']' after a record"),
+        ('[\n  {"a": 1},\n', "line 3: not JSON: Expecting value"),
+        ('[{"a": 1}', "line 1: not JSON: the file ends inside the list"),
+        ('[{"a": 1}]\n\n[]', "line 3: not JSON: extra data after the list"),
+        ('\n{"a": 1}', "line 2: expected a JSON list of annotation records"),
+    ],
+)
+def test_text_that_is_not_a_json_list_is_refused_naming_the_line(tmp_path, monkeypatch, text, problem):
+    path = tmp_path / "a.json"
+    path.write_text(text)
+    monkeypatch.setattr(import_alpaca_eval, "CHUNK", 4)
+    with pytest.raises(ImportProblem) as caught:
+        import_alpaca_eval.parse_alpaca_eval(path)
+    assert f"a.json, {problem}" in str(caught.value)

@@ -1,6 +1,7 @@
 """`import_votes` and the export commands answer a broken file or destination with a message
 naming file, line and field (a CommandError), never a traceback; and import nothing."""
 
+import io
 import json
 
 import pytest
@@ -88,6 +89,29 @@ def test_an_unclosed_quote_is_a_message_with_a_line(study, tmp_path):
     path = tmp_path / "votes.csv"
     path.write_text('question_id,question,answer_a1,answer_a2,judge,winner\nq1,"Why,a,b,j,a1\n' + "x" * 20_000_000)
     assert f"{path}, line 2: not readable as CSV" in refused(path)
+
+
+def test_a_quoted_field_holding_rows_is_imported_and_named_in_the_warnings_with_its_lines(study, tmp_path):
+    """A quote left open until a later quote closes it is legal CSV: one vote whose question is
+    two rows. Reading cannot tell it from a question with a line break and commas in it, so it
+    is imported, and the import's result names it with its lines."""
+    path = tmp_path / "votes.csv"
+    path.write_text(
+        "question_id,question,answer_a1,answer_a2,judge,winner\n"
+        'q1,"What is 2+2?,Four,Five,judge,a1\n'
+        'q2,What is 3+3?",Six,Seven,judge,a1\n'
+        'q3,"Name a colour, please.\nAny one.",Red,Blue,judge,a2\n'
+    )
+    out = io.StringIO()
+    call_command("import_votes", str(path), "--format", "csv", "--study", "votes", stdout=out)
+    assert Question.objects.get(external_id="q1").text == "What is 2+2?,Four,Five,judge,a1\nq2,What is 3+3?"
+    assert Vote.objects.count() == 2
+    # Named once, with the lines of the row it swallowed; a line break with a comma or two is not.
+    assert out.getvalue().count("warnings:") == 1 and out.getvalue().count("a quoted field spans") == 1
+    assert (
+        f"{path}, line 2, field 'question': a quoted field spans lines 2-3 and holds 5 commas, as many as a row has"
+        in out.getvalue()
+    )
 
 
 def test_a_rater_met_again_in_a_later_file_is_refused_naming_the_line(study, tmp_path):

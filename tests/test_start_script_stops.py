@@ -39,8 +39,15 @@ def start_driver(tmp_path: Path, lifetimes=(600, 600)) -> tuple[subprocess.Popen
     )
     driver = tmp_path / "driver.sh"
     driver.write_text(f"set -euo pipefail\ncd {ROOT}\nsource scripts/lib.sh\n{starts}\nrun_together\n")
-    process = subprocess.Popen(["bash", str(driver)], start_new_session=True)
+    process = subprocess.Popen(["bash", str(driver)], start_new_session=True, preexec_fn=default_sigint)
     return process, files
+
+
+def default_sigint() -> None:
+    """SIGINT as a terminal's Ctrl-C finds start.sh. A command started with `&` by a shell that
+    is not interactive (`nohup ./scripts/test.sh &`, a scheduler, a CI wrapper) ignores SIGINT, and
+    so would this driver, inheriting it: bash cannot trap a signal ignored when it started."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def pids_of(files: list[Path], timeout: float = 20) -> list[int]:
@@ -76,6 +83,19 @@ def test_a_signal_to_the_script_stops_every_process_it_started(tmp_path, sig, co
             if alive(pid):
                 os.kill(pid, signal.SIGKILL)
         process.kill()
+
+
+def test_the_signal_cases_pass_when_the_tests_run_with_sigint_ignored(tmp_path):
+    """As in a job started with `&` by a shell that is not interactive: the SIGINT case timed out."""
+    command = 'trap "" INT; exec "$0" -m pytest -q -p no:cacheprovider "$1" -k a_signal_to_the_script'
+    done = subprocess.run(
+        ["bash", "-c", command, sys.executable, str(Path(__file__))],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0 and "2 passed" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
 
 
 def test_when_one_ends_the_other_is_stopped_too(tmp_path):

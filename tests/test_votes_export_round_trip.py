@@ -217,3 +217,34 @@ def test_the_api_and_the_admin_page_list_the_columns_not_imported(
         else:
             page = state.content.decode()
             assert "Columns not imported" in page and "<code>excluded_because</code>: computed by the analysis" in page
+
+
+def test_the_api_and_the_admin_page_list_the_warnings_naming_the_uploaded_file(
+    token_client, staff_client, tmp_path, settings, django_capture_on_commit_callbacks
+):
+    """A quoted field that holds a row is imported with a warning; the worker's result names the
+    file as it was uploaded, not by its place on the server."""
+    settings.STUDY_UPLOAD_DIR = tmp_path / "uploads"
+    make_study(slug="api"), make_study(slug="page")
+    text = (
+        "question_id,question,answer_a1,answer_a2,judge,winner\n"
+        'q1,"What is 2+2?,Four,Five,judge,a1\nq2,What is 3+3?",Six,Seven,judge,a1\n'
+    )
+    for client, url, data in (
+        (token_client, reverse("api:votes-import"), {"format": "multipart"}),
+        (staff_client, reverse("analysis:votes-import"), {}),
+    ):
+        slug = "api" if client is token_client else "page"
+        upload = SimpleUploadedFile("mine.csv", text.encode(), content_type="text/csv")
+        with django_capture_on_commit_callbacks(execute=True):
+            response = client.post(url, {"file": upload, "format": "csv", "study": slug}, **data)
+        state = client.get(response["Location"])
+        if client is token_client:
+            [warning] = state.json()["warnings"]
+            assert (warning["path"], warning["line"], warning["field"]) == ("mine.csv", 2, "question")
+            assert warning["message"].startswith("a quoted field spans lines 2-3 and holds 5 commas")
+            assert "warnings" not in state.json()["counts"]
+        else:
+            page = state.content.decode()
+            assert "Warnings:" in page and "mine.csv, line 2, field <code>question</code>: a quoted field spans" in page
+            assert str(settings.STUDY_UPLOAD_DIR) not in page
