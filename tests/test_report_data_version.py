@@ -251,3 +251,11 @@ def test_a_save_of_a_study_read_before_a_vote_does_not_put_its_data_version_back
     stale.title = "Renamed"
     stale.save()
     assert Study.objects.get(pk=study.pk).data_version == moved + 1  # its own save moved it once more
+
+
+def test_a_migrate_that_finds_the_built_in_kinds_as_they_are_moves_no_study_on(study):
+    from perturbations.services import kinds_ensure_builtin
+
+    before = Study.objects.get(pk=study.pk).data_version
+    kinds_ensure_builtin()  # what each migrate runs (post_migrate)
+    assert Study.objects.get(pk=study.pk).data_version == before
