@@ -17,6 +17,7 @@ from annotations.models import Answer, Judge, PerturbationKind, Question, Rater,
 from judges.models import JudgeRun
 from tests.factories import make_llm_judge, make_question, make_rater, make_study, make_variant, make_vote
 from tests.test_admin_study_forms import form_as_sent
+from tests.test_rater_views import signed_in, token_in
 
 SLUG = "versioned"
 METRICS = reverse("api:study-metrics", args=[SLUG])
@@ -182,13 +183,11 @@ def test_a_vote_import_is_in_the_next_report(study, token_client, tmp_path):
 
 
 def test_a_vote_through_the_rater_page_is_in_the_next_dashboard(study, staff_client):
-    from annotations.assignment import lease_next, vote_record
-
     assert staff_client.get(DASHBOARD).status_code == 200
     n = StudyReport.objects.get(study=study).n_votes
     rater = make_rater(study)
-    lease = lease_next(rater=rater)
-    vote_record(rater_id=rater.pk, slug=SLUG, token=lease.token, choice_shown="first")
+    browser, task = signed_in(rater), reverse("annotations:task", args=[SLUG])
+    assert browser.post(task, {"token": token_in(browser.get(task)), "choice": "first"}).status_code == 302
     page = staff_client.get(DASHBOARD).content.decode()
     assert f"from {n + 1} votes" in page
 
