@@ -1,7 +1,8 @@
-"""A study's report computed from its votes and stored (``StudyReport``): what it is computed from
-(``report_version``), computing and storing it, and the task's refresh. ``services.study_results``
-decides when a stored report is computed again, in the request or by the ``report_refresh`` task,
-which calls ``study_report_refresh`` here (this module queues no task, so the task imports it)."""
+"""A study's report computed from its votes and stored (``StudyReport``): the version it is current
+at (``report_version``), computing, storing and pruning it, and the task's refresh.
+``services.study_results`` decides when a stored report is computed again, in the request or by
+the ``report_refresh`` task, which calls ``study_report_refresh`` here (this module queues no
+task, so the task imports it)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,13 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 
-from django.db.models import Count, F, Max, OuterRef, Q, Subquery, Sum
+from django.db.models import F
 from django.utils import timezone
 
 from analysis import loader, report
 from analysis.frame import Filters
 from analysis.models import StudyReport
-from annotations.models import Answer, BloomLevel, ComparisonItem, Judge, PerturbationKind, Question, Rater, Study, Vote
+from annotations.models import ComparisonItem, PerturbationKind, Study
 
 
 def study_groups(*, study: Study) -> tuple[list[str], dict[str, str]]:
@@ -55,7 +56,7 @@ class Results:
     computed_at: datetime | None
     n_votes: int
     updating: bool
-    version: str  # report_version's digest of the data the report was computed from
+    version: str  # report_version: the data version and analysis code it was computed from
 
 
 class ReportNotReady(Exception):
@@ -84,63 +85,13 @@ ANALYSIS_CODE = hashlib.sha256(
 
 
 def report_version(study: Study) -> str:
-    """The data version of the study's reports: a digest of what a report is computed from,
-    read with one aggregate query per table. A stored report is computed again
-    when any of these has changed:
-
-    - the study's own row (its thresholds, votes per item);
-    - its items (how many, the newest id, how many with each gold label, the newest vote on
-      any of them), questions (how many, the newest id, how many gold, how many at each Bloom
-      level) and answers (how many, the newest id);
-    - its raters (how many, the newest id, which are flagged, their votes: a rater's vote
-      counts in the same transaction, so one that commits after a newer vote was read is
-      seen) and judge runs (how many, the newest id, the last heartbeat and end: a run beats
-      as it writes its votes and as its retries rewrite failed ones in place);
-    - the judges (how many, the newest id, of every study: deleting a judge deletes its votes);
-    - the analysis code.
-
-    Votes are not counted: that steps through every vote of the study (0.1-0.3 s at a million
-    on SQLite), where the newest vote of each item is one index step per item. So a vote
-    deleted on its own, or an edit that changes none of the above (a judge renamed, an answer's
-    text, two questions swapping Bloom levels, a perturbation kind's semantics), is in the
-    report computed after the study's next vote."""
-    from judges.models import JudgeRun  # the judges app depends on annotations, not the reverse
-
-    newest_vote = Vote.objects.filter(item=OuterRef("pk")).order_by("-id").values("id")[:1]
-    parts = {
-        "study": Study.objects.filter(pk=study.pk).values().first(),
-        "items": ComparisonItem.objects.filter(study=study)
-        .annotate(newest_vote=Subquery(newest_vote))
-        .aggregate(
-            n=Count("id"),
-            max=Max("id"),
-            vote_max=Max("newest_vote"),
-            **{f"gold_{label}": Count("id", filter=Q(gold_label=label)) for label in ("a1", "a2")},
-        ),
-        "questions": Question.objects.filter(study=study).aggregate(
-            n=Count("id"),
-            max=Max("id"),
-            gold=Count("id", filter=Q(is_gold=True)),
-            **{level: Count("id", filter=Q(bloom_level=level)) for level in BloomLevel.values},
-        ),
-        "answers": Answer.objects.filter(question__study=study).aggregate(n=Count("id"), max=Max("id")),
-        "raters": Rater.objects.filter(study=study).aggregate(
-            n=Count("id"),
-            max=Max("id"),
-            votes=Sum("votes_done"),
-            n_flagged=Count("id", filter=Q(flagged=True)),
-            flagged_ids=Sum("id", filter=Q(flagged=True)),
-        ),
-        "runs": JudgeRun.objects.filter(study=study).aggregate(
-            n=Count("id"), max=Max("id"), heartbeat=Max("heartbeat_at"), finished=Max("finished_at")
-        ),
-        "judges": Judge.objects.aggregate(n=Count("id"), max=Max("id")),
-        "code": ANALYSIS_CODE,
-    }
-    if parts["study"] is None:
+    """The version a stored report of the study is current at: the study's data version, which
+    every write of what a report reads moves on in its own transaction (annotations.data_version
+    names them), and the analysis code. One query, whatever the study's size."""
+    data_version = Study.objects.filter(pk=study.pk).values_list("data_version", flat=True).first()
+    if data_version is None:
         raise Study.DoesNotExist(f"study {study.pk} is gone")
-    text = json.dumps(parts, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return f"{data_version}-{ANALYSIS_CODE}"
 
 
 def study_report(*, study: Study, filters: Filters | None = None, options: report.Options | None = None) -> dict:
@@ -175,6 +126,38 @@ def report_store(stored: StudyReport, *, version: str, filters: Filters, options
         cpu_seconds=stored.cpu_seconds,
         computations=F("computations") + 1,
     )
+    reports_prune(study=stored.study)
+
+
+# Beside its default view (the dashboard's, the API's and the CSVs' without filters or options),
+# a study keeps the reports of at most this many other views (filters and options): the ones
+# computed last, and those not computed yet. A view's report is computed again in its own row.
+OTHER_VIEWS_KEPT = 10
+
+
+def stored_view(*, study: Study, request: dict) -> StudyReport:
+    """The study's stored report of these filters and options (``request_of``), made empty the
+    first time they are asked for; the study's other views beyond ``OTHER_VIEWS_KEPT`` go then."""
+    stored, created = StudyReport.objects.get_or_create(
+        study=study, asked=asked_digest(request), defaults={"request": request}
+    )
+    if created:
+        reports_prune(study=study)
+    return stored
+
+
+def asked_digest(request: dict) -> str:
+    return hashlib.sha256(json.dumps(request, sort_keys=True).encode()).hexdigest()
+
+
+def reports_prune(*, study: Study) -> None:
+    """Delete the study's stored reports but its default view's and the ``OTHER_VIEWS_KEPT``
+    others computed last (or not yet): each distinct seed, bootstrap or time range asked for
+    makes a view, which must not pile up."""
+    default = asked_digest(request_of(Filters(), with_scheme_labels(None)))
+    others = StudyReport.objects.filter(study=study).exclude(asked=default)
+    kept = others.order_by(F("computed_at").desc(nulls_first=True), "-pk").values("pk")[:OTHER_VIEWS_KEPT]
+    others.exclude(pk__in=kept).delete()
 
 
 def results_of(stored: StudyReport, *, updating: bool) -> Results:

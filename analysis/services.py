@@ -4,8 +4,6 @@ plan a study's power. Views, commands and the admin call these; the maths lives 
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 from datetime import timedelta
 from decimal import Decimal
@@ -28,6 +26,7 @@ from analysis.reports import (
     report_version,
     request_of,
     results_of,
+    stored_view,
     study_groups,
     with_scheme_labels,
 )
@@ -69,15 +68,14 @@ def study_results(
     *, study: Study, filters: Filters | None = None, options: report.Options | None = None, wait: bool = False
 ) -> Results:
     """The study's report for these filters and options, stored (one ``StudyReport`` per study,
-    filters and options) and computed again when ``report_version`` has changed: at once for a
-    study of up to ``settings.ANALYSIS_BACKGROUND_VOTES`` votes (or with ``wait``); above that
+    filters and options: its default view and its last few others, ``reports.stored_view``) and
+    computed again when ``report_version`` (the study's data version) has moved on: at once for
+    a study of up to ``settings.ANALYSIS_BACKGROUND_VOTES`` votes (or with ``wait``); above that
     by the ``report_refresh`` task, queued once, while the last report is returned, marked
-    ``updating``."""
+    ``updating``. Whether the stored one is current costs two queries, whatever the study's size."""
     filters, options = filters or Filters(), with_scheme_labels(options)
     version = report_version(study)
-    request = request_of(filters, options)
-    digest = hashlib.sha256(json.dumps(request, sort_keys=True).encode()).hexdigest()
-    stored, _ = StudyReport.objects.get_or_create(study=study, asked=digest, defaults={"request": request})
+    stored = stored_view(study=study, request=request_of(filters, options))
     if stored.body and stored.version == version:
         return results_of(stored, updating=False)
     # The study's size as of its last report (counting its votes costs as much as a page).
@@ -133,6 +131,7 @@ def judge_simulate(
             ],
             batch_size=2000,
         )
+        Study.objects.filter(pk=study.pk).data_changed()  # bulk_create sends no signal
     return judge, len(sim)
 
 
@@ -203,6 +202,7 @@ def raters_simulate(
             ],
             batch_size=2000,
         )
+        Study.objects.filter(pk=study.pk).data_changed()  # bulk_create sends no signal
     return len(sim)
 
 

@@ -546,6 +546,7 @@ def votes_write(plan: VotesPlan, *, study: Study) -> None:
     Vote.objects.bulk_create(plan.votes, batch_size=1000)
     for added, ids in plan.raters_added.items():
         Rater.objects.filter(pk__in=ids).update(votes_done=F("votes_done") + added)
+    Study.objects.filter(pk=study.pk).data_changed()  # bulk_create and update() send no signal
     # How long raters' votes could not be written (SQLite) or the transaction stayed open.
     log.info(
         "votes for study %s: %d rows written in one transaction in %.2f s (%.2f s CPU)",

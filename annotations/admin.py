@@ -6,7 +6,7 @@ import json
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
-from django.db import models
+from django.db import models, transaction
 from django.db.models import F, Func, IntegerField, OuterRef, Subquery
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
@@ -521,11 +521,18 @@ class RaterAdmin(admin.ModelAdmin):
 
     @admin.action(description="Flag selected raters (excludable at analysis time)")
     def flag(self, request: HttpRequest, queryset) -> None:
-        queryset.update(flagged=True, flag_reason="flagged by staff")
+        _flag(queryset, flagged=True, reason="flagged by staff")
 
     @admin.action(description="Clear the flag of selected raters")
     def unflag(self, request: HttpRequest, queryset) -> None:
-        queryset.update(flagged=False, flag_reason="")
+        _flag(queryset, flagged=False, reason="")
+
+
+@transaction.atomic
+def _flag(raters, *, flagged: bool, reason: str) -> None:
+    """(Un)flag raters; an update() sends no signal: their studies' reports are moved on here."""
+    raters.update(flagged=flagged, flag_reason=reason)
+    Study.objects.filter(pk__in=raters.values("study_id")).data_changed()
 
 
 @admin.register(Vote)

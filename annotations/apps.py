@@ -16,3 +16,6 @@ class AnnotationsConfig(AppConfig):
 
     def ready(self) -> None:
         post_migrate.connect(_create_cache_table, sender=self)
+        from annotations import data_version  # the models are ready now
+
+        data_version.connect()

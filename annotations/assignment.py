@@ -157,6 +157,9 @@ def vote_record(
         # A released lease was not the rater's pending one: they have another item already.
         if hand_out_next and lease.released_at is None:
             _lease_claim(rater, now=now)
+        # Last: the study's row stays locked only while the transaction commits (every vote
+        # of the study waits for it), and after the slots, as a study's save takes them.
+        Study.objects.filter(pk=rater.study_id).data_changed()
     info = vote.meta["assignment"]
     return VoteOutcome(vote, rater, created=True, counted=info["counted"], late=info["late"])
 
@@ -210,7 +213,7 @@ def _vote_create(lease: Lease, *, choice_shown: str, not_familiar: bool, client_
     too_fast = decided_ms < study.threshold_ms(lease.item.answer_a1.len_words + lease.item.answer_a2.len_words)
     counted = not not_familiar and not too_fast
     late = lease.released_at is not None or lease.expires_at <= now
-    return Vote.objects.create(
+    vote = Vote(
         item_id=lease.item_id,
         judge_id=lease.human_pool_id or judge_human_pool(study=study).pk,
         rater=lease.rater,
@@ -223,6 +226,8 @@ def _vote_create(lease: Lease, *, choice_shown: str, not_familiar: bool, client_
         received_at=now,
         meta={"assignment": {"counted": counted, "too_fast": too_fast, "late": late}},
     )
+    vote.save(force_insert=True, data_changed=False)  # vote_record moves it, last
+    return vote
 
 
 def _vote_close(lease: Lease, vote: Vote, *, now: datetime) -> None:
@@ -244,7 +249,8 @@ def _vote_close(lease: Lease, vote: Vote, *, now: datetime) -> None:
     rater.votes_done += 1
     rater.last_seen_at = now
     saved = ["votes_done", "a2_first_lead", "last_seen_at", "gold_seen", "gold_correct", "flagged", "flag_reason"]
-    rater.save(update_fields=saved)
+    # An update(), not a save(): the vote moves the study's data version itself (vote_record).
+    Rater.objects.filter(pk=rater.pk).update(**{name: getattr(rater, name) for name in saved})
 
 
 def judge_human_pool(*, study: Study) -> Judge:

@@ -9,7 +9,7 @@ import random
 import secrets
 
 from django.core.exceptions import ValidationError
-from django.db import models
+from django.db import models, transaction
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
@@ -30,6 +30,20 @@ class BloomLevel(models.TextChoices):
 
 # The too-fast filter's default threshold (Study.min_response_ms), as the demo study has it.
 DEFAULT_MIN_RESPONSE_MS = 3000
+
+
+class StudyQuerySet(models.QuerySet):
+    def data_changed(self) -> int:
+        """Move these studies' data version on (one UPDATE, ``data_version + 1`` in the database,
+        so that two writers never lose a step): every report stored of them is then out of date.
+        Call it in the transaction of the write it records. ``annotations.data_version``'s
+        receivers do for every save and delete of what a report reads; a ``bulk_create`` or an
+        ``update()``, which send no signal, call it themselves."""
+        return self.update(data_version=models.F("data_version") + 1)
+
+    def of_item(self, item_id: int) -> StudyQuerySet:
+        """The study of the item with this id (a subquery: no query of its own)."""
+        return self.filter(pk=models.Subquery(ComparisonItem.objects.filter(pk=item_id).values("study_id")))
 
 
 class Study(models.Model):
@@ -101,6 +115,13 @@ class Study(models.Model):
         default=1.3, help_text="Perturbation checks warn when a variant is longer than this."
     )
     created_at = models.DateTimeField(default=timezone.now)
+    # How many times what the study's reports read has changed (its votes, items, questions,
+    # answers, raters, judges, runs, kinds and its own settings): a stored report is current
+    # while the version it was computed at is this one (analysis.reports.report_version).
+    # Moved only by StudyQuerySet.data_changed; a save never writes it back.
+    data_version = models.PositiveBigIntegerField(default=0, editable=False)
+
+    objects = StudyQuerySet.as_manager()
 
     class Meta:
         verbose_name_plural = "studies"
@@ -135,9 +156,18 @@ class Study(models.Model):
         old_quota = (
             Study.objects.filter(pk=self.pk).values_list("votes_per_item", flat=True).first() if self.pk else None
         )
-        super().save(*args, **kwargs)
-        if old_quota is not None and old_quota != self.votes_per_item:
-            Slot.objects.sync(self)
+        if old_quota is not None:
+            # A study read before a vote came in must not put its old data version back.
+            fields = kwargs.get("update_fields")
+            if fields is None:
+                fields = [f.name for f in self._meta.get_fields() if f.concrete and not f.primary_key]
+            kwargs["update_fields"] = [name for name in fields if name != "data_version"]
+        with transaction.atomic():
+            # The slots before the study's row, in the order a vote locks them (a vote moves the
+            # study's data version last), so that the two never wait for each other.
+            if old_quota is not None and old_quota != self.votes_per_item:
+                Slot.objects.sync(self)
+            super().save(*args, **kwargs)
 
     def is_gold_turn(self, votes_done: int) -> bool:
         """Whether a rater's item after `votes_done` votes is an attention check."""
@@ -782,10 +812,14 @@ class Vote(models.Model):
     def __str__(self) -> str:
         return f"{self.judge} on {self.item_id}: {self.choice or self.parse_status}"
 
-    def save(self, *args, **kwargs) -> None:
+    def save(self, *args, data_changed: bool = True, **kwargs) -> None:
+        """Save, and move the study's data version on (annotations.data_version), unless the
+        caller does (``data_changed=False``: the vote path, last in its transaction)."""
         if self.choice_shown and not self.choice:
             self.choice = choice_from_shown(self.shown_first, self.choice_shown)
         super().save(*args, **kwargs)
+        if data_changed:
+            Study.objects.of_item(self.item_id).data_changed()
 
 
 # How long a rater took to decide, as every rule reads it (the vote's too-fast flag, the

@@ -618,7 +618,7 @@ class StudyMetricsView(APIView):
             "were computed from: `study`, `conventions`, `tests`, `filters`, `measure`, `groups` and `judges` "
             "(each judge's kind, votes and runs). With `computed_at` and `n_votes` (when and from how many of "
             "the study's votes it was computed) and `updating` (a study over the background threshold has "
-            "newer votes and its next report is being computed). Answered 202 with only those three keys "
+            "changed since and its next report is being computed). Answered 202 with only those three keys "
             "while a big study's first report is being computed."
         ),
         parameters=[*ANALYSIS_FILTERS, inputs.MetricsOptions],

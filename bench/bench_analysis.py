@@ -3,6 +3,13 @@
 
     python bench/bench_analysis.py                          # 10,000, 100,000 and 1,000,000 votes
     python bench/bench_analysis.py --votes 100000 --requests 100
+    python bench/bench_analysis.py --votes 1000000 --unvoted 10000 --database-url postgres://...
+
+``--unvoted N`` adds a second study of N control items and no vote beside the voted one, and
+times its dashboard, metrics API and metrics CSV when nothing changed (the stored report read):
+whether a study is current must not cost a look at each of its items' votes.
+``--database-url`` runs on that database (one size: the study's slug is the same for each)
+instead of a SQLite file per size; it is seeded when it has no study yet, and kept.
 
 Each size runs in processes of its own on a SQLite file in $TMPDIR (seeded once by
 ``seed_study`` in a process of its own: control items, 5 simulated judges × 6 votes each, every
@@ -111,10 +118,37 @@ def seed_study(n_votes: int, slug: str = "bench"):
 
 PROBS = {"first": 0.625, "second": 0.25, "tie": 0.125}
 
+UNVOTED = "bench-unvoted"
+
+
+def seed_unvoted_study(n_items: int):
+    """A study of ``n_items`` control items (a question and its two answers each) and no vote."""
+    from annotations.models import Answer, ComparisonItem, Question, Study
+
+    study = Study.objects.create(title="bench, no votes", slug=UNVOTED, votes_per_item=6)
+    questions = Question.objects.bulk_create(
+        [Question(study=study, external_id=f"u{i}", text="?", bloom_level="applying") for i in range(n_items)]
+    )
+    answers = Answer.objects.bulk_create(
+        [
+            Answer(question=q, external_id=f"{q.external_id}-{s}", text="y " * 30, len_words=30, len_chars=60)
+            for q in questions
+            for s in ("a1", "a2")
+        ]
+    )
+    ComparisonItem.objects.bulk_create(
+        [
+            ComparisonItem(study=study, question=q, answer_a1=answers[2 * i], answer_a2=answers[2 * i + 1])
+            for i, q in enumerate(questions)
+        ],
+        batch_size=1000,
+    )
+    return study
+
 
 def add_votes(study, n: int) -> None:
     """``n`` new votes on the study's first items by a judge of their own, as a live study gets."""
-    from annotations.models import ComparisonItem, Judge, Vote
+    from annotations.models import ComparisonItem, Judge, Study, Vote
 
     judge, _ = Judge.objects.get_or_create(name="late-judge", study=None, defaults={"kind": Judge.Kind.SIMULATED})
     start = Vote.objects.filter(judge=judge).count()  # each round once per item
@@ -133,6 +167,36 @@ def add_votes(study, n: int) -> None:
             for i, item in enumerate(items)
         ]
     )
+    Study.objects.filter(pk=study.pk).data_changed()  # as every writer of votes does
+
+
+def get_times(client, urls: dict[str, str], requests: int, prefix: str = "") -> dict:
+    """p50 / p99 wall and CPU time (ms) of ``requests`` GETs of each URL."""
+    out = {}
+    for name, url in urls.items():
+        times, cpus = [], []
+        for _ in range(requests):
+            started, cpu = time.perf_counter(), time.process_time()
+            response = client.get(url)
+            if response.streaming:
+                b"".join(response.streaming_content)
+            times.append(time.perf_counter() - started)
+            cpus.append(time.process_time() - cpu)  # SQLite runs in this process: its work too
+            assert response.status_code == 200, (url, response.status_code)
+        for label, values in (("", sorted(times)), ("_cpu", sorted(cpus))):
+            out[f"{prefix}{name}{label}_p50_ms"] = 1000 * statistics.median(values)
+            out[f"{prefix}{name}{label}_p99_ms"] = 1000 * values[min(len(values) - 1, int(0.99 * len(values)))]
+    return out
+
+
+def study_urls(slug: str) -> dict[str, str]:
+    from django.urls import reverse
+
+    return {
+        "dashboard": reverse("analysis:study", args=[slug]),
+        "metrics_api": reverse("api:study-metrics", args=[slug]),
+        "metrics_csv": reverse("analysis:export", args=[slug, "metrics"]),
+    }
 
 
 def measure(n_votes: int, requests: int) -> dict:
@@ -140,7 +204,6 @@ def measure(n_votes: int, requests: int) -> dict:
     from django.conf import settings
     from django.contrib.auth import get_user_model
     from django.test import Client
-    from django.urls import reverse
 
     from analysis import reports, services
     from analysis.models import StudyReport
@@ -165,24 +228,16 @@ def measure(n_votes: int, requests: int) -> dict:
     )
     client = Client()
     client.force_login(staff)
-    urls = {
-        "dashboard": reverse("analysis:study", args=["bench"]),
-        "metrics_api": reverse("api:study-metrics", args=["bench"]),
-        "metrics_csv": reverse("analysis:export", args=["bench", "metrics"]),
-    }
-    for name, url in urls.items():
-        times, cpus = [], []
-        for _ in range(requests):
-            started, cpu = time.perf_counter(), time.process_time()
-            response = client.get(url)
-            if response.streaming:
-                b"".join(response.streaming_content)
-            times.append(time.perf_counter() - started)
-            cpus.append(time.process_time() - cpu)  # SQLite runs in this process: its work too
-            assert response.status_code == 200, (url, response.status_code)
-        for label, values in (("", sorted(times)), ("_cpu", sorted(cpus))):
-            out[f"{name}{label}_p50_ms"] = 1000 * statistics.median(values)
-            out[f"{name}{label}_p99_ms"] = 1000 * values[min(len(values) - 1, int(0.99 * len(values)))]
+    urls = study_urls("bench")
+    out.update(get_times(client, urls, requests))
+    unvoted = Study.objects.filter(slug=UNVOTED).first()
+    if unvoted is not None:
+        out["unvoted_items"] = unvoted.items.count()
+        StudyReport.objects.filter(study=unvoted).delete()
+        started = time.perf_counter()
+        assert client.get(study_urls(UNVOTED)["dashboard"]).status_code == 200
+        out["unvoted_first_report_wall"] = time.perf_counter() - started
+        out.update(get_times(client, study_urls(UNVOTED), requests, prefix="unvoted_"))
     add_votes(study, 50)
     stored = StudyReport.objects.get(study=study)
     if n_votes <= settings.ANALYSIS_BACKGROUND_VOTES:
@@ -207,16 +262,22 @@ def db_path(n_votes: int) -> Path:
     return Path(tempfile.gettempdir()) / f"bench_analysis_{n_votes}.sqlite3"
 
 
-def one_size(n_votes: int, requests: int, *, seed: bool) -> None:
-    """A child process of one size: seed its file (``seed``), or measure and print JSON. Apart,
-    so that the measuring process's peak memory is not the seeding's."""
+def one_size(n_votes: int, requests: int, *, seed: bool, unvoted: int, database_url: str | None) -> None:
+    """A child process of one size: seed its database (``seed``), or measure and print JSON.
+    Apart, so that the measuring process's peak memory is not the seeding's."""
     from bench.django_env import setup_django
 
     # The task backend is the database queue, as in production; measure() runs the task itself.
-    setup_django(f"sqlite:///{db_path(n_votes)}", DJANGO_ALLOWED_HOSTS="testserver", DJANGO_SECURE_COOKIES="0")
+    url = database_url or f"sqlite:///{db_path(n_votes)}"
+    setup_django(url, DJANGO_ALLOWED_HOSTS="testserver", DJANGO_SECURE_COOKIES="0")
     if seed:
+        from annotations.models import Study
+
         started = time.perf_counter()
-        seed_study(n_votes)
+        if not Study.objects.filter(slug="bench").exists():
+            seed_study(n_votes)
+        if unvoted and not Study.objects.filter(slug=UNVOTED).exists():
+            seed_unvoted_study(unvoted)
         print(f"seeded {n_votes:,} votes in {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
     else:
         print(json.dumps(measure(n_votes, requests)))
@@ -226,15 +287,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--votes", default="10000,100000,1000000", help="sizes, comma-separated")
     parser.add_argument("--requests", type=int, default=100, help="GETs of each URL when nothing changed")
+    parser.add_argument("--unvoted", type=int, default=0, help="items of a second study without votes (0: none)")
+    parser.add_argument("--database-url", help="a database to run on instead of a SQLite file per size")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # the child process of one size
     parser.add_argument("--seed", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        one_size(args.one, args.requests, seed=args.seed)
+        one_size(args.one, args.requests, seed=args.seed, unvoted=args.unvoted, database_url=args.database_url)
         return
     for n in (int(v) for v in args.votes.split(",")):
         child = [sys.executable, __file__, "--one", str(n), "--requests", str(args.requests)]
-        if not db_path(n).exists():
+        child += ["--unvoted", str(args.unvoted)] + (["--database-url", args.database_url] if args.database_url else [])
+        if args.database_url or args.unvoted or not db_path(n).exists():
             subprocess.run([*child, "--seed"], check=True)
         result = json.loads(subprocess.run(child, check=True, stdout=subprocess.PIPE, text=True).stdout)
         print(" ".join(f"{k}={v:.2f}" if isinstance(v, float) else f"{k}={v}" for k, v in result.items()), flush=True)

@@ -109,7 +109,8 @@ class LLMJudgeAdmin(admin.ModelAdmin):
         if change:
             obj.save()
             if obj.judge.name != name:
-                Judge.objects.filter(pk=obj.judge_id).update(name=name)
+                obj.judge.name = name
+                obj.judge.save(update_fields=["name"])  # its save moves the reports that name it on
             return
         # One code path creates a judge with its configuration: the service.
         created = llm_judge_create(name=name, **{field: getattr(obj, field) for field in CONFIG_FIELDS})

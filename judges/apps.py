@@ -6,6 +6,11 @@ from django.apps import AppConfig
 class JudgesConfig(AppConfig):
     name = "judges"
 
+    def ready(self) -> None:
+        from judges import data_version  # the models are ready now
+
+        data_version.connect()
+
     def health_checks(self) -> dict[str, Callable[[], dict]]:
         """/health/'s checks of this app (biasstudy.health)."""
         from judges.health import judge_runs

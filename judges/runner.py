@@ -35,7 +35,7 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
 
-from annotations.models import ComparisonItem, Vote, choice_from_shown
+from annotations.models import ComparisonItem, Study, Vote, choice_from_shown
 from judges import backends
 from judges.models import CachedResponse, JudgeRun, stale_after
 from judges.parsing import parse_vote
@@ -378,6 +378,8 @@ def write_outcomes(run: JudgeRun, outcomes: list[Outcome]) -> bool:
             # worker that took over a run this one was too long silent in).
             Vote.objects.bulk_create(new_votes, ignore_conflicts=True)
         beat = _running(run).update(heartbeat_at=beat_at)
+        if outcomes:  # bulk_create and update() send no signal
+            Study.objects.filter(pk=run.study_id).data_changed()
     if beat:
         run.heartbeat_at = beat_at  # once committed: a failed commit leaves the last beat as it was
     return bool(beat)

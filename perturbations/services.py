@@ -34,18 +34,21 @@ class PerturbationError(ValueError):
 
 
 def kinds_ensure_builtin(*, using: str = "default") -> None:
+    """Create or update the built-in kinds as kinds.py has them; a kind already so is not saved
+    again (its save would move the data version of every study with its items: each migrate)."""
+    stored = {kind.slug: kind for kind in PerturbationKind.objects.using(using).filter(builtin=True)}
     for spec in BUILTIN_KINDS:
-        PerturbationKind.objects.using(using).update_or_create(
-            slug=spec.slug,
-            defaults={
-                "name": spec.name,
-                "semantics": spec.semantics,
-                "description": spec.description,
-                "steps": list(spec.steps),
-                "builtin": True,
-                "study": None,
-            },
-        )
+        defaults = {
+            "name": spec.name,
+            "semantics": spec.semantics,
+            "description": spec.description,
+            "steps": list(spec.steps),
+            "builtin": True,
+            "study": None,
+        }
+        kind = stored.get(spec.slug)
+        if kind is None or any(getattr(kind, name) != value for name, value in defaults.items()):
+            PerturbationKind.objects.using(using).update_or_create(slug=spec.slug, defaults=defaults)
 
 
 def kind_for_study(*, study: Study, slug: str) -> PerturbationKind:

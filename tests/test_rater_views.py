@@ -389,9 +389,9 @@ def test_a_vote_hands_out_the_next_item_and_the_page_after_it_is_a_read(rater, d
     # in a transaction (savepoint and release): the rater with their study and the voted lease,
     # locked together, with its answers' lengths (no read of the rater before it); the vote
     # inserted, the lease, the slot and the rater updated, the next free slot chosen and taken
-    # and its lease inserted (the rate is not checked: the rater has fewer votes in all than it
-    # allows)
-    with django_assert_num_queries(10):
+    # and its lease inserted, and last the study's data version moved on (the rate is not
+    # checked: the rater has fewer votes in all than it allows)
+    with django_assert_num_queries(11):
         assert client.post(task, {"token": token, "choice": "first", "client_ms": "3000"}).status_code == 302
     with django_assert_num_queries(1):  # the rater with their study and the lease the vote handed out
         response = client.get(task)
@@ -402,8 +402,9 @@ def test_the_htmx_vote_query_count_is_pinned(rater, django_assert_num_queries):
     client = signed_in(rater)
     task = urls(rater.study)["task"]
     token = token_in(client.get(task))
-    # the form's vote, then the lease it handed out with what the fragment shows
-    with django_assert_num_queries(11):
+    # the form's vote (with the study's data version moved on), then the lease it handed out
+    # with what the fragment shows
+    with django_assert_num_queries(12):
         response = client.post(task, {"token": token, "choice": "first", "client_ms": "3000"}, **HX)
     assert response.status_code == 200
     assert Slot.objects.filter(vote__isnull=False).count() == 1
