@@ -148,17 +148,18 @@ def _study_rows(document: dict, questions: list, gold: list) -> _StudyRows:
             answer.derived_from = by_id.get(parents[data["id"]])
             _at_level(answers, _derivation_level(data["id"], parents)).append(answer)
         listed = record.get("items")
-        for item in listed if listed is not None else derive_items(record):
-            items.append(
-                ComparisonItem(
-                    study=study,
-                    question=question,
-                    kind=kinds.get(item.get("kind")),
-                    answer_a1=by_id[item["a1"]],
-                    answer_a2=by_id[item["a2"]],
-                    gold_label=item.get("gold_label", ""),
-                )
+        made = [
+            ComparisonItem(
+                study=study,
+                question=question,
+                kind=kinds.get(item.get("kind")),
+                answer_a1=by_id[item["a1"]],
+                answer_a2=by_id[item["a2"]],
+                gold_label=item.get("gold_label", ""),
             )
+            for item in (listed if listed is not None else derive_items(record))
+        ]
+        items += _better_answers_inherited(made)
     for question, by_side in gold:
         for answer in by_side.values():
             answer.question = question
@@ -170,6 +171,16 @@ def _study_rows(document: dict, questions: list, gold: list) -> _StudyRows:
     tables: list[tuple[type[models.Model], list]] = [(Question, [question for question, _ in questions + gold])]
     tables += [(Answer, level) for level in answers] + [(ComparisonItem, items), (Slot, slots)]
     return _StudyRows(study=study, kinds=new_kinds, tables=tables)
+
+
+def _better_answers_inherited(items: list[ComparisonItem]) -> list[ComparisonItem]:
+    """A question's items, each perturbed one without a better answer of its own given the
+    question's (its control item's), as ComparisonItem.save() does for one item."""
+    control = next((item for item in items if item.kind is None), None)
+    for item in items:
+        if control is not None and item.kind is not None and not item.gold_label:
+            item.gold_label = item.inherited_better_answer(control)
+    return items
 
 
 def _derivation_level(answer_id: str, parents: dict[str, str | None]) -> int:
