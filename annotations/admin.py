@@ -10,7 +10,7 @@ from django.db import models
 from django.db.models import F, Func, IntegerField, OuterRef, Subquery
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
-from django.urls import path, reverse
+from django.urls import NoReverseMatch, path, reverse
 from django.utils import timezone
 from django.utils.decorators import method_decorator
 from django.utils.html import format_html
@@ -565,6 +565,7 @@ class VoteAdmin(admin.ModelAdmin):
         "server_ms",
         "parse_status",
         "assignment",
+        "prompt",
         "received_at",
     )
     list_filter = (
@@ -584,7 +585,7 @@ class VoteAdmin(admin.ModelAdmin):
     list_per_page = 100
 
     def get_readonly_fields(self, request: HttpRequest, obj=None):
-        return [field.name for field in self.model._meta.fields]
+        return [*(field.name for field in self.model._meta.fields), "prompt"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -594,6 +595,18 @@ class VoteAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
         return False
+
+    @admin.display(description="prompt")
+    def prompt(self, obj: Vote) -> str:
+        """A link to the messages a judge run's vote was given (the judges app's page; none for
+        people's or imported votes, or where the judges app is not installed)."""
+        if obj.run_id is None or not obj.label_scheme:
+            return "–"
+        try:
+            url = reverse("admin:judges_judgerun_vote_prompt", args=[obj.run_id, obj.pk])
+        except NoReverseMatch:
+            return "–"
+        return format_html('<a href="{}">the prompt</a>', url)
 
     @admin.display(description="on arrival")
     def assignment(self, obj: Vote) -> str:
