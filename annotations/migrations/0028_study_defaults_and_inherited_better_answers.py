@@ -19,6 +19,20 @@ def inherit_better_answers(apps, schema_editor):
         item.save(update_fields=["gold_label"])
 
 
+def expected_length_is_a_note(apps, schema_editor):
+    """A variant's stored checks said its expected added length (a kind whose length is the
+    perturbation) as a warning, so "with warnings only" listed it: it becomes a note, as
+    perturbations.checks now writes it, and the variant is ok if nothing else is wrong."""
+    Answer = apps.get_model("annotations", "Answer")
+    for answer in Answer.objects.filter(checks__ok=False).iterator():
+        warnings = answer.checks.get("warnings", [])
+        notes = [w for w in warnings if w.startswith("length:") and "the added length is what this kind does" in w]
+        if notes:
+            kept = [w for w in warnings if w not in notes]
+            answer.checks = {**answer.checks, "warnings": kept, "notes": notes, "ok": not kept}
+            answer.save(update_fields=["checks"])
+
+
 class Migration(migrations.Migration):
     dependencies = [
         ("annotations", "0027_vote_run_id"),
@@ -76,4 +90,5 @@ class Migration(migrations.Migration):
             ),
         ),
         migrations.RunPython(inherit_better_answers, migrations.RunPython.noop),
+        migrations.RunPython(expected_length_is_a_note, migrations.RunPython.noop),
     ]
