@@ -321,7 +321,12 @@ class Question(RenderedText):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="questions")
     external_id = models.CharField(max_length=120)
     text = models.TextField(validators=[rendering.validate_markdown])
-    bloom_level = models.CharField(max_length=16, choices=BloomLevel.choices)
+    bloom_level = models.CharField(
+        max_length=16,
+        choices=BloomLevel.choices,
+        blank=True,
+        help_text="The question's level in Bloom's revised taxonomy; none for an attention check.",
+    )
     is_gold = models.BooleanField(
         "attention check",
         default=False,
@@ -336,11 +341,20 @@ class Question(RenderedText):
         ordering = ["study", "external_id"]
         constraints = [
             models.UniqueConstraint(fields=["study", "external_id"], name="question_external_id_unique"),
-            models.CheckConstraint(condition=Q(bloom_level__in=BloomLevel.values), name="question_bloom_valid"),
+            # An attention check tests the rater, not a level of learning: it may have none.
+            models.CheckConstraint(
+                condition=Q(bloom_level__in=BloomLevel.values) | Q(is_gold=True, bloom_level=""),
+                name="question_bloom_valid",
+            ),
         ]
 
     def __str__(self) -> str:
         return self.external_id
+
+    def clean(self) -> None:
+        super().clean()
+        if not self.bloom_level and not self.is_gold:
+            raise ValidationError({"bloom_level": "A question needs its Bloom level (an attention check does not)."})
 
 
 class AnswerQuerySet(models.QuerySet):

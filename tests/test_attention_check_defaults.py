@@ -96,3 +96,30 @@ def test_the_study_page_says_a_bar_of_zero_flags_nobody_and_says_nothing_without
     for n in range(3):
         add_attention_check(study, n)
     assert "Attention checks flag nobody" in study_page(staff_client, study)
+
+
+def test_an_attention_check_is_made_without_a_bloom_level_and_a_question_still_needs_one(staff_client):
+    from tests.test_admin_study_forms import question_data
+
+    study = make_study()
+    add = reverse("admin:annotations_question_add")
+    check = question_data(study, external_id="check-1", bloom_level="", is_gold="on", text="Which is right?")
+    response = staff_client.post(add, check)
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    assert Question.objects.get(external_id="check-1").bloom_level == ""
+    response = staff_client.post(add, question_data(study, external_id="q-1", bloom_level=""))
+    assert response.status_code == 200
+    assert "needs its Bloom level (an attention check does not)" in response.content.decode()
+
+
+@pytest.mark.django_db
+def test_a_study_files_attention_checks_need_no_bloom_level_and_export_without_one(tmp_path):
+    from annotations.study_files import study_export, study_import
+    from tests.test_study_import import minimal_document, write
+
+    document = minimal_document()
+    document["gold_items"] = [{"id": "g1", "text": "Two plus two?", "better": "Four.", "worse": "Five."}]
+    study = study_import(path=write(tmp_path, document), fmt="biasstudy")
+    assert study.questions.get(is_gold=True).bloom_level == ""
+    exported = study_export(study=study)
+    assert "bloom" not in exported["gold_items"][0]

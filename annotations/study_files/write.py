@@ -98,7 +98,7 @@ def _prepare_question(record: dict) -> tuple[Question, dict[str, Answer]]:
 
 def _prepare_gold(record: dict) -> tuple[Question, dict[str, Answer]]:
     question = _rendered(
-        Question(external_id=record["id"], text=record["text"], bloom_level=record["bloom"], is_gold=True)
+        Question(external_id=record["id"], text=record["text"], bloom_level=record.get("bloom", ""), is_gold=True)
     )
     answers = {
         side: _rendered(Answer(external_id=f"{record['id']}-{side}", text=record[side])) for side in ("better", "worse")
@@ -231,7 +231,7 @@ def study_export(*, study: Study) -> dict:
             gold_items.append(
                 {
                     "id": question.external_id,
-                    "bloom": question.bloom_level,
+                    **({"bloom": question.bloom_level} if question.bloom_level else {}),
                     "text": question.text,
                     "better": item.answer_a1.text,
                     "worse": item.answer_a2.text,
