@@ -94,10 +94,12 @@ class Study(models.Model):
         "Off: no site may frame the study.",
     )
     gold_every = models.PositiveSmallIntegerField(
+        "attention check after every",
         default=10,
         help_text="Mix in an attention-check item after every k items, when the study has attention checks (0: never).",
     )
     gold_min_accuracy = models.FloatField(
+        "attention checks right, at least",
         default=DEFAULT_GOLD_MIN_ACCURACY,
         help_text="Raters below this share of attention checks right are flagged, once they have had three "
         "(0.75: three of four; 0: nobody is ever flagged).",

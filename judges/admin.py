@@ -110,7 +110,9 @@ class PromptPreviewForm(forms.Form):
         if study is not None:
             items = study.items.select_related("question", "kind").order_by("question__external_id", "kind__slug")
             data.setdefault("study", str(study.pk))
-            data.setdefault("item", str(next(iter(items.values_list("pk", flat=True)[:1]), "")))
+            chosen_item = data.get("item", "")
+            if not (chosen_item.isdigit() and items.filter(pk=chosen_item).exists()):  # another study's: its first
+                data["item"] = str(next(iter(items.values_list("pk", flat=True)[:1]), ""))
         for name in ("shown_first", "label_order"):
             data.setdefault(name, self.base_fields[name].initial)
         data.setdefault("scheme", judge.label_schemes[0] if judge.label_schemes else "")

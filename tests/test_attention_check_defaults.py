@@ -123,3 +123,12 @@ def test_a_study_files_attention_checks_need_no_bloom_level_and_export_without_o
     assert study.questions.get(is_gold=True).bloom_level == ""
     exported = study_export(study=study)
     assert "bloom" not in exported["gold_items"][0]
+
+
+def test_the_study_page_and_the_monitor_name_attention_checks_not_gold(staff_client):
+    study = make_study()
+    html = study_page(staff_client, study)
+    assert "Attention check after every" in html and "Attention checks right, at least" in html
+    assert "Gold every" not in html and "Gold min accuracy" not in html
+    monitor = staff_client.get(reverse("analysis:raters", args=[study.slug])).content.decode()
+    assert "Attention checks right</th>" in monitor and "Gold accuracy" not in monitor

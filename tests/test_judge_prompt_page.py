@@ -86,5 +86,14 @@ def test_the_prompt_pages_are_for_staff_only_and_name_a_bad_choice(staff_client,
     config = make_llm_judge(base_url=server.base_url, label_schemes=["ab"])
     url = reverse("admin:judges_llmjudge_prompt", args=[config.pk])
     assert anon_client.get(url).status_code == 302
-    page = staff_client.get(url, {"study": study.pk, "item": "999999", "shown_first": "a1"})
+    page = staff_client.get(url, {"study": "999999", "shown_first": "a1"})
     assert page.status_code == 400 and "Select a valid choice" in page.content.decode()
+    # An item of another study (the study was changed in the form): the chosen study's first item.
+    other = make_study()
+    first = make_question(other).items.get()
+    page = staff_client.get(url, {"study": other.pk, "item": study.items.first().pk})
+    assert (
+        page.status_code == 200
+        and f'Item <a href="{reverse("admin:annotations_comparisonitem_change", args=[first.pk])}">'
+        in page.content.decode()
+    )

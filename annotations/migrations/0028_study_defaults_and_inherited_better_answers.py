@@ -81,6 +81,7 @@ class Migration(migrations.Migration):
             field=models.PositiveSmallIntegerField(
                 default=10,
                 help_text="Mix in an attention-check item after every k items, when the study has attention checks (0: never).",
+                verbose_name="attention check after every",
             ),
         ),
         migrations.AlterField(
@@ -89,6 +90,7 @@ class Migration(migrations.Migration):
             field=models.FloatField(
                 default=0.75,
                 help_text="Raters below this share of attention checks right are flagged, once they have had three (0.75: three of four; 0: nobody is ever flagged).",
+                verbose_name="attention checks right, at least",
             ),
         ),
         migrations.RemoveConstraint(
