@@ -202,15 +202,20 @@ def test_the_payment_file_and_the_monitor_say_why_a_finished_rater_is_not_approv
     assert "review: 3 of 5 votes too fast" in body
 
 
-def test_the_paste_lists_hold_just_what_prolifics_bulk_approve_and_bonus_pages_take(crowd, staff_client):
-    study, votes = crowd
-    # A second finished Prolific rater and a finished rater from a direct link (not Prolific's).
+def two_more_finished(study, votes) -> None:
+    """A second finished Prolific rater (Dora) and a finished rater from a direct link (Eve, not
+    Prolific's), one counted vote each."""
     dora = make_rater(study, participant_id="PROLIFIC-DORA", source="prolific", created_at=T0, gold_seen=2)
     eve = make_rater(study, participant_id="direct-eve", created_at=T0, gold_seen=2)
     for rater in (dora, eve):
         rater.gold_correct, rater.finished_at = 2, T0 + timedelta(minutes=5)
         rater.save()
         vote(votes["bob"].item, votes["bob"].judge, rater)
+
+
+def test_the_paste_lists_hold_just_what_prolifics_bulk_approve_and_bonus_pages_take(crowd, staff_client):
+    study, votes = crowd
+    two_more_finished(study, votes)
     url = reverse("analysis:payment", args=["crowd"])
     approve = staff_client.get(url, {"paste": "approve"})
     assert approve["Content-Type"].startswith("text/plain")
@@ -227,12 +232,7 @@ def test_the_paste_lists_hold_just_what_prolifics_bulk_approve_and_bonus_pages_t
 
 def test_the_monitors_bonus_field_previews_the_total_and_the_links_carry_it(crowd, staff_client):
     study, votes = crowd
-    dora = make_rater(study, participant_id="PROLIFIC-DORA", source="prolific", created_at=T0, gold_seen=2)
-    eve = make_rater(study, participant_id="direct-eve", created_at=T0, gold_seen=2)
-    for rater in (dora, eve):
-        rater.gold_correct, rater.finished_at = 2, T0 + timedelta(minutes=5)
-        rater.save()
-        vote(votes["bob"].item, votes["bob"].judge, rater)
+    two_more_finished(study, votes)
     url = reverse("analysis:raters", args=["crowd"])
     html = staff_client.get(url).content.decode()
     assert 'name="bonus_per_counted_vote"' in html and 'id="bonus-form"' in html
