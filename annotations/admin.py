@@ -410,10 +410,11 @@ class QuestionAdmin(admin.ModelAdmin):
     def save_formset(self, request: HttpRequest, form, formset, change: bool) -> None:
         """A new better answer on the control item is the question's: its perturbed items that
         still had the old one inherit it (those set by hand keep theirs)."""
+        items = formset.forms if formset.model is ComparisonItem else []
         changed = [
             (f.instance, f.initial.get("gold_label", ""))
-            for f in formset.forms
-            if formset.model is ComparisonItem and f.instance.kind_id is None and "gold_label" in f.changed_data
+            for f in items
+            if f.instance.kind_id is None and "gold_label" in f.changed_data
         ]
         super().save_formset(request, form, formset, change)
         for control, old in changed:
