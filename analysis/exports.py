@@ -385,7 +385,7 @@ def payment_rows(study: Study, *, bonus_per_counted_vote: Decimal = Decimal("0")
     yield PAYMENT_COLUMNS
     for r in services.raters_monitor(study=study):
         rater, action = r["rater"], r["action"]
-        bonus = bonus_per_counted_vote * r["counted"] if action == "approve" else Decimal("0")
+        bonus = rater_bonus(r, bonus_per_counted_vote)
         yield [
             rater.participant_id,
             rater.pseudonym,
@@ -398,9 +398,32 @@ def payment_rows(study: Study, *, bonus_per_counted_vote: Decimal = Decimal("0")
             f"{rater.gold_correct}/{rater.gold_seen}",
             rater.completion_code,
             action,
-            f"{bonus.quantize(Decimal('0.01'))}",
+            f"{bonus}",
             r["action_because"],
         ]
+
+
+def rater_bonus(row: dict, bonus_per_counted_vote: Decimal) -> Decimal:
+    """One rater's bonus, from their rater monitor row: per counted vote, for raters suggested
+    for approval only, in cents."""
+    if row["action"] != "approve":
+        return Decimal("0.00")
+    return (bonus_per_counted_vote * row["counted"]).quantize(Decimal("0.01"))
+
+
+def bonus_preview(rows: list[dict], bonus_per_counted_vote: Decimal) -> dict:
+    """What a bonus per counted vote pays, from the rater monitor's rows: how many raters get
+    one and the total, in all (the payment file) and for Prolific's raters (the bulk bonus list)."""
+    paid = [(row, rater_bonus(row, bonus_per_counted_vote)) for row in rows]
+    paid = [(row, bonus) for row, bonus in paid if bonus > 0]
+    prolific = [bonus for row, bonus in paid if row["rater"].source == "prolific"]
+    return {
+        "per_vote": bonus_per_counted_vote,
+        "raters": len(paid),
+        "total": sum((bonus for _, bonus in paid), Decimal("0.00")),
+        "prolific_raters": len(prolific),
+        "prolific_total": sum(prolific, Decimal("0.00")),
+    }
 
 
 # What Prolific's bulk pages take pasted in, from the payment file's rows of Prolific raters.

@@ -159,12 +159,29 @@ class PowerForm(forms.Form):
 
 
 class PaymentForm(forms.Form):
-    """The payment file's one setting: the bonus per counted vote for raters who finished."""
+    """The payment file's one setting: the bonus per counted vote for raters who finished (the
+    rater monitor's field, previewed there with the total; the payment links carry it)."""
 
     bonus_per_counted_vote = forms.DecimalField(
-        required=False, min_value=0, max_value=100, decimal_places=2, label="Bonus per counted vote"
+        required=False,
+        min_value=0,
+        max_value=100,
+        decimal_places=2,
+        label="Bonus per counted vote",
+        help_text="Paid to each rater suggested for approval, for each of their counted votes (the study's "
+        "currency on the platform, e.g. 0.05).",
+        widget=forms.NumberInput(attrs={"step": "0.01", "min": "0", "max": "100", "inputmode": "decimal"}),
     )
     # Empty: the whole payment file (CSV); else one of the lists Prolific's bulk pages take.
     paste = forms.ChoiceField(
         required=False, choices=[("", "the payment file"), *((k, k) for k in PASTE_LISTS)], label="Paste list"
     )
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if data.get("paste") == "bonus" and not data.get("bonus_per_counted_vote"):
+            raise forms.ValidationError(
+                "the bulk bonus list needs a bonus per counted vote above 0 (the rater monitor's field): "
+                "without one it would be empty"
+            )
+        return data

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from urllib.parse import urlencode
 
 from django.contrib.admin.views.decorators import staff_member_required
 from django.core.exceptions import PermissionDenied
@@ -77,8 +78,19 @@ def rater_monitor(request: HttpRequest, slug: str) -> HttpResponse:
     study = _study(slug)
     rows = services.raters_monitor(study=study)
     imported = services.imported_people(study=study)
+    # The bonus field: the payment links carry it, previewed with what it pays in all.
+    payment_form = PaymentForm(request.GET)
+    bonus = payment_form.cleaned_data["bonus_per_counted_vote"] if payment_form.is_valid() else None
+    context = {
+        "study": study,
+        "rows": rows,
+        "imported": imported,
+        "payment_form": payment_form,
+        "bonus": exports.bonus_preview(rows, bonus) if bonus else None,
+        "query": urlencode({"bonus_per_counted_vote": bonus}) if bonus else "",
+    }
     template = "analysis/raters.html#monitor" if request.htmx else "analysis/raters.html"
-    return render(request, template, {"study": study, "rows": rows, "imported": imported})
+    return render(request, template, context, status=400 if payment_form.errors else 200)
 
 
 @require_GET

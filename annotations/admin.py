@@ -10,7 +10,7 @@ from django.db import models, transaction
 from django.db.models import F, Func, IntegerField, OuterRef, Subquery
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
-from django.urls import path, reverse
+from django.urls import NoReverseMatch, path, reverse
 from django.utils import timezone
 from django.utils.decorators import method_decorator
 from django.utils.html import format_html
@@ -36,7 +36,7 @@ from annotations.models import (
     Vote,
     target_lowered_message,
 )
-from annotations.services import question_answers_create
+from annotations.services import question_answers_create, question_better_answer_follow
 from annotations.study_files import StudyFileError, study_export
 from annotations.tasks import study_upload_import_queue
 from biasstudy.limits import VOTES_PER_ITEM_MAX
@@ -141,7 +141,11 @@ class StudyAdmin(admin.ModelAdmin):
         study = self.get_object(request, unquote(object_id))
         if study is not None:
             landing = request.build_absolute_uri(reverse("annotations:landing", args=[study.slug]))
-            extra_context = {**(extra_context or {}), "entry_links": study.entry_links(landing)}
+            extra_context = {
+                **(extra_context or {}),
+                "entry_links": study.entry_links(landing),
+                "attention_check_problem": study.attention_check_problem(),
+            }
         return super().change_view(request, object_id, form_url, extra_context)
 
     # --- upload: file -> report and preview -> import ------------------------------------------
@@ -354,7 +358,8 @@ class AnswerInline(admin.StackedInline):
 
 class ItemInline(admin.TabularInline):
     """A question's items on its page, where the answer known to be better is set (accuracy
-    against gold on the dashboard); items themselves are made with the question or by the
+    against it on the dashboard): on the control item for the question, whose perturbed items
+    inherit it, or on one item by hand. Items themselves are made with the question or by the
     perturbation pages."""
 
     model = ComparisonItem
@@ -364,7 +369,9 @@ class ItemInline(admin.TabularInline):
     extra = 0
     can_delete = False
     verbose_name = "comparison item"
-    verbose_name_plural = "Comparison items (which answer is better)"
+    verbose_name_plural = (
+        "Comparison items (which answer is better: set it on the control item, and the perturbed items inherit it)"
+    )
 
     def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
         return False
@@ -402,6 +409,23 @@ class QuestionAdmin(admin.ModelAdmin):
 
     def get_inlines(self, request: HttpRequest, obj=None):
         return self.inlines if obj is not None else []
+
+    def save_formset(self, request: HttpRequest, form, formset, change: bool) -> None:
+        """A new better answer on the control item is the question's: its perturbed items that
+        still had the old one inherit it (those set by hand keep theirs)."""
+        items = formset.forms if formset.model is ComparisonItem else []
+        changed = [
+            (f.instance, f.initial.get("gold_label", ""))
+            for f in items
+            if f.instance.kind_id is None and "gold_label" in f.changed_data
+        ]
+        super().save_formset(request, form, formset, change)
+        for control, old in changed:
+            followed = question_better_answer_follow(control=control, old=old)
+            if followed:
+                messages.info(
+                    request, f"{followed} perturbed item(s) of {control.question} now have its better answer."
+                )
 
     def save_model(self, request: HttpRequest, obj: Question, form, change: bool) -> None:
         super().save_model(request, obj, form, change)
@@ -552,6 +576,7 @@ class VoteAdmin(admin.ModelAdmin):
         "server_ms",
         "parse_status",
         "assignment",
+        "prompt",
         "received_at",
     )
     list_filter = (
@@ -571,7 +596,7 @@ class VoteAdmin(admin.ModelAdmin):
     list_per_page = 100
 
     def get_readonly_fields(self, request: HttpRequest, obj=None):
-        return [field.name for field in self.model._meta.fields]
+        return [*(field.name for field in self.model._meta.fields), "prompt"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -581,6 +606,18 @@ class VoteAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
         return False
+
+    @admin.display(description="prompt")
+    def prompt(self, obj: Vote) -> str:
+        """A link to the messages a judge run's vote was given (the judges app's page; none for
+        people's or imported votes, or where the judges app is not installed)."""
+        if obj.run_id is None or not obj.label_scheme:
+            return "–"
+        try:
+            url = reverse("admin:judges_judgerun_vote_prompt", args=[obj.run_id, obj.pk])
+        except NoReverseMatch:
+            return "–"
+        return format_html('<a href="{}">the prompt</a>', url)
 
     @admin.display(description="on arrival")
     def assignment(self, obj: Vote) -> str:

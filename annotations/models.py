@@ -30,6 +30,9 @@ class BloomLevel(models.TextChoices):
 
 # The too-fast filter's default threshold (Study.min_response_ms), as the demo study has it.
 DEFAULT_MIN_RESPONSE_MS = 3000
+# The share of attention checks a rater must get right (Study.gold_min_accuracy), as the demo
+# study has it: with three checks, one slip flags nobody (2/3 < 0.75 does), and 0 would flag no one.
+DEFAULT_GOLD_MIN_ACCURACY = 0.75
 
 
 class StudyQuerySet(models.QuerySet):
@@ -74,7 +77,7 @@ class Study(models.Model):
         default=0, help_text="Added to the threshold per word of the two answers shown."
     )
     fast_notice = models.BooleanField(
-        default=False,
+        default=True,
         help_text="Tell a rater, gently, when a vote came faster than the minimum response time "
         "(the vote is stored all the same, and not counted).",
     )
@@ -105,11 +108,15 @@ class Study(models.Model):
         "Off: no site may frame the study.",
     )
     gold_every = models.PositiveSmallIntegerField(
+        "attention check after every",
         default=10,
-        help_text="Mix in an attention-check item every k items, when the study has attention checks (0: never).",
+        help_text="Mix in an attention-check item after every k items, when the study has attention checks (0: never).",
     )
     gold_min_accuracy = models.FloatField(
-        default=0.0, help_text="Raters below this attention-check accuracy are flagged."
+        "attention checks right, at least",
+        default=DEFAULT_GOLD_MIN_ACCURACY,
+        help_text="Raters below this share of attention checks right are flagged, once they have had three "
+        "(0.75: three of four; 0: nobody is ever flagged).",
     )
     max_length_ratio = models.FloatField(
         default=1.3, help_text="Perturbation checks warn when a variant is longer than this."
@@ -171,7 +178,7 @@ class Study(models.Model):
 
     def is_gold_turn(self, votes_done: int) -> bool:
         """Whether a rater's item after `votes_done` votes is an attention check."""
-        return self.gold_every > 0 and (votes_done + 1) % (self.gold_every + 1) == 0
+        return gold_turn(votes_done, gold_every=self.gold_every)
 
     def threshold_ms(self, words: int) -> int:
         """The response-time threshold for an item whose two answers have `words` words."""
@@ -214,14 +221,45 @@ class Study(models.Model):
     def most_items_per_rater(self) -> int:
         """The most items one rater can be given: one item per question (or every item without
         `one_variant_per_question`), plus the attention checks their cadence lets in."""
+        regular, gold = self._items_and_checks()
+        return items_reachable(regular=regular, gold=gold, gold_every=self.gold_every)
+
+    def _items_and_checks(self) -> tuple[int, int]:
+        """How many scored items and attention checks one rater may be handed, at most."""
         items = self.items.approved()
-        regular = items.filter(question__is_gold=False)
+        regular, gold = items.filter(question__is_gold=False), items.gold()
         if self.one_variant_per_question:
-            regular_n = regular.values("question_id").distinct().count()
-            gold_n = items.filter(question__is_gold=True).values("question_id").distinct().count()
-        else:
-            regular_n, gold_n = regular.count(), items.filter(question__is_gold=True).count()
-        return items_reachable(regular=regular_n, gold=gold_n, gold_every=self.gold_every)
+            return regular.values("question_id").distinct().count(), gold.values("question_id").distinct().count()
+        return regular.count(), gold.count()
+
+    def attention_check_problem(self) -> str:
+        """Why the attention checks cannot flag anyone as the study is set, or "" when they can:
+        a rater is judged on them only after GOLD_MIN_SEEN, and a rater's visit (their target,
+        or the items there are) may end before the cadence brings that many."""
+        regular, gold = self._items_and_checks()
+        if not gold:
+            return ""
+        if self.gold_min_accuracy <= 0:
+            return "Attention checks flag nobody: raters are flagged below 0 % right."
+        if not self.gold_every:
+            return f"The study's {gold} attention check(s) are never shown: an attention check after every 0 items means none."
+
+        def met(every: int) -> int:
+            return checks_met(regular=regular, gold=gold, gold_every=every, target=self.target_per_rater)
+
+        if met(self.gold_every) >= GOLD_MIN_SEEN:
+            return ""
+        fits = [every for every in range(self.gold_every, 0, -1) if met(every) >= GOLD_MIN_SEEN]
+        advice = (
+            f"An attention check after every {fits[0]} items would let them meet {GOLD_MIN_SEEN}."
+            if fits
+            else f"Add attention checks or questions: {GOLD_MIN_SEEN} checks at least, and items between them."
+        )
+        return (
+            f"Attention checks cannot flag anyone as set: a rater is judged after {GOLD_MIN_SEEN} of them, and "
+            f"with one after every {self.gold_every} items, {min(regular, self.target_per_rater)} scored item(s) "
+            f"per rater and {gold} check(s) in the study, a rater meets {met(self.gold_every)}. {advice}"
+        )
 
 
 def target_lowered_message(old: int, new: int) -> str:
@@ -234,19 +272,37 @@ def target_lowered_message(old: int, new: int) -> str:
     )
 
 
+def gold_turn(votes_done: int, *, gold_every: int) -> bool:
+    """Whether the item after `votes_done` votes is an attention check: every k+1-th (k = `gold_every`, 0: none)."""
+    return gold_every > 0 and (votes_done + 1) % (gold_every + 1) == 0
+
+
 def items_reachable(*, regular: int, gold: int, gold_every: int) -> int:
     """How many items a rater gets when every k+1-th item is an attention check (k = `gold_every`,
     0: none): a gold turn without gold left takes a regular item, a regular turn without regular
     items left ends the visit (annotations.assignment hands out in this order)."""
-    done = 0
-    while True:
-        if gold_every and (done + 1) % (gold_every + 1) == 0 and gold:
+    return _hand_out(regular=regular, gold=gold, gold_every=gold_every, target=None)[0]
+
+
+def checks_met(*, regular: int, gold: int, gold_every: int, target: int) -> int:
+    """How many attention checks one rater meets before their visit ends: at their target, or
+    when no item is left (annotations.assignment's order, as `items_reachable`)."""
+    return _hand_out(regular=regular, gold=gold, gold_every=gold_every, target=target)[1]
+
+
+def _hand_out(*, regular: int, gold: int, gold_every: int, target: int | None) -> tuple[int, int]:
+    """(items, of which attention checks) one rater is handed, up to `target` (None: no limit)."""
+    done = checks = 0
+    while target is None or done < target:
+        if gold and gold_turn(done, gold_every=gold_every):
             gold -= 1
+            checks += 1
         elif regular:
             regular -= 1
         else:
-            return done
+            break
         done += 1
+    return done, checks
 
 
 class RenderedText(models.Model):
@@ -297,8 +353,18 @@ class Question(RenderedText):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="questions")
     external_id = models.CharField(max_length=120)
     text = models.TextField(validators=[rendering.validate_markdown])
-    bloom_level = models.CharField(max_length=16, choices=BloomLevel.choices)
-    is_gold = models.BooleanField(default=False, help_text="An attention-check question, never part of the metrics.")
+    bloom_level = models.CharField(
+        max_length=16,
+        choices=BloomLevel.choices,
+        blank=True,
+        help_text="The question's level in Bloom's revised taxonomy; none for an attention check.",
+    )
+    is_gold = models.BooleanField(
+        "attention check",
+        default=False,
+        help_text="An attention-check question (A1 plainly better), never part of the metrics. Not the same as an "
+        "item's better answer, against which judges' accuracy is given.",
+    )
     # The part of an imported data set the question comes from (LLMBar's "LLMBar/Natural"), so
     # that every figure can be cut by it; empty for none.
     subset = models.CharField(max_length=120, blank=True, default="")
@@ -312,11 +378,20 @@ class Question(RenderedText):
         ordering = ["study", "external_id"]
         constraints = [
             models.UniqueConstraint(fields=["study", "external_id"], name="question_external_id_unique"),
-            models.CheckConstraint(condition=Q(bloom_level__in=BloomLevel.values), name="question_bloom_valid"),
+            # An attention check tests the rater, not a level of learning: it may have none.
+            models.CheckConstraint(
+                condition=Q(bloom_level__in=BloomLevel.values) | Q(is_gold=True, bloom_level=""),
+                name="question_bloom_valid",
+            ),
         ]
 
     def __str__(self) -> str:
         return self.external_id
+
+    def clean(self) -> None:
+        super().clean()
+        if not self.bloom_level and not self.is_gold:
+            raise ValidationError({"bloom_level": "A question needs its Bloom level (an attention check does not)."})
 
 
 class AnswerQuerySet(models.QuerySet):
@@ -503,12 +578,17 @@ class ComparisonItem(models.Model):
     answer_a2 = models.ForeignKey(Answer, on_delete=models.PROTECT, related_name="+")
     # Which answer is known to be the better one (a data set's gold label, e.g. LLMBar's);
     # empty when unknown. Accuracy against it is reported per judge (analysis.consistency).
+    # The question's better answer is its control item's; its perturbed items inherit it
+    # (`inherited_better_answer`) unless set here by hand. Not to be confused with
+    # Question.is_gold, an attention check.
     gold_label = models.CharField(
+        "better answer",
         max_length=2,
         choices=[("a1", "A1"), ("a2", "A2")],
         blank=True,
         default="",
-        help_text="The answer known to be better (a1 or a2); empty: unknown.",
+        help_text="The answer known to be better (a1 or a2), against which each judge's accuracy is given; empty: "
+        "unknown. A perturbed item inherits its question's (the control item's), A1 for a degrading kind.",
     )
     # Off for an item a vote import added without being asked to hand it to raters: its votes
     # came from the file, and people are shown only what a researcher chose for them.
@@ -537,9 +617,26 @@ class ComparisonItem(models.Model):
 
     def save(self, *args, **kwargs) -> None:
         adding = self.pk is None
+        if adding and self.kind_id and not self.gold_label:
+            control = ComparisonItem.objects.filter(question=self.question_id, kind__isnull=True).first()
+            if control is not None:
+                self.gold_label = self.inherited_better_answer(control)
         super().save(*args, **kwargs)
         if adding:
             Slot.objects.sync(self.study, items=[self])
+
+    def inherited_better_answer(self, control: ComparisonItem, gold_label: str | None = None) -> str:
+        """This perturbed item's better answer as its question has it: the control item's
+        `gold_label` (or `gold_label`, what it says), named from this item's side. A degrading
+        kind makes A2p the worse answer by design, so A1; otherwise the better original keeps
+        its place (A1 here, or A2, whose variant A2p is). "" where the question has none."""
+        told = control.gold_label if gold_label is None else gold_label
+        if not told:
+            return ""
+        if self.kind.semantics == Semantics.DEGRADING:
+            return "a1"
+        better = control.answer_a1 if told == "a1" else control.answer_a2
+        return "a1" if better == self.answer_a1 else "a2"
 
     @property
     def context(self) -> str:
@@ -856,7 +953,7 @@ class Lease(models.Model):
     question = models.ForeignKey(Question, on_delete=models.PROTECT, related_name="+", db_index=False, editable=False)
     token = models.CharField(max_length=43, unique=True)
     shown_first = models.CharField(max_length=2, choices=Shown.choices)
-    is_gold = models.BooleanField(default=False)
+    is_gold = models.BooleanField("attention check", default=False)
     created_at = models.DateTimeField(default=timezone.now, help_text="When the item was first handed out.")
     expires_at = models.DateTimeField(db_index=True)
     voted_at = models.DateTimeField(null=True, blank=True)

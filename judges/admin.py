@@ -11,18 +11,20 @@ from django.apps import apps as django_apps
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import models
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRefresh
 
-from annotations.models import Judge, Study
+from annotations.models import ComparisonItem, Judge, Shown, Study, Vote
 from biasstudy.limits import VOTES_PER_ITEM_MAX
 from biasstudy.queue import QueueUnavailable
 from judges import prompts
 from judges.models import CachedResponse, JudgeRun, LLMJudge
+from judges.plan import LABEL_ORDERS
+from judges.runner import vote_messages
 from judges.services import (
     JudgeRunError,
     judge_run_cancel,
@@ -82,6 +84,44 @@ class LLMJudgeForm(forms.ModelForm):
         return name
 
 
+class PromptPreviewForm(forms.Form):
+    """Which prompt to show: an item of a study, in one display order, label scheme and label
+    order (a run's plan gives each vote one of each, judges.plan)."""
+
+    study = forms.ModelChoiceField(queryset=Study.objects.order_by("title"), help_text="Its items are listed below.")
+    item = forms.ModelChoiceField(queryset=ComparisonItem.objects.none(), help_text="question / group")
+    shown_first = forms.ChoiceField(label="Display order", choices=Shown.choices, initial=Shown.A1_FIRST)
+    label_order = forms.ChoiceField(
+        choices=[
+            (LABEL_ORDERS[0], "the answer shown first under the first label"),
+            (LABEL_ORDERS[1], "the answer shown first under the second label"),
+        ],
+        initial=LABEL_ORDERS[0],
+    )
+    scheme = forms.ChoiceField(label="Label scheme", choices=())
+
+    def __init__(self, data: QueryDict, *, judge: LLMJudge) -> None:
+        data = data.copy()
+        chosen = data.get("study", "")
+        if not chosen:  # the page opens on the latest study
+            study = Study.objects.order_by("-created_at").first()
+        else:  # a study that is not one is the field's error
+            study = Study.objects.filter(pk=chosen).first() if chosen.isdigit() else None
+        items = ComparisonItem.objects.none()
+        if study is not None:
+            items = study.items.select_related("question", "kind").order_by("question__external_id", "kind__slug")
+            data.setdefault("study", str(study.pk))
+            chosen_item = data.get("item", "")
+            if not (chosen_item.isdigit() and items.filter(pk=chosen_item).exists()):  # another study's: its first
+                data["item"] = str(next(iter(items.values_list("pk", flat=True)[:1]), ""))
+        for name in ("shown_first", "label_order"):
+            data.setdefault(name, self.base_fields[name].initial)
+        data.setdefault("scheme", judge.label_schemes[0] if judge.label_schemes else "")
+        super().__init__(data)
+        self.fields["item"].queryset = items
+        self.fields["scheme"].choices = [(slug, slug) for slug in judge.label_schemes]
+
+
 @admin.register(LLMJudge)
 class LLMJudgeAdmin(admin.ModelAdmin):
     form = LLMJudgeForm
@@ -122,9 +162,34 @@ class LLMJudgeAdmin(admin.ModelAdmin):
                 "<int:object_id>/test-connection/",
                 self.admin_site.admin_view(require_POST(self.test_connection_view)),
                 name="judges_llmjudge_test_connection",
-            )
+            ),
+            path(
+                "<int:object_id>/prompt/",
+                self.admin_site.admin_view(require_GET(self.prompt_view)),
+                name="judges_llmjudge_prompt",
+            ),
         ]
         return urls + super().get_urls()
+
+    def prompt_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
+        """The exact messages the judge, as configured now, sends for the item chosen."""
+        config = get_object_or_404(LLMJudge.objects.select_related("judge"), pk=object_id)
+        if not self.has_view_or_change_permission(request, config):
+            raise PermissionDenied
+        form = PromptPreviewForm(request.GET, judge=config)
+        prompt = None
+        if form.is_valid():
+            data = form.cleaned_data
+            prompt = _prompt(config.snapshot(), data["item"], data["shown_first"], data["scheme"], data["label_order"])
+        return _prompt_page(
+            request,
+            self,
+            f"What {config} is sent",
+            form=form,
+            prompt=prompt,
+            judge=config,
+            status=200 if prompt else 400,
+        )
 
     def test_connection_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
         config = get_object_or_404(LLMJudge, pk=object_id)
@@ -179,7 +244,27 @@ class JudgeRunAdmin(admin.ModelAdmin):
             view = self.admin_site.admin_view(require_POST(view))
             return path(f"<int:object_id>/{name}/", view, name=f"judges_judgerun_{name}")
 
-        return [wrap(self.cancel_view, "cancel"), wrap(self.resume_view, "resume")] + super().get_urls()
+        prompt = path(
+            "<int:object_id>/votes/<int:vote_id>/prompt/",
+            self.admin_site.admin_view(require_GET(self.vote_prompt_view)),
+            name="judges_judgerun_vote_prompt",
+        )
+        return [wrap(self.cancel_view, "cancel"), wrap(self.resume_view, "resume"), prompt] + super().get_urls()
+
+    def vote_prompt_view(self, request: HttpRequest, object_id: int, vote_id: int) -> HttpResponse:
+        """The messages one vote of the run was given: the run's configuration as it started, the
+        vote's item, display order, label scheme and label order."""
+        run = get_object_or_404(JudgeRun.objects.select_related("study", "judge"), pk=object_id)
+        if not self.has_view_or_change_permission(request, run):
+            raise PermissionDenied
+        vote = get_object_or_404(Vote.objects.select_related("item__question", "item__kind"), pk=vote_id, run_id=run.pk)
+        if not vote.label_scheme:
+            raise Http404("this vote has no label scheme: it was not sent by a run")
+        label_order = LABEL_ORDERS[1] if vote.labels_swapped else LABEL_ORDERS[0]
+        prompt = _prompt(run.config, vote.item, vote.shown_first, vote.label_scheme, label_order)
+        return _prompt_page(
+            request, self, f"What vote #{vote.pk} of run #{run.pk} was given", prompt=prompt, run=run, vote=vote
+        )
 
     def add_view(self, request: HttpRequest, form_url: str = "", extra_context: dict | None = None) -> HttpResponse:
         """Start a run: pick a study and an LLM judge. The run itself goes to the task worker."""
@@ -268,6 +353,30 @@ class JudgeRunAdmin(admin.ModelAdmin):
             request, lambda: judge_run_resume(run=run, retry_failed=retry_failed), f"Run #{run.pk} queued again."
         )
         return self._after_action(request, run)
+
+
+def _prompt(config: dict, item: ComparisonItem, shown_first: str, scheme: str, label_order: str) -> dict:
+    """The messages (the runner's own function renders them) and what they were rendered for."""
+    messages_sent = vote_messages(config, item, shown_first=shown_first, scheme=scheme, label_order=label_order)
+    return {
+        "messages": messages_sent,
+        "item": item,
+        "shown_first": shown_first,
+        "scheme": scheme,
+        "label_order": label_order,
+    }
+
+
+def _prompt_page(
+    request: HttpRequest, model_admin: admin.ModelAdmin, title: str, *, status: int = 200, **context
+) -> HttpResponse:
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "opts": model_admin.model._meta,
+        "title": title,
+        **context,
+    }
+    return TemplateResponse(request, "admin/judges/prompt.html", context, status=status)
 
 
 @admin.register(CachedResponse)

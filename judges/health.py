@@ -22,10 +22,15 @@ def judge_runs() -> dict:
             "pk", flat=True
         )[:20]
     )
-    untaken = list(
-        runs.filter(
-            status=JudgeRun.Status.QUEUED, heartbeat_at__lt=now - max(STALE_AFTER, 2 * stale_after())
-        ).values_list("pk", flat=True)[:20]
+    # Queued runs wait behind a run a live worker is busy with (JudgeRun.waiting_behind).
+    untaken = (
+        []
+        if busy_with_a_run()
+        else list(
+            runs.filter(
+                status=JudgeRun.Status.QUEUED, heartbeat_at__lt=now - max(STALE_AFTER, 2 * stale_after())
+            ).values_list("pk", flat=True)[:20]
+        )
     )
     report: dict = {"ok": not (stalled or untaken)}
     if stalled:

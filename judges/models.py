@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from functools import cached_property
 from typing import Any
 
 from django.conf import settings
@@ -238,15 +239,26 @@ class JudgeRun(models.Model):
             and timezone.now() - self.heartbeat_at > stale_after()
         )
 
+    @cached_property
+    def waiting_behind(self) -> JudgeRun | None:
+        """For a queued run, the run a live worker is busy with (running, its heartbeat fresh):
+        a worker runs one task at a time, so this one waits behind it rather than being lost."""
+        if self.status != self.Status.QUEUED:
+            return None
+        running = JudgeRun.objects.filter(status=self.Status.RUNNING, heartbeat_at__gte=timezone.now() - stale_after())
+        return running.exclude(pk=self.pk).select_related("judge", "study").order_by("started_at", "pk").first()
+
     @property
     def is_untaken(self) -> bool:
-        """Queued for longer than the stale time and no worker took it: its job may be lost (the
-        queue's data lost, or refused and the run not undone), so it may be queued again (a
-        second job is harmless: the first worker to claim the run runs it, the other finds it taken)."""
+        """Queued for longer than the stale time and no worker took it, while no worker is busy
+        with another run it could be waiting behind: its job may be lost (the queue's data lost,
+        or refused and the run not undone), so it may be queued again (a second job is harmless:
+        the first worker to claim the run runs it, the other finds it taken)."""
         return (
             self.status == self.Status.QUEUED
             and self.heartbeat_at is not None
             and timezone.now() - self.heartbeat_at > stale_after()
+            and self.waiting_behind is None
         )
 
     @property

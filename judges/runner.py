@@ -257,6 +257,32 @@ def kept_note(dropped: list[str] | None) -> str:
     return f"vote kept; dropped from the reply: {'; '.join(dropped)}"[:2000] if dropped else ""
 
 
+def vote_messages(
+    config: dict[str, Any], item: ComparisonItem, *, shown_first: str, scheme: str, label_order: str
+) -> list[dict[str, str]]:
+    """The chat messages one vote sends: `config` a run's (LLMJudge.snapshot()), the item (with
+    its question and answers) in this display order, label scheme and label order. The runner
+    sends these, and the judge's prompt page shows them, so the two cannot differ."""
+    first, second = (item.answer_a1, item.answer_a2) if shown_first == "a1" else (item.answer_a2, item.answer_a1)
+    in_order = label_scheme(scheme).in_order(label_order)
+    return render_messages(
+        system_template=config["system_template"],
+        user_template=config["user_template"],
+        style=config["prompt_style"],
+        question=item.question.text,
+        first=first.text,
+        second=second.text,
+        scheme=in_order,
+        # Runs started before families were configured name the model.
+        context=vote_context(
+            item.context,
+            shown_first=shown_first,
+            scheme=in_order,
+            judge_family=config.get("family") or config["model"],
+        ),
+    )
+
+
 def plan_units(run: JudgeRun, *, retry_failed: bool) -> tuple[list[Unit], int]:
     """The votes still missing from the run (and its failed ones when retrying), and how many
     are already done."""
@@ -281,25 +307,8 @@ def plan_units(run: JudgeRun, *, retry_failed: bool) -> tuple[list[Unit], int]:
             if vote is not None and not (retry_failed and vote[1] == Vote.Parse.FAILED):
                 done += 1
                 continue
-            first, second = (
-                (item.answer_a1, item.answer_a2) if planned.shown_first == "a1" else (item.answer_a2, item.answer_a1)
-            )
-            scheme = label_scheme(planned.scheme).in_order(planned.label_order)
-            messages = render_messages(
-                system_template=config["system_template"],
-                user_template=config["user_template"],
-                style=config["prompt_style"],
-                question=item.question.text,
-                first=first.text,
-                second=second.text,
-                scheme=scheme,
-                # Runs started before families were configured name the model.
-                context=vote_context(
-                    item.context,
-                    shown_first=planned.shown_first,
-                    scheme=scheme,
-                    judge_family=config.get("family") or config["model"],
-                ),
+            messages = vote_messages(
+                config, item, shown_first=planned.shown_first, scheme=planned.scheme, label_order=planned.label_order
             )
             keys = [
                 cache_key(config, messages, sample=planned.sample, attempt=a, labels_swapped=planned.labels_swapped)

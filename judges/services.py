@@ -101,6 +101,8 @@ def judge_run_start(
     active = JudgeRun.objects.select_for_update().filter(study=study, judge=judge).active().first()
     if active is not None:
         hint = "; no worker has taken it yet: resume it to queue it again" if active.is_untaken else ""
+        if active.waiting_behind is not None:
+            hint = f"; it waits behind run #{active.waiting_behind.pk}, which a worker is running"
         raise JudgeRunError(f"run #{active.pk} of {judge.name!r} on {study.slug!r} is still {active.status}{hint}")
     snapshot = config.snapshot()
     if votes_per_item is not None:

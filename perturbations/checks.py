@@ -24,7 +24,9 @@ from annotations import lengths
 from perturbations import kinds
 from perturbations.rules import AUTHOR_YEAR_CITATION, split_reference_block
 
-CHECKS_VERSION = 2  # 2: one length warning; declared insertions; the facts of tone rewrites
+CHECKS_VERSION = (
+    3  # 2: one length warning; declared insertions; the facts of tone rewrites. 3: expected length is a note
+)
 MIN_SIMILARITY = 0.98  # below this, a non-semantic variant has changed the answer's words
 MAX_LISTED_WORDS = 40
 
@@ -262,11 +264,15 @@ def run_checks(
     [slug]); `inserted`: the passages its rules declare they added."""
     steps = list(steps or [slug])
     warnings: list[str] = []
+    # What the researcher should know but need not act on: the added length of a kind whose
+    # length is the perturbation. Not a warning, so "with warnings only" does not list it.
+    notes: list[str] = []
     result: dict = {"version": CHECKS_VERSION, "kind": slug, "semantics": semantics}
     length = length_check(original, variant, max_ratio=max_ratio, measured=measured)
     result["length"] = length
-    if warning := length_warning(length, lengthens=kinds.adds_length(steps)):
-        warnings.append(warning)
+    lengthens = kinds.adds_length(steps)
+    if said := length_warning(length, lengthens=lengthens):
+        (notes if lengthens else warnings).append(said)
 
     if semantics == "non_semantic" and kinds.rewords(steps):
         facts = facts_check(original, variant)
@@ -301,6 +307,7 @@ def run_checks(
         for altered in factual["question_terms_altered"]:
             warnings.append(f"question: {altered['term']!r} from the question was altered")
     result["warnings"] = warnings
+    result["notes"] = notes
     result["ok"] = not warnings
     return result
 

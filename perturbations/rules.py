@@ -11,6 +11,7 @@ without naming real publications.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import random
 import re
 from collections import Counter
@@ -293,7 +294,7 @@ _VERB_STEMS = _names(
     live look lose make matter mean measure melt move multiply need occur orbit paint pass pay play pollute power
     prevent produce protect prove pull push reach read recycle reduce reflect scatter remain rise rotate rule save see
     seem sell shine show sing sink solve spend spin spread start stay store subtract support survive take teach
-    tell think travel turn use vote wash win work write walk rent stop encourage ban"""
+    tell think travel turn use vote wash win work write walk rent stop encourage ban want"""
 )
 # The instructions questions open with (Bloom's verbs); many are nouns elsewhere ("a list").
 _INSTRUCTIONS = _bank(
@@ -325,13 +326,13 @@ _ADJECTIVES = _bank(
     """blue red green yellow black white dark bright big small large tiny long short high low hot cold warm wet dry
     important different useful possible necessary dangerous healthy safe true false good bad fast slow heavy light
     hard soft strong weak rich poor old new young easy difficult common rare better worse best worst heavier
-    lighter bigger smaller faster slower"""
+    lighter bigger smaller faster slower basic simple key major similar various certain general special"""
 )
 # Nouns too vague to be a topic on their own ("the difference", "the main reasons").
 _VAGUE = _bank(
     """difference differences reason reasons way ways kind kinds type types example examples thing things part parts
     main lot lots something someone anyone people person idea ideas fact facts role roles purpose answer question
-    questions steps step process best most sort sorts word words term terms detail details"""
+    questions steps step process best most sort sorts word words term terms detail details plan plans"""
 )
 _PHRASE_TOKEN = re.compile(r"[A-Za-z][A-Za-z'-]*|\d+|[^\sA-Za-z\d]")
 _MAX_PHRASE_WORDS = 6
@@ -372,6 +373,11 @@ def _phrases(sentence: str) -> list[tuple[str, ...]]:
         nonlocal run, article
         while run and run[-1].lower() in _JOINERS | {"the", "a", "an"}:
             run.pop()
+        # A vague word before another noun ends a phrase the question left out a "that" after:
+        # "three things animals (need)" is about animals.
+        cut = [i for i, w in enumerate(run[:-1]) if w.lower() in _VAGUE and run[i + 1].lower() not in _JOINERS]
+        if cut:
+            run = run[cut[-1] + 1 :]
         if len(run) > 1 and run[-1].lower() in _ADJECTIVES:
             run.pop()
         while len(run) > 1 and run[0].lower() in _VAGUE | _ADJECTIVES:
@@ -381,6 +387,8 @@ def _phrases(sentence: str) -> list[tuple[str, ...]]:
         content = [w for w in run if w.lower() not in _JOINERS | {"the", "a", "an"}]
         if all(w.lower() in _ADJECTIVES or w.isdigit() for w in content):
             run = []  # "blue", "1991": no topic by themselves
+        if len(run) == 1 and run[0].lower() in _VERBS:
+            run = []  # "(what people) need", "the needs": a verb read as a noun names no subject alone
         if run and run[-1].lower() not in _VAGUE and len(run) <= _MAX_PHRASE_WORDS:
             words = list(run)
             head = next((i - 1 for i, w in enumerate(words) if w in _JOINERS), len(words) - 1)
@@ -468,15 +476,17 @@ _SURNAMES = _names(
 )
 _INITIALS = "ABCDEGHJKLMNPRSTW"
 # Sentence-case title patterns; {t} is a topic phrase as written, {u} a second one.
+# They are about the subject, as a researcher in its field would title a paper, not about
+# teaching it ("What students know about needs: A survey study" read as made up).
 _TITLE_PATTERNS = (
     "{t}: A review of the evidence",
-    "Understanding {t}: Concepts and classroom applications",
-    "Teaching {t} in the middle-school classroom",
-    "What students know about {t}: A survey study",
-    "Rethinking {t}: Lessons for teaching and learning",
     "{t} revisited: Evidence and open questions",
     "A short introduction to {t}",
+    "New perspectives on {t}",
+    "{t}: Current understanding and open questions",
+    "Explaining {t}: A critical review",
     "Common misconceptions about {t}",
+    "Understanding {t}: Concepts and applications",
 )
 _TWO_TOPIC_PATTERNS = (
     "{t} and {u}: An integrative review",
@@ -559,8 +569,12 @@ def _titles(topics: list[str], rng: random.Random, count: int) -> list[str]:
     return [_sentence_case(t) for t in titles]
 
 
-def _author_names(rng: random.Random) -> list[tuple[str, str]]:
-    return [(surname, rng.choice(_INITIALS)) for surname in rng.sample(_SURNAMES, rng.randint(1, 3))]
+def _author_lists(rng: random.Random, count: int) -> list[list[tuple[str, str]]]:
+    """The (surname, initial) authors of `count` works: each surname once in the answer, so that
+    no two works name the same surname with different initials ("Marchetti, P." and "Marchetti, L.")."""
+    sizes = [rng.randint(1, 3) for _ in range(count)]
+    surnames = iter(rng.sample(_SURNAMES, sum(sizes)))
+    return [[(surname, rng.choice(_INITIALS)) for surname in itertools.islice(surnames, size)] for size in sizes]
 
 
 def _apa_authors(names: list[tuple[str, str]]) -> str:
@@ -580,8 +594,7 @@ def _apa_citation(names: list[tuple[str, str]], year: int) -> str:
     return f"({who}, {year})"
 
 
-def _reference_entry(title: str, venue_words: set[str], rng: random.Random) -> dict:
-    names = _author_names(rng)
+def _reference_entry(title: str, names: list[tuple[str, str]], venue_words: set[str], rng: random.Random) -> dict:
     year = rng.randint(1998, 2022)
     venue = _venue_for(venue_words, rng)
     volume, issue = rng.randint(5, 60), rng.randint(1, 6)
@@ -628,7 +641,9 @@ def fake_reference(text: str, seed: int, context: RuleContext = NO_CONTEXT) -> R
     body_words = {w.lower().strip(".,;:!?()*\"'") for w in body.split()}
     # The venue follows the topic; the answer's words decide only where the topic names no field.
     venue_words = topic_words if any(words & topic_words for words, _ in _FIELDS) else body_words
-    entries = [_reference_entry(title, venue_words, rng) for title in _titles(topics, rng, count)]
+    listed = _titles(topics, rng, count)
+    authors = _author_lists(rng, len(listed))
+    entries = [_reference_entry(title, names, venue_words, rng) for title, names in zip(listed, authors, strict=True)]
     if positions:
         additions = [(at, " " + entry["citation"]) for at, entry in zip(positions, entries, strict=True)]
     else:  # no plain sentence to cite after: the citation is a paragraph of its own

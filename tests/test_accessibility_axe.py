@@ -1,5 +1,5 @@
 """Every page a person uses, checked by axe-core at WCAG 2.1 A and AA in a real browser: the
-rater's pages, the dashboard, the admin's review, start and run pages, an upload's progress page,
+rater's pages, the dashboard, the admin's review, start and run pages, a judge's prompt, an upload's progress page,
 the study's upload and forms, and the API docs.
 
 axe-core comes from npm (package.json pins it; scripts/test.sh runs `npm ci`). It is injected
@@ -115,6 +115,8 @@ def test_the_dashboard_pages_have_no_violations(browser, live_server, transactio
         if name == "study":
             assert page.locator("#alt-test").count() == 1
         assert_accessible(page, name)
+    page.goto(live_server.url + reverse("analysis:raters", args=[study.slug]) + "?bonus_per_counted_vote=0.05")
+    assert_accessible(page, "raters, with a bonus previewed")
 
 
 def test_the_admin_review_start_and_run_pages_have_no_violations(browser, live_server, transactional_db):
@@ -132,6 +134,8 @@ def test_the_admin_review_start_and_run_pages_have_no_violations(browser, live_s
     assert_accessible(page, "start a run")
     page.goto(f"{live_server.url}/admin/judges/judgerun/{run.pk}/change/")
     assert_accessible(page, "run")
+    page.goto(live_server.url + reverse("admin:judges_llmjudge_prompt", args=[config.pk]) + f"?study={study.pk}")
+    assert_accessible(page, "a judge's prompt")
     page.goto(live_server.url + reverse("analysis:votes-import") + "?study=ice")
     assert_accessible(page, "import votes")
     page.goto(live_server.url + reverse("admin:api_apikey_add"))

@@ -43,27 +43,13 @@ def test_leaving_it_unknown_keeps_no_gold_label(staff_client):
 
 
 def test_a_questions_page_sets_the_better_answer_of_each_item(staff_client):
+    from tests.test_better_answer_inherited import post_question_page
+
     study = make_study(slug="sky")
     staff_client.post(reverse("admin:annotations_question_add"), question_data(study))
     question = Question.objects.get(external_id="sky-1")
-    page = staff_client.get(reverse("admin:annotations_question_change", args=[question.pk]))
     item = ComparisonItem.objects.get(question=question)
-    formset = next(f for f in page.context["inline_admin_formsets"] if f.formset.model is ComparisonItem).formset
-    data = {f"{formset.prefix}-{k}": v for k, v in formset.management_form.initial.items()}
-    data |= {f"{formset.prefix}-0-id": str(item.pk), f"{formset.prefix}-0-question": str(question.pk)}
-    data[f"{formset.prefix}-0-gold_label"] = "a2"
-    answers = next(f for f in page.context["inline_admin_formsets"] if f.formset.model is not ComparisonItem).formset
-    data |= {f"{answers.prefix}-{k}": v for k, v in answers.management_form.initial.items()}
-    for i, form in enumerate(answers.forms):
-        for name, field in form.fields.items():
-            value = form.initial.get(name, field.initial)
-            if value is not None and name != "DELETE":
-                data[f"{answers.prefix}-{i}-{name}"] = value.pk if hasattr(value, "pk") else value
-        data[f"{answers.prefix}-{i}-provenance"] = json.dumps(form.initial.get("provenance") or {})
-        data[f"{answers.prefix}-{i}-inserted_errors"] = json.dumps(form.initial.get("inserted_errors") or [])
-    data |= {"study": str(study.pk), "external_id": "sky-1", "bloom_level": "remembering", "text": question.text}
-    response = staff_client.post(reverse("admin:annotations_question_change", args=[question.pk]), data)
-    assert response.status_code == 302, response.context["errors"]
+    post_question_page(staff_client, question, {item.pk: "a2"})
     item.refresh_from_db()
     assert item.gold_label == "a2"
 

@@ -202,15 +202,20 @@ def test_the_payment_file_and_the_monitor_say_why_a_finished_rater_is_not_approv
     assert "review: 3 of 5 votes too fast" in body
 
 
-def test_the_paste_lists_hold_just_what_prolifics_bulk_approve_and_bonus_pages_take(crowd, staff_client):
-    study, votes = crowd
-    # A second finished Prolific rater and a finished rater from a direct link (not Prolific's).
+def two_more_finished(study, votes) -> None:
+    """A second finished Prolific rater (Dora) and a finished rater from a direct link (Eve, not
+    Prolific's), one counted vote each."""
     dora = make_rater(study, participant_id="PROLIFIC-DORA", source="prolific", created_at=T0, gold_seen=2)
     eve = make_rater(study, participant_id="direct-eve", created_at=T0, gold_seen=2)
     for rater in (dora, eve):
         rater.gold_correct, rater.finished_at = 2, T0 + timedelta(minutes=5)
         rater.save()
         vote(votes["bob"].item, votes["bob"].judge, rater)
+
+
+def test_the_paste_lists_hold_just_what_prolifics_bulk_approve_and_bonus_pages_take(crowd, staff_client):
+    study, votes = crowd
+    two_more_finished(study, votes)
     url = reverse("analysis:payment", args=["crowd"])
     approve = staff_client.get(url, {"paste": "approve"})
     assert approve["Content-Type"].startswith("text/plain")
@@ -219,6 +224,31 @@ def test_the_paste_lists_hold_just_what_prolifics_bulk_approve_and_bonus_pages_t
     bonus = staff_client.get(url, {"paste": "bonus", "bonus_per_counted_vote": "0.25"}).content.decode()
     # Alice: 2 counted votes, Dora: 1; Bob (reject) and Carol (review) get none; Eve is not on Prolific.
     assert bonus == "PROLIFIC-ALICE,0.50\nPROLIFIC-DORA,0.25\n"
-    assert staff_client.get(url, {"paste": "bonus"}).content.decode() == ""  # no bonus set: nobody to pay
+    no_bonus = staff_client.get(url, {"paste": "bonus"})  # an empty file, once, read as "nobody to pay"
+    assert no_bonus.status_code == 400 and "needs a bonus per counted vote above 0" in no_bonus.content.decode()
     response = staff_client.get(url, {"paste": "reject"})
     assert response.status_code == 400 and "paste" in response.content.decode()
+
+
+def test_the_monitors_bonus_field_previews_the_total_and_the_links_carry_it(crowd, staff_client):
+    study, votes = crowd
+    two_more_finished(study, votes)
+    url = reverse("analysis:raters", args=["crowd"])
+    html = staff_client.get(url).content.decode()
+    assert 'name="bonus_per_counted_vote"' in html and 'id="bonus-form"' in html
+    assert "?paste=bonus" not in html and "set a bonus per counted vote above first" in html
+
+    html = staff_client.get(url, {"bonus_per_counted_vote": "0.25"}).content.decode()
+    # Alice 2 counted votes, Dora 1, Eve 1 (a direct link: in the payment file, not Prolific's list).
+    assert "3 raters suggested for approval get a bonus, <strong>1.00</strong> in all" in html
+    assert "2 of them came from Prolific, <strong>0.75</strong> in the bulk bonus list" in html
+    link = reverse("analysis:payment", args=["crowd"]) + "?paste=bonus&amp;bonus_per_counted_vote=0.25"
+    assert f'href="{link}"' in html
+    assert 'value="0.25"' in html  # the field keeps what was typed
+    fragment = staff_client.get(url, {"bonus_per_counted_vote": "0.25"}, HTTP_HX_REQUEST="true").content.decode()
+    assert "bonus_per_counted_vote=0.25" in fragment.split(">", 1)[0]  # the refresh keeps it
+    bonus = staff_client.get(link.replace("&amp;", "&")).content.decode()
+    assert bonus == "PROLIFIC-ALICE,0.50\nPROLIFIC-DORA,0.25\n"
+
+    bad = staff_client.get(url, {"bonus_per_counted_vote": "-1"})
+    assert bad.status_code == 400 and 'id="bonus-errors"' in bad.content.decode()

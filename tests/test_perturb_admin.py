@@ -212,6 +212,10 @@ def test_the_review_page_says_what_an_adding_kind_inserted_and_that_its_length_i
     assert "0 words added, 0 lost, once the 3 declared insertions are taken out." in page
     assert "the added length is what this kind does, so keep it" in page
     assert "shorten it" not in page
+    # An expected length is a note: the filter "with warnings only" counts real warnings only.
+    assert 'class="pt-notes"' in page and 'class="pt-warnings"' not in page
+    flagged = " ".join(staff_client.get(review_url(study), {"flagged": "on"}).content.decode().split())
+    assert flagged.count('class="pt-card') == 0
 
 
 def test_the_review_page_shows_whether_a_tone_rewrite_kept_the_facts(staff_client, study):
@@ -225,3 +229,23 @@ def test_the_review_page_shows_whether_a_tone_rewrite_kept_the_facts(staff_clien
     page = " ".join(staff_client.get(review_url(study)).content.decode().split())
     assert "every number and name of the original is there" in page
     assert 'missing or fewer: <del class="pt-del">100</del>' in page
+
+
+@pytest.mark.django_db(transaction=True)
+def test_variants_checked_before_keep_their_expected_length_as_a_note_after_migration():
+    from tests.test_migrations import _migrate_across
+
+    study = make_study()
+    for _ in range(2):
+        make_question(study, a1="Water boils at 100 degrees.", a2="Ice melts at 0 degrees.")
+    perturbation_generate(study=study, kind="verbosity", seed=1)
+    said = "length: the variant is 2.0× the original in words (the study's bound is 1.3×): the added length is what this kind does, so keep it; the length-controlled (LC) estimate controls for it"
+    lost = "content: 2 word(s) of the original lost"
+    first, second = Answer.objects.variants().order_by("id")
+    Answer.objects.filter(pk=first.pk).update(checks={"ok": False, "warnings": [said]})
+    Answer.objects.filter(pk=second.pk).update(checks={"ok": False, "warnings": [said, lost]})
+    _migrate_across("0030_study_data_version", "0031_study_defaults_and_inherited_better_answers")
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert first.checks == {"ok": True, "warnings": [], "notes": [said]}
+    assert second.checks == {"ok": False, "warnings": [lost], "notes": [said]}

@@ -166,3 +166,36 @@ def test_without_a_topic_phrase_the_titles_are_general_but_natural():
         assert result.details["topics"] == []
         for reference in result.details["references"]:
             assert reference["title"] in rules._GENERAL_TITLES
+
+
+@pytest.mark.parametrize(
+    ("question", "topics"),
+    [
+        ("List three things animals need to survive.", ["animals"]),  # not "three things animals"
+        ("Explain what people need to stay healthy.", []),  # not "need"
+        ("What are the basic needs of living things?", []),  # not "the basic"
+        ("What are needs and wants?", []),  # not "wants"
+        ("Design a plan to reduce waste at school.", ["waste", "school"]),  # not "plans"
+    ],
+)
+def test_a_verb_an_adjective_or_a_vague_word_is_never_the_subject_of_a_title(question, topics):
+    assert rules.topic_phrases(question, "", count=2) == topics
+
+
+def test_titles_name_the_subject_not_how_it_is_taught():
+    for question, answer, _ in CASES:
+        for seed in range(1, 9):
+            for reference in titles(question, answer, seed).details["references"]:
+                assert not re.search(r"students|classroom|teaching", reference["title"], re.I), reference["title"]
+
+
+def test_one_answers_references_name_each_surname_once():
+    answer = "Plants need light. They also need water. Roots take up minerals. Leaves make sugar."
+    for seed in range(1, 200):
+        result = titles("What do plants need to grow?", answer, seed)
+        surnames = [
+            a.split(", ")[0]
+            for r in result.details["references"]
+            for a in re.findall(r"[A-Z]\w+, [A-Z]\.", r["authors"])
+        ]
+        assert len(surnames) == len(set(surnames)), result.details["references"]

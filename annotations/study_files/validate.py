@@ -166,7 +166,8 @@ def _validate_gold(gold: Any, field: str, seen_questions: set, fail: Callable) -
     for key in ("id", "text", "better", "worse"):
         _check_required_text(gold.get(key), f"{field}.{key}", fail, gold.get("id"))
         _check_text_size(gold[key], f"{field}.{key}", fail, gold["id"])
-    _check_bloom(gold.get("bloom"), f"{field}.bloom", fail, gold["id"])
+    if gold.get("bloom", ""):  # an attention check needs no Bloom level
+        _check_bloom(gold["bloom"], f"{field}.bloom", fail, gold["id"])
     if gold["id"] in seen_questions:
         fail(f"duplicate question id {gold['id']!r}", f"{field}.id", gold["id"])
     # Its two answers are stored as "<id>-better" and "<id>-worse".

@@ -102,7 +102,7 @@ def _prepare_question(record: dict) -> tuple[Question, dict[str, Answer]]:
 
 def _prepare_gold(record: dict) -> tuple[Question, dict[str, Answer]]:
     question = _rendered(
-        Question(external_id=record["id"], text=record["text"], bloom_level=record["bloom"], is_gold=True)
+        Question(external_id=record["id"], text=record["text"], bloom_level=record.get("bloom", ""), is_gold=True)
     )
     answers = {
         side: _rendered(Answer(external_id=f"{record['id']}-{side}", text=record[side])) for side in ("better", "worse")
@@ -152,17 +152,18 @@ def _study_rows(document: dict, questions: list, gold: list) -> _StudyRows:
             answer.derived_from = by_id.get(parents[data["id"]])
             _at_level(answers, _derivation_level(data["id"], parents)).append(answer)
         listed = record.get("items")
-        for item in listed if listed is not None else derive_items(record):
-            items.append(
-                ComparisonItem(
-                    study=study,
-                    question=question,
-                    kind=kinds.get(item.get("kind")),
-                    answer_a1=by_id[item["a1"]],
-                    answer_a2=by_id[item["a2"]],
-                    gold_label=item.get("gold_label", ""),
-                )
+        made = [
+            ComparisonItem(
+                study=study,
+                question=question,
+                kind=kinds.get(item.get("kind")),
+                answer_a1=by_id[item["a1"]],
+                answer_a2=by_id[item["a2"]],
+                gold_label=item.get("gold_label", ""),
             )
+            for item in (listed if listed is not None else derive_items(record))
+        ]
+        items += _better_answers_inherited(made)
     for question, by_side in gold:
         for answer in by_side.values():
             answer.question = question
@@ -174,6 +175,16 @@ def _study_rows(document: dict, questions: list, gold: list) -> _StudyRows:
     tables: list[tuple[type[models.Model], list]] = [(Question, [question for question, _ in questions + gold])]
     tables += [(Answer, level) for level in answers] + [(ComparisonItem, items), (Slot, slots)]
     return _StudyRows(study=study, kinds=new_kinds, tables=tables)
+
+
+def _better_answers_inherited(items: list[ComparisonItem]) -> list[ComparisonItem]:
+    """A question's items, each perturbed one without a better answer of its own given the
+    question's (its control item's), as ComparisonItem.save() does for one item."""
+    control = next((item for item in items if item.kind is None), None)
+    for item in items:
+        if control is not None and item.kind is not None and not item.gold_label:
+            item.gold_label = item.inherited_better_answer(control)
+    return items
 
 
 def _derivation_level(answer_id: str, parents: dict[str, str | None]) -> int:
@@ -224,7 +235,7 @@ def study_export(*, study: Study) -> dict:
             gold_items.append(
                 {
                     "id": question.external_id,
-                    "bloom": question.bloom_level,
+                    **({"bloom": question.bloom_level} if question.bloom_level else {}),
                     "text": question.text,
                     "better": item.answer_a1.text,
                     "worse": item.answer_a2.text,
