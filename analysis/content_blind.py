@@ -29,6 +29,7 @@ import pandas as pd
 from scipy import signal, stats
 
 from analysis import metrics
+from analysis.simulate import score_distribution
 
 DRAWS = 2000  # simulated studies per figure: the p-value's Monte Carlo sd is at most 0.011
 ALPHA = 0.05  # a judge is ranked in a column where p < ALPHA: it differs from its twin
@@ -66,18 +67,6 @@ def item_designs(votes: pd.DataFrame) -> pd.DataFrame:
     return frame.groupby("item_id").sum()
 
 
-def _score_distribution(n: int, p_a1: float, p_a2: float, p_tie: float) -> np.ndarray:
-    """P(votes A1 − votes A2 = s) for s in −n..n after n independent votes."""
-    dist = np.zeros(2 * n + 1)
-    dist[n] = 1.0
-    for _ in range(n):
-        new = dist * p_tie
-        new[1:] += dist[:-1] * p_a1
-        new[:-1] += dist[1:] * p_a2
-        dist = new
-    return dist
-
-
 def item_preference_probabilities(
     a1_first: int, a2_first: int, unknown: int, shares: tuple[float, float, float]
 ) -> tuple[float, float, float]:
@@ -88,7 +77,7 @@ def item_preference_probabilities(
     side = (first + second) / 2
     total = np.ones(1)
     for n, p_a1, p_a2 in ((a1_first, first, second), (a2_first, second, first), (unknown, side, side)):
-        total = np.convolve(total, _score_distribution(int(n), p_a1, p_a2, tie))
+        total = np.convolve(total, score_distribution(int(n), p_a1, p_a2, tie))
     mid = len(total) // 2
     return float(total[mid + 1 :].sum()), float(total[:mid].sum()), float(total[mid])
 
