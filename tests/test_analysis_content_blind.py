@@ -109,7 +109,7 @@ def test_a_position_only_judge_scores_its_baseline_and_a_content_sensitive_one_d
     for g in ("reference", "rich_content"):
         # Its control and perturbed preferences agree (the same content): it is told apart.
         rejected = np.mean([f[("asr", g)]["p_value"] < content_blind.ALPHA for _, f in seeing])
-        assert rejected >= 0.8, (g, rejected)
+        assert rejected >= 0.7, (g, rejected)
         assert np.mean([o[("asr", g)] < f[("asr", g)]["value"] for o, f in seeing]) >= 0.95
 
 
@@ -137,6 +137,8 @@ def test_the_demos_left_preferring_judge_is_ranked_only_where_it_differs_from_it
                 assert cell["rank"] is None and cell["no_rank"] == content_blind.NO_BETTER
             else:
                 assert cell["rank"] is not None and cell["no_rank"] is None
+    # Today's demo: first in 9 of its 10 ASR columns without the rule, first in none with it.
+    assert not any(by_name[left]["cells"][i]["rank"] == 1 for i in asr_columns)
     # The judge that ignores content is its own twin: ranked in hardly any column, first in none.
     twin = by_name["left, content-blind"]
     assert sum(cell["rank"] is not None for cell in twin["cells"]) <= 2
