@@ -88,16 +88,16 @@ def pair_probabilities(prefs: pd.DataFrame, designs: pd.DataFrame, shares: tuple
     is then a hit (``p_hit``, the perturbed item's preference is independent of the control's),
     and for accuracy that the perturbed item is preferred A1 (``p_acc``)."""
     pairs = metrics.oriented_pairs(prefs)
-    cache: dict[tuple, tuple[float, float, float]] = {}
+    # Each design (votes in each order) once: a study's items share a handful of them.
+    kinds, kind_of = np.unique(designs.to_numpy(dtype=np.int64), axis=0, return_inverse=True)
+    by_kind = np.array([item_preference_probabilities(*kind, shares) for kind in kinds]).reshape(-1, 3)
+    position = pd.Series(np.asarray(kind_of).reshape(-1), index=designs.index)
 
     def probabilities(item_ids: np.ndarray) -> np.ndarray:
+        kind = position.reindex(item_ids).to_numpy(dtype=float)
         out = np.full((len(item_ids), 3), np.nan)
-        for i, item in enumerate(item_ids):
-            if item in designs.index:
-                key = tuple(int(k) for k in designs.loc[item])
-                if key not in cache:
-                    cache[key] = item_preference_probabilities(*key, shares)
-                out[i] = cache[key]
+        known = ~np.isnan(kind)
+        out[known] = by_kind[kind[known].astype(np.int64)]
         return out
 
     exp = probabilities(pairs["item_id"].to_numpy())

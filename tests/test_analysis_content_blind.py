@@ -147,3 +147,31 @@ def test_the_demos_left_preferring_judge_is_ranked_only_where_it_differs_from_it
     assert "(blind " in body and "not ranked: no better than ignoring content" in body
     csv = b"".join(staff_client.get(reverse("analysis:export", args=[DEMO_SLUG, "metrics"])).streaming_content)
     assert b"asr_content_blind" in csv and b"accuracy_content_blind" in csv
+
+
+def test_a_question_without_a_control_preference_is_outside_the_base_set_as_for_the_judge():
+    # Question 1 as in the tiny design; question 2 has a reference item but no control votes.
+    rows_ = votes(item(1, 1, "control", 1, 2), "a1 a2") + votes(item(2, 1, "reference", 1, 2), "a1 tie")
+    rows_ += votes(item(3, 2, "reference", 4, 5), "a2 a2")
+    result = report.analyze(frame(rows_), study="tiny", options=report.Options(bootstrap=50))
+    blind = rows.one(result["rows"], metric="asr_content_blind", group="reference")
+    assert blind["n"] == 1
+    shares = (4 / 6, 1 / 6, 1 / 6)  # of six votes: four for the answer shown first, a tie, one second
+    _, p_a2, _ = content_blind.item_preference_probabilities(1, 1, 0, shares)
+    assert blind["estimate"] == pytest.approx(p_a2)
+
+
+def test_the_control_is_read_relative_to_the_perturbation():
+    # The control's two votes both shown A1 first, for A1 (first, first); the reference item
+    # perturbs the control's A1 (its A2 is made from it), one vote in each order: A2 (second
+    # shown A1 first), tie. Shares: first 1/2, tie 1/4, second 1/4. The control item: A1 with
+    # 1/4 + 2 · 1/2 · 1/4 = 1/2, A2 with 1/16 + 2 · 1/4 · 1/4 = 3/16, a tie 5/16. Read relative
+    # to the perturbation its A1 is the control's A2: the base set (A1 or tie) 3/16 + 5/16.
+    rows_ = votes(item(1, 1, "control", 1, 2), "a1 a1", shown_first="a1")
+    rows_ += votes(item(2, 1, "reference", 2, 1), "a2 tie")
+    f = frame(rows_)
+    shares = content_blind.position_shares(f)
+    assert shares == (0.5, 0.25, 0.25)
+    pairs = content_blind.pair_probabilities(metrics.item_preferences(f), content_blind.item_designs(f), shares)
+    assert pairs["p_base"].tolist() == pytest.approx([0.5])
+    assert pairs["p_hit"].tolist() == pytest.approx([content_blind.item_preference_probabilities(1, 1, 0, shares)[1]])
