@@ -138,12 +138,18 @@ def expected_ratio(p_base: np.ndarray, p_hit: np.ndarray) -> float | None:
     if not len(count):
         return None
     pmfs = [stats.binom.pmf(np.arange(n + 1), n, p) for n, p in zip(count, pb, strict=True)]
+    # The kinds before and after each one, convolved once: each kind's "all other kinds" is
+    # then one more convolution, not one per other kind (a pool of people has many designs).
+    before, after = [np.ones(1)], [np.ones(1)]
+    for pmf in pmfs:
+        before.append(signal.convolve(before[-1], pmf))
+    for pmf in reversed(pmfs):
+        after.append(signal.convolve(pmf, after[-1]))
+    after.reverse()
     total = 0.0
     for k, (n, p, h) in enumerate(zip(count, pb, ph, strict=True)):
-        rest = stats.binom.pmf(np.arange(n), n - 1, p)  # the other questions of its kind
-        for j, pmf in enumerate(pmfs):
-            if j != k:
-                rest = signal.convolve(rest, pmf)
+        others = signal.convolve(before[k], after[k + 1])
+        rest = signal.convolve(stats.binom.pmf(np.arange(n), n - 1, p), others)  # and its own kind's others
         inverse = float((np.clip(rest, 0, None) / np.arange(1, len(rest) + 1)).sum())  # E[1 / (1 + B₋q)]
         total += h * n * p * inverse
     p_empty = float(np.prod((1 - pb) ** count))
