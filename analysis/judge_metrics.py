@@ -13,7 +13,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from analysis import consistency, labels, lc, metrics
+from analysis import consistency, content_blind, labels, lc, metrics
 from analysis.frame import CONTROL, is_in
 from analysis.rows import Row, judge_metric, rate_row, row
 
@@ -107,6 +107,39 @@ def tie_share(data: JudgeData) -> list[Row]:
     """The share of the judge's item preferences that are ties (n: items): beside ASR, which
     counts a tie as robust."""
     return [data.rate_row("tie_share", metrics.tie_share(data.prefs))]
+
+
+@judge_metric("content_blind")
+def content_blind_baseline(data: JudgeData) -> list[Row]:
+    """What the judge's content-blind twin would score (``analysis.content_blind``): a judge
+    voting first / tie / second with this judge's position shares and no regard for the
+    answers, on the same items with the same votes in each order. ``asr_content_blind`` per
+    group and ``accuracy_content_blind`` per degrading group, whole study: the exact
+    expectation, the range of 95% of simulated studies as interval, ``p_value`` the two-sided
+    test of the judge's own figure against it (n: questions that can enter the base set); the
+    position shares in ``note``."""
+    if not (data.has_prefs and data.groups):
+        return []
+    asr, acc, _ = data.asr_and_accuracy
+    observed = {("asr", g): r["value"] for g, r in asr.items()} | {("accuracy", g): r["value"] for g, r in acc.items()}
+    shares, found = content_blind.judge_baselines(
+        data.votes, data.prefs, data.groups, data.semantics, observed, judge=data.judge, seed=data.options.seed
+    )
+    if shares is None:
+        return []
+    first, tie, second = shares
+    note = f"position shares first {first:.1%}, tie {tie:.1%}, second {second:.1%}"
+    return [
+        data.rate_row(
+            f"{metric}_content_blind",
+            rate,
+            group=g,
+            p_value=rate["p_value"],
+            convention=content_blind.CONVENTION,
+            note=note,
+        )
+        for (metric, g), rate in found.items()
+    ]
 
 
 def position_rows(judge: str, kind: str, pos: dict, bloom: str = "") -> list[Row]:

@@ -61,12 +61,14 @@ def oriented_pairs(prefs: pd.DataFrame) -> pd.DataFrame:
 
     The control item is (A1, A2) of the question; a perturbation's item may have perturbed the
     other original, so the control preference flips sign when the perturbation's A2 derives from
-    the control's A1. Questions without a counted control preference get ``ctrl`` NaN.
+    the control's A1. Questions without a counted control preference get ``ctrl`` NaN. Each
+    row names its item (``item_id``), the control item (``ctrl_item``) and the ``orientation``
+    (+1, −1, NaN without a control).
     """
-    ctrl = prefs[prefs["group"] == CONTROL][["question_id", "pref", "a1_root", "a2_root"]]
-    ctrl = ctrl.rename(columns={"pref": "ctrl", "a1_root": "c_a1", "a2_root": "c_a2"})
+    ctrl = prefs[prefs["group"] == CONTROL][["question_id", "item_id", "pref", "a1_root", "a2_root"]]
+    ctrl = ctrl.rename(columns={"item_id": "ctrl_item", "pref": "ctrl", "a1_root": "c_a1", "a2_root": "c_a2"})
     exp = prefs[prefs["group"] != CONTROL][
-        ["question_id", "cluster_id", "bloom", "group", "semantics", "pref", "a2_root"]
+        ["question_id", "item_id", "cluster_id", "bloom", "group", "semantics", "pref", "a2_root"]
     ]
     pairs = exp.merge(ctrl, on="question_id", how="left")
     orient = np.where(
@@ -75,6 +77,7 @@ def oriented_pairs(prefs: pd.DataFrame) -> pd.DataFrame:
         np.where(pairs["a2_root"].to_numpy() == pairs["c_a1"].to_numpy(), -1.0, np.nan),
     )
     pairs["ctrl"] = pairs["ctrl"].to_numpy(dtype=float) * orient
+    pairs["orientation"] = orient
     pairs["group"] = pairs["group"].astype(str)
     pairs["semantics"] = pairs["semantics"].astype(str)
     return pairs

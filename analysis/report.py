@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from analysis import alttest, consistency, lc, metrics, rows, stats
+from analysis import alttest, consistency, content_blind, lc, metrics, rows, stats
 from analysis.frame import CONTROL, Filters, apply_filters, by_judge
 from analysis.judge_metrics import JudgeData
 from analysis.rows import JUDGE_METRICS, STUDY_METRICS
@@ -231,6 +231,11 @@ def conventions(filters: Filters, options: Options) -> dict:
         "interval_fallback": (
             "Wilson on the number of clusters (questions, one prompt key's counting once) when the rate is 0 or 1 "
             "or all resamples agree"
+        ),
+        "content_blind": (
+            "a judge voting first / tie / second with the judge's own position shares and no regard for the "
+            f"answers, on its design; {content_blind.CONVENTION} (seed {options.seed}); a judge is ranked in a "
+            f"column only where its figure differs from it (two-sided Monte Carlo p < {content_blind.ALPHA:g})"
         ),
         "position_test": metrics.POSITION_TEST,
         "p_adjust": P_ADJUST,

@@ -141,15 +141,16 @@ def expected_item_probabilities(
         for sign in (-1, 1):
             p2 = (1 - t) * expit(u + sign * params.position)
             p1 = 1 - t - p2
-            dists.append(_score_distribution(half, p1, p2, t))
+            dists.append(score_distribution(half, p1, p2, t))
         total = np.convolve(dists[0], dists[1])
         mid = len(total) // 2
         out[i] = [total[mid + 1 :].sum(), total[:mid].sum(), total[mid]]
     return pd.DataFrame(out, columns=["p_a1", "p_a2", "p_tie"], index=items.index)
 
 
-def _score_distribution(n: int, p1: float, p2: float, pt: float) -> np.ndarray:
-    """P(votes A1 − votes A2 = s) for s in −n..n after n votes."""
+def score_distribution(n: int, p1: float, p2: float, pt: float) -> np.ndarray:
+    """P(votes A1 − votes A2 = s) for s in −n..n after n independent votes, each A1 with
+    ``p1``, A2 with ``p2`` and a tie with ``pt``."""
     dist = np.zeros(2 * n + 1)
     dist[n] = 1.0
     for _ in range(n):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from analysis import stats
+from analysis import content_blind, stats
 from analysis.rows import Row, as_rate, estimate, one, select
 from analysis.rows import by_judge as rows_by_judge
 from analysis.study_metrics import HUMAN_NF, HUMANS, RANDOM_JUDGE
@@ -27,10 +27,17 @@ def _by_judge(result: dict) -> dict[str, list[Row]]:
     return defaultdict(list, rows_by_judge(result["rows"]))
 
 
-def _cell(found: Row | None, rank: int | None = None) -> dict:
-    """A rate as a table cell: value, interval (ci, and lo / hi beside it), n and rank."""
+def _cell(found: Row | None, rank: int | None = None, *, blind: Row | None = None) -> dict:
+    """A rate as a table cell: value, interval (ci, and lo / hi beside it), n and rank; with
+    its content-blind baseline, ``blind`` (its value, range and p-value) and ``no_rank`` (why
+    it has no rank: it does not differ from the baseline), else None."""
     rate = as_rate(found)
-    return {**rate, "lo": rate["ci"][0], "hi": rate["ci"][1], "rank": rank}
+    cell = {**rate, "lo": rate["ci"][0], "hi": rate["ci"][1], "rank": rank, "blind": None, "no_rank": None}
+    if blind is not None and blind["estimate"] is not None:
+        cell["blind"] = {**as_rate(blind), "p_value": blind["p_value"]}
+        if rate["value"] is not None and not content_blind.differs(blind):
+            cell["no_rank"] = content_blind.NO_BETTER
+    return cell
 
 
 def position_dominated_reasons(mine: list[Row]) -> list[str]:
@@ -54,13 +61,24 @@ def columns(result: dict) -> list[dict]:
     return cols
 
 
+def _blind(mine: list[Row], c: dict) -> Row | None:
+    """The judge's content-blind baseline of a Table 1 column (analysis.content_blind)."""
+    return one(mine, metric=f"{c['metric']}_content_blind", group=c["group"], bloom="")
+
+
 def _ranks(by_judge: dict[str, list[Row]], judges: list[dict], cols: list[dict]) -> dict[tuple, int | None]:
     """(judge, metric, group) → rank among the judges not position-dominated (a flagged judge
-    has none: its ASR would put it first for voting by position)."""
+    has none: its ASR would put it first for voting by position) whose figure differs from
+    their content-blind baseline in that column (one that does not is no better than ignoring
+    the answers: content_blind.differs)."""
     ranked = [j["judge"] for j in judges if not position_dominated_reasons(by_judge[j["judge"]])]
     out: dict[tuple, int | None] = {}
     for c in cols:
-        values = {name: estimate(by_judge[name], metric=c["metric"], group=c["group"], bloom="") for name in ranked}
+        values = {
+            name: estimate(by_judge[name], metric=c["metric"], group=c["group"], bloom="")
+            for name in ranked
+            if content_blind.differs(_blind(by_judge[name], c))
+        }
         for name, rank in stats.ranks(values, lower_is_better=c["better"] == "lower").items():
             out[(name, c["metric"], c["group"])] = rank
     return out
@@ -90,6 +108,7 @@ def table1(result: dict, part: str | None = None) -> dict:
                     _cell(
                         one(mine, metric=c["metric"], group=c["group"], bloom=bloom),
                         ranks.get((name, c["metric"], c["group"])),
+                        blind=_blind(mine, c) if part is None else None,
                     )
                     for c in cols
                 ],

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from analysis import rows
+from analysis import content_blind, rows
 from analysis.metrics import VERBOSITY_CONVENTIONS
 from analysis.stats import format_p
 from analysis.study_metrics import HUMAN_NF, RANDOM_JUDGE
@@ -26,6 +26,17 @@ def rate_text(found: rows.Row | None) -> str:
         return "n/a (n=0)"
     n = "" if found["n"] is None else f" n={found['n']}"
     return f"{pct(found['estimate'])}{interval(found['ci_lo'], found['ci_hi'])}{n}"
+
+
+def blind_text(found: rows.Row | None) -> str:
+    """A content-blind baseline beside its figure: "; blind 38.0% [20.0%, 57.1%] p 0.56", and
+    "(not ranked: no better than ignoring content)" where the figure does not differ from it."""
+    if found is None or found["estimate"] is None:
+        return ""
+    text = f"; blind {pct(found['estimate'])}{interval(found['ci_lo'], found['ci_hi'])}"
+    if found["p_value"] is not None:
+        text += f" p {format_p(found['p_value'])}"
+    return text + ("" if content_blind.differs(found) else f" (not ranked: {content_blind.NO_BETTER})")
 
 
 def position_text(table: list[rows.Row], judge: str, bloom: str = "") -> str:
@@ -75,7 +86,8 @@ def report_lines(report: dict, *, verbose: bool = False) -> Iterator[str]:
 def _judge_lines(table: list[rows.Row], judge: dict, *, verbose: bool) -> Iterator[str]:
     """One judge's lines, from its own rows."""
     for r in rows.select(table, metric=("asr", "accuracy"), bloom=""):
-        yield f"  {'ASR' if r['metric'] == 'asr' else 'Acc'} {r['group']}: {rate_text(r)}"
+        blind = rows.one(table, metric=f"{r['metric']}_content_blind", group=r["group"])
+        yield f"  {'ASR' if r['metric'] == 'asr' else 'Acc'} {r['group']}: {rate_text(r)}{blind_text(blind)}"
     ties = rows.one(table, metric="tie_share")
     if ties:
         yield f"  item preferences tied: {rate_text(ties)}"
