@@ -7,6 +7,7 @@ each judge with people's Dawid-Skene consensus."""
 import numpy as np
 import pandas as pd
 import pytest
+from django.urls import reverse
 
 from analysis import consensus, rows, services
 from analysis.calibration import (
@@ -147,3 +148,34 @@ def test_the_consensus_reads_peoples_votes_as_the_report_does():
     assert len(items) == 30
     found = consensus.dawid_skene(items, raters, labels)
     assert list(found.labels[np.argsort(found.item_ids)]) == [1, -1] * 5
+
+
+def test_a_judge_with_option_probabilities_is_calibrated_against_gold_labels(db, staff_client):
+    """Four items whose better answer is A1; the judge's votes and the probability it put on each
+    displayed option. Its confidence in its choice and whether it was right, by hand:
+    .9 right, .6 right (A1 shown second), .7 wrong (chose A2), .8 right."""
+    study = make_study(slug="gold-s")
+    judge = make_judge(name="prob-judge")
+    cases = [  # (shown_first, choice_shown, option_probs as displayed)
+        ("a1", "first", {"first": 0.9, "second": 0.05, "tie": 0.05}),
+        ("a2", "second", {"first": 0.3, "second": 0.6, "tie": 0.1}),
+        ("a1", "second", {"first": 0.2, "second": 0.7, "tie": 0.1}),
+        ("a2", "second", {"first": 0.1, "second": 0.8, "tie": 0.1}),
+    ]
+    for shown_first, choice_shown, probs in cases:
+        item = make_question(study).items.get()
+        item.gold_label = "a1"
+        item.save()
+        make_vote(item, judge, shown_first=shown_first, choice_shown=choice_shown, option_probs=probs)
+    report = services.study_analyze(study=study, options=Options(bootstrap=20))
+    ece = rows.one(report["rows"], judge="prob-judge", metric="calibration_ece")
+    # Bins [.9, 1]: .9 right; [.6, .7): .6 right; [.7, .8): .7 wrong; [.8, .9): .8 right.
+    # ECE = (.1 + .4 + .7 + .2) / 4; Brier = (.01 + .16 + .49 + .04) / 4.
+    assert ece["estimate"] == pytest.approx(1.4 / 4)
+    assert rows.one(report["rows"], judge="prob-judge", metric="calibration_brier")["estimate"] == pytest.approx(
+        0.7 / 4
+    )
+    assert (ece["n"], ece["convention"]) == (4, "option probabilities; reference: gold")
+    assert ece["note"] == "4 votes against gold labels, 0 against people's Dawid-Skene consensus"
+    page = staff_client.get(reverse("analysis:study", args=["gold-s"])).content.decode()
+    assert "Judges against people" in page and "4 votes, option probabilities; reference: gold" in page
