@@ -165,6 +165,12 @@ def calibration_rows(data: StudyData) -> list[Row]:
             row(name, kind, "calibration_ece", result.ece, n=result.n, **where),
             row(name, kind, "calibration_brier", result.brier, n=result.n, **where),
         ]
+        for b in result.curve:  # the reliability curve (plots.reliability)
+            group = f"{b['low']:.1f}-{b['high']:.1f}"
+            out += [
+                row(name, kind, "calibration_bin_confidence", b["confidence"], n=b["n"], group=group, **where),
+                row(name, kind, "calibration_bin_accuracy", b["accuracy"], n=b["n"], group=group, **where),
+            ]
     return out
 
 

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from django.urls import reverse
 
-from analysis import consensus, rows, services
+from analysis import consensus, plots, rows, services
 from analysis.calibration import (
     FROM_PROBABILITIES,
     FROM_VOTE_SHARES,
@@ -177,5 +177,15 @@ def test_a_judge_with_option_probabilities_is_calibrated_against_gold_labels(db,
     )
     assert (ece["n"], ece["convention"]) == (4, "option probabilities; reference: gold")
     assert ece["note"] == "4 votes against gold labels, 0 against people's Dawid-Skene consensus"
+    # The reliability curve's figure draws, per bin, the share right against the mean confidence.
+    convention = "option probabilities; reference: gold"
+    _, drawn = plots.draw("reliability", report)
+    assert drawn[1:] == [
+        ["prob-judge", convention, 0.6, 0.7, pytest.approx(0.6), 1.0, 1],
+        ["prob-judge", convention, 0.7, 0.8, pytest.approx(0.7), 0.0, 1],
+        ["prob-judge", convention, 0.8, 0.9, pytest.approx(0.8), 1.0, 1],
+        ["prob-judge", convention, 0.9, 1.0, pytest.approx(0.9), 1.0, 1],
+    ]
     page = staff_client.get(reverse("analysis:study", args=["gold-s"])).content.decode()
     assert "Judges against people" in page and "4 votes, option probabilities; reference: gold" in page
+    assert reverse("analysis:plot", args=["gold-s", "reliability", "svg"]) in page
