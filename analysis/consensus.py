@@ -107,8 +107,9 @@ def dawid_skene(
             break
     prior, confusion = _m_step(posterior, item_code, rater_code, label_code, n_raters, smoothing)
     # The rater's class mix: the mean class probabilities of the items they labelled.
-    mix = np.zeros((n_raters, 3))
-    np.add.at(mix, rater_code, posterior[item_code])
+    mix = np.column_stack(
+        [np.bincount(rater_code, weights=posterior[item_code, k], minlength=n_raters) for k in range(3)]
+    ).reshape(n_raters, 3)
     n_labels = np.bincount(rater_code, minlength=n_raters)
     mix /= np.maximum(n_labels, 1)[:, None]
     reliability = (mix * np.diagonal(confusion, axis1=1, axis2=2)).sum(axis=1)
@@ -130,15 +131,20 @@ def dawid_skene(
 def _m_step(posterior, item_code, rater_code, label_code, n_raters, smoothing):
     prior = (posterior.sum(axis=0) + smoothing) / (posterior.sum() + 3 * smoothing)
     confusion = np.full((n_raters, 3, 3), smoothing)
-    # confusion[r, k, l] += P(item's class is k) for every label l that rater r gave.
-    np.add.at(confusion, (rater_code, slice(None), label_code), posterior[item_code])
+    # confusion[r, k, l] += P(item's class is k) for every label l that rater r gave (bincount:
+    # np.add.at took four times as long).
+    cell = rater_code * 3 + label_code
+    for k in range(3):
+        confusion[:, k, :] += np.bincount(cell, weights=posterior[item_code, k], minlength=3 * n_raters).reshape(-1, 3)
     confusion /= confusion.sum(axis=2, keepdims=True)
     return prior, confusion
 
 
 def _e_step(prior, confusion, item_code, rater_code, label_code, n_items):
-    log_post = np.tile(np.log(prior), (n_items, 1))
-    np.add.at(log_post, item_code, np.log(confusion[rater_code, :, label_code]))
+    log_label = np.log(confusion[rater_code, :, label_code])
+    log_post = np.log(prior) + np.column_stack(
+        [np.bincount(item_code, weights=log_label[:, k], minlength=n_items) for k in range(3)]
+    )
     log_post -= log_post.max(axis=1, keepdims=True)
     post = np.exp(log_post)
     return post / post.sum(axis=1, keepdims=True)
