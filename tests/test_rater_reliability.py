@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from django.urls import reverse
 
-from analysis import services
+from analysis import exports, services
 from analysis.simulate import JudgeParams
 from annotations.models import Rater, Vote
 from tests.factories import make_question, make_study, make_variant
@@ -42,5 +42,8 @@ def test_the_monitor_estimates_the_careless_rater_least_reliable_and_shows_it(cr
     # About 30 labels each: rough estimates (measured: the careless rater 0.38, the careful
     # 0.62 to 0.82; the smoothing pulls both towards 1/3), but in the right order.
     assert monitor[careless]["reliability"] < 0.5 < min(others)
+    csv_rows = list(exports.raters_rows(study))
+    at = csv_rows[0].index("reliability")
+    assert {row[1]: row[at] for row in csv_rows[1:]} == {r.pseudonym: m["reliability"] for r, m in monitor.items()}
     page = staff_client.get(reverse("analysis:raters", args=[study.slug])).content.decode()
     assert "Reliability</th>" in page and f"{monitor[careless]['reliability_n']} labels" in page
