@@ -345,6 +345,8 @@ RATER_COLUMNS = [
     "attention_checks_seen",
     "flagged",
     "flag_reason",
+    "reliability",
+    "reliability_labels",
 ]
 
 
@@ -357,6 +359,7 @@ def raters_rows(study: Study) -> Iterator[list]:
             *(study.slug, rater.pseudonym, r["status"], r["votes"], r["counted"], rater.target, r["too_fast"]),
             *(r["not_familiar_votes"], r["median_ms"], r["total_seconds"], r["left"], r["tie"]),
             *(rater.gold_correct, rater.gold_seen, rater.flagged, rater.flag_reason),
+            *(r["reliability"], r["reliability_n"]),
         ]
 
 

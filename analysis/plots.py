@@ -26,6 +26,7 @@ from matplotlib.font_manager import FontProperties  # noqa: E402
 from matplotlib.textpath import TextPath  # noqa: E402
 
 from analysis import tables  # noqa: E402
+from analysis.rows import select  # noqa: E402
 
 PALETTE = ("#0b57d0", "#b3261e", "#146c2e", "#8e4ec6", "#c05600", "#00696f", "#5f6368", "#a8326c")
 FORMATS = {"svg": "image/svg+xml", "png": "image/png"}
@@ -350,6 +351,45 @@ def agreement(result: dict) -> tuple[Figure, Rows]:
     return fig, rows
 
 
+# ---------------------------------------------------------------------------- calibration
+
+
+def reliability(result: dict) -> tuple[Figure, Rows]:
+    """The reliability curve of each judge's confidence: per bin of confidence, the share of
+    votes right against the mean confidence (``calibration_bin_*`` rows); on the diagonal, a
+    judge that is right as often as it says."""
+    rows: Rows = [["judge", "convention", "bin_lo", "bin_hi", "confidence", "accuracy", "n"]]
+    by_judge: dict[str, list] = {}
+    confidences = {(r["judge"], r["group"]): r for r in select(result["rows"], metric="calibration_bin_confidence")}
+    for found in select(result["rows"], metric="calibration_bin_accuracy"):
+        confidence = confidences[found["judge"], found["group"]]
+        lo, hi = (float(x) for x in found["group"].split("-"))
+        rows.append(
+            [found["judge"], found["convention"], lo, hi, confidence["estimate"], found["estimate"], found["n"]]
+        )
+        by_judge.setdefault(found["judge"], []).append((confidence["estimate"], found["estimate"], found["n"]))
+    title = "Calibration: share right by the judge's confidence"
+    if not by_judge:
+        return empty_figure(
+            title, "No data yet: no judge with option probabilities or repeated votes on items with a reference."
+        ), rows
+    legend_rows = math.ceil((len(by_judge) + 1) / 2)
+    width = max(6.4, 2 * (_text_inches(list(by_judge)) + 0.8))
+    fig = Figure(figsize=(width, 4.4 + 0.2 * legend_rows), layout="constrained")
+    ax = fig.subplots()
+    ax.plot([0, 1], [0, 1], color="#5f6368", linestyle="--", linewidth=1, label="calibrated judge")
+    for k, (name, points) in enumerate(by_judge.items()):
+        ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", color=PALETTE[k % len(PALETTE)], label=name)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("confidence in its choice (mean per bin of 0.1)")
+    ax.set_ylabel("share of votes right")
+    ax.grid(color="#e0e0e0")
+    fig.suptitle(title, fontsize=11)
+    fig.legend(loc="outside lower center", ncols=2, frameon=False)
+    return fig, rows
+
+
 PLOTS: dict[str, Plot] = {
     "forest": Plot("ASR and accuracy per judge", "Forest plot of ASR and accuracy per judge with intervals", forest),
     "position": Plot("Position preference", "Bars of first, tie and second shares per judge", position),
@@ -357,6 +397,11 @@ PLOTS: dict[str, Plot] = {
     "lc": Plot("Length-controlled vs raw", "Raw and length-controlled win rates per judge and group", lc),
     "bloom": Plot("By Bloom level", "Heat map of ASR and accuracy per Bloom level", bloom),
     "agreement": Plot("Agreement matrix", "Matrix of Spearman correlations between judges", agreement),
+    "reliability": Plot(
+        "Calibration",
+        "Share of votes right against the judge's confidence, per judge, beside the diagonal",
+        reliability,
+    ),
 }
 
 

@@ -17,7 +17,7 @@ from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from analysis import lc_alpaca, loader, report, simulate, tasks
+from analysis import consensus, lc_alpaca, loader, report, simulate, tasks
 from analysis.frame import Filters, apply_filters, by_judge
 from analysis.models import StudyReport
 from analysis.reports import (
@@ -239,14 +239,20 @@ def suggested_action(rater: Rater, status: str, votes: int, too_fast: int) -> tu
     return "approve", ""
 
 
+CONSENSUS_LABEL = {"a1": 1, "a2": -1, "tie": 0}
+
+
 def raters_monitor(*, study: Study) -> list[dict]:
     """Per rater: votes (counted, too fast, not familiar), median response time, share of left
     choices, tie rate, attention-check accuracy, flags, completion status and total time (entry
     to completion code, or to the last vote for those who have not finished), and the suggested
     action for payment with its reason (`suggested_action`), so careless raters can be replaced
-    in time and everyone paid right. Only raters who came through the study link: people whose
+    in time and everyone paid right; and each rater's reliability as the Dawid-Skene consensus
+    of the crowd's votes estimates it (`analysis.consensus`: the probability that their label is
+    the item's class, over their votes with a choice, neither too fast nor not familiar;
+    `reliability_n`: how many). Only raters who came through the study link: people whose
     votes were imported are summed up by `imported_people`."""
-    columns = ["rater_id", "client_ms", "choice_shown", "not_familiar", "meta"]
+    columns = ["rater_id", "item_id", "client_ms", "choice_shown", "choice", "not_familiar", "meta"]
     crowd = Vote.objects.filter(item__study=study, rater__isnull=False).exclude(judge__kind=Judge.Kind.IMPORTED)
     votes = pd.DataFrame(list(crowd.values_list(*columns)), columns=columns)
     stats_by_rater = {}
@@ -272,6 +278,13 @@ def raters_monitor(*, study: Study) -> list[dict]:
             shown = g["choice_shown"]
             stats_by_rater[rid]["left"] = float((shown == "first").mean())
             stats_by_rater[rid]["tie"] = float((shown == "tie").mean())
+        labelled = votes[votes["choice"].notna() & ~votes["not_familiar"] & ~votes["too_fast"]]
+        if len(labelled):
+            # A rater gets an item once: one label per rater and item, as dawid_skene wants.
+            label = labelled["choice"].map(CONSENSUS_LABEL).to_numpy()
+            found = consensus.dawid_skene(labelled["item_id"].to_numpy(), labelled["rater_id"].to_numpy(), label)
+            for rid, reliability, n in zip(found.rater_ids, found.reliability, found.n_labels, strict=True):
+                stats_by_rater[rid] |= {"reliability": float(reliability), "reliability_n": int(n)}
     rows = []
     for rater in Rater.objects.filter(study=study).crowd().order_by("participant_id"):
         s = stats_by_rater.get(rater.id, {})
@@ -289,6 +302,8 @@ def raters_monitor(*, study: Study) -> list[dict]:
                 "left": s.get("left"),
                 "tie": s.get("tie"),
                 "not_familiar": s.get("not_familiar"),
+                "reliability": s.get("reliability"),
+                "reliability_n": s.get("reliability_n", 0),
                 "gold": rater.gold_correct / rater.gold_seen if rater.gold_seen else None,
                 "below_gold": bool(rater.gold_seen) and rater.gold_correct / rater.gold_seen < study.gold_min_accuracy,
                 "status": status,

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis import alttest, metrics, selfpref, stats, vote_pairs
+from analysis import alttest, calibration, consensus, metrics, selfpref, stats, vote_pairs
 from analysis.frame import equals, is_in
 from analysis.judge_metrics import position_rows
 from analysis.rows import Row, rate_row, row, study_metric
@@ -96,7 +96,7 @@ def agreement_among_humans(data: StudyData) -> list[Row]:
 def agreement_with_human_majority(data: StudyData) -> list[Row]:
     """Each other judge against the human majority on the items both rated: Cohen's kappa and
     the share of items that agree (n: items), intervals over the same question resamples."""
-    prefs, cluster_index, counts = data.prefs, data.cluster_index, data.counts
+    prefs = data.prefs
     if prefs is None or not len(prefs):
         return []
     human_prefs = prefs[prefs["judge"].isin(data.humans).to_numpy()]
@@ -105,13 +105,95 @@ def agreement_with_human_majority(data: StudyData) -> list[Row]:
     # The human majority per item: the same preference rule over all human votes on it.
     majority = human_prefs.groupby("item_id")[["n_a1", "n_a2"]].sum()
     majority_pref = pd.Series(metrics.preference(majority["n_a1"], majority["n_a2"]), index=majority.index)
+    return agreement_rows(data, majority_pref, "human_majority")
+
+
+@study_metric("agreement_with_human_dawid_skene")
+def agreement_with_human_dawid_skene(data: StudyData) -> list[Row]:
+    """Each other judge against the Dawid-Skene consensus of people's raters
+    (analysis.consensus: each rater weighed by their estimated reliability), as
+    ``agreement_with_human_majority`` does against the majority: ``cohen_kappa_vs_human_dawid_skene``
+    and ``agreement_vs_human_dawid_skene`` (n: items). Votes without a rater are left out."""
+    found = human_consensus(data)
+    if found is None:
+        return []
+    return agreement_rows(data, pd.Series(found.labels, index=found.item_ids), "human_dawid_skene")
+
+
+@study_metric("calibration")
+def calibration_rows(data: StudyData) -> list[Row]:
+    """Does each other judge know when it is unsure? (analysis.calibration) ``calibration_ece``
+    (10 equal-width bins) and ``calibration_brier`` of the confidence in the option it chose,
+    n: votes; convention: where the confidence comes from and the reference (each vote's item's
+    gold label where it has one, else people's Dawid-Skene consensus); the note says how many
+    votes met each reference. A judge with neither option probabilities nor repeated votes, or
+    no vote with a reference, gets an estimate of None and a note saying so."""
+    counted = data.counted
+    found = human_consensus(data)
+    consensus_label = (
+        pd.Series(
+            np.array(["a1", "a2", "tie"], dtype=object)[np.select([found.labels == 1, found.labels == -1], [0, 1], 2)],
+            index=found.item_ids,
+        )
+        if found is not None
+        else pd.Series(dtype=object)
+    )
+    out = []
+    for name in sorted(data.kinds):
+        if name in data.humans:
+            continue
+        votes = counted[equals(counted["judge"], name)]
+        at, confidence, source = calibration.vote_confidence(votes)
+        gold = votes["gold_label"].to_numpy(dtype=object)[at]
+        by_consensus = consensus_label.reindex(votes["item_id"].to_numpy()[at]).fillna("").to_numpy(dtype=object)
+        reference = np.where(gold != "", gold, by_consensus)
+        used = reference != ""
+        n_gold, n_consensus = int((gold != "").sum()), int((used & (gold == "")).sum())
+        result = calibration.calibration(
+            confidence[used], votes["choice"].to_numpy(dtype=object)[at][used] == reference[used]
+        )
+        refs = [r for r, k in (("gold", n_gold), ("dawid_skene", n_consensus)) if k]
+        if source == calibration.NOT_APPLICABLE:
+            note = calibration.NOT_APPLICABLE
+        elif not result.n:
+            note = "no vote on an item with a gold label or people's votes"
+        else:
+            note = f"{n_gold} votes against gold labels, {n_consensus} against people's Dawid-Skene consensus"
+        where = {"convention": f"{source}; reference: {'+'.join(refs) or 'none'}", "note": note}
+        kind = data.kinds[name]
+        out += [
+            row(name, kind, "calibration_ece", result.ece, n=result.n, **where),
+            row(name, kind, "calibration_brier", result.brier, n=result.n, **where),
+        ]
+        for b in result.curve:  # the reliability curve (plots.reliability)
+            group = f"{b['low']:.1f}-{b['high']:.1f}"
+            out += [
+                row(name, kind, "calibration_bin_confidence", b["confidence"], n=b["n"], group=group, **where),
+                row(name, kind, "calibration_bin_accuracy", b["accuracy"], n=b["n"], group=group, **where),
+            ]
+    return out
+
+
+def human_consensus(data: StudyData) -> consensus.Consensus | None:
+    """The Dawid-Skene consensus of people's labels (one per rater and item), None without any."""
+    counted = data.counted
+    human_votes = counted[is_in(counted["judge"], data.humans)] if data.humans else counted.iloc[0:0]
+    items, raters, labels = human_labels(human_votes)
+    return consensus.dawid_skene(items, raters, labels) if len(items) else None
+
+
+def agreement_rows(data: StudyData, reference: pd.Series, against: str) -> list[Row]:
+    """Cohen's kappa and raw agreement of each non-human judge's item preferences with the
+    reference labels (+1/-1/0 by item id), named ``cohen_kappa_vs_<against>`` and
+    ``agreement_vs_<against>``."""
+    prefs, cluster_index, counts = data.prefs, data.cluster_index, data.counts
     out = []
     for name in sorted(data.kinds):
         if name in data.humans:
             continue
         own_prefs = data.prefs_by_judge.get(name, prefs.iloc[0:0]).set_index("item_id")
-        common = own_prefs.index.intersection(majority_pref.index)
-        a, b = own_prefs.loc[common, "pref"].to_numpy(), majority_pref.loc[common].to_numpy()
+        common = own_prefs.index.intersection(reference.index)
+        a, b = own_prefs.loc[common, "pref"].to_numpy(), reference.loc[common].to_numpy()
         question = cluster_index.get_indexer(own_prefs.loc[common, "cluster_id"])
         # Items that agree per question, over the same question resamples as kappa's.
         agree = np.bincount(question, weights=(a == b), minlength=len(cluster_index))
@@ -120,14 +202,12 @@ def agreement_with_human_majority(data: StudyData) -> list[Row]:
         kappa_ci = stats.bootstrap_stat_ci(
             counts, stats.confusion_parts(a, b, question, len(cluster_index)), stats.cohen_from_sums
         )
-        out.append(
-            row(name, kind, "cohen_kappa_vs_human_majority", stats.cohen_kappa(a, b), ci=kappa_ci, n=len(common))
-        )
+        out.append(row(name, kind, f"cohen_kappa_vs_{against}", stats.cohen_kappa(a, b), ci=kappa_ci, n=len(common)))
         out.append(
             row(
                 name,
                 kind,
-                "agreement_vs_human_majority",
+                f"agreement_vs_{against}",
                 float((a == b).mean()) if len(common) else None,
                 ci=stats.bootstrap_ratio_ci(counts, agree[:, None], rated[:, None])[0],
                 n=len(common),

@@ -388,16 +388,30 @@ ALT_TEST_METRICS = ("alt_test_winning_rate", "alt_test_advantage_probability", "
 
 
 def judges_against_people(result: dict) -> list[dict]:
-    """The "Judges against people" section: per judge with an alt-test, {judge, verdict (the
-    note: passes, fails or "no verdict: why"), passes (True, False or None), winning_rate,
-    advantage_probability, epsilon, n_tested (raters), n_items}."""
+    """The "Judges against people" section: per judge with an alt-test, an agreement with
+    people's Dawid-Skene consensus or a calibration against a reference, {judge, verdict (the
+    note: passes, fails or "no verdict: why"; "—" without an alt-test), passes (True, False or
+    None), winning_rate, advantage_probability, epsilon, n_tested (raters), n_items,
+    consensus_kappa, consensus_agreement (rates), calibration ({ece, brier, n, source, note})}."""
     out = []
     for judge, mine in _by_judge(result).items():
         verdict = one(mine, metric="alt_test_passes")
-        if verdict is None:
+        kappa = one(mine, metric="cohen_kappa_vs_human_dawid_skene")
+        ece = one(mine, metric="calibration_ece")
+        if verdict is None and kappa is None and (ece is None or not ece["n"]):
             continue
+        verdict = verdict or {"estimate": None, "note": "—", "convention": "", "n": None}
         passes = None if verdict["estimate"] is None else bool(verdict["estimate"])
         winning = one(mine, metric="alt_test_winning_rate") or {}
+        calibration = None
+        if ece is not None:
+            calibration = {
+                "ece": ece["estimate"],
+                "brier": estimate(mine, metric="calibration_brier"),
+                "n": ece["n"],
+                "source": ece["convention"],
+                "note": ece["note"],
+            }
         out.append(
             {
                 "judge": judge,
@@ -408,6 +422,9 @@ def judges_against_people(result: dict) -> list[dict]:
                 "epsilon": verdict["convention"].removeprefix("epsilon="),
                 "n_tested": winning.get("n"),
                 "n_items": verdict["n"],
+                "consensus_kappa": as_rate(kappa),
+                "consensus_agreement": as_rate(one(mine, metric="agreement_vs_human_dawid_skene")),
+                "calibration": calibration,
             }
         )
     return out
