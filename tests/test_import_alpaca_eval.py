@@ -158,7 +158,7 @@ def test_other_formats_still_take_one_path(db, tmp_path):
 def test_a_value_no_database_can_store_is_refused_naming_the_record_and_the_field(db, tmp_path, fields, where, message):
     """NaN and Infinity (Python's json reads them), NUL and half a surrogate pair ("\\ud800")
     ended in the database's own error, with a traceback, instead of the import's message."""
-    study = make_study(slug="ae")
+    study = make_study(status="draft", slug="ae")
     write(tmp_path / "m1.json", [record(), record("Other", **fields)])
     with pytest.raises(CommandError) as caught:
         run(tmp_path / "m1.json")
@@ -172,7 +172,7 @@ def test_a_records_own_source_and_record_fields_do_not_replace_where_the_vote_ca
     """The vote's meta says which file and which record it came from; a record's own `source`
     and `record` fields (a data set may have them) overwrote both. They are kept under their
     own names, and the import says so."""
-    study = make_study(slug="ae")
+    study = make_study(status="draft", slug="ae")
     write(tmp_path / "m1.json", [record(), record("Other", source="their-pipeline", record={"id": 7})])
     out = io.StringIO()
     call_command("import_votes", str(tmp_path / "m1.json"), "--format", "alpaca_eval", "--study", "ae", stdout=out)

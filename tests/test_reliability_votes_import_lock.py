@@ -15,6 +15,7 @@ from annotations import lengths
 from annotations.models import Answer, Question, Rater, Study, Vote
 from tests.factories import make_study
 from tests.test_analysis_import import GOOD_ROWS, write_csv
+from tests.test_reliability_import_lock import statement_kind
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the import's own transaction, not the test's
 
@@ -45,15 +46,18 @@ def test_inside_the_transaction_only_the_study_and_the_judges_votes_are_read_the
     statements = []
 
     def record(execute, sql, params, many, context):
-        statements.append((connection.in_atomic_block, sql.lstrip().split(None, 1)[0].upper()))
+        statements.append((connection.in_atomic_block, statement_kind(sql)))
         return execute(sql, params, many, context)
 
     with connection.execute_wrapper(record):
         vote_import.votes_import_path(slug="gen", fmt="csv", path=path)
-    inside = [verb for atomic, verb in statements if atomic and verb != "BEGIN"]  # BEGIN: SQLite only
-    # The study found by its slug, the judges' votes checked again; then the inserts.
+    # BEGIN: SQLite only; savepoints are nested atomic blocks' bookkeeping.
+    inside = [kind for atomic, kind in statements if atomic and kind not in {"BEGIN", "SAVEPOINT", "RELEASE"}]
+    # The study found by its slug, the judges' votes checked again; then the inserts, and the
+    # study's data version moved in the same transaction.
     assert inside[:2] == ["SELECT", "SELECT"]
-    assert set(inside[2:]) == {"INSERT"}
+    assert set(inside[2:]) == {"INSERT", "UPDATE data_version"}
+    assert inside.count("UPDATE data_version") == 1
     assert sum(verb == "SELECT" for atomic, verb in statements if not atomic) > 2  # the reads came before
     assert Vote.objects.filter(item__study=study).count() == len(GOOD_ROWS)
 

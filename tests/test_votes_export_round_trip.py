@@ -225,7 +225,7 @@ def test_the_api_and_the_admin_page_list_the_warnings_naming_the_uploaded_file(
     """A quoted field that holds a row is imported with a warning; the worker's result names the
     file as it was uploaded, not by its place on the server."""
     settings.STUDY_UPLOAD_DIR = tmp_path / "uploads"
-    make_study(slug="api"), make_study(slug="page")
+    make_study(status="draft", slug="api"), make_study(status="draft", slug="page")
     text = (
         "question_id,question,answer_a1,answer_a2,judge,winner\n"
         'q1,"What is 2+2?,Four,Five,judge,a1\nq2,What is 3+3?",Six,Seven,judge,a1\n'
