@@ -23,6 +23,7 @@ from decimal import Decimal
 
 import numpy as np
 from django.db.models import OuterRef, Subquery
+from django.http import StreamingHttpResponse
 
 from analysis import loader, metrics, report, reports, services
 from analysis import rows as metric_table
@@ -462,6 +463,43 @@ EXPORTS: dict[str, Callable[..., Iterator[list]]] = {
 }
 # Exports read the whole study as it is, with no dashboard filters.
 UNFILTERED = {"votes", "raters"}
+
+
+def export_rows(
+    name: str,
+    study: Study,
+    *,
+    filters: Filters | None = None,
+    options: report.Options | None = None,
+    wait: bool = True,
+) -> Iterator[list]:
+    """The rows of the export ``name`` (a key of ``EXPORTS``), given the filters and report
+    options where that export takes them (the dashboard, the API and the export_* commands all
+    read an export through here). ``wait=False`` (the web): ``reports.ReportNotReady`` rather
+    than computing a big study's first metrics in the request."""
+    kwargs: dict = {}
+    if name not in UNFILTERED:
+        kwargs["filters"] = filters
+        if name == "metrics":
+            kwargs.update(options=options, wait=wait)
+    return EXPORTS[name](study, **kwargs)
+
+
+def csv_response(rows: Iterable[list], filename: str) -> StreamingHttpResponse:
+    """Rows streamed as a CSV download named ``filename``."""
+    response = StreamingHttpResponse(csv_lines(rows), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+def export_download(
+    name: str, study: Study, *, filters: Filters | None = None, options: report.Options | None = None
+) -> StreamingHttpResponse:
+    """The export ``name`` as the web downloads it (the dashboard's link and the API): never
+    waiting for a first report (``reports.ReportNotReady``, raised before any byte is sent)."""
+    rows = export_rows(name, study, filters=filters, options=options, wait=False)
+    return csv_response(rows, f"{study.slug}-{name}.csv")
+
 
 # What reading each output needs (biasstudy.permissions): the dashboard and the API check these.
 # The metrics, figures and item preferences are computed from the votes; the rater monitor and

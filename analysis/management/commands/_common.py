@@ -93,14 +93,13 @@ class ExportCommand(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         study = study_by_slug(options["study"])
-        kwargs = {}
+        filters = report_options = None
         if self.takes_filters:
             groups, _ = reports.study_groups(study=study)
             form = filter_form(options, groups, services.study_runs(study=study), services.study_subsets(study=study))
-            kwargs["filters"] = form.filters()
-            if self.export == "metrics":
-                kwargs["options"] = form.options()
-        lines = exports.csv_lines(exports.EXPORTS[self.export](study, **kwargs))
+            filters, report_options = form.filters(), form.options()
+        rows = exports.export_rows(self.export, study, filters=filters, options=report_options)
+        lines = exports.csv_lines(rows)
         n = write_lines(lines, options["output"], self.stdout)
         if options["verbosity"] > 0 and options["output"] != "-":
             self.stderr.write(f"wrote {n - 1} {self.export} rows to {options['output']}")
