@@ -182,3 +182,21 @@ def test_a_large_study_upload_confirmed_while_redis_is_down_says_try_again_and_c
     assert accepted["Location"] == preview_url + "progress/"
     assert study_uploads.study_upload_progress(upload=upload)["state"] == "queued"
     assert _jobs(redis_queue) == (1, 0)
+
+
+def test_a_model_based_generation_asked_while_redis_is_down_is_a_503_and_leaves_no_queued_report(redis_queue, setup):
+    from perturbations.models import GenerationReport
+
+    study, judge, client = setup
+    url = reverse("api:study-perturbations", args=[study.slug])
+    body = {"kind": "factual_error", "seed": 2, "method": "model", "generator": judge.name}
+    redis_queue.stop()
+    refused = client.post(url, body, format="json")
+    assert refused.status_code == 503, refused.content
+    assert refused["Retry-After"] == "5" and UNAVAILABLE in refused.json()["detail"]
+    assert not GenerationReport.objects.exists(), "the review page would show it queued forever"
+
+    redis_queue.start()
+    queued = client.post(url, body, format="json")
+    assert queued.status_code == 202, queued.content
+    assert GenerationReport.objects.count() == 1 and _jobs(redis_queue) == (1, 0)
