@@ -4,6 +4,7 @@ plan a study's power. Views, commands and the admin call these; the maths lives 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from datetime import timedelta
 from decimal import Decimal
@@ -36,6 +37,7 @@ from annotations.models import (
     Study,
     Vote,
 )
+from biasstudy.queue import QueueUnavailable, enqueue_on_commit
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +91,15 @@ def study_results(
         .update(refresh_queued_at=timezone.now())
     )
     if claimed:
-        transaction.on_commit(partial(tasks.report_refresh.enqueue, report_id=stored.pk))
+        # Outside a transaction (a page, the API) the job is queued here and now. A refused one
+        # has its claim released, so the next request (the page asks again every 10 s) queues it
+        # again; this one shows the last report, marked updating, as while a refresh runs.
+        with contextlib.suppress(QueueUnavailable):
+            enqueue_on_commit(
+                partial(tasks.report_refresh.enqueue, report_id=stored.pk),
+                undo=partial(StudyReport.objects.filter(pk=stored.pk).update, refresh_queued_at=None),
+                what=f"the refresh of {study.slug}'s report",
+            )
     return results_of(stored, updating=True)
 
 

@@ -200,3 +200,21 @@ def test_a_model_based_generation_asked_while_redis_is_down_is_a_503_and_leaves_
     queued = client.post(url, body, format="json")
     assert queued.status_code == 202, queued.content
     assert GenerationReport.objects.count() == 1 and _jobs(redis_queue) == (1, 0)
+
+
+def test_a_report_refresh_refused_while_redis_is_down_is_queued_by_the_next_request(redis_queue, setup, settings):
+    from analysis import services
+    from analysis.models import StudyReport
+    from tests.factories import make_vote
+
+    study, judge, client = setup
+    make_vote(study.items.get(), judge)
+    settings.ANALYSIS_BACKGROUND_VOTES = 0  # computed by the task worker, whatever the study's size
+    redis_queue.stop()
+    results = services.study_results(study=study)
+    assert results.updating and results.report is None
+    assert StudyReport.objects.get(study=study).refresh_queued_at is None, "no request would queue it for 10 min"
+
+    redis_queue.start()
+    assert services.study_results(study=study).updating
+    assert StudyReport.objects.get(study=study).refresh_queued_at is not None and _jobs(redis_queue) == (1, 0)
