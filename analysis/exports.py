@@ -28,7 +28,7 @@ from django.http import StreamingHttpResponse
 from analysis import loader, metrics, report, reports, services
 from analysis import rows as metric_table
 from analysis.frame import CONTROL, Filters, apply_filters, exclusion_masks
-from annotations.models import Judge, Study, Vote, pseudonym
+from annotations.models import Judge, Study, Vote, is_attention_check_flag, pseudonym
 from judges.models import JudgeRun
 
 # What a spreadsheet may read as the start of a formula: = + - @ (and their full-width and small
@@ -138,7 +138,7 @@ def exclusions(study: Study) -> dict[int, list[str]]:
 
 def _reasons(found: list[str], flag_reason: str | None) -> str:
     """A flagged rater who failed their attention checks is named as such."""
-    if flag_reason and flag_reason.startswith(services.GOLD_FLAG):
+    if is_attention_check_flag(flag_reason):
         found = ["failed_attention_checks" if r == "flagged_rater" else r for r in found]
     return ";".join(found)
 

@@ -216,15 +216,15 @@ def raters_simulate(
     return len(sim)
 
 
-RATER_STATUSES = ("finished", "partial", "failed attention checks")
-GOLD_FLAG = "attention checks"  # how annotations.assignment begins the flag reason it writes
+# The status of a rater who failed the attention checks (the rater monitor marks it).
+FAILED_ATTENTION_CHECKS = "failed attention checks"
 
 
 def rater_status(rater: Rater) -> str:
     """finished (shown their completion code), failed attention checks (flagged for them), or
     partial (left, or still working, before the end)."""
-    if rater.flagged and rater.flag_reason.startswith(GOLD_FLAG):
-        return "failed attention checks"
+    if rater.failed_attention_checks:
+        return FAILED_ATTENTION_CHECKS
     return "finished" if rater.finished_at else "partial"
 
 
@@ -238,7 +238,7 @@ def suggested_action(rater: Rater, status: str, votes: int, too_fast: int) -> tu
     """What to do with the rater's submission on the platform, and why: reject who failed the
     attention checks, approve who finished, unless flagged by hand or too fast too often; the
     rest (left before the end) is for a person to review."""
-    if status == "failed attention checks":
+    if status == FAILED_ATTENTION_CHECKS:
         return "reject", "failed the attention checks"
     if status != "finished":
         return "review", "did not finish"
