@@ -38,6 +38,7 @@ from annotations.models import (
     Vote,
 )
 from biasstudy.queue import QueueUnavailable, enqueue_on_commit
+from judges.models import JudgeRun
 
 log = logging.getLogger(__name__)
 
@@ -50,8 +51,6 @@ def study_subsets(*, study: Study) -> list[str]:
 
 def study_runs(*, study: Study) -> list[int]:
     """Ids of the study's LLM judge runs (what the "runs" filter may pick)."""
-    from judges.models import JudgeRun
-
     return list(JudgeRun.objects.filter(study=study).order_by("id").values_list("id", flat=True))
 
 
