@@ -35,15 +35,12 @@ def study_list(request: HttpRequest) -> HttpResponse:
 @model_permissions_required(*exports.METRICS_PERMISSIONS)
 def study_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
     study = _study(slug)
-    groups, _ = reports.study_groups(study=study)
-    known_runs = services.study_runs(study=study)
-    subsets = services.study_subsets(study=study)
-    form = FilterForm(request.GET or None, groups=groups, subsets=subsets, known_runs=known_runs)
+    form = FilterForm.for_study(request.GET or None, study=study)
     context = {"study": study, "form": form, "result": None, "results": None, "query": request.GET.urlencode()}
     status = 400 if form.is_bound and not form.is_valid() else 200
     if status == 200:
         if not form.is_bound:
-            form = FilterForm({}, groups=groups, subsets=subsets, known_runs=known_runs)
+            form = FilterForm({})  # the defaults: empty data picks none of the study's choices
             form.is_valid()
         context["results"] = results = services.study_results(
             study=study, filters=form.filters(), options=form.options()
@@ -116,13 +113,7 @@ def power(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 def _filter_form(request: HttpRequest, study: Study) -> FilterForm:
-    groups, _ = reports.study_groups(study=study)
-    form = FilterForm(
-        request.GET,
-        groups=groups,
-        subsets=services.study_subsets(study=study),
-        known_runs=services.study_runs(study=study),
-    )
+    form = FilterForm.for_study(request.GET, study=study)
     form.is_valid()
     return form
 

@@ -587,13 +587,7 @@ class RunResumeView(APIView):
 
 def analysis_form(request: Request, study: Study) -> FilterForm:
     """The query string parsed by the dashboard's own filter form (as `analyze` parses its options)."""
-    groups, _ = analysis_reports.study_groups(study=study)
-    form = FilterForm(
-        request.query_params,
-        groups=groups,
-        subsets=analysis_services.study_subsets(study=study),
-        known_runs=analysis_services.study_runs(study=study),
-    )
+    form = FilterForm.for_study(request.query_params, study=study)
     if not form.is_valid():
         errors = form.errors.get_json_data()
         named = {("non_field_errors" if name == "__all__" else name): errs for name, errs in errors.items()}
