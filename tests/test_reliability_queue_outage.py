@@ -196,6 +196,20 @@ def test_a_model_based_generation_asked_while_redis_is_down_is_a_503_and_leaves_
     assert refused["Retry-After"] == "5" and UNAVAILABLE in refused.json()["detail"]
     assert not GenerationReport.objects.exists(), "the review page would show it queued forever"
 
+    from django.test import Client
+
+    from judges.models import LLMJudge
+
+    admin = Client()
+    admin.force_login(make_staff())
+    page = admin.post(
+        reverse("admin:perturbations_generate") + f"?ids={study.pk}",
+        {**body, "of": "a2", "generator": LLMJudge.objects.get(judge=judge).pk},
+        follow=True,
+    )
+    assert page.status_code == 200 and UNAVAILABLE in page.content.decode()
+    assert not GenerationReport.objects.exists()
+
     redis_queue.start()
     queued = client.post(url, body, format="json")
     assert queued.status_code == 202, queued.content
