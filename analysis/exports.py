@@ -23,11 +23,12 @@ from decimal import Decimal
 
 import numpy as np
 from django.db.models import OuterRef, Subquery
+from django.http import StreamingHttpResponse
 
 from analysis import loader, metrics, report, reports, services
 from analysis import rows as metric_table
 from analysis.frame import CONTROL, Filters, apply_filters, exclusion_masks
-from annotations.models import Judge, Study, Vote, pseudonym
+from annotations.models import Judge, Study, Vote, is_attention_check_flag, pseudonym
 from judges.models import JudgeRun
 
 # What a spreadsheet may read as the start of a formula: = + - @ (and their full-width and small
@@ -137,7 +138,7 @@ def exclusions(study: Study) -> dict[int, list[str]]:
 
 def _reasons(found: list[str], flag_reason: str | None) -> str:
     """A flagged rater who failed their attention checks is named as such."""
-    if flag_reason and flag_reason.startswith(services.GOLD_FLAG):
+    if is_attention_check_flag(flag_reason):
         found = ["failed_attention_checks" if r == "flagged_rater" else r for r in found]
     return ";".join(found)
 
@@ -462,6 +463,43 @@ EXPORTS: dict[str, Callable[..., Iterator[list]]] = {
 }
 # Exports read the whole study as it is, with no dashboard filters.
 UNFILTERED = {"votes", "raters"}
+
+
+def export_rows(
+    name: str,
+    study: Study,
+    *,
+    filters: Filters | None = None,
+    options: report.Options | None = None,
+    wait: bool = True,
+) -> Iterator[list]:
+    """The rows of the export ``name`` (a key of ``EXPORTS``), given the filters and report
+    options where that export takes them (the dashboard, the API and the export_* commands all
+    read an export through here). ``wait=False`` (the web): ``reports.ReportNotReady`` rather
+    than computing a big study's first metrics in the request."""
+    kwargs: dict = {}
+    if name not in UNFILTERED:
+        kwargs["filters"] = filters
+        if name == "metrics":
+            kwargs.update(options=options, wait=wait)
+    return EXPORTS[name](study, **kwargs)
+
+
+def csv_response(rows: Iterable[list], filename: str) -> StreamingHttpResponse:
+    """Rows streamed as a CSV download named ``filename``."""
+    response = StreamingHttpResponse(csv_lines(rows), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+def export_download(
+    name: str, study: Study, *, filters: Filters | None = None, options: report.Options | None = None
+) -> StreamingHttpResponse:
+    """The export ``name`` as the web downloads it (the dashboard's link and the API): never
+    waiting for a first report (``reports.ReportNotReady``, raised before any byte is sent)."""
+    rows = export_rows(name, study, filters=filters, options=options, wait=False)
+    return csv_response(rows, f"{study.slug}-{name}.csv")
+
 
 # What reading each output needs (biasstudy.permissions): the dashboard and the API check these.
 # The metrics, figures and item preferences are computed from the votes; the rater monitor and

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from django import forms
 
-from analysis import alttest
+from analysis import alttest, reports, services
 from analysis.exports import PASTE_LISTS
 from analysis.frame import CONTROL, MEASURES, RUNS, Filters
 from analysis.metrics import VERBOSITY_CONVENTIONS
 from analysis.report import Options
-from annotations.models import BloomLevel
+from annotations.models import BloomLevel, Study
 
 
 class FilterForm(forms.Form):
@@ -77,6 +77,18 @@ class FilterForm(forms.Form):
         self.fields["group"].choices = [(g, g) for g in groups]
         self.fields["subset"].choices = [(s, s) for s in subsets]
         self.known_runs = known_runs
+
+    @classmethod
+    def for_study(cls, data, *, study: Study) -> FilterForm:
+        """The form for ``study``'s report: its groups, subsets and LLM judge runs are what may be
+        picked. The dashboard, the API and the commands all build it here."""
+        groups, _ = reports.study_groups(study=study)
+        return cls(
+            data,
+            groups=groups,
+            subsets=services.study_subsets(study=study),
+            known_runs=services.study_runs(study=study),
+        )
 
     def clean_runs(self) -> tuple[str, list[int]]:
         """("latest" | "all", []) or ("picked", [ids]); ids must be runs of this study."""

@@ -42,7 +42,7 @@ Optional (``OPTIONAL_COLUMNS``, filled with the default when a loader has no suc
 - ``prob_first`` / ``prob_second`` / ``prob_tie`` (float): the probability the judge put on
   each option as displayed (``Vote.option_probs``; an option it does not name 0), NaN for votes
   without probabilities (``probability_columns``). Numbers, not a dict per vote: a million
-  dicts took a second to copy in and out of the loader's votes cache and another to average.
+  dicts took about a second to average.
 """
 
 from __future__ import annotations

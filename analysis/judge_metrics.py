@@ -335,7 +335,9 @@ def option_probs(data: JudgeData) -> list[Row]:
     return out
 
 
-# The metric names of the position-consistency figures (analysis.consistency).
+# The metric names of the position-consistency figures, by their key in
+# analysis.consistency.position_consistency's result (the dashboard's table reads them so too);
+# the gold-accuracy rows are gold_accuracy_<key>.
 CONSISTENCY_METRICS = {
     "consistency": "position_consistency",
     "primacy": "primacy",

@@ -20,6 +20,7 @@ from analysis import loader, report
 from analysis.frame import Filters
 from analysis.models import StudyReport
 from annotations.models import ComparisonItem, PerturbationKind, Study
+from judges.prompts import LABEL_SCHEMES
 
 
 def study_groups(*, study: Study) -> tuple[list[str], dict[str, str]]:
@@ -31,11 +32,7 @@ def study_groups(*, study: Study) -> tuple[list[str], dict[str, str]]:
 
 
 def scheme_labels() -> dict[str, tuple[str, str]]:
-    """The judges app's label schemes as (first label, second label); empty before it has them."""
-    try:
-        from judges.prompts import LABEL_SCHEMES
-    except ImportError:  # the judges app defines its schemes in judges.prompts
-        return {}
+    """The judges app's label schemes as (first label, second label)."""
     return {slug: (scheme.first, scheme.second) for slug, scheme in LABEL_SCHEMES.items()}
 
 

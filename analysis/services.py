@@ -4,6 +4,7 @@ plan a study's power. Views, commands and the admin call these; the maths lives 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from datetime import timedelta
 from decimal import Decimal
@@ -36,6 +37,8 @@ from annotations.models import (
     Study,
     Vote,
 )
+from biasstudy.queue import QueueUnavailable, enqueue_on_commit
+from judges.models import JudgeRun
 
 log = logging.getLogger(__name__)
 
@@ -48,8 +51,6 @@ def study_subsets(*, study: Study) -> list[str]:
 
 def study_runs(*, study: Study) -> list[int]:
     """Ids of the study's LLM judge runs (what the "runs" filter may pick)."""
-    from judges.models import JudgeRun
-
     return list(JudgeRun.objects.filter(study=study).order_by("id").values_list("id", flat=True))
 
 
@@ -89,7 +90,15 @@ def study_results(
         .update(refresh_queued_at=timezone.now())
     )
     if claimed:
-        transaction.on_commit(partial(tasks.report_refresh.enqueue, report_id=stored.pk))
+        # Outside a transaction (a page, the API) the job is queued here and now. A refused one
+        # has its claim released, so the next request (the page asks again every 10 s) queues it
+        # again; this one shows the last report, marked updating, as while a refresh runs.
+        with contextlib.suppress(QueueUnavailable):
+            enqueue_on_commit(
+                partial(tasks.report_refresh.enqueue, report_id=stored.pk),
+                undo=partial(StudyReport.objects.filter(pk=stored.pk).update, refresh_queued_at=None),
+                what=f"the refresh of {study.slug}'s report",
+            )
     return results_of(stored, updating=True)
 
 
@@ -206,15 +215,15 @@ def raters_simulate(
     return len(sim)
 
 
-RATER_STATUSES = ("finished", "partial", "failed attention checks")
-GOLD_FLAG = "attention checks"  # how annotations.assignment begins the flag reason it writes
+# The status of a rater who failed the attention checks (the rater monitor marks it).
+FAILED_ATTENTION_CHECKS = "failed attention checks"
 
 
 def rater_status(rater: Rater) -> str:
     """finished (shown their completion code), failed attention checks (flagged for them), or
     partial (left, or still working, before the end)."""
-    if rater.flagged and rater.flag_reason.startswith(GOLD_FLAG):
-        return "failed attention checks"
+    if rater.failed_attention_checks:
+        return FAILED_ATTENTION_CHECKS
     return "finished" if rater.finished_at else "partial"
 
 
@@ -228,7 +237,7 @@ def suggested_action(rater: Rater, status: str, votes: int, too_fast: int) -> tu
     """What to do with the rater's submission on the platform, and why: reject who failed the
     attention checks, approve who finished, unless flagged by hand or too fast too often; the
     rest (left before the end) is for a person to review."""
-    if status == "failed attention checks":
+    if status == FAILED_ATTENTION_CHECKS:
         return "reject", "failed the attention checks"
     if status != "finished":
         return "review", "did not finish"

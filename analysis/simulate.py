@@ -120,34 +120,6 @@ def simulate_votes(
     )
 
 
-def expected_item_probabilities(
-    items: pd.DataFrame, params: JudgeParams, *, votes_per_item: int, quality: dict[int, float] | None = None
-) -> pd.DataFrame:
-    """Exact probabilities of each item preference (A1 / A2 / Tie) under the judge model, for
-    checking that the analysis recovers what was put in. Needs an even ``votes_per_item`` (half
-    the votes in each order) and, unless noise is 0, the realised ``quality``."""
-    if votes_per_item % 2:
-        raise ValueError("expected probabilities need an even number of votes per item")
-    if params.label:
-        raise ValueError("expected probabilities are for judges without a label bias")
-    quality = quality or {int(r): 0.0 for r in np.unique(items[["a1_root", "a2_root"]].to_numpy())}
-    base = log_odds_a2(items, params, quality)
-    half = votes_per_item // 2
-    t = params.tie_rate
-    out = np.zeros((len(items), 3))
-    # Distribution of (A1 − A2) votes within each order, then convolve the two halves.
-    for i, u in enumerate(base):
-        dists = []
-        for sign in (-1, 1):
-            p2 = (1 - t) * expit(u + sign * params.position)
-            p1 = 1 - t - p2
-            dists.append(score_distribution(half, p1, p2, t))
-        total = np.convolve(dists[0], dists[1])
-        mid = len(total) // 2
-        out[i] = [total[mid + 1 :].sum(), total[:mid].sum(), total[mid]]
-    return pd.DataFrame(out, columns=["p_a1", "p_a2", "p_tie"], index=items.index)
-
-
 def score_distribution(n: int, p1: float, p2: float, pt: float) -> np.ndarray:
     """P(votes A1 − votes A2 = s) for s in −n..n after n independent votes, each A1 with
     ``p1``, A2 with ``p2`` and a tie with ``pt``."""

@@ -31,13 +31,6 @@ def wilson(successes: float, n: float, z: float = Z95) -> tuple[float | None, fl
     return (lo, hi)
 
 
-def binomial_p(k: int, n: int) -> float | None:
-    """Two-sided exact binomial test of k successes in n trials against 1/2."""
-    if n <= 0:
-        return None
-    return float(sps.binomtest(int(k), int(n), 0.5).pvalue)
-
-
 def bootstrap_counts(n: int, *, reps: int, seed: int) -> np.ndarray:
     """reps × n matrix: how often each of n units is drawn in each resample with replacement."""
     if n == 0:

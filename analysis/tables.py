@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from analysis import content_blind, stats
+from analysis.judge_metrics import CONSISTENCY_METRICS, GOLD_METRICS
 from analysis.rows import Row, as_rate, estimate, one, select
 from analysis.rows import by_judge as rows_by_judge
 from analysis.study_metrics import HUMAN_NF, HUMANS, RANDOM_JUDGE
@@ -346,23 +347,15 @@ def _consistency(mine: list[Row], subset: str) -> dict:
 
     both_unread = estimate(mine, metric="pairs_both_unread", subset=subset)
     return {
-        "consistency": rate("position_consistency"),
-        "primacy": rate("primacy"),
-        "recency": rate("recency"),
-        "first_share": rate("inconsistent_first_share"),
+        **{key: rate(metric) for key, metric in CONSISTENCY_METRICS.items()},
         "fairness": estimate(mine, metric="preference_fairness", subset=subset),
         "both_unread": None if both_unread is None else int(both_unread),
-        "gold": {key: rate(f"gold_accuracy_{key}") for key in ("a1_first", "a2_first", "average", "both")},
+        "gold": {key: rate(f"gold_accuracy_{key}") for key in GOLD_METRICS},
     }
 
 
-CONSISTENCY_METRICS = (
-    "position_consistency",
-    "gold_accuracy_a1_first",
-    "gold_accuracy_a2_first",
-    "gold_accuracy_average",
-    "gold_accuracy_both",
-)
+# A judge is in the consistency table when it has one of these rows: order-swapped pairs or gold labels.
+CONSISTENCY_TABLE_EVIDENCE = (CONSISTENCY_METRICS["consistency"], *(f"gold_accuracy_{key}" for key in GOLD_METRICS))
 
 
 def consistency_rows(result: dict) -> tuple[list[dict], list[dict]]:
@@ -374,7 +367,7 @@ def consistency_rows(result: dict) -> tuple[list[dict], list[dict]]:
     out, subset_rows = [], []
     for judge in result["judges"]:
         name, mine = judge["judge"], by_judge[judge["judge"]]
-        found = select(mine, metric=CONSISTENCY_METRICS)
+        found = select(mine, metric=CONSISTENCY_TABLE_EVIDENCE)
         if not any(r["subset"] == "" for r in found):
             continue
         stability = as_rate(one(mine, metric="repetition_stability"))

@@ -8,7 +8,7 @@ from urllib.parse import urlencode
 
 from django.contrib.admin.views.decorators import staff_member_required
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils.cache import get_conditional_response, patch_cache_control
 from django.views.decorators.http import require_GET
@@ -35,15 +35,12 @@ def study_list(request: HttpRequest) -> HttpResponse:
 @model_permissions_required(*exports.METRICS_PERMISSIONS)
 def study_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
     study = _study(slug)
-    groups, _ = reports.study_groups(study=study)
-    known_runs = services.study_runs(study=study)
-    subsets = services.study_subsets(study=study)
-    form = FilterForm(request.GET or None, groups=groups, subsets=subsets, known_runs=known_runs)
+    form = FilterForm.for_study(request.GET or None, study=study)
     context = {"study": study, "form": form, "result": None, "results": None, "query": request.GET.urlencode()}
     status = 400 if form.is_bound and not form.is_valid() else 200
     if status == 200:
         if not form.is_bound:
-            form = FilterForm({}, groups=groups, subsets=subsets, known_runs=known_runs)
+            form = FilterForm({})  # the defaults: empty data picks none of the study's choices
             form.is_valid()
         context["results"] = results = services.study_results(
             study=study, filters=form.filters(), options=form.options()
@@ -116,25 +113,13 @@ def power(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 def _filter_form(request: HttpRequest, study: Study) -> FilterForm:
-    groups, _ = reports.study_groups(study=study)
-    form = FilterForm(
-        request.GET,
-        groups=groups,
-        subsets=services.study_subsets(study=study),
-        known_runs=services.study_runs(study=study),
-    )
+    form = FilterForm.for_study(request.GET, study=study)
     form.is_valid()
     return form
 
 
 def _bad_filters(form: FilterForm) -> HttpResponse:
     return HttpResponse(f"bad filters: {form.errors.as_text()}", status=400, content_type="text/plain")
-
-
-def _csv_response(rows, filename: str) -> StreamingHttpResponse:
-    response = StreamingHttpResponse(exports.csv_lines(rows), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    return response
 
 
 @require_GET
@@ -145,19 +130,16 @@ def export_csv(request: HttpRequest, slug: str, name: str) -> HttpResponse:
     if not has_model_perms(request.user, exports.EXPORT_PERMISSIONS[name]):
         raise PermissionDenied
     study = _study(slug)
-    kwargs = {}
+    filters = options = None
     if name not in exports.UNFILTERED:
         form = _filter_form(request, study)
         if form.errors:
             return _bad_filters(form)
-        kwargs["filters"] = form.filters()
-        if name == "metrics":
-            kwargs.update(options=form.options(), wait=False)
+        filters, options = form.filters(), form.options()
     try:
-        rows = exports.EXPORTS[name](study, **kwargs)
+        return exports.export_download(name, study, filters=filters, options=options)
     except reports.ReportNotReady:
         return _not_ready()
-    return _csv_response(rows, f"{study.slug}-{name}.csv")
 
 
 def _not_ready() -> HttpResponse:
@@ -188,7 +170,7 @@ def payment_csv(request: HttpRequest, slug: str) -> HttpResponse:
         response["Content-Disposition"] = f'attachment; filename="{study.slug}-prolific-{shape}-WITH-PLATFORM-IDS.txt"'
         return response
     rows = exports.payment_rows(study, bonus_per_counted_vote=bonus)
-    return _csv_response(rows, f"{study.slug}-payment-WITH-PLATFORM-IDS.csv")
+    return exports.csv_response(rows, f"{study.slug}-payment-WITH-PLATFORM-IDS.csv")
 
 
 @require_GET
@@ -207,7 +189,7 @@ def plot(request: HttpRequest, slug: str, name: str, fmt: str) -> HttpResponse:
     if results.report is None:
         return _not_ready()
     if fmt == "csv":
-        return _csv_response(plots.draw(name, results.report)[1], f"{study.slug}-plot-{name}.csv")
+        return exports.csv_response(plots.draw(name, results.report)[1], f"{study.slug}-plot-{name}.csv")
     # The same report draws the same figure: a browser that has it is told so (304), not sent
     # it again (the page's refresh every 10 s asks for each figure again).
     etag = f'"{results.version}-{name}.{fmt}"'

@@ -21,7 +21,18 @@ from django.utils import timezone
 
 from analysis import importers
 from annotations import lengths
-from annotations.models import ComparisonItem, Judge, PerturbationKind, Rater, Slot, Study, Vote
+from annotations.models import (
+    Answer,
+    ComparisonItem,
+    Judge,
+    PerturbationKind,
+    Question,
+    Rater,
+    Slot,
+    Study,
+    Vote,
+    choice_from_shown,
+)
 
 log = logging.getLogger(__name__)
 
@@ -272,7 +283,6 @@ def votes_prepare(*, study: Study, parsed: importers.Parsed, for_raters: bool = 
     can come from separate files); a mismatch raises ImportProblem. ``study`` may be unsaved
     (the study ``create`` will make): then it has nothing yet. New items are handed to raters
     (get slots) only with ``for_raters``; else they are for the imported and LLM judges alone."""
-    from annotations.models import Answer, Question, choice_from_shown
 
     def of_study(model, **lookups):
         return model.objects.filter(study=study, **lookups) if study.pk is not None else model.objects.none()
@@ -530,8 +540,6 @@ def votes_write(plan: VotesPlan, *, study: Study) -> None:
     changed since the preparation is checked again: another import's votes of the same judges
     here, a unique constraint (the same question, item, judge or rater, or a rater's vote on an
     item) by the database itself; either raises and the transaction writes nothing."""
-    from annotations.models import Answer, Question
-
     started, cpu = time.perf_counter(), time.thread_time()
     _check_judges_have_no_votes(study, plan.judge_names, plan.source)
     for obj in [*plan.questions, *plan.items, *plan.slots, *plan.judges, *plan.raters]:

@@ -24,11 +24,6 @@ CONVENTIONS = {
 }
 
 
-def choice_counts(votes: pd.DataFrame, items: pd.Index) -> np.ndarray:
-    """items × (a1, a2, tie) vote counts, rows in the order of ``items``."""
-    return _table(items.get_indexer(votes["item_id"].to_numpy()), _choice_codes(votes["choice"]), len(items))
-
-
 def _choice_codes(choice: pd.Series) -> np.ndarray:
     """0 a1, 1 a2, 2 tie, −1 none. No conversion to text: the frame's choice is a categorical of
     these already (recoded by its codes), a plain column is coded by its values."""

@@ -782,15 +782,26 @@ class Rater(models.Model):
         if self.gold_correct / self.gold_seen < bar:
             self.flagged = True
             self.flag_reason = f"{GOLD_FLAG}: {self.gold_correct}/{self.gold_seen} correct, under {bar:.0%}"
-        elif self.flagged and self.flag_reason.startswith(GOLD_FLAG):
+        elif self.failed_attention_checks:
             self.flagged = False
             self.flag_reason = ""
 
+    @property
+    def failed_attention_checks(self) -> bool:
+        """Flagged by ``score_attention_check`` (not by hand, nor unflagged by staff since)."""
+        return self.flagged and is_attention_check_flag(self.flag_reason)
+
 
 # Attention checks a rater must have had before their accuracy can flag them, and how the flag's
-# reason begins (analysis.services looks for it).
+# reason begins (read only through is_attention_check_flag).
 GOLD_MIN_SEEN = 3
 GOLD_FLAG = "attention checks"
+
+
+def is_attention_check_flag(flag_reason: str | None) -> bool:
+    """Whether a rater's flag reason is the one ``Rater.score_attention_check`` writes: the
+    exports read it from a query's values, without the rater."""
+    return bool(flag_reason) and flag_reason.startswith(GOLD_FLAG)
 
 
 class Shown(models.TextChoices):

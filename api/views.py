@@ -587,13 +587,7 @@ class RunResumeView(APIView):
 
 def analysis_form(request: Request, study: Study) -> FilterForm:
     """The query string parsed by the dashboard's own filter form (as `analyze` parses its options)."""
-    groups, _ = analysis_reports.study_groups(study=study)
-    form = FilterForm(
-        request.query_params,
-        groups=groups,
-        subsets=analysis_services.study_subsets(study=study),
-        known_runs=analysis_services.study_runs(study=study),
-    )
+    form = FilterForm.for_study(request.query_params, study=study)
     if not form.is_valid():
         errors = form.errors.get_json_data()
         named = {("non_field_errors" if name == "__all__" else name): errs for name, errs in errors.items()}
@@ -657,23 +651,18 @@ class ExportView(APIView):
 
     def get(self, request: Request, slug: str) -> StreamingHttpResponse:
         study = get_object_or_404(Study, slug=slug)
-        kwargs = {}
+        filters = options = None
         if self.takes_filters:
             form = analysis_form(request, study)
-            kwargs["filters"] = form.filters()
-            if self.export == "metrics":
-                kwargs.update(options=form.options(), wait=False)
+            filters, options = form.filters(), form.options()
         try:
-            rows = exports.EXPORTS[self.export](study, **kwargs)
+            return exports.export_download(self.export, study, filters=filters, options=options)
         except analysis_reports.ReportNotReady:
             return Response(
                 {"detail": "The study's first metrics for these filters are being computed: try again in a minute."},
                 status=503,
                 headers={"Retry-After": "30"},
             )
-        response = StreamingHttpResponse(exports.csv_lines(rows), content_type="text/csv; charset=utf-8")
-        response["Content-Disposition"] = f'attachment; filename="{study.slug}-{self.export}.csv"'
-        return response
 
 
 def _export_schema(export: str, *, filters: bool):

@@ -18,6 +18,7 @@ from django_htmx.http import HttpResponseClientRefresh
 
 from annotations.admin import StudyAdmin
 from annotations.models import Answer, PerturbationKind, Study
+from biasstudy.queue import QueueUnavailable
 from judges.services import llm_judge_demo_create
 from perturbations.forms import ContextEditForm, EditForm, GenerateForm, KindForm, ReviewFilterForm, ReviewForm
 from perturbations.models import AnswerRevision, GenerationReport, PerturbationStudy, Variant
@@ -163,15 +164,19 @@ class PerturbationStudyAdmin(admin.ModelAdmin):
                 kind = kind_new_group(study=study, kind=data["kind"]) if data["new_group"] else data["kind"]
                 if data["method"] == "model":
                     # A model rewrites one answer at a time: queue the study instead of holding the request.
-                    perturbation_generate_queue(
-                        study=study,
-                        kind=kind.slug,
-                        seed=data["seed"],
-                        of=data["of"],
-                        user=request.user,
-                        generator=data["generator"],
-                        constrain_format=data["constrain_format"],
-                    )
+                    try:
+                        perturbation_generate_queue(
+                            study=study,
+                            kind=kind.slug,
+                            seed=data["seed"],
+                            of=data["of"],
+                            user=request.user,
+                            generator=data["generator"],
+                            constrain_format=data["constrain_format"],
+                        )
+                    except QueueUnavailable as exc:
+                        messages.error(request, f"{study.title}: {exc}")
+                        continue
                     messages.info(
                         request,
                         f"{study.title}: queued model-based {kind.slug} variants by {data['generator']}; they appear "

@@ -7,11 +7,11 @@ from __future__ import annotations
 from functools import partial
 
 from django.contrib.auth import get_user_model
-from django.db import transaction
 from django.utils import timezone
 from django_tasks import task
 
 from annotations.models import Study
+from biasstudy.queue import enqueue_on_commit
 from judges.models import LLMJudge
 from perturbations.models import GenerationReport
 from perturbations.services import perturbation_generate
@@ -68,11 +68,13 @@ def perturbation_generate_queue(
     """Queue model-based generation for the task worker, once the current transaction commits:
     a model rewrites one answer at a time, which must not hold a web request. The admin and the
     API both queue through here (here, not in services, which the task calls: no import cycle).
-    Its GenerationReport is made now, so the review page shows it queued, then its progress."""
+    Its GenerationReport is made now, so the review page shows it queued, then its progress.
+    Raises biasstudy.queue.QueueUnavailable when the queue does not take the job: the report,
+    untouched since, is deleted (no review page waits for a generation that will never run)."""
     report = GenerationReport.objects.create(
         study=study, kind=kind, method="model", seed=seed, user=user if getattr(user, "pk", None) else None
     )
-    transaction.on_commit(
+    enqueue_on_commit(
         partial(
             generate_perturbations_task.enqueue,
             study_id=study.pk,
@@ -84,5 +86,7 @@ def perturbation_generate_queue(
             generator_id=generator.pk if generator is not None else None,
             constrain_format=constrain_format,
             report_id=report.pk,
-        )
+        ),
+        undo=GenerationReport.objects.filter(pk=report.pk, done=0, finished_at__isnull=True).delete,
+        what=f"the model-based generation of {kind} variants of {study.slug}",
     )

@@ -60,7 +60,7 @@ def test_the_worker_imports_the_file_and_the_progress_page_shows_the_counts_and_
         for c in callbacks
         if getattr(c.args[0] if getattr(c, "args", None) else c, "func", None) == import_votes_upload.enqueue
     ]
-    assert len(queued) == 1  # once, for the worker (the results cache has callbacks of its own)
+    assert len(queued) == 1  # once, for the worker (other callbacks are not jobs)
     assert response.status_code == 302 and resolve(response["Location"]).url_name == "votes-import-progress"
     page = staff_client.get(response["Location"])
     progress = page.context["progress"]

@@ -1,7 +1,9 @@
 """The analysis recovers the biases a simulated judge was given, within its intervals."""
 
 import numpy as np
+import pandas as pd
 import pytest
+from scipy.special import expit
 
 from analysis import metrics, simulate
 from analysis.report import analyze
@@ -26,13 +28,40 @@ def test_the_position_bias_put_in_is_the_position_bias_measured():
     # σ(u ± position)… with noise 0 and no other bias except susceptibility, take it exactly:
     expected_first = []
     base = simulate.log_odds_a2(items, params, {r: 0.0 for r in range(600)})
-    from scipy.special import expit
 
     for u in base:
         expected_first += [(1 - 0.2) * expit(u + 0.8), (1 - 0.2) * (1 - expit(u - 0.8))]
     lo, hi = pos["ci"]["first"]
     assert lo <= np.mean(expected_first) <= hi
     assert pos["tie"] == pytest.approx(0.2, abs=0.02)
+
+
+def expected_item_probabilities(
+    items: pd.DataFrame, params: JudgeParams, *, votes_per_item: int, quality: dict[int, float] | None = None
+) -> pd.DataFrame:
+    """Exact probabilities of each item preference (A1 / A2 / Tie) under the judge model: the
+    truth the analysis must recover from the simulation. Needs an even ``votes_per_item`` (half
+    the votes in each order) and, unless noise is 0, the realised ``quality``."""
+    if votes_per_item % 2:
+        raise ValueError("expected probabilities need an even number of votes per item")
+    if params.label:
+        raise ValueError("expected probabilities are for judges without a label bias")
+    quality = quality or {int(r): 0.0 for r in np.unique(items[["a1_root", "a2_root"]].to_numpy())}
+    base = simulate.log_odds_a2(items, params, quality)
+    half = votes_per_item // 2
+    t = params.tie_rate
+    out = np.zeros((len(items), 3))
+    # Distribution of (A1 − A2) votes within each order, then convolve the two halves.
+    for i, u in enumerate(base):
+        dists = []
+        for sign in (-1, 1):
+            p2 = (1 - t) * expit(u + sign * params.position)
+            p1 = 1 - t - p2
+            dists.append(simulate.score_distribution(half, p1, p2, t))
+        total = np.convolve(dists[0], dists[1])
+        mid = len(total) // 2
+        out[i] = [total[mid + 1 :].sum(), total[:mid].sum(), total[mid]]
+    return pd.DataFrame(out, columns=["p_a1", "p_a2", "p_tie"], index=items.index)
 
 
 def test_asr_and_accuracy_recover_the_exact_expected_values_within_their_intervals():
@@ -47,7 +76,7 @@ def test_asr_and_accuracy_recover_the_exact_expected_values_within_their_interva
         found = one(table, judge="sim", metric=metric, group=group, bloom="")
         return found["ci_lo"], found["ci_hi"]
 
-    probs = simulate.expected_item_probabilities(items, params, votes_per_item=6).set_index(items["group"])
+    probs = expected_item_probabilities(items, params, votes_per_item=6).set_index(items["group"])
     # With noise 0 every question is alike: control, p-item preferences are independent draws.
     ctrl = probs.loc["control"].mean()
     for group in ("reference", "rich_content"):

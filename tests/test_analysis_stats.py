@@ -66,12 +66,6 @@ def test_cohen_kappa_by_hand():
     assert stats.cohen_kappa(np.array([1, 1, -1, -1]), np.array([1, -1, -1, -1])) == pytest.approx(0.5)
 
 
-def test_the_binomial_test_of_first_against_second():
-    assert stats.binomial_p(5, 10) == pytest.approx(1.0)
-    assert stats.binomial_p(10, 10) == pytest.approx(2 / 1024)
-    assert stats.binomial_p(0, 0) is None
-
-
 def test_bootstrap_counts_draw_every_resample_to_full_size_with_a_fixed_seed():
     counts = stats.bootstrap_counts(7, reps=50, seed=3)
     assert counts.shape == (50, 7) and (counts.sum(axis=1) == 7).all()

@@ -182,3 +182,53 @@ def test_a_large_study_upload_confirmed_while_redis_is_down_says_try_again_and_c
     assert accepted["Location"] == preview_url + "progress/"
     assert study_uploads.study_upload_progress(upload=upload)["state"] == "queued"
     assert _jobs(redis_queue) == (1, 0)
+
+
+def test_a_model_based_generation_asked_while_redis_is_down_is_a_503_and_leaves_no_queued_report(redis_queue, setup):
+    from perturbations.models import GenerationReport
+
+    study, judge, client = setup
+    url = reverse("api:study-perturbations", args=[study.slug])
+    body = {"kind": "factual_error", "seed": 2, "method": "model", "generator": judge.name}
+    redis_queue.stop()
+    refused = client.post(url, body, format="json")
+    assert refused.status_code == 503, refused.content
+    assert refused["Retry-After"] == "5" and UNAVAILABLE in refused.json()["detail"]
+    assert not GenerationReport.objects.exists(), "the review page would show it queued forever"
+
+    from django.test import Client
+
+    from judges.models import LLMJudge
+
+    admin = Client()
+    admin.force_login(make_staff())
+    page = admin.post(
+        reverse("admin:perturbations_generate") + f"?ids={study.pk}",
+        {**body, "of": "a2", "generator": LLMJudge.objects.get(judge=judge).pk},
+        follow=True,
+    )
+    assert page.status_code == 200 and UNAVAILABLE in page.content.decode()
+    assert not GenerationReport.objects.exists()
+
+    redis_queue.start()
+    queued = client.post(url, body, format="json")
+    assert queued.status_code == 202, queued.content
+    assert GenerationReport.objects.count() == 1 and _jobs(redis_queue) == (1, 0)
+
+
+def test_a_report_refresh_refused_while_redis_is_down_is_queued_by_the_next_request(redis_queue, setup, settings):
+    from analysis import services
+    from analysis.models import StudyReport
+    from tests.factories import make_vote
+
+    study, judge, client = setup
+    make_vote(study.items.get(), judge)
+    settings.ANALYSIS_BACKGROUND_VOTES = 0  # computed by the task worker, whatever the study's size
+    redis_queue.stop()
+    results = services.study_results(study=study)
+    assert results.updating and results.report is None
+    assert StudyReport.objects.get(study=study).refresh_queued_at is None, "no request would queue it for 10 min"
+
+    redis_queue.start()
+    assert services.study_results(study=study).updating
+    assert StudyReport.objects.get(study=study).refresh_queued_at is not None and _jobs(redis_queue) == (1, 0)

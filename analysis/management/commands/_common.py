@@ -8,7 +8,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from analysis import exports, reports, services, vote_import
+from analysis import exports, vote_import
 from analysis.forms import FilterForm
 from annotations.models import Study
 
@@ -47,9 +47,7 @@ def add_filter_arguments(parser: CommandParser) -> None:
     parser.add_argument("--alt-min-items", type=int, help="alt-test: items a rater needs to be tested (default 30)")
 
 
-def filter_form(
-    options: dict, groups: list[str], known_runs: list[int] | None = None, subsets: list[str] = ()
-) -> FilterForm:
+def filter_form(options: dict, study: Study) -> FilterForm:
     """The command's options parsed by the dashboard's form: one validation for both."""
     data = {
         "min_ms": options.get("min_ms"),
@@ -72,7 +70,7 @@ def filter_form(
     }
     # Not "v not in (None, False)": 0 == False, and --min-ms 0 or --alt-epsilon 0 are values.
     data = {k: v for k, v in data.items() if v is not None and v is not False}
-    form = FilterForm(data, groups=groups, subsets=subsets, known_runs=known_runs)
+    form = FilterForm.for_study(data, study=study)
     if not form.is_valid():
         problems = "; ".join(f"--{k.replace('_', '-')}: {' '.join(v)}" for k, v in form.errors.items())
         raise CommandError(f"bad filter: {problems}")
@@ -93,14 +91,12 @@ class ExportCommand(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         study = study_by_slug(options["study"])
-        kwargs = {}
+        filters = report_options = None
         if self.takes_filters:
-            groups, _ = reports.study_groups(study=study)
-            form = filter_form(options, groups, services.study_runs(study=study), services.study_subsets(study=study))
-            kwargs["filters"] = form.filters()
-            if self.export == "metrics":
-                kwargs["options"] = form.options()
-        lines = exports.csv_lines(exports.EXPORTS[self.export](study, **kwargs))
+            form = filter_form(options, study)
+            filters, report_options = form.filters(), form.options()
+        rows = exports.export_rows(self.export, study, filters=filters, options=report_options)
+        lines = exports.csv_lines(rows)
         n = write_lines(lines, options["output"], self.stdout)
         if options["verbosity"] > 0 and options["output"] != "-":
             self.stderr.write(f"wrote {n - 1} {self.export} rows to {options['output']}")

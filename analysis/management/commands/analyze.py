@@ -9,7 +9,7 @@ import json
 
 from django.core.management.base import BaseCommand
 
-from analysis import lc_alpaca, reports, services
+from analysis import lc_alpaca, services
 from analysis.management.commands._common import add_filter_arguments, filter_form, study_by_slug
 from analysis.text import report_lines
 from biasstudy.limits import BOOTSTRAP_MAX, SEED_MAX, int_argument
@@ -34,8 +34,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         study = study_by_slug(options["study"])
-        groups, _ = reports.study_groups(study=study)
-        form = filter_form(options, groups, services.study_runs(study=study), services.study_subsets(study=study))
+        form = filter_form(options, study)
         if options["lc"]:
             self.lc_table(services.study_lc_alpaca(study=study, filters=form.filters()), as_json=options["json"])
             return
