@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from analysis import services
+from analysis import plots, services
 from analysis.simulate import DEFAULT_SUSCEPTIBILITY, JudgeParams
 from tests.browser import chromium, expect, session_cookie
 from tests.factories import make_question, make_staff, make_study, make_variant
@@ -67,10 +67,10 @@ def demo_study(transactional_db):
 
 
 def assert_figures_drawn(page) -> None:
-    """All six figures loaded and drawn (each is its own request that analyses the study)."""
+    """Every figure loaded and drawn (each is its own request that analyses the study)."""
     figures = page.locator("#results figure.plot img")
-    expect(figures).to_have_count(6)
-    for i in range(6):
+    expect(figures).to_have_count(len(plots.PLOTS))
+    for i in range(len(plots.PLOTS)):
         figures.nth(i).scroll_into_view_if_needed()
         expect(figures.nth(i)).to_have_js_property("complete", True, timeout=60_000)
         assert figures.nth(i).evaluate("img => img.naturalWidth") > 100  # a drawn figure, not a broken image

@@ -48,7 +48,9 @@ def test_a_judge_is_flagged_by_a_large_significant_diff_or_mostly_tied_items(dif
 @pytest.fixture
 def two_judges(db):
     """Thirty questions with a reference variant; a judge that votes by position only and an
-    honest one with a mild pull towards the reference (6 votes per item, orders balanced)."""
+    honest one that reads the answers (a clear quality signal: it differs from what ignoring
+    content would score, so it is ranked) with a mild pull towards the reference (6 votes per
+    item, orders balanced)."""
     study = make_study(slug="dominated-s", votes_per_item=6)
     for i in range(30):
         make_variant(make_question(study), kind="reference", of="a2" if i % 2 else "a1")
@@ -56,7 +58,7 @@ def two_judges(db):
         study=study, name="by-position", params=JudgeParams(position=8.0, tie_rate=0, noise=1.0), seed=1
     )
     services.judge_simulate(
-        study=study, name="honest", params=JudgeParams(susceptibility={"reference": 0.8}, noise=1.0), seed=2
+        study=study, name="honest", params=JudgeParams(susceptibility={"reference": 0.5}, noise=6.0), seed=3
     )
     return study
 
