@@ -282,7 +282,12 @@ def votes_prepare(*, study: Study, parsed: importers.Parsed, for_raters: bool = 
     already in the study are reused when they match (so human and model votes on the same pairs
     can come from separate files); a mismatch raises ImportProblem. ``study`` may be unsaved
     (the study ``create`` will make): then it has nothing yet. New items are handed to raters
-    (get slots) only with ``for_raters``; else they are for the imported and LLM judges alone."""
+    (get slots) only with ``for_raters``; else they are for the imported and LLM judges alone.
+
+    Above the complexity bound (31): it is one pass that matches each record against the rows
+    already prepared (questions, answers, items, judges, raters), and those matches depend on each
+    other. Its split by what it prepares is planned with the move of the import into its own app;
+    until then every branch has its test in tests/test_analysis_import.py and the import modules."""
 
     def of_study(model, **lookups):
         return model.objects.filter(study=study, **lookups) if study.pk is not None else model.objects.none()

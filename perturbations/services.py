@@ -319,6 +319,10 @@ def perturbation_generate(
     method and seed are skipped. Each variant is written on its own: a question whose generation fails
     is reported in `failed` and gets nothing. Never creates comparison items.
 
+    Above the complexity bound (28): it chooses between rules and a model, a dry run and a real
+    one, and records each question's failure where it happens; its split by method is planned with
+    the next change to generation, and each branch has its test in tests/test_perturb_*.py.
+
     With method "model", the model is that of the LLM judge configuration `generator` (default: the
     embedded local judge), asked through the judges' backends; `complete` replaces it (tests).
     A generator whose backend cannot be set up (missing key variable or model file) raises
