@@ -19,6 +19,9 @@ from analysis import alttest, consistency, content_blind, lc, metrics, rows, sta
 from analysis.frame import CONTROL, Filters, apply_filters, by_judge
 from analysis.judge_metrics import JudgeData
 from analysis.rows import JUDGE_METRICS, STUDY_METRICS
+
+# Registers its rows (the metric table's study-wide functions run in registration order).
+from analysis import ppi  # noqa: F401, E402  isort: skip
 from analysis.study_metrics import RANDOM_JUDGE, StudyData
 
 
