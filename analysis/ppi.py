@@ -153,9 +153,10 @@ def ppi_ratio(
         return empty
     a0, b0 = parts(classical)
     var_classical = float((a0 * a0).sum()) / (h0 * h0)
-    if lam is None:
+    tuned = lam is None
+    if tuned:
         bb = float((b0 * b0).sum())
-        lam = 0.0 if not n_u or bb <= 0 else float(np.clip(-float((a0 * b0).sum()) / bb, 0.0, 1.0))
+        lam = 0.0 if not n_u or bb <= 0 else float(np.clip(-float((a0 * b0).sum()) / bb, 0.0, 1.0)) + 0.0
     if not n_u:
         lam = 0.0
     value, h = estimate(lam)
@@ -165,18 +166,29 @@ def ppi_ratio(
     a, b = parts(value)
     psi = a + lam * b
     var = float((psi * psi).sum()) / (h * h)
+    if tuned and var > var_classical:
+        # lambda was tuned at people's estimate; where the variance at PPI's own estimate comes
+        # out above people alone's, the judge does not help: people alone (lambda 0).
+        lam, value, var = 0.0, classical, var_classical
     z = stats.Z95 if level == 0.95 else float(sps.norm.ppf((1 + level) / 2))
+    # Clusters where people's rate has a base: the fallback interval's size.
+    base_clusters = len(np.unique(code[labelled & (y_den > 0)]))
 
     def interval(centre: float, v: float) -> tuple[float, float]:
-        if bounds == (0.0, 1.0) and 0 < centre < 1 and v > 0:
+        if bounds != (0.0, 1.0):
+            half = z * math.sqrt(max(v, 0.0))
+            return (max(bounds[0], centre - half), min(bounds[1], centre + half))
+        if 0 < centre < 1 and v > 0:
             # A share: Wilson's interval on the effective number p(1 - p) / V, as the report's
             # other shares (stats.clustered_rates); the normal one undercovers at a few dozen
             # questions (92% at 50, tests/test_analysis_ppi.py).
             n_eff = centre * (1 - centre) / v
-            lo, hi = stats.wilson(centre * n_eff, n_eff, z=z)
-            return (float(lo), float(hi))
-        half = z * math.sqrt(max(v, 0.0))
-        return (max(bounds[0], centre - half), min(bounds[1], centre + half))
+        else:
+            # At 0 or 1, or without variance, never a point: Wilson's on the clusters (as the
+            # report's fallback, docs/STATISTICS.md "Never a point").
+            n_eff = base_clusters
+        lo, hi = stats.wilson(min(max(centre, 0.0), 1.0) * n_eff, n_eff, z=z)
+        return (float(lo), float(hi))
 
     return PPIResult(
         value=float(value),

@@ -197,3 +197,31 @@ def test_the_report_has_ppi_rows_whose_people_alone_figures_are_peoples_own_rows
     assert rows.one(table, judge="LLM", metric="ppi_effective_votes", group="position")["n"] == human["n"]
     # No rows for people themselves.
     assert rows.one(table, judge="Humans", metric="ppi_asr") is None
+
+
+def test_a_rate_of_0_still_has_an_interval_and_a_tuned_judge_never_widens_it():
+    rng = np.random.default_rng(4)
+    base = np.ones(60)
+    found = ppi.ppi_ratio(
+        y_num=np.zeros(60),
+        y_den=base,
+        f_num=rng.random(60) < 0.5,
+        f_den=base,
+        labelled=np.arange(60) < 30,
+        cluster=np.arange(60),
+    )
+    # Wilson's on the 30 clusters with a base: (0, 0.114).
+    assert found.value == 0 and found.ci[0] == 0 and found.ci[1] == pytest.approx(0.1135, abs=1e-3)
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        y = rng.random(80) < 0.4
+        found = ppi.ppi_ratio(
+            y_num=y,
+            y_den=base[:40].repeat(2),
+            f_num=rng.random(80) < 0.5,
+            f_den=base[:40].repeat(2),
+            labelled=np.arange(80) < 40,
+            cluster=np.arange(80),
+        )
+        assert found.ci[1] - found.ci[0] <= found.classical_ci[1] - found.classical_ci[0] + 1e-12
+        assert found.variance_ratio >= 1
