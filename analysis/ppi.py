@@ -178,15 +178,11 @@ def ppi_ratio(
         if bounds != (0.0, 1.0):
             half = z * math.sqrt(max(v, 0.0))
             return (max(bounds[0], centre - half), min(bounds[1], centre + half))
-        if 0 < centre < 1 and v > 0:
-            # A share: Wilson's interval on the effective number p(1 - p) / V, as the report's
-            # other shares (stats.clustered_rates); the normal one undercovers at a few dozen
-            # questions (92% at 50, tests/test_analysis_ppi.py).
-            n_eff = centre * (1 - centre) / v
-        else:
-            # At 0 or 1, or without variance, never a point: Wilson's on the clusters (as the
-            # report's fallback, docs/STATISTICS.md "Never a point").
-            n_eff = base_clusters
+        # A share: Wilson's interval on the effective number p(1 - p) / V, as the report's other
+        # shares (stats.clustered_rates); the normal one undercovers at a few dozen questions
+        # (92% at 50, tests/test_analysis_ppi.py). At 0 or 1, or without variance, never a point:
+        # Wilson's on the clusters, as the report's fallback (docs/STATISTICS.md).
+        n_eff = centre * (1 - centre) / v if 0 < centre < 1 and v > 0 else base_clusters
         lo, hi = stats.wilson(min(max(centre, 0.0), 1.0) * n_eff, n_eff, z=z)
         return (float(lo), float(hi))
 

@@ -385,13 +385,16 @@ def judges_against_people(result: dict) -> list[dict]:
     people's Dawid-Skene consensus or a calibration against a reference, {judge, verdict (the
     note: passes, fails or "no verdict: why"; "—" without an alt-test), passes (True, False or
     None), winning_rate, advantage_probability, epsilon, n_tested (raters), n_items,
-    consensus_kappa, consensus_agreement (rates), calibration ({ece, brier, n, source, note})}."""
+    consensus_kappa, consensus_agreement (rates), calibration ({ece, brier, n, source, note}),
+    ppi_votes ({effective, n}: PPI's human-equivalent votes for people's position difference,
+    and the human votes cast; None without)}."""
     out = []
     for judge, mine in _by_judge(result).items():
         verdict = one(mine, metric="alt_test_passes")
         kappa = one(mine, metric="cohen_kappa_vs_human_dawid_skene")
         ece = one(mine, metric="calibration_ece")
-        if verdict is None and kappa is None and (ece is None or not ece["n"]):
+        ppi_votes = one(mine, metric="ppi_effective_votes", group="position")
+        if verdict is None and kappa is None and (ece is None or not ece["n"]) and ppi_votes is None:
             continue
         verdict = verdict or {"estimate": None, "note": "—", "convention": "", "n": None}
         passes = None if verdict["estimate"] is None else bool(verdict["estimate"])
@@ -418,6 +421,7 @@ def judges_against_people(result: dict) -> list[dict]:
                 "consensus_kappa": as_rate(kappa),
                 "consensus_agreement": as_rate(one(mine, metric="agreement_vs_human_dawid_skene")),
                 "calibration": calibration,
+                "ppi_votes": ppi_votes and {"effective": ppi_votes["estimate"], "n": ppi_votes["n"]},
             }
         )
     return out
