@@ -284,8 +284,8 @@ def alt_test(data: StudyData) -> list[Row]:
     """The Alternative Annotator Test of every other judge against the people's raters
     (analysis.alttest): ``alt_test_winning_rate`` (omega; n: raters tested),
     ``alt_test_advantage_probability`` (rho; n: raters tested) and ``alt_test_passes`` (1
-    passes, 0 fails, None without a verdict; n: items used), each with epsilon as its
-    convention and the verdict, or why there is none, as its note. A rater's label on an item
+    passes, 0 fails, None without a verdict; n: items used), each with epsilon (and a reference
+    other than the raters', ``; reference=dawid_skene``) as its convention and the verdict, or why there is none, as its note. A rater's label on an item
     is their vote (votes by the same rater on one item: the item preference rule); the judge's
     is its item preference (metrics.preference)."""
     counted, options = data.counted, data.options
@@ -310,8 +310,12 @@ def alt_test(data: StudyData) -> list[Row]:
             epsilon=epsilon,
             min_votes=options.alt_min_votes,
             min_items=options.alt_min_items,
+            reference=options.alt_reference,
         )
-        where = {"convention": f"epsilon={epsilon:g}", "note": found.verdict}
+        convention = f"epsilon={epsilon:g}"
+        if options.alt_reference != "raters":
+            convention += f"; reference={options.alt_reference}"
+        where = {"convention": convention, "note": found.verdict}
         kind = data.kinds[name]
         out += [
             row(name, kind, "alt_test_winning_rate", found.winning_rate, n=found.n_tested, **where),

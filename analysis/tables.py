@@ -415,7 +415,7 @@ def judges_against_people(result: dict) -> list[dict]:
                 "passes": passes,
                 "winning_rate": winning.get("estimate"),
                 "advantage_probability": estimate(mine, metric="alt_test_advantage_probability"),
-                "epsilon": verdict["convention"].removeprefix("epsilon="),
+                "epsilon": verdict["convention"].split(";")[0].removeprefix("epsilon="),
                 "n_tested": winning.get("n"),
                 "n_items": verdict["n"],
                 "consensus_kappa": as_rate(kappa),
