@@ -385,7 +385,7 @@ def judges_against_people(result: dict) -> list[dict]:
     people's Dawid-Skene consensus or a calibration against a reference, {judge, verdict (the
     note: passes, fails or "no verdict: why"; "—" without an alt-test), passes (True, False or
     None), winning_rate, advantage_probability, epsilon, n_tested (raters), n_items,
-    consensus_kappa, consensus_agreement (rates), calibration ({ece, brier, n, source, note}),
+    consensus_kappa, consensus_agreement (rates), calibration ({ece, ece_ci, brier, brier_ci, n, source, note}),
     ppi_votes ({effective, n}: PPI's human-equivalent votes for people's position difference,
     and the human votes cast; None without)}."""
     out = []
@@ -401,9 +401,12 @@ def judges_against_people(result: dict) -> list[dict]:
         winning = one(mine, metric="alt_test_winning_rate") or {}
         calibration = None
         if ece is not None:
+            brier = one(mine, metric="calibration_brier") or {}
             calibration = {
                 "ece": ece["estimate"],
-                "brier": estimate(mine, metric="calibration_brier"),
+                "ece_ci": [ece["ci_lo"], ece["ci_hi"]],
+                "brier": brier.get("estimate"),
+                "brier_ci": [brier.get("ci_lo"), brier.get("ci_hi")],
                 "n": ece["n"],
                 "source": ece["convention"],
                 "note": ece["note"],
