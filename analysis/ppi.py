@@ -289,7 +289,7 @@ def ppi_position(judge_votes: pd.DataFrame, human_votes: pd.DataFrame) -> tuple[
     return found, int(y_n.sum())
 
 
-def _rows(name: str, kind: str, metric: str, found: PPIResult, votes: int, group: str) -> list[Row]:
+def _rows(name: str, kind: str, metric: str, found: PPIResult, votes: int, group: str, unit: str) -> list[Row]:
     def fmt(v: float | None, ci: tuple) -> str:
         if v is None:
             return "n/a"
@@ -299,7 +299,7 @@ def _rows(name: str, kind: str, metric: str, found: PPIResult, votes: int, group
         note = f"no estimate: {found.reason}"
     else:
         note = (
-            f"{found.n} units with people's votes, {found.n_unlabelled} with the judge's only; "
+            f"{found.n} {unit} with people's votes, {found.n_unlabelled} with the judge's only; "
             f"people alone {fmt(found.classical, found.classical_ci)}; lambda {found.lam:.2f}"
         )
     where = {"convention": CONVENTION, "note": note, "clusters": found.clusters}
@@ -340,9 +340,9 @@ def ppi_rows(data: StudyData) -> list[Row]:
         if judge_prefs is not None and len(judge_prefs):
             for group in data.groups:
                 found, votes = ppi_asr(judge_prefs, human_prefs, group)
-                out += _rows(name, kind, "ppi_asr", found, votes, group)
+                out += _rows(name, kind, "ppi_asr", found, votes, group, "questions")
         judge_votes = counted[is_in(counted["judge"], [name])]
         if len(judge_votes):
             found, votes = ppi_position(judge_votes, human_votes)
-            out += _rows(name, kind, "ppi_position", found, votes, "position")
+            out += _rows(name, kind, "ppi_position", found, votes, "position", "items")
     return out
