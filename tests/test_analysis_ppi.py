@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-from analysis import ppi, rows
+from analysis import ppi, rows, text
 from analysis.report import Options, analyze
 from analysis.simulate import JudgeParams, simulate_votes, synthetic_items, votes_frame
 
@@ -195,6 +195,10 @@ def test_the_report_has_ppi_rows_whose_people_alone_figures_are_peoples_own_rows
     human = rows.one(table, judge="Humans", metric="position_diff", bloom="")
     assert f"people alone {human['estimate']:.3f}" in position["note"]
     assert rows.one(table, judge="LLM", metric="ppi_effective_votes", group="position")["n"] == human["n"]
+    # The terminal text says it too, under the judge.
+    lines = list(text.report_lines(report))
+    worth = rows.one(table, judge="LLM", metric="ppi_effective_votes", group="position")
+    assert f"worth {worth['estimate']:.0f} human votes of {worth['n']} cast" in "\n".join(lines)
     # No rows for people themselves.
     assert rows.one(table, judge="Humans", metric="ppi_asr") is None
 
