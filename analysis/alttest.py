@@ -22,6 +22,13 @@ still one of "the others" on the items they labelled.
 
 Labels are anything comparable for equality (the report uses the item preference: +1 A1, -1 A2,
 0 tie). No Django here: ``analysis.study_metrics`` feeds it from the votes frame.
+
+The reference a study may choose instead (``reference="dawid_skene"``): the judge and the
+left-out rater are each scored 1 where they give the Dawid-Skene consensus of the other raters
+(``analysis.consensus``, fitted on every label but the left-out rater's, once per tested rater),
+0 otherwise; the rest of the test is the same. Where some raters are more reliable than others,
+the consensus trusts them more than a share of the others does (the paper leaves the alignment
+score open; this is ours). Labels must then be +1 / -1 / 0.
 """
 
 from __future__ import annotations
@@ -32,6 +39,8 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
+from analysis import consensus
+
 # The authors' rule of thumb for epsilon by who the raters are.
 EPSILON = {"expert": 0.2, "skilled": 0.15, "crowd": 0.1}
 DEFAULT_RATERS = "crowd"
@@ -41,6 +50,11 @@ MIN_ITEMS = 30  # items per tested rater
 # Below three tested raters the winning rate is 0, 1/2 or 1 of one or two comparisons, and the
 # test no longer asks whether the judge represents a group (the authors advise three raters).
 MIN_TESTED = 3
+# What the judge and the left-out rater are scored against, item by item.
+REFERENCES = {
+    "raters": "the share of the other raters giving the same label (the paper's)",
+    "dawid_skene": "the Dawid-Skene consensus of the other raters",
+}
 
 
 @dataclass
@@ -102,10 +116,13 @@ def alt_test(
     min_votes: int = MIN_VOTES,
     min_items: int = MIN_ITEMS,
     min_tested: int = MIN_TESTED,
+    reference: str = "raters",
 ) -> AltTestResult:
     """The alt-test of one judge against people: ``items``, ``raters``, ``labels`` are the
     people's labels (one per rater and item), ``judge_items`` / ``judge_labels`` the judge's
-    (one per item)."""
+    (one per item); ``reference`` a key of ``REFERENCES``."""
+    if reference not in REFERENCES:
+        raise ValueError(f"unknown alt-test reference {reference!r}; known: {', '.join(REFERENCES)}")
     if not 0 <= epsilon < 1:
         raise ValueError(f"epsilon must be in [0, 1), got {epsilon}")
     if not 0 < q < 1:
@@ -169,21 +186,24 @@ def alt_test(
         )
         return result
 
+    everyone = (item, rater, label)
     item, rater, label = item[keep], rater[keep], label[keep]
-    n_labels = len(label_names)
-    # How many people gave each label on each item.
-    count = np.bincount(item * n_labels + label, minlength=len(item_names) * n_labels).reshape(-1, n_labels)
+    n = np.bincount(rater, minlength=len(rater_names))
+    tested = np.flatnonzero(n >= min_items)
     f = judge_on_item[item]
-    # Agreements with the others of the item; the others are as many for both, so the counts
-    # compare as the shares would.
-    rater_agrees = count[item, label] - 1
-    judge_agrees = count[item, f] - (f == label)
+    if reference == "dawid_skene":
+        rater_agrees, judge_agrees = _consensus_agreements(everyone, item, rater, label, f, tested, label_names)
+    else:
+        n_labels = len(label_names)
+        # How many people gave each label on each item.
+        count = np.bincount(item * n_labels + label, minlength=len(item_names) * n_labels).reshape(-1, n_labels)
+        # Agreements with the others of the item; the others are as many for both, so the counts
+        # compare as the shares would.
+        rater_agrees = count[item, label] - 1
+        judge_agrees = count[item, f] - (f == label)
     judge_wins = (judge_agrees >= rater_agrees).astype(np.int64)
     rater_wins = (rater_agrees >= judge_agrees).astype(np.int64)
     d = rater_wins - judge_wins
-
-    n = np.bincount(rater, minlength=len(rater_names))
-    tested = np.flatnonzero(n >= min_items)
     if len(tested):
         s1 = np.bincount(rater, weights=d, minlength=len(rater_names))[tested]
         s2 = np.bincount(rater, weights=d * d, minlength=len(rater_names))[tested]
@@ -213,6 +233,38 @@ def alt_test(
         return result
     result.passes = result.winning_rate >= 0.5
     return result
+
+
+def _consensus_agreements(
+    everyone: tuple[np.ndarray, np.ndarray, np.ndarray],
+    item: np.ndarray,
+    rater: np.ndarray,
+    label: np.ndarray,
+    f: np.ndarray,
+    tested: np.ndarray,
+    label_names: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per kept label (``item``, ``rater``, ``label`` codes; ``f`` the judge's label code on its
+    item): whether the rater and the judge give the Dawid-Skene consensus of the other raters
+    (1 or 0), fitted on ``everyone``'s labels without the rater's, for the ``tested`` raters' labels
+    (the others' are never tested: 0 for both)."""
+    values = np.asarray(label_names, dtype=object)
+    if not np.isin(values, consensus.CLASSES).all():
+        odd = values[~np.isin(values, consensus.CLASSES)][0]
+        raise ValueError(f"the Dawid-Skene reference needs labels +1 (A1), -1 (A2) or 0 (tie); found {odd!r}")
+    all_item, all_rater, all_label = everyone
+    rater_agrees = np.zeros(len(item), dtype=np.int64)
+    judge_agrees = np.zeros(len(item), dtype=np.int64)
+    for j in tested:
+        others = all_rater != j
+        found = consensus.dawid_skene(all_item[others], all_rater[others], values[all_label[others]].astype(np.int64))
+        mine = np.flatnonzero(rater == j)
+        at = pd.Index(found.item_ids).get_indexer(item[mine])
+        # Every kept item has another rater's label (min_votes >= 2): the consensus has it.
+        agreed = pd.Index(values).get_indexer(found.labels[at])
+        rater_agrees[mine] = label[mine] == agreed
+        judge_agrees[mine] = f[mine] == agreed
+    return rater_agrees, judge_agrees
 
 
 def _one_sided_t_below(s1: np.ndarray, s2: np.ndarray, n: np.ndarray, mu: float) -> np.ndarray:

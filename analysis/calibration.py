@@ -11,6 +11,9 @@ right.
 - The Brier score of the chosen option: the mean of (confidence - right)^2, right being 1 or 0.
   It mixes calibration with how well the judge separates right from wrong (lower is better).
 - The reliability curve: per non-empty bin, its votes, mean confidence and share right.
+- Intervals (``calibration_intervals``): percentile cluster bootstrap of both over the report's
+  resamples of questions (a question's votes, or a prompt's, stay together), from per-cluster
+  sums of each bin's votes, confidences and rights and of the squared errors.
 
 The confidence is the probability the judge put on the option it chose, where its backend
 returned option probabilities (``prob_first``/``prob_second``/``prob_tie`` of the votes frame,
@@ -74,6 +77,59 @@ def calibration(confidence: np.ndarray, correct: np.ndarray, bins: int = BINS) -
         if n_bin[b]
     ]
     return Calibration(ece, float(np.mean((confidence - correct) ** 2)), len(confidence), curve)
+
+
+def calibration_intervals(
+    confidence: np.ndarray,
+    correct: np.ndarray,
+    cluster: np.ndarray,
+    counts: np.ndarray,
+    bins: int = BINS,
+    level: float = 0.95,
+) -> tuple[tuple[float | None, float | None], tuple[float | None, float | None]]:
+    """Percentile intervals of (ECE, Brier) over cluster resamples: ``cluster`` is each
+    prediction's column of ``counts`` (resamples x clusters: how often each cluster is drawn,
+    ``stats.bootstrap_counts``). (None, None) for both without predictions or resamples."""
+    confidence = np.asarray(confidence, dtype=np.float64)
+    correct = np.asarray(correct, dtype=np.float64)
+    cluster = np.asarray(cluster, dtype=np.int64)
+    none = ((None, None), (None, None))
+    if not len(confidence) or not counts.size:
+        return none
+    if len(cluster) != len(confidence) or (cluster < 0).any() or (cluster >= counts.shape[1]).any():
+        raise ValueError("each prediction needs its cluster's column of the resample counts")
+    k = counts.shape[1]
+    where = np.minimum((confidence * bins).astype(np.int64), bins - 1)
+    cell = cluster * bins + where
+
+    def per_cluster(weights: np.ndarray | None) -> np.ndarray:
+        return np.bincount(cell, weights=weights, minlength=k * bins).reshape(k, bins)
+
+    parts = np.hstack(
+        [
+            per_cluster(None),
+            per_cluster(confidence),
+            per_cluster(correct),
+            np.bincount(cluster, weights=(confidence - correct) ** 2, minlength=k)[:, None],
+        ]
+    )
+    sums = counts.astype(np.float64) @ parts
+    n_bin, conf_sum, right_sum, squares = (
+        sums[:, :bins],
+        sums[:, bins : 2 * bins],
+        sums[:, 2 * bins : 3 * bins],
+        sums[:, -1],
+    )
+    n = n_bin.sum(axis=1)
+    drawn = n > 0
+    if not drawn.any():
+        return none
+    ece = np.abs(right_sum - conf_sum).sum(axis=1)[drawn] / n[drawn]
+    brier = squares[drawn] / n[drawn]
+    q = [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
+    lo_e, hi_e = np.percentile(ece, q)
+    lo_b, hi_b = np.percentile(brier, q)
+    return (float(lo_e), float(hi_e)), (float(lo_b), float(hi_b))
 
 
 def vote_confidence(votes: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, str]:

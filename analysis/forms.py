@@ -70,6 +70,14 @@ class FilterForm(forms.Form):
         help_text=f"A rater with fewer is not tested but still counts among the others (default {alttest.MIN_ITEMS}).",
     )
 
+    alt_reference = forms.ChoiceField(
+        required=False,
+        choices=[(k, k) for k in alttest.REFERENCES],
+        label="Alt-test: scored against",
+        help_text="raters (default, the paper's): the share of the other raters agreeing; dawid_skene: the "
+        "Dawid-Skene consensus of the other raters, which trusts the reliable ones more.",
+    )
+
     def __init__(
         self, *args, groups: list[str] = (), subsets: list[str] = (), known_runs: list[int] | None = None, **kwargs
     ) -> None:
@@ -141,6 +149,7 @@ class FilterForm(forms.Form):
             alt_epsilon=d.get("alt_epsilon"),
             alt_min_votes=d.get("alt_min_votes") or alttest.MIN_VOTES,
             alt_min_items=d.get("alt_min_items") or alttest.MIN_ITEMS,
+            alt_reference=d.get("alt_reference") or "raters",
             **overrides,
         )
 

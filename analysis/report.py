@@ -19,6 +19,9 @@ from analysis import alttest, consistency, content_blind, lc, metrics, rows, sta
 from analysis.frame import CONTROL, Filters, apply_filters, by_judge
 from analysis.judge_metrics import JudgeData
 from analysis.rows import JUDGE_METRICS, STUDY_METRICS
+
+# Registers its rows (the metric table's study-wide functions run in registration order).
+from analysis import ppi  # noqa: F401, E402  isort: skip
 from analysis.study_metrics import RANDOM_JUDGE, StudyData
 
 
@@ -41,6 +44,8 @@ class Options:
     alt_epsilon: float | None = None
     alt_min_votes: int = alttest.MIN_VOTES
     alt_min_items: int = alttest.MIN_ITEMS
+    # What the judge and the left-out rater are scored against (a key of alttest.REFERENCES).
+    alt_reference: str = "raters"
 
     @property
     def alt_test_epsilon(self) -> float:
@@ -248,8 +253,8 @@ def conventions(filters: Filters, options: Options) -> dict:
         "vote_pair_agreement": "Zheng et al.: every pair of votes on an item; S1 with ties, S2 without",
         "self_preference": "own family's answer scored 1, tie 1/2; vs judges outside the family on the same items",
         "alt_test": (
-            f"Calderon, Reichart and Dror 2025: each rater left out in turn, judge and rater scored by the share "
-            f"of the other raters agreeing on each item; one-sided paired t-test at epsilon "
+            f"Calderon, Reichart and Dror 2025: each rater left out in turn, judge and rater scored against "
+            f"{alttest.REFERENCES[options.alt_reference]} on each item; one-sided paired t-test at epsilon "
             f"{options.alt_test_epsilon:g} ({'set' if options.alt_epsilon is not None else options.alt_raters + ' raters'}), "
             f"Benjamini-Yekutieli at q {alttest.Q_FDR:g} over the raters tested; items with "
             f"{options.alt_min_votes}+ human votes and the judge's item preference; raters tested with "

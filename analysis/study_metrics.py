@@ -126,7 +126,7 @@ def calibration_rows(data: StudyData) -> list[Row]:
     (10 equal-width bins) and ``calibration_brier`` of the confidence in the option it chose,
     n: votes; convention: where the confidence comes from and the reference (each vote's item's
     gold label where it has one, else people's Dawid-Skene consensus); the note says how many
-    votes met each reference. A judge with neither option probabilities nor repeated votes, or
+    votes met each reference; intervals: percentile cluster bootstrap over the questions. A judge with neither option probabilities nor repeated votes, or
     no vote with a reference, gets an estimate of None and a note saying so."""
     counted = data.counted
     found = human_consensus(data)
@@ -149,9 +149,8 @@ def calibration_rows(data: StudyData) -> list[Row]:
         reference = np.where(gold != "", gold, by_consensus)
         used = reference != ""
         n_gold, n_consensus = int((gold != "").sum()), int((used & (gold == "")).sum())
-        result = calibration.calibration(
-            confidence[used], votes["choice"].to_numpy(dtype=object)[at][used] == reference[used]
-        )
+        right = votes["choice"].to_numpy(dtype=object)[at][used] == reference[used]
+        result = calibration.calibration(confidence[used], right)
         refs = [r for r, k in (("gold", n_gold), ("dawid_skene", n_consensus)) if k]
         if source == calibration.NOT_APPLICABLE:
             note = calibration.NOT_APPLICABLE
@@ -161,9 +160,12 @@ def calibration_rows(data: StudyData) -> list[Row]:
             note = f"{n_gold} votes against gold labels, {n_consensus} against people's Dawid-Skene consensus"
         where = {"convention": f"{source}; reference: {'+'.join(refs) or 'none'}", "note": note}
         kind = data.kinds[name]
+        clusters = data.cluster_index.get_indexer(votes["cluster_id"].to_numpy()[at][used])
+        ece_ci, brier_ci = calibration.calibration_intervals(confidence[used], right, clusters, data.counts)
+        n_clusters = len(np.unique(clusters)) if result.n else None
         out += [
-            row(name, kind, "calibration_ece", result.ece, n=result.n, **where),
-            row(name, kind, "calibration_brier", result.brier, n=result.n, **where),
+            row(name, kind, "calibration_ece", result.ece, ci=ece_ci, n=result.n, clusters=n_clusters, **where),
+            row(name, kind, "calibration_brier", result.brier, ci=brier_ci, n=result.n, clusters=n_clusters, **where),
         ]
         for b in result.curve:  # the reliability curve (plots.reliability)
             group = f"{b['low']:.1f}-{b['high']:.1f}"
@@ -284,8 +286,8 @@ def alt_test(data: StudyData) -> list[Row]:
     """The Alternative Annotator Test of every other judge against the people's raters
     (analysis.alttest): ``alt_test_winning_rate`` (omega; n: raters tested),
     ``alt_test_advantage_probability`` (rho; n: raters tested) and ``alt_test_passes`` (1
-    passes, 0 fails, None without a verdict; n: items used), each with epsilon as its
-    convention and the verdict, or why there is none, as its note. A rater's label on an item
+    passes, 0 fails, None without a verdict; n: items used), each with epsilon (and a reference
+    other than the raters', ``; reference=dawid_skene``) as its convention and the verdict, or why there is none, as its note. A rater's label on an item
     is their vote (votes by the same rater on one item: the item preference rule); the judge's
     is its item preference (metrics.preference)."""
     counted, options = data.counted, data.options
@@ -310,8 +312,12 @@ def alt_test(data: StudyData) -> list[Row]:
             epsilon=epsilon,
             min_votes=options.alt_min_votes,
             min_items=options.alt_min_items,
+            reference=options.alt_reference,
         )
-        where = {"convention": f"epsilon={epsilon:g}", "note": found.verdict}
+        convention = f"epsilon={epsilon:g}"
+        if options.alt_reference != "raters":
+            convention += f"; reference={options.alt_reference}"
+        where = {"convention": convention, "note": found.verdict}
         kind = data.kinds[name]
         out += [
             row(name, kind, "alt_test_winning_rate", found.winning_rate, n=found.n_tested, **where),

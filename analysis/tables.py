@@ -385,22 +385,28 @@ def judges_against_people(result: dict) -> list[dict]:
     people's Dawid-Skene consensus or a calibration against a reference, {judge, verdict (the
     note: passes, fails or "no verdict: why"; "—" without an alt-test), passes (True, False or
     None), winning_rate, advantage_probability, epsilon, n_tested (raters), n_items,
-    consensus_kappa, consensus_agreement (rates), calibration ({ece, brier, n, source, note})}."""
+    consensus_kappa, consensus_agreement (rates), calibration ({ece, ece_ci, brier, brier_ci, n, source, note}),
+    ppi_votes ({effective, n}: PPI's human-equivalent votes for people's position difference,
+    and the human votes cast; None without)}."""
     out = []
     for judge, mine in _by_judge(result).items():
         verdict = one(mine, metric="alt_test_passes")
         kappa = one(mine, metric="cohen_kappa_vs_human_dawid_skene")
         ece = one(mine, metric="calibration_ece")
-        if verdict is None and kappa is None and (ece is None or not ece["n"]):
+        ppi_votes = one(mine, metric="ppi_effective_votes", group="position")
+        if verdict is None and kappa is None and (ece is None or not ece["n"]) and ppi_votes is None:
             continue
         verdict = verdict or {"estimate": None, "note": "—", "convention": "", "n": None}
         passes = None if verdict["estimate"] is None else bool(verdict["estimate"])
         winning = one(mine, metric="alt_test_winning_rate") or {}
         calibration = None
         if ece is not None:
+            brier = one(mine, metric="calibration_brier") or {}
             calibration = {
                 "ece": ece["estimate"],
-                "brier": estimate(mine, metric="calibration_brier"),
+                "ece_ci": [ece["ci_lo"], ece["ci_hi"]],
+                "brier": brier.get("estimate"),
+                "brier_ci": [brier.get("ci_lo"), brier.get("ci_hi")],
                 "n": ece["n"],
                 "source": ece["convention"],
                 "note": ece["note"],
@@ -412,12 +418,13 @@ def judges_against_people(result: dict) -> list[dict]:
                 "passes": passes,
                 "winning_rate": winning.get("estimate"),
                 "advantage_probability": estimate(mine, metric="alt_test_advantage_probability"),
-                "epsilon": verdict["convention"].removeprefix("epsilon="),
+                "epsilon": verdict["convention"].split(";")[0].removeprefix("epsilon="),
                 "n_tested": winning.get("n"),
                 "n_items": verdict["n"],
                 "consensus_kappa": as_rate(kappa),
                 "consensus_agreement": as_rate(one(mine, metric="agreement_vs_human_dawid_skene")),
                 "calibration": calibration,
+                "ppi_votes": ppi_votes and {"effective": ppi_votes["estimate"], "n": ppi_votes["n"]},
             }
         )
     return out

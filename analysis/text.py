@@ -115,6 +115,13 @@ def _judge_lines(table: list[rows.Row], judge: dict, *, verbose: bool) -> Iterat
             f"  alt-test ({alt['convention'].replace('=', ' ')}): {alt['note']}; winning rate {pct(alt['estimate'])}, "
             f"advantage probability {pct(advantage)}, {alt['n'] or 0} raters tested"
         )
+    worth = rows.one(table, metric="ppi_effective_votes", group="position")
+    if worth and worth["estimate"] is not None:
+        diff = rows.one(table, metric="ppi_position")
+        yield (
+            f"  people's position diff with this judge's votes (PPI): {pct(diff['estimate'])}"
+            f"{interval(diff['ci_lo'], diff['ci_hi'])}; worth {worth['estimate']:.0f} human votes of {worth['n']} cast"
+        )
     yield from _consistency_and_gold_lines(table, verbose=verbose)
     if verbose:
         blooms = dict.fromkeys(r["bloom"] for r in rows.select(table, metric="asr") if r["bloom"])

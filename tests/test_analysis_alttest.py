@@ -336,3 +336,65 @@ def test_peoples_votes_without_rater_ids_give_no_verdict_and_say_so(db):
     found = rows.one(services.study_analyze(study=study)["rows"], judge="sim-judge", metric="alt_test_passes")
     assert (found["estimate"], found["n"]) == (None, 0)
     assert found["note"] == "no verdict: no human votes with a rater id"
+
+
+def test_against_the_dawid_skene_consensus_of_the_others_a_judge_that_is_always_right_is_never_behind():
+    # Two perfect raters and four careless ones (right 40% of the time, "tie" otherwise), every
+    # rater on every item of A1 / A2 truths; a judge always right. Where the careless others
+    # say "tie" together, their share outvotes the perfect ones and the judge loses the item to a
+    # careless rater left out; the Dawid-Skene consensus of the others trusts the perfect raters
+    # and is the truth, so the judge gives the reference on every item: rho^f_j = 1 for all.
+    rng = np.random.default_rng(0)
+    n_items = 150
+    truth = rng.choice([1, -1], n_items)
+    items, raters, labels = [], [], []
+    for r in range(6):
+        items += list(range(n_items))
+        raters += [f"R{r}"] * n_items
+        labels += list(truth if r < 2 else np.where(rng.random(n_items) < 0.4, truth, 0))
+    judge = (np.arange(n_items), truth)
+    by_consensus = alt_test(items, raters, labels, *judge, reference="dawid_skene")
+    by_share = alt_test(items, raters, labels, *judge)
+    assert [r.judge_advantage for r in by_consensus.raters] == [1.0] * 6
+    assert [r.judge_advantage for r in by_share.raters][:2] == [1.0, 1.0]
+    assert max(r.judge_advantage for r in by_share.raters[2:]) < 0.9
+    # The perfect raters give the reference too (a draw on every item); the careless ones only
+    # where they are right.
+    assert [r.rater_advantage for r in by_consensus.raters[:2]] == [1.0, 1.0]
+    careless = np.array(labels[2 * n_items :]).reshape(4, n_items)
+    assert [r.rater_advantage for r in by_consensus.raters[2:]] == list(np.mean(careless == truth, axis=1))
+
+
+def test_the_dawid_skene_reference_refuses_labels_it_cannot_read_and_unknown_references():
+    with pytest.raises(ValueError, match=r"\+1 \(A1\), -1 \(A2\) or 0"):
+        alt_test(
+            [1, 1, 2, 2],
+            ["A", "B", "A", "B"],
+            ["x", "y", "x", "y"],
+            [1, 2],
+            ["x", "y"],
+            min_items=2,
+            reference="dawid_skene",
+            min_tested=1,
+        )
+    with pytest.raises(ValueError, match="unknown alt-test reference"):
+        alt_test([1, 1], ["A", "B"], [1, 1], [1], [1], reference="majority")
+
+
+def test_a_study_can_choose_the_dawid_skene_reference_from_the_command_api_and_dashboard(
+    rated_study, staff_client, token_client
+):
+    report = analyze_json("--alt-reference", "dawid_skene")
+    verdict = rows.one(report["rows"], judge="sim-judge", metric="alt_test_passes")
+    assert verdict["convention"] == "epsilon=0.1; reference=dawid_skene"
+    assert verdict["note"] in ("passes", "fails")
+    assert "the Dawid-Skene consensus of the other raters" in report["conventions"]["alt_test"]
+    api = token_client.get(
+        reverse("api:study-metrics", args=["alt-s"]), {"bootstrap": 20, "alt_reference": "dawid_skene"}
+    )
+    assert rows.one(api.json()["rows"], judge="sim-judge", metric="alt_test_passes") == verdict
+    assert [a["epsilon"] for a in tables.judges_against_people(report)] == ["0.1"]
+    page = staff_client.get(reverse("analysis:study", args=["alt-s"]), {"alt_reference": "dawid_skene"})
+    assert page.status_code == 200 and "Judges against people" in page.content.decode()
+    with pytest.raises(Exception, match="alt-reference"):
+        analyze_json("--alt-reference", "majority")

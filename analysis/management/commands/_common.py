@@ -45,6 +45,10 @@ def add_filter_arguments(parser: CommandParser) -> None:
     parser.add_argument("--alt-epsilon", type=float, help="the alt-test's epsilon (default: by --alt-raters)")
     parser.add_argument("--alt-min-votes", type=int, help="alt-test: human votes an item needs (default 2)")
     parser.add_argument("--alt-min-items", type=int, help="alt-test: items a rater needs to be tested (default 30)")
+    parser.add_argument(
+        "--alt-reference",
+        help="alt-test: score against raters (default: the share of the others agreeing) or dawid_skene",
+    )
 
 
 def filter_form(options: dict, study: Study) -> FilterForm:
@@ -67,6 +71,7 @@ def filter_form(options: dict, study: Study) -> FilterForm:
         "alt_epsilon": options.get("alt_epsilon"),
         "alt_min_votes": options.get("alt_min_votes"),
         "alt_min_items": options.get("alt_min_items"),
+        "alt_reference": options.get("alt_reference"),
     }
     # Not "v not in (None, False)": 0 == False, and --min-ms 0 or --alt-epsilon 0 are values.
     data = {k: v for k, v in data.items() if v is not None and v is not False}
