@@ -262,7 +262,7 @@ DOMINATED_ALPHA = 0.05  # ... and the first-vs-second test significant (Holm-adj
 DOMINATED_TIE_SHARE = 0.5  # or more than half of its item preferences are ties
 
 
-def tie_share(prefs: pd.DataFrame | None) -> dict:
+def items_tied(prefs: pd.DataFrame | None) -> dict:
     """The share of a judge's item preferences (every item it voted on, control and perturbed)
     that are ties, with an interval clustered by question (stats.clustered_rates)."""
     if prefs is None or not len(prefs):
@@ -274,7 +274,7 @@ def tie_share(prefs: pd.DataFrame | None) -> dict:
 
 def position_dominated(position: dict, ties: dict) -> list[str]:
     """Why a judge's ASR and accuracy say nothing about its robustness: empty when they do.
-    ``position`` is its ``positions`` result with ``p_adjusted`` set, ``ties`` its ``tie_share``."""
+    ``position`` is its ``positions`` result with ``p_adjusted`` set, ``ties`` its ``items_tied``."""
     reasons = []
     diff, p = position.get("diff"), position.get("p_adjusted")
     if diff is not None and abs(diff) >= DOMINATED_DIFF and p is not None and p < DOMINATED_ALPHA:
