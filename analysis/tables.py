@@ -495,8 +495,14 @@ def section_figures(result: dict, section: str, shown: frozenset[str] = SHOWN_BY
 
 
 def every_section_figures(result: dict) -> dict[str, dict]:
-    """Every section by its key: {title, figures: its ``section_figures``}."""
-    return {key: {"title": title, "figures": section_figures(result, key)} for key, title in rows.SECTIONS.items()}
+    """Every section by its key: {title: its table's caption, figures: its ``section_figures``}."""
+    return {
+        key: {
+            "title": title if key == rows.OTHER else f"{title}: further figures",
+            "figures": section_figures(result, key),
+        }
+        for key, title in rows.SECTIONS.items()
+    }
 
 
 def glossary(result: dict) -> list[dict]:
