@@ -285,7 +285,7 @@ def position(data: JudgeData) -> list[Row]:
     ),
     Figure(
         "verbosity_bin",
-        "Longer answer wins, by |Δ length| bin",
+        "Longer answer wins, by length difference",
         "verbosity",
         PERCENT,
         "Longer answer wins within one bin of absolute length difference (group: the bin lo-hi, the last open).",
