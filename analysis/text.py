@@ -74,13 +74,19 @@ def blind_text(found: rows.Row | None) -> str:
 
 def position_text(table: list[rows.Row], judge: str, bloom: str = "") -> str:
     found = {s: rows.one(table, judge=judge, metric=m, bloom=bloom) for s, m in POSITION_METRICS.items()}
-    text = ", ".join(
-        f"{rows.figure(r['metric']).label.lower()} {pct(r['estimate'])}{interval(r['ci_lo'], r['ci_hi'])}"
-        for r in found.values()
-    )
+    text = ", ".join(f"{rows.figure(r['metric']).label.lower()} {_value(r)}" for r in found.values())
     diff = found["diff"]
     if diff["p_value"] is not None:
         text += f" p {format_p(diff['p_value'])} (adjusted {format_p(diff['p_adjusted'])})"
+    return text
+
+
+def _value(found: rows.Row) -> str:
+    """A row's estimate and interval in its figure's format: "57.8% [48.4%, 66.7%]", "+22.4 pt [...]"."""
+    fmt = rows.figure(found["metric"]).format
+    text = rows.formatted(found["estimate"], fmt)
+    if found["ci_lo"] is not None:
+        text += f" [{rows.formatted(found['ci_lo'], fmt)}, {rows.formatted(found['ci_hi'], fmt)}]"
     return text
 
 
