@@ -259,7 +259,7 @@ def _position_result(rates: list[dict] | None, p_value: float | None, n: int) ->
 # judge is flagged and not ranked when either of these holds (docs/STATISTICS.md):
 DOMINATED_DIFF = 0.5  # |first − second| of its counted votes at least 50 points ...
 DOMINATED_ALPHA = 0.05  # ... and the first-vs-second test significant (Holm-adjusted p below this)
-DOMINATED_TIE_SHARE = 0.5  # or more than half of its item preferences are ties
+DOMINATED_ITEMS_TIED = 0.5  # or more than half of its item preferences are ties
 
 
 def items_tied(prefs: pd.DataFrame | None) -> dict:
@@ -283,8 +283,8 @@ def position_dominated(position: dict, ties: dict) -> list[str]:
             f"votes follow the display order: the answer shown {side} wins by {abs(diff):.0%} of votes "
             f"(at least {DOMINATED_DIFF:.0%}, Holm-adjusted p < {DOMINATED_ALPHA})"
         )
-    if ties["value"] is not None and ties["value"] > DOMINATED_TIE_SHARE:
-        reasons.append(f"{ties['value']:.0%} of its item preferences are ties (more than {DOMINATED_TIE_SHARE:.0%})")
+    if ties["value"] is not None and ties["value"] > DOMINATED_ITEMS_TIED:
+        reasons.append(f"{ties['value']:.0%} of its items tied (more than {DOMINATED_ITEMS_TIED:.0%})")
     return reasons
 
 

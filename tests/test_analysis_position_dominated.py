@@ -10,7 +10,7 @@ from tests.analysis_frames import frame, item, votes
 from tests.factories import make_question, make_study, make_variant
 
 
-def test_the_tie_share_is_the_share_of_item_preferences_that_are_ties():
+def test_tied_items_are_the_share_of_item_preferences_that_are_ties():
     rows = []
     # Question 1: control A1 (2 to 0), reference item a tie (1 to 1). Question 2: control a tie
     # (1 tie, 1 tie), reference item A2 (0 to 2). Two ties in four item preferences: 50%.
@@ -63,7 +63,7 @@ def two_judges(db):
     return study
 
 
-def test_a_position_only_judge_is_flagged_unranked_and_shows_its_tie_share(two_judges, staff_client):
+def test_a_position_only_judge_is_flagged_unranked_and_shows_its_tied_items(two_judges, staff_client):
     result = services.study_analyze(study=two_judges)
     table = {r["judge"]: r for r in tables.table1(result)["rows"]}
     by_position, honest = table["by-position"], table["honest"]
