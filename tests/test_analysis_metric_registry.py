@@ -138,3 +138,24 @@ def test_a_metric_declared_with_a_section_shows_in_that_sections_table(registry,
     assert '<abbr title="The share of the judge&#x27;s votes slower than a minute.">Slow votes</abbr>' in body
     assert '<dt id="glossary-slow_vote_share">Slow votes</dt>' in body
     assert 'id="other-figures"' not in body
+
+
+@pytest.mark.parametrize(
+    ("value", "fmt", "text"),
+    [
+        (0.1234, rows.PERCENT, "12.3%"),
+        (-0.045, rows.POINTS, "-4.5 pt"),
+        (1012.4, rows.RATING, "1012"),
+        (0.4213, rows.NUMBER, "0.421"),
+        (0.0004, rows.P_VALUE, "< 0.001"),
+        (0.0213, rows.P_VALUE, "0.021"),
+        (None, rows.PERCENT, "n/a"),
+    ],
+)
+def test_each_format_reads_as_its_outputs_print_it(value, fmt, text):
+    assert rows.formatted(value, fmt) == text
+
+
+def test_a_row_as_text_carries_its_interval_n_test_convention_and_note():
+    found = rows.row("J", "llm", "position_diff", 0.2, ci=(0.05, 0.35), n=40, p_value=0.01, p_adjusted=0.03, note="x")
+    assert rows.figure_text(found) == "+20.0 pt [+5.0 pt, +35.0 pt] n=40, p 0.010 (adjusted 0.030); x"
