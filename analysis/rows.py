@@ -41,6 +41,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from analysis.stats import format_p
+
 COLUMNS = (
     "judge",
     "kind",
@@ -203,13 +205,8 @@ def formatted(value: float | None, fmt: str) -> str:
     if fmt == RATING:
         return f"{value:.0f}"
     if fmt == P_VALUE:
-        return _format_p(value)
+        return format_p(value)
     return f"{value:.3g}"
-
-
-def _format_p(p: float) -> str:
-    # stats.format_p's rule; rows imports nothing of the analysis (it is what the others read).
-    return "< 0.001" if p < 0.001 else f"{p:.3f}"
 
 
 def figure_text(found: Row) -> str:
@@ -222,9 +219,9 @@ def figure_text(found: Row) -> str:
     if found["n"] is not None:
         text += f" n={found['n']}"
     if found["p_value"] is not None:
-        text += f", p {_format_p(found['p_value'])}"
+        text += f", p {format_p(found['p_value'])}"
         if found["p_adjusted"] is not None:
-            text += f" (adjusted {_format_p(found['p_adjusted'])})"
+            text += f" (adjusted {format_p(found['p_adjusted'])})"
     return "; ".join(t for t in (text, found["convention"], found["note"]) if t)
 
 
