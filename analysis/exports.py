@@ -341,7 +341,7 @@ RATER_COLUMNS = [
     "median_ms",
     "total_seconds",
     "left_share",
-    "tie_share",
+    "votes_tied",
     "attention_checks_correct",
     "attention_checks_seen",
     "flagged",

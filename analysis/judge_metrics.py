@@ -15,7 +15,7 @@ import pandas as pd
 
 from analysis import consistency, content_blind, labels, lc, metrics
 from analysis.frame import CONTROL, is_in
-from analysis.rows import Row, judge_metric, rate_row, row
+from analysis.rows import NUMBER, PERCENT, POINTS, Figure, Row, judge_metric, rate_row, row
 
 
 @dataclass
@@ -90,7 +90,27 @@ def _asr_rows(data: JudgeData, asr: dict, acc: dict, bloom: str = "") -> list[Ro
     return out
 
 
-@judge_metric("asr")
+@judge_metric(
+    "asr",
+    Figure(
+        "asr",
+        "ASR",
+        "table1",
+        PERCENT,
+        "Attack success rate: the share of questions on which the perturbation moved the judge the wrong way "
+        "(towards the answer with an error, or away from an answer changed only in form); lower is better.",
+        "questions",
+    ),
+    Figure(
+        "accuracy",
+        "Acc",
+        "table1",
+        PERCENT,
+        "Accuracy: the share of questions whose item with a factual error the judge decided for the answer "
+        "without it (A1); higher is better.",
+        "questions",
+    ),
+)
 def asr_and_accuracy(data: JudgeData) -> list[Row]:
     """Attack success rate per perturbation group (``asr``), and accuracy for degrading ones
     (``accuracy``), over questions (n: questions; SPEC), then per Bloom level."""
@@ -102,14 +122,42 @@ def asr_and_accuracy(data: JudgeData) -> list[Row]:
     return out
 
 
-@judge_metric("tie_share")
-def tie_share(data: JudgeData) -> list[Row]:
+@judge_metric(
+    "items_tied",
+    label="Tied items",
+    section="table1",
+    format=PERCENT,
+    definition="The share of the judge's items whose votes for A1 and for A2 cancel out (item preference a tie): "
+    "a judge that votes by position ties every item it sees in both orders, though none of its votes is a tie; "
+    "ASR counts such an item as robust.",
+    base="item preferences",
+)
+def items_tied(data: JudgeData) -> list[Row]:
     """The share of the judge's item preferences that are ties (n: items): beside ASR, which
     counts a tie as robust."""
-    return [data.rate_row("tie_share", metrics.tie_share(data.prefs))]
+    return [data.rate_row("items_tied", metrics.items_tied(data.prefs))]
 
 
-@judge_metric("content_blind")
+@judge_metric(
+    "content_blind",
+    Figure(
+        "asr_content_blind",
+        "ASR, content-blind",
+        "table1",
+        PERCENT,
+        "The ASR a judge with this judge's position shares and no regard for the answers would score on the "
+        "same design (the range of 95% of simulated studies as interval; p: the judge's own ASR against it).",
+        "questions that can enter the base set",
+    ),
+    Figure(
+        "accuracy_content_blind",
+        "Acc, content-blind",
+        "table1",
+        PERCENT,
+        "The accuracy such a content-blind judge would score (as ASR, content-blind).",
+        "questions that can enter the base set",
+    ),
+)
 def content_blind_baseline(data: JudgeData) -> list[Row]:
     """What the judge's content-blind twin would score (``analysis.content_blind``): a judge
     voting first / tie / second with this judge's position shares and no regard for the
@@ -142,17 +190,27 @@ def content_blind_baseline(data: JudgeData) -> list[Row]:
     ]
 
 
+# The row names of the position shares, by their key in metrics.positions' result.
+POSITION_METRICS = {
+    "first": "position_first",
+    "tie": "votes_tied",
+    "second": "position_second",
+    "diff": "position_diff",
+}
+
+
 def position_rows(judge: str, kind: str, pos: dict, bloom: str = "") -> list[Row]:
-    """``position_first``, ``_tie``, ``_second`` (shares of votes) and ``position_diff`` (first
-    − second, with the clustered test of first against second: ``p_value``)."""
+    """``position_first``, ``votes_tied``, ``position_second`` (shares of votes) and
+    ``position_diff`` (first − second, with the clustered test of first against second:
+    ``p_value``)."""
     ci = pos.get("ci") or {}
     out = []
-    for share in ("first", "tie", "second", "diff"):
+    for share, metric in POSITION_METRICS.items():
         out.append(
             row(
                 judge,
                 kind,
-                f"position_{share}",
+                metric,
                 pos[share],
                 ci=ci.get(share),
                 n=pos["n"],
@@ -164,7 +222,42 @@ def position_rows(judge: str, kind: str, pos: dict, bloom: str = "") -> list[Row
     return out
 
 
-@judge_metric("position")
+@judge_metric(
+    "position",
+    Figure(
+        "position_first",
+        "Votes for the first shown",
+        "position",
+        PERCENT,
+        "The share of the judge's votes, ties included, that chose the answer shown first (left, Answer 1).",
+        "votes of known display order",
+    ),
+    Figure(
+        "votes_tied",
+        "Tied votes",
+        "position",
+        PERCENT,
+        "The share of the judge's votes that were a tie (neither answer better); not the share of tied items.",
+        "votes of known display order",
+    ),
+    Figure(
+        "position_second",
+        "Votes for the second shown",
+        "position",
+        PERCENT,
+        "The share of the judge's votes, ties included, that chose the answer shown second.",
+        "votes of known display order",
+    ),
+    Figure(
+        "position_diff",
+        "Diff",
+        "position",
+        POINTS,
+        "Votes for the first shown minus votes for the second shown, in percentage points, with the clustered"
+        " test of first against second (ties left out; p adjusted by Holm over the report).",
+        "votes of known display order",
+    ),
+)
 def position(data: JudgeData) -> list[Row]:
     """Shares of votes for the answer shown first / tie / second and their difference, with
     the test of first against second (n: votes whose display order is known), then per Bloom
@@ -179,7 +272,26 @@ def position(data: JudgeData) -> list[Row]:
     return out
 
 
-@judge_metric("verbosity")
+@judge_metric(
+    "verbosity",
+    Figure(
+        "longer_wins",
+        "Longer answer wins",
+        "verbosity",
+        PERCENT,
+        "The share of votes for the longer answer, by the report's verbosity convention (a tie counts half by"
+        " default; pairs of equal length left out); 50% is no preference.",
+        "votes",
+    ),
+    Figure(
+        "verbosity_bin",
+        "Longer answer wins, by length difference",
+        "verbosity",
+        PERCENT,
+        "Longer answer wins within one bin of absolute length difference (group: the bin lo-hi, the last open).",
+        "votes",
+    ),
+)
 def verbosity(data: JudgeData) -> list[Row]:
     """``longer_wins`` (the share of votes for the longer answer, by the report's verbosity
     convention) and ``verbosity_bin`` per |Δ length| bin (group "lo-hi", the last one open
@@ -214,7 +326,50 @@ def verbosity(data: JudgeData) -> list[Row]:
 LC_METRICS = ("raw_winrate", "lc_winrate", "raw_effect", "lc_effect")
 
 
-@judge_metric("length_controlled")
+@judge_metric(
+    "length_controlled",
+    Figure(
+        "raw_winrate",
+        "Raw win rate",
+        "length_controlled",
+        PERCENT,
+        "The win rate of A2 / A2p over A1 in the group, a tie counting half.",
+        "questions",
+    ),
+    Figure(
+        "lc_winrate",
+        "LC win rate",
+        "length_controlled",
+        PERCENT,
+        "The length-controlled win rate: the judge's predicted win rate of A2 / A2p had both answers been "
+        "equally long (after Dubois et al. 2024).",
+        "questions",
+    ),
+    Figure(
+        "raw_effect",
+        "Raw effect",
+        "length_controlled",
+        POINTS,
+        "The group's raw win rate minus the control's.",
+        "questions",
+    ),
+    Figure(
+        "lc_effect",
+        "LC effect",
+        "length_controlled",
+        POINTS,
+        "The group's length-controlled win rate minus the control's.",
+        "questions",
+    ),
+    Figure(
+        "length_slope",
+        "Length slope",
+        "length_controlled",
+        NUMBER,
+        "The judge's length term in the LC model, per unit of tanh(Δlen / scale), fitted on all its items.",
+        "questions",
+    ),
+)
 def length_controlled(data: JudgeData) -> list[Row]:
     """Raw and length-controlled (LC) win rates of A2/A2p over A1 per group (a tie counts half),
     the effects of each group against the control, and the judge's length slope (``analysis.lc``;
@@ -278,7 +433,45 @@ def length_controlled(data: JudgeData) -> list[Row]:
     return out
 
 
-@judge_metric("label_and_position")
+@judge_metric(
+    "label_and_position",
+    Figure(
+        "takes_first_position",
+        "Decisive votes for the first shown, within items",
+        "position_and_label",
+        PERCENT,
+        "How often the judge takes the answer shown first among its decisive votes (ties left out), within "
+        "the same item and with the label held even: a modelled effect (50% no preference), not the share of "
+        "all votes for the first shown.",
+        "decisive votes",
+    ),
+    Figure(
+        "position_log_odds",
+        "Position effect (log-odds)",
+        "position_and_label",
+        NUMBER,
+        "The same position effect in log-odds.",
+        "decisive votes",
+    ),
+    Figure(
+        "takes_first_label",
+        "Decisive votes for the first label, within items",
+        "position_and_label",
+        PERCENT,
+        "How often the judge takes the answer under the scheme's first label among its decisive votes, "
+        "position held even (50% no preference); not identifiable where label order did not vary within "
+        "items.",
+        "decisive votes",
+    ),
+    Figure(
+        "label_log_odds",
+        "Label effect (log-odds)",
+        "position_and_label",
+        NUMBER,
+        "The same label effect in log-odds.",
+        "decisive votes",
+    ),
+)
 def label_and_position(data: JudgeData) -> list[Row]:
     """Position and label effects on decisive votes (``analysis.labels``), conditional on each
     item (convention ``conditional``) and pooled (``marginal``): ``takes_first_position`` and
@@ -322,7 +515,54 @@ def label_and_position(data: JudgeData) -> list[Row]:
     return out
 
 
-@judge_metric("option_probs")
+@judge_metric(
+    "option_probs",
+    Figure(
+        "mean_prob_a1",
+        "Mean probability on A1",
+        "position_and_label",
+        PERCENT,
+        "The model's own probability on A1, from its token probabilities, averaged over votes: how sure it "
+        "is, not how often it chose.",
+        "votes with option probabilities",
+    ),
+    Figure(
+        "mean_prob_a2",
+        "Mean probability on A2 / A2p",
+        "position_and_label",
+        PERCENT,
+        "The model's own probability on A2 / A2p, from its token probabilities, averaged over votes: how sure"
+        " it is, not how often it chose.",
+        "votes with option probabilities",
+    ),
+    Figure(
+        "mean_prob_tie",
+        "Mean probability on a tie",
+        "position_and_label",
+        PERCENT,
+        "The model's own probability on a tie, from its token probabilities, averaged over votes: how sure it"
+        " is, not how often it chose.",
+        "votes with option probabilities",
+    ),
+    Figure(
+        "mean_prob_first",
+        "Mean probability on the answer shown first",
+        "position_and_label",
+        PERCENT,
+        "The model's own probability on the answer shown first, from its token probabilities, averaged over "
+        "votes: how sure it is, not how often it chose.",
+        "votes with option probabilities and a known display order",
+    ),
+    Figure(
+        "mean_prob_second",
+        "Mean probability on the answer shown second",
+        "position_and_label",
+        PERCENT,
+        "The model's own probability on the answer shown second, from its token probabilities, averaged over "
+        "votes: how sure it is, not how often it chose.",
+        "votes with option probabilities and a known display order",
+    ),
+)
 def option_probs(data: JudgeData) -> list[Row]:
     """The model's mean probability on each option where it gave them: ``mean_prob_a1``,
     ``_a2``, ``_tie`` (n: votes with probabilities), ``mean_prob_first``, ``_second`` (n: those
@@ -351,7 +591,58 @@ def _subset_parts(found: dict) -> list[tuple[str, dict]]:
     return [("", found), *sorted((found.get("by_subset") or {}).items())] if found else []
 
 
-@judge_metric("position_consistency")
+@judge_metric(
+    "position_consistency",
+    Figure(
+        "position_consistency",
+        "Consistent",
+        "consistency",
+        PERCENT,
+        "The share of order-swapped pairs (the same item shown both ways) whose verdict survives the swap.",
+        "order-swapped pairs",
+    ),
+    Figure(
+        "primacy",
+        "First both times",
+        "consistency",
+        PERCENT,
+        "The share of order-swapped pairs where the judge took the answer shown first both times.",
+        "order-swapped pairs",
+    ),
+    Figure(
+        "recency",
+        "Second both times",
+        "consistency",
+        PERCENT,
+        "The share of order-swapped pairs where the judge took the answer shown second both times.",
+        "order-swapped pairs",
+    ),
+    Figure(
+        "inconsistent_first_share",
+        "First, of those",
+        "consistency",
+        PERCENT,
+        "Of the pairs that followed the position (first or second both times), the share that took the answer"
+        " shown first.",
+        "pairs first or second both times",
+    ),
+    Figure(
+        "preference_fairness",
+        "Preference fairness",
+        "consistency",
+        POINTS,
+        "Second both times minus first both times, in percentage points (0 is fair).",
+        "order-swapped pairs",
+    ),
+    Figure(
+        "pairs_both_unread",
+        "Pairs both unread",
+        "consistency",
+        NUMBER,
+        "Order-swapped pairs whose two verdicts could not be read (a count).",
+        "order-swapped pairs",
+    ),
+)
 def position_consistency(data: JudgeData) -> list[Row]:
     """Over order-swapped pairs (n: pairs): ``position_consistency``, ``primacy`` and
     ``recency`` (first / second both times), ``inconsistent_first_share``, and
@@ -367,7 +658,41 @@ def position_consistency(data: JudgeData) -> list[Row]:
     return out
 
 
-@judge_metric("gold_accuracy")
+@judge_metric(
+    "gold_accuracy",
+    Figure(
+        "gold_accuracy_a1_first",
+        "Gold accuracy, A1 first",
+        "consistency",
+        PERCENT,
+        "The share of votes shown A1 first that chose the item's gold label (an unread verdict is wrong).",
+        "votes",
+    ),
+    Figure(
+        "gold_accuracy_a2_first",
+        "Gold accuracy, A2 first",
+        "consistency",
+        PERCENT,
+        "The share of votes shown A2 first that chose the item's gold label.",
+        "votes",
+    ),
+    Figure(
+        "gold_accuracy_average",
+        "Gold accuracy, average",
+        "consistency",
+        PERCENT,
+        "The average of the two orders' gold accuracies.",
+        "order-swapped pairs",
+    ),
+    Figure(
+        "gold_accuracy_both",
+        "Correct in both orders",
+        "consistency",
+        PERCENT,
+        "The share of order-swapped pairs correct in both orders.",
+        "order-swapped pairs",
+    ),
+)
 def gold_accuracy(data: JudgeData) -> list[Row]:
     """Accuracy against the items' gold labels (an unread verdict is not correct):
     ``gold_accuracy_a1_first``, ``_a2_first`` (n: votes), ``_average`` of the two orders and
@@ -381,7 +706,15 @@ def gold_accuracy(data: JudgeData) -> list[Row]:
     return out
 
 
-@judge_metric("repetition_stability")
+@judge_metric(
+    "repetition_stability",
+    label="Repetition stability",
+    section="consistency",
+    format=PERCENT,
+    definition="The mean share of the most frequent verdict over requests asked more than once (1: the same "
+    "request always gets the same verdict).",
+    base="requests asked more than once",
+)
 def repetition_stability(data: JudgeData) -> list[Row]:
     """The mean share of the most frequent verdict over requests asked more than once (n:
     requests), where there are such requests."""

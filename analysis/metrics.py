@@ -259,10 +259,10 @@ def _position_result(rates: list[dict] | None, p_value: float | None, n: int) ->
 # judge is flagged and not ranked when either of these holds (docs/STATISTICS.md):
 DOMINATED_DIFF = 0.5  # |first − second| of its counted votes at least 50 points ...
 DOMINATED_ALPHA = 0.05  # ... and the first-vs-second test significant (Holm-adjusted p below this)
-DOMINATED_TIE_SHARE = 0.5  # or more than half of its item preferences are ties
+DOMINATED_ITEMS_TIED = 0.5  # or more than half of its item preferences are ties
 
 
-def tie_share(prefs: pd.DataFrame | None) -> dict:
+def items_tied(prefs: pd.DataFrame | None) -> dict:
     """The share of a judge's item preferences (every item it voted on, control and perturbed)
     that are ties, with an interval clustered by question (stats.clustered_rates)."""
     if prefs is None or not len(prefs):
@@ -274,7 +274,7 @@ def tie_share(prefs: pd.DataFrame | None) -> dict:
 
 def position_dominated(position: dict, ties: dict) -> list[str]:
     """Why a judge's ASR and accuracy say nothing about its robustness: empty when they do.
-    ``position`` is its ``positions`` result with ``p_adjusted`` set, ``ties`` its ``tie_share``."""
+    ``position`` is its ``positions`` result with ``p_adjusted`` set, ``ties`` its ``items_tied``."""
     reasons = []
     diff, p = position.get("diff"), position.get("p_adjusted")
     if diff is not None and abs(diff) >= DOMINATED_DIFF and p is not None and p < DOMINATED_ALPHA:
@@ -283,8 +283,8 @@ def position_dominated(position: dict, ties: dict) -> list[str]:
             f"votes follow the display order: the answer shown {side} wins by {abs(diff):.0%} of votes "
             f"(at least {DOMINATED_DIFF:.0%}, Holm-adjusted p < {DOMINATED_ALPHA})"
         )
-    if ties["value"] is not None and ties["value"] > DOMINATED_TIE_SHARE:
-        reasons.append(f"{ties['value']:.0%} of its item preferences are ties (more than {DOMINATED_TIE_SHARE:.0%})")
+    if ties["value"] is not None and ties["value"] > DOMINATED_ITEMS_TIED:
+        reasons.append(f"{ties['value']:.0%} of its items tied (more than {DOMINATED_ITEMS_TIED:.0%})")
     return reasons
 
 

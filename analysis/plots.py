@@ -26,7 +26,8 @@ from matplotlib.font_manager import FontProperties  # noqa: E402
 from matplotlib.textpath import TextPath  # noqa: E402
 
 from analysis import tables  # noqa: E402
-from analysis.rows import select  # noqa: E402
+from analysis.judge_metrics import POSITION_METRICS  # noqa: E402
+from analysis.rows import figure, select  # noqa: E402
 
 PALETTE = ("#0b57d0", "#b3261e", "#146c2e", "#8e4ec6", "#c05600", "#00696f", "#5f6368", "#a8326c")
 FORMATS = {"svg": "image/svg+xml", "png": "image/png"}
@@ -172,7 +173,8 @@ def position(result: dict) -> tuple[Figure, Rows]:
         ys = [len(drawn) - 1 - i + (1 - k) * height for i in range(len(drawn))]
         values = [0.0 if r[s] is None else r[s] for r in drawn]
         errs = list(zip(*[_err(r[s], *((r.get("ci") or {}).get(s) or (None, None))) for r in drawn], strict=True))
-        ax.barh(ys, values, height=height, color=colour, label=s, xerr=errs, capsize=2, ecolor="#202124")
+        label = figure(POSITION_METRICS[s]).label  # as Table 2's headers name them
+        ax.barh(ys, values, height=height, color=colour, label=label, xerr=errs, capsize=2, ecolor="#202124")
     for i, r in enumerate(drawn):
         if r["first"] is None:
             ax.text(0.02, len(drawn) - 1 - i, "no votes", va="center", color="#5f6368")
@@ -182,7 +184,7 @@ def position(result: dict) -> tuple[Figure, Rows]:
     ax.set_xlabel("share of votes, 95% intervals\n(a position-blind judge: first = second)")
     ax.grid(axis="x", color="#e0e0e0")
     fig.suptitle(title, fontsize=11)
-    fig.legend(loc="outside lower center", ncols=3, frameon=False, title="vote went to the answer shown")
+    fig.legend(loc="outside lower center", ncols=3, frameon=False)
     return fig, rows
 
 

@@ -54,7 +54,7 @@ from scipy import stats as sps
 
 from analysis import metrics, stats
 from analysis.frame import CONTROL, is_in
-from analysis.rows import Row, row, study_metric
+from analysis.rows import NUMBER, PERCENT, POINTS, Figure, Row, row, study_metric
 from analysis.study_metrics import StudyData
 
 CONVENTION = "prediction-powered inference (PPI++, lambda tuned), clustered by question"
@@ -310,7 +310,36 @@ def _rows(name: str, kind: str, metric: str, found: PPIResult, votes: int, group
     ]
 
 
-@study_metric("ppi")
+@study_metric(
+    "ppi",
+    Figure(
+        "ppi_asr",
+        "People's ASR, PPI",
+        "judges_against_people",
+        PERCENT,
+        "People's attack success rate estimated from their votes and this judge's votes on every item by"
+        " prediction-powered inference, with a valid interval.",
+        "questions in people's base set",
+    ),
+    Figure(
+        "ppi_position",
+        "People's Diff, PPI",
+        "judges_against_people",
+        POINTS,
+        "People's first-minus-second position difference estimated from their votes and this judge's by"
+        " prediction-powered inference.",
+        "people's votes of known display order",
+    ),
+    Figure(
+        "ppi_effective_votes",
+        "Human-equivalent votes",
+        "judges_against_people",
+        NUMBER,
+        "The human votes people alone would need for as narrow an interval as prediction-powered"
+        " inference gives with this judge (n: the human votes used).",
+        "human votes used",
+    ),
+)
 def ppi_rows(data: StudyData) -> list[Row]:
     """People's rates estimated with each other judge's votes by prediction-powered inference
     (this module): ``ppi_asr`` per perturbation group (n: questions in people's base set, as

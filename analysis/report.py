@@ -18,7 +18,7 @@ from threadpoolctl import threadpool_limits
 from analysis import alttest, consistency, content_blind, lc, metrics, rows, stats
 from analysis.frame import CONTROL, Filters, apply_filters, by_judge
 from analysis.judge_metrics import JudgeData
-from analysis.rows import JUDGE_METRICS, STUDY_METRICS
+from analysis.rows import JUDGE_METRICS, NUMBER, STUDY_METRICS, Figure
 
 # Registers its rows (the metric table's study-wide functions run in registration order).
 from analysis import ppi  # noqa: F401, E402  isort: skip
@@ -103,34 +103,11 @@ def _analyze(frame, *, study, filters, options, votes_per_item, groups, semantic
         str(j): bool(n) for j, n in (frame["rater"] != "").groupby(frame["judge"], observed=True).sum().items()
     }
     total_by_judge = frame.groupby("judge", observed=True).size()
-    # Per-judge work needs a few columns only; splitting the slim frame copies far less.
-    needed = [
-        "judge",
-        "item_id",
-        "question_id",
-        "cluster_id",
-        "rater",
-        "run_id",
-        "group",
-        "bloom",
-        "choice",
-        "choice_shown",
-        "shown_first",
-        "order_known",
-        "label_scheme",
-        "labels_swapped",
-        "prob_first",
-        "prob_second",
-        "prob_tie",
-        f"len_a1_{options.measure}",
-        f"len_a2_{options.measure}",
-    ]
+    # Each judge's metrics read every column of its counted votes (a metric needs no list of
+    # the columns it may read); the measures over every vote asked read ASKED_COLUMNS.
     asked = _asked(frame, filters, counted)
-    if asked is counted:
-        # The usual case, every vote's verdict read: one copy serves both measures.
-        counted_by_judge = asked_by_judge = by_judge(counted[list(dict.fromkeys([*needed, *ASKED_COLUMNS]))])
-    else:
-        counted_by_judge, asked_by_judge = by_judge(counted[needed]), by_judge(asked)
+    counted_by_judge = by_judge(counted)
+    asked_by_judge = counted_by_judge if asked is counted else by_judge(asked)
     # Order-swapped pairs and the LC fit's orientation are counted for all judges at once (a
     # loop over 77 judges spent most of its time in pandas' per-call overhead), then split.
     pairs = consistency.swapped_pairs(asked)
@@ -204,6 +181,8 @@ def _analyze(frame, *, study, filters, options, votes_per_item, groups, semantic
         "judges": judges,
         "columns": list(rows.COLUMNS),
         "rows": table,
+        # What each figure is (its label, section, format and definition), for any reader of the rows.
+        "figures": rows.figures_of_report(table),
     }
 
 
@@ -274,6 +253,19 @@ def _adjust_position_tests(table: list[dict]) -> dict:
     return {"method": metrics.POSITION_TEST, "adjust": P_ADJUST, "m": sum(p is not None for p in adjusted)}
 
 
+POSITION_DOMINATED = rows.declare(
+    Figure(
+        "position_dominated",
+        "Position-dominated",
+        "table1",
+        NUMBER,
+        "1 where the judge's votes follow the display order (a large, significant Diff) or most of its items "
+        "are tied, with the reasons in the note: such a judge is not ranked; 0 otherwise.",
+        "votes",
+    )
+)
+
+
 def _position_dominated(table: list[dict], judges: list[dict]) -> list[dict]:
     """A ``position_dominated`` row per judge: 1 with the reasons (note) where its votes follow
     the display order or most of its item preferences are ties (metrics.position_dominated),
@@ -282,7 +274,7 @@ def _position_dominated(table: list[dict], judges: list[dict]) -> list[dict]:
     for j in judges:
         mine = of_judge.get(j["judge"], [])
         diff = rows.one(mine, metric="position_diff", bloom="")
-        ties = rows.as_rate(rows.one(mine, metric="tie_share"))
+        ties = rows.as_rate(rows.one(mine, metric="items_tied"))
         position = {"diff": diff["estimate"], "p_adjusted": diff["p_adjusted"]} if diff else {}
         reasons = metrics.position_dominated(position, ties)
         out.append(

@@ -26,13 +26,22 @@ Each row is one figure of one judge:
 A metric is registered with ``@judge_metric`` (a function of one judge's votes,
 ``analysis.judge_metrics.JudgeData``, yielding that judge's rows) or ``@study_metric`` (a
 function of the whole study, ``analysis.study_metrics.StudyData``); the report runs every
-registered function in registration order.
+registered function in registration order. The registration declares each figure the function
+yields (a ``Figure``: its row name, label, section of the outputs, format and one-line
+definition), and every output reads those declarations: the dashboard's sections and glossary,
+the terminal text, the metrics CSV and the API's ``figures``, and the metric list of
+docs/STATISTICS.md (``manage.py metrics_doc --write``). ``@judge_metric("name")`` alone declares
+one figure of that name with the defaults (section "Other figures", label the name, format a
+number).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
+
+from analysis.stats import format_p
 
 COLUMNS = (
     "judge",
@@ -58,25 +67,178 @@ RowsOf = Callable[[Any], Iterable[Row]]
 JUDGE_METRICS: dict[str, RowsOf] = {}
 STUDY_METRICS: dict[str, RowsOf] = {}
 
+# How a figure's estimate reads (rows.formatted): a share as a percentage, a difference of shares
+# in percentage points, a rating in rating points, a plain number, a p-value.
+PERCENT, POINTS, RATING, NUMBER, P_VALUE = "percent", "points", "rating", "number", "p"
+FORMATS = (PERCENT, POINTS, RATING, NUMBER, P_VALUE)
 
-def _register(registry: dict[str, RowsOf], name: str) -> Callable[[RowsOf], RowsOf]:
+# The sections of the outputs, in the order the dashboard and the text show them: key → title.
+OTHER = "other"
+SECTIONS = {
+    "table1": "Accuracy and attack success rate per judge (Table 1)",
+    "position": "Positional preference (Table 2)",
+    "agreement": "Agreement",
+    "judges_against_people": "Judges against people",
+    "consistency": "Position consistency and accuracy against gold labels",
+    "self_preference": "Self-preference",
+    "verbosity": "Verbosity",
+    "length_controlled": "Length-controlled versus raw preference",
+    "position_and_label": "Position and label preference",
+    OTHER: "Other figures",
+}
+
+
+@dataclass(frozen=True)
+class Figure:
+    """What the outputs need to know of one figure (one ``metric`` name of the rows): its
+    ``label`` (a table's header, the text's line; the name where none is given), the
+    ``section`` of the outputs it belongs to (a key of ``SECTIONS``), its ``format`` (one of
+    ``FORMATS``), a one-line ``definition`` (the glossary, the tooltips, docs/STATISTICS.md),
+    and what its ``n`` counts (``base``: votes, items, questions, pairs...)."""
+
+    metric: str
+    label: str = ""
+    section: str = OTHER
+    format: str = NUMBER
+    definition: str = ""
+    base: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.label:
+            object.__setattr__(self, "label", self.metric)
+        if self.section not in SECTIONS:
+            raise ValueError(f"figure {self.metric!r}: no section {self.section!r} (sections: {', '.join(SECTIONS)})")
+        if self.format not in FORMATS:
+            raise ValueError(f"figure {self.metric!r}: no format {self.format!r} (formats: {', '.join(FORMATS)})")
+
+
+# Every declared figure, by its row name, in declaration order; and which figures each
+# registered function yields (its registration name → the row names).
+FIGURES: dict[str, Figure] = {}
+YIELDS: dict[str, tuple[str, ...]] = {}
+
+
+def declare(*figures: Figure) -> tuple[str, ...]:
+    """Declares figures (a name once: the same name declared again must be the same figure);
+    returns their row names. The report's own figures (``position_dominated``) are declared so."""
+    for f in figures:
+        known = FIGURES.get(f.metric)
+        if known is not None and known != f:
+            raise ValueError(f"a figure named {f.metric!r} is declared already, differently: {known}")
+        FIGURES[f.metric] = f
+    return tuple(f.metric for f in figures)
+
+
+def figure(metric: str) -> Figure:
+    """The declaration of a row name; a row nobody declared reads with the defaults."""
+    return FIGURES.get(metric) or Figure(metric)
+
+
+def _register(
+    registry: dict[str, RowsOf], name: str, figures: tuple[Figure | str, ...], one: dict
+) -> Callable[[RowsOf], RowsOf]:
+    if figures and any(v is not None for v in one.values()):
+        raise ValueError(f"metric {name!r}: give either its figures or one figure's label, section..., not both")
+    if not figures:
+        figures = (Figure(name, **{k: v for k, v in one.items() if v is not None}),)
+    yields = tuple(f if isinstance(f, str) else f.metric for f in figures)
+
     def register(function: RowsOf) -> RowsOf:
         if name in registry:
             raise ValueError(f"a metric named {name!r} is registered already ({registry[name].__qualname__})")
+        reused = [f for f in figures if isinstance(f, str) and f not in FIGURES]
+        if reused:
+            raise ValueError(f"metric {name!r} yields {', '.join(reused)}, which no metric declares (declare a Figure)")
+        declare(*(f for f in figures if isinstance(f, Figure)))
         registry[name] = function
+        YIELDS[name] = yields
         return function
 
     return register
 
 
-def judge_metric(name: str) -> Callable[[RowsOf], RowsOf]:
-    """Registers a function of one judge's data that yields its rows (see the module's doc)."""
-    return _register(JUDGE_METRICS, name)
+def judge_metric(
+    name: str,
+    *figures: Figure | str,
+    label: str | None = None,
+    section: str | None = None,
+    format: str | None = None,  # the Figure's field
+    definition: str | None = None,
+    base: str | None = None,
+) -> Callable[[RowsOf], RowsOf]:
+    """Registers a function of one judge's data that yields its rows (see the module's doc).
+    ``figures``: a ``Figure`` for each row name it yields (or the row name of a figure another
+    metric declares); with none, it yields rows named ``name``, described by the keywords."""
+    one = {"label": label, "section": section, "format": format, "definition": definition, "base": base}
+    return _register(JUDGE_METRICS, name, figures, one)
 
 
-def study_metric(name: str) -> Callable[[RowsOf], RowsOf]:
-    """Registers a function of the whole study's data that yields rows of any judge."""
-    return _register(STUDY_METRICS, name)
+def study_metric(
+    name: str,
+    *figures: Figure | str,
+    label: str | None = None,
+    section: str | None = None,
+    format: str | None = None,  # the Figure's field
+    definition: str | None = None,
+    base: str | None = None,
+) -> Callable[[RowsOf], RowsOf]:
+    """Registers a function of the whole study's data that yields rows of any judge (as
+    ``judge_metric``)."""
+    one = {"label": label, "section": section, "format": format, "definition": definition, "base": base}
+    return _register(STUDY_METRICS, name, figures, one)
+
+
+def in_section(section: str) -> list[Figure]:
+    """The figures declared in a section, in declaration order."""
+    return [f for f in FIGURES.values() if f.section == section]
+
+
+def formatted(value: float | None, fmt: str) -> str:
+    """An estimate as its format reads: 12.3%, +4.5 pt, 1012 (rating), 0.42, p < 0.001; n/a
+    where there is none."""
+    if value is None:
+        return "n/a"
+    if fmt == PERCENT:
+        return f"{100 * value:.1f}%"
+    if fmt == POINTS:
+        return f"{100 * value:+.1f} pt"
+    if fmt == RATING:
+        return f"{value:.0f}"
+    if fmt == P_VALUE:
+        return format_p(value)
+    return f"{value:.3g}"
+
+
+def figure_text(found: Row) -> str:
+    """A row as one line of text: "value [lo, hi] n=…, p …; convention; note", in its
+    figure's format."""
+    fmt = figure(found["metric"]).format
+    text = formatted(found["estimate"], fmt)
+    if found["ci_lo"] is not None and found["ci_hi"] is not None:
+        text += f" [{formatted(found['ci_lo'], fmt)}, {formatted(found['ci_hi'], fmt)}]"
+    if found["n"] is not None:
+        text += f" n={found['n']}"
+    if found["p_value"] is not None:
+        text += f", p {format_p(found['p_value'])}"
+        if found["p_adjusted"] is not None:
+            text += f" (adjusted {format_p(found['p_adjusted'])})"
+    return "; ".join(t for t in (text, found["convention"], found["note"]) if t)
+
+
+def cut(found: Row) -> str:
+    """A row's cut as words: "REF", "REF, remembering", "subset S"; "" for the whole study."""
+    parts = [found["group"], found["bloom"], f"subset {found['subset']}" if found["subset"] else ""]
+    return ", ".join(p for p in parts if p)
+
+
+def figures_of_report(table: Iterable[Row]) -> dict[str, dict]:
+    """Each figure the report's rows name, as the API and the stored report carry it: row name →
+    {label, section, format, definition, base}."""
+    names = dict.fromkeys(r["metric"] for r in table)
+    return {
+        name: {k: getattr(f, k) for k in ("label", "section", "format", "definition", "base")}
+        for name, f in ((name, figure(name)) for name in names)
+    }
 
 
 def row(

@@ -11,8 +11,8 @@ import pandas as pd
 
 from analysis import alttest, calibration, consensus, metrics, selfpref, stats, vote_pairs
 from analysis.frame import equals, is_in
-from analysis.judge_metrics import position_rows
-from analysis.rows import Row, rate_row, row, study_metric
+from analysis.judge_metrics import POSITION_METRICS, position_rows
+from analysis.rows import NUMBER, PERCENT, POINTS, Figure, Row, rate_row, row, study_metric
 
 RANDOM_JUDGE = "random judge"
 HUMAN_NF = "Human-NF"
@@ -37,14 +37,14 @@ class StudyData:
     options: object  # analysis.report.Options
 
 
-@study_metric("human_nf_position")
+@study_metric("human_nf_position", *POSITION_METRICS.values())
 def human_nf_position(data: StudyData) -> list[Row]:
     """The position shares of people's votes marked "not familiar" (left out of every other
     figure), as a judge named Human-NF."""
     return position_rows(HUMAN_NF, "not familiar", metrics.position(data.not_familiar))
 
 
-@study_metric("random_judge")
+@study_metric("random_judge", "asr", "accuracy", *POSITION_METRICS.values())
 def random_judge(data: StudyData) -> list[Row]:
     """The exact chance level of the study's design (metrics.random_judge): ASR, accuracy and
     position shares of a judge voting at random, with no interval and no n."""
@@ -54,12 +54,30 @@ def random_judge(data: StudyData) -> list[Row]:
         out.append(row(RANDOM_JUDGE, "chance level", "asr", found["asr"][g]["value"], group=g))
         if g in found["accuracy"]:
             out.append(row(RANDOM_JUDGE, "chance level", "accuracy", found["accuracy"][g]["value"], group=g))
-    for share in ("first", "tie", "second", "diff"):
-        out.append(row(RANDOM_JUDGE, "chance level", f"position_{share}", found["position"][share]))
+    for share, metric in POSITION_METRICS.items():
+        out.append(row(RANDOM_JUDGE, "chance level", metric, found["position"][share]))
     return out
 
 
-@study_metric("agreement_among_humans")
+@study_metric(
+    "agreement_among_humans",
+    Figure(
+        "fleiss_kappa",
+        "Fleiss' κ",
+        "agreement",
+        NUMBER,
+        "Fleiss' kappa among people's votes: agreement beyond chance (1 perfect, 0 chance).",
+        "items with two or more votes",
+    ),
+    Figure(
+        "krippendorff_alpha",
+        "Krippendorff's α",
+        "agreement",
+        NUMBER,
+        "Krippendorff's alpha (nominal) among people's votes: agreement beyond chance.",
+        "items with two or more votes",
+    ),
+)
 def agreement_among_humans(data: StudyData) -> list[Row]:
     """Fleiss' kappa and Krippendorff's alpha among people's votes (n: items with two or more
     votes), with cluster-bootstrap intervals over questions."""
@@ -92,7 +110,25 @@ def agreement_among_humans(data: StudyData) -> list[Row]:
     ]
 
 
-@study_metric("agreement_with_human_majority")
+@study_metric(
+    "agreement_with_human_majority",
+    Figure(
+        "cohen_kappa_vs_human_majority",
+        "Cohen's κ vs human majority",
+        "agreement",
+        NUMBER,
+        "Cohen's kappa of the judge's item preferences with the majority of people's votes on the same items.",
+        "items",
+    ),
+    Figure(
+        "agreement_vs_human_majority",
+        "Agreement with human majority",
+        "agreement",
+        PERCENT,
+        "The share of items on which the judge's preference equals the majority of people's votes.",
+        "items",
+    ),
+)
 def agreement_with_human_majority(data: StudyData) -> list[Row]:
     """Each other judge against the human majority on the items both rated: Cohen's kappa and
     the share of items that agree (n: items), intervals over the same question resamples."""
@@ -108,7 +144,26 @@ def agreement_with_human_majority(data: StudyData) -> list[Row]:
     return agreement_rows(data, majority_pref, "human_majority")
 
 
-@study_metric("agreement_with_human_dawid_skene")
+@study_metric(
+    "agreement_with_human_dawid_skene",
+    Figure(
+        "cohen_kappa_vs_human_dawid_skene",
+        "κ, consensus",
+        "judges_against_people",
+        NUMBER,
+        "Cohen's kappa of the judge's item preferences with people's Dawid-Skene consensus (each rater "
+        "weighed by their estimated reliability).",
+        "items",
+    ),
+    Figure(
+        "agreement_vs_human_dawid_skene",
+        "Agreement, consensus",
+        "judges_against_people",
+        PERCENT,
+        "The share of items on which the judge's preference equals people's Dawid-Skene consensus.",
+        "items",
+    ),
+)
 def agreement_with_human_dawid_skene(data: StudyData) -> list[Row]:
     """Each other judge against the Dawid-Skene consensus of people's raters
     (analysis.consensus: each rater weighed by their estimated reliability), as
@@ -120,7 +175,42 @@ def agreement_with_human_dawid_skene(data: StudyData) -> list[Row]:
     return agreement_rows(data, pd.Series(found.labels, index=found.item_ids), "human_dawid_skene")
 
 
-@study_metric("calibration")
+@study_metric(
+    "calibration",
+    Figure(
+        "calibration_ece",
+        "ECE",
+        "judges_against_people",
+        NUMBER,
+        "Expected calibration error over 10 bins: how far the judge's confidence in its choice is from how "
+        "often it is right (0 calibrated).",
+        "votes",
+    ),
+    Figure(
+        "calibration_brier",
+        "Brier",
+        "judges_against_people",
+        NUMBER,
+        "The Brier score of the judge's confidence in its choice (0 best).",
+        "votes",
+    ),
+    Figure(
+        "calibration_bin_confidence",
+        "Mean confidence, by bin",
+        "judges_against_people",
+        PERCENT,
+        "The judge's mean confidence within one confidence bin (group: the bin), for the reliability curve.",
+        "votes",
+    ),
+    Figure(
+        "calibration_bin_accuracy",
+        "Share right, by bin",
+        "judges_against_people",
+        PERCENT,
+        "The share of the judge's votes right within one confidence bin (group: the bin).",
+        "votes",
+    ),
+)
 def calibration_rows(data: StudyData) -> list[Row]:
     """Does each other judge know when it is unsure? (analysis.calibration) ``calibration_ece``
     (10 equal-width bins) and ``calibration_brier`` of the confidence in the option it chose,
@@ -218,7 +308,18 @@ def agreement_rows(data: StudyData, reference: pd.Series, against: str) -> list[
     return out
 
 
-@study_metric("spearman")
+@study_metric(
+    "spearman_rho",
+    Figure(
+        "spearman_rho",
+        "Spearman ρ (item scores)",
+        "agreement",
+        NUMBER,
+        "Spearman's rank correlation between two judges' mean item scores over the items both rated (judge "
+        "and group: the two judges).",
+        "items",
+    ),
+)
 def spearman(data: StudyData) -> list[Row]:
     """Spearman's rho between every two judges' mean item scores over the items both rated
     (judge and group: the two judges; n: items)."""
@@ -235,7 +336,25 @@ def spearman(data: StudyData) -> list[Row]:
     ]
 
 
-@study_metric("vote_pair_agreement")
+@study_metric(
+    "vote_pair_agreement",
+    Figure(
+        "vote_pairs_with_ties",
+        "Vote pairs agreeing, with ties (S1)",
+        "agreement",
+        PERCENT,
+        "Zheng et al.'s agreement: the share of pairs of votes on an item that agree, ties kept.",
+        "pairs of votes",
+    ),
+    Figure(
+        "vote_pairs_without_ties",
+        "Vote pairs agreeing, without ties (S2)",
+        "agreement",
+        PERCENT,
+        "Zheng et al.'s agreement over pairs of votes neither of which is a tie.",
+        "pairs of votes",
+    ),
+)
 def vote_pair_agreement(data: StudyData) -> list[Row]:
     """Agreement over pairs of votes as Zheng et al. count it: every pair of votes on an item,
     ``vote_pairs_with_ties`` (S1) and ``vote_pairs_without_ties`` (S2); people among themselves
@@ -254,7 +373,33 @@ def vote_pair_agreement(data: StudyData) -> list[Row]:
     ]
 
 
-@study_metric("self_preference")
+@study_metric(
+    "self_preference",
+    Figure(
+        "self_preference_own",
+        "Own family wins, this judge",
+        "self_preference",
+        PERCENT,
+        "How often the judge prefers the answer of its own model family (a tie counts half).",
+        "items",
+    ),
+    Figure(
+        "self_preference_others",
+        "Own family wins, other judges",
+        "self_preference",
+        PERCENT,
+        "How often judges outside the family prefer that family's answer on the same pairs.",
+        "items",
+    ),
+    Figure(
+        "self_preference_difference",
+        "Self-preference difference",
+        "self_preference",
+        POINTS,
+        "This judge's own-family win rate minus the other judges', in percentage points.",
+        "items",
+    ),
+)
 def self_preference(data: StudyData) -> list[Row]:
     """Where answers name the system that wrote them: how often a judge prefers its own
     family's answer (``self_preference_own``), other judges on the same pairs (``_others``),
@@ -281,7 +426,34 @@ def self_preference(data: StudyData) -> list[Row]:
     return out
 
 
-@study_metric("alt_test")
+@study_metric(
+    "alt_test",
+    Figure(
+        "alt_test_winning_rate",
+        "ω",
+        "judges_against_people",
+        PERCENT,
+        "The Alternative Annotator Test's winning rate: the share of tested raters the judge beats (passes at"
+        " 50% or more).",
+        "raters tested",
+    ),
+    Figure(
+        "alt_test_advantage_probability",
+        "ρ",
+        "judges_against_people",
+        PERCENT,
+        "The advantage probability: how often the judge does at least as well as the rater left out.",
+        "raters tested",
+    ),
+    Figure(
+        "alt_test_passes",
+        "Alt-test passes",
+        "judges_against_people",
+        NUMBER,
+        "1 where the judge passes the Alternative Annotator Test, 0 where it fails, none without a verdict.",
+        "items used",
+    ),
+)
 def alt_test(data: StudyData) -> list[Row]:
     """The Alternative Annotator Test of every other judge against the people's raters
     (analysis.alttest): ``alt_test_winning_rate`` (omega; n: raters tested),

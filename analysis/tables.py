@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from analysis import content_blind, stats
-from analysis.judge_metrics import CONSISTENCY_METRICS, GOLD_METRICS
+from analysis import content_blind, rows, stats
+from analysis.judge_metrics import CONSISTENCY_METRICS, GOLD_METRICS, POSITION_METRICS
 from analysis.rows import Row, as_rate, estimate, one, select
 from analysis.rows import by_judge as rows_by_judge
 from analysis.study_metrics import HUMAN_NF, HUMANS, RANDOM_JUDGE
@@ -97,7 +97,7 @@ def table1(result: dict, part: str | None = None) -> dict:
         name, mine = judge["judge"], by_judge[judge["judge"]]
         if part is not None and one(mine, metric="asr", bloom=part) is None:
             continue
-        ties = one(mine, metric="tie_share") if part is None else None
+        ties = one(mine, metric="items_tied") if part is None else None
         # A Bloom level's votes, not the judge's total: its counted votes with a choice.
         n_votes = judge["n_votes"] if part is None else _position(mine, part)["n"]
         out.append(
@@ -127,8 +127,8 @@ def table1(result: dict, part: str | None = None) -> dict:
 def _position(mine: list[Row], bloom: str = "") -> dict:
     """A judge's position shares: first, tie, second, diff, their intervals (``ci``: share →
     [lo, hi]), n, clusters, and the test of first against second (p_value, p_adjusted)."""
-    shares = {s: as_rate(one(mine, metric=f"position_{s}", bloom=bloom)) for s in POSITION_SHARES}
-    diff = one(mine, metric="position_diff", bloom=bloom) or {}
+    shares = {s: as_rate(one(mine, metric=POSITION_METRICS[s], bloom=bloom)) for s in POSITION_SHARES}
+    diff = one(mine, metric=POSITION_METRICS["diff"], bloom=bloom) or {}
     return {
         **{s: rate["value"] for s, rate in shares.items()},
         "ci": {s: rate["ci"] for s, rate in shares.items()},
@@ -428,3 +428,101 @@ def judges_against_people(result: dict) -> list[dict]:
             }
         )
     return out
+
+
+# The figures the hand-made tables above (and the page's figures) show. Every other figure is
+# listed in its section's table of further figures (``section_figures``), so that a new metric
+# shows on the dashboard with no change here; a test holds these names to the declared ones.
+SHOWN_BY_TABLES = frozenset(
+    {
+        "asr",
+        "accuracy",
+        "items_tied",
+        "asr_content_blind",
+        "accuracy_content_blind",
+        "position_dominated",
+        *POSITION_METRICS.values(),
+        "fleiss_kappa",
+        "krippendorff_alpha",
+        "cohen_kappa_vs_human_majority",
+        "agreement_vs_human_majority",
+        "spearman_rho",
+        "vote_pairs_with_ties",
+        "vote_pairs_without_ties",
+        *ALT_TEST_METRICS,
+        "cohen_kappa_vs_human_dawid_skene",
+        "agreement_vs_human_dawid_skene",
+        "calibration_ece",
+        "calibration_brier",
+        "calibration_bin_confidence",
+        "calibration_bin_accuracy",
+        *CONSISTENCY_METRICS.values(),
+        "preference_fairness",
+        "pairs_both_unread",
+        *(f"gold_accuracy_{key}" for key in GOLD_METRICS),
+        "repetition_stability",
+        "self_preference_own",
+        "self_preference_others",
+        "self_preference_difference",
+        "longer_wins",
+        "verbosity_bin",
+        *(metric for _, metric in LC_COLUMNS),
+        "length_slope",
+        "takes_first_position",
+        "position_log_odds",
+        "takes_first_label",
+        "label_log_odds",
+        "mean_prob_a1",
+        "mean_prob_a2",
+        "mean_prob_tie",
+        "mean_prob_first",
+        "mean_prob_second",
+    }
+)
+
+
+def section_figures(result: dict, section: str, shown: frozenset[str] = SHOWN_BY_TABLES) -> list[dict]:
+    """The figures of a section (``rows.SECTIONS``) that no hand-made table shows, each with its
+    whole-study rows (every cut but the Bloom levels): [{figure (rows.Figure), rows: [{judge,
+    cut, text}]}], in declaration order; figures without rows are left out."""
+    table = result["rows"]
+    names = dict.fromkeys(r["metric"] for r in table if r["metric"] not in shown)
+    out = []
+    for name in names:
+        declared = rows.figure(name)
+        if declared.section != section:
+            continue
+        found = [
+            {"judge": r["judge"], "cut": rows.cut(r), "text": rows.figure_text(r)}
+            for r in select(table, metric=name, bloom="")
+        ]
+        if found:
+            out.append({"figure": declared, "rows": found})
+    return out
+
+
+def every_section_figures(result: dict) -> dict[str, dict]:
+    """Every section by its key: {title: its table's caption, figures: its ``section_figures``}."""
+    return {
+        key: {
+            "title": title if key == rows.OTHER else f"{title}: further figures",
+            "figures": section_figures(result, key),
+        }
+        for key, title in rows.SECTIONS.items()
+    }
+
+
+def glossary(result: dict) -> list[dict]:
+    """Every figure of the report with a definition, in declaration order: [{metric, label,
+    definition}] (the dashboard's glossary; its labels are the tables' headers)."""
+    present = {r["metric"] for r in result["rows"]}
+    return [
+        {"metric": f.metric, "label": f.label, "definition": f.definition}
+        for f in rows.FIGURES.values()
+        if f.metric in present and f.definition
+    ]
+
+
+def labels() -> dict[str, str]:
+    """Each declared figure's label by its row name (the templates' headers)."""
+    return {name: f.label for name, f in rows.FIGURES.items()}

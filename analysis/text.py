@@ -1,15 +1,48 @@
 """A plain-text rendering of an analysis report, for the terminal: its metric rows
-(``analysis.rows``), judge by judge."""
+(``analysis.rows``), judge by judge: a few figures in lines made for them, then every other
+figure as a line of its declared label and format (``rows.figure_text``), so that a new metric
+shows here with no change."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 from analysis import content_blind, rows
+from analysis.judge_metrics import POSITION_METRICS
 from analysis.metrics import VERBOSITY_CONVENTIONS
 from analysis.stats import format_p
 from analysis.study_metrics import HUMAN_NF, RANDOM_JUDGE
 from analysis.tables import position_dominated_reasons
+
+# The figures printed by the lines made for them below; and the points of a curve (a figure's
+# bins), which the text leaves to the dashboard's figures. Every other figure gets a line of its own.
+PRINTED_ABOVE = frozenset(
+    {
+        "asr",
+        "accuracy",
+        "asr_content_blind",
+        "accuracy_content_blind",
+        "items_tied",
+        "position_dominated",
+        *POSITION_METRICS.values(),
+        "longer_wins",
+        "lc_winrate",
+        "alt_test_winning_rate",
+        "alt_test_advantage_probability",
+        "alt_test_passes",
+        "gold_accuracy_a1_first",
+        "gold_accuracy_a2_first",
+        "gold_accuracy_average",
+        "gold_accuracy_both",
+        "position_consistency",
+        "preference_fairness",
+        "repetition_stability",
+        "self_preference_own",
+        "self_preference_others",
+        "self_preference_difference",
+    }
+)
+CURVE_POINTS = frozenset({"verbosity_bin", "calibration_bin_confidence", "calibration_bin_accuracy"})
 
 
 def pct(value: float | None) -> str:
@@ -40,12 +73,20 @@ def blind_text(found: rows.Row | None) -> str:
 
 
 def position_text(table: list[rows.Row], judge: str, bloom: str = "") -> str:
-    shares = ("first", "tie", "second", "diff")
-    found = {s: rows.one(table, judge=judge, metric=f"position_{s}", bloom=bloom) for s in shares}
-    text = " ".join(f"{s} {pct(r['estimate'])}{interval(r['ci_lo'], r['ci_hi'])}" for s, r in found.items())
+    found = {s: rows.one(table, judge=judge, metric=m, bloom=bloom) for s, m in POSITION_METRICS.items()}
+    text = ", ".join(f"{rows.figure(r['metric']).label.lower()} {_value(r)}" for r in found.values())
     diff = found["diff"]
     if diff["p_value"] is not None:
         text += f" p {format_p(diff['p_value'])} (adjusted {format_p(diff['p_adjusted'])})"
+    return text
+
+
+def _value(found: rows.Row) -> str:
+    """A row's estimate and interval in its figure's format: "57.8% [48.4%, 66.7%]", "+22.4 pt [...]"."""
+    fmt = rows.figure(found["metric"]).format
+    text = rows.formatted(found["estimate"], fmt)
+    if found["ci_lo"] is not None:
+        text += f" [{rows.formatted(found['ci_lo'], fmt)}, {rows.formatted(found['ci_hi'], fmt)}]"
     return text
 
 
@@ -65,7 +106,15 @@ def report_lines(report: dict, *, verbose: bool = False) -> Iterator[str]:
         yield ""
         yield f"{judge['judge']} ({judge['kind']}), {judge.get('n_votes', '-')} votes"
         yield from _judge_lines(of_judge.get(judge["judge"], []), judge, verbose=verbose)
-    human_nf = rows.one(table, judge=HUMAN_NF, metric="position_first")
+    known = {j["judge"] for j in judges} | {HUMAN_NF}
+    for name, mine in of_judge.items():
+        # Figures of no judge of the report: people among themselves ("humans"), and the like.
+        lines = list(generic_lines(mine, verbose=verbose)) if name not in known else []
+        if lines:
+            yield ""
+            yield f"{name} ({mine[0]['kind']})"
+            yield from lines
+    human_nf = rows.one(table, judge=HUMAN_NF, metric=POSITION_METRICS["first"])
     if human_nf:
         yield ""
         yield f"Human-NF position: {position_text(table, HUMAN_NF)} n={human_nf['n']}"
@@ -88,9 +137,9 @@ def _judge_lines(table: list[rows.Row], judge: dict, *, verbose: bool) -> Iterat
     for r in rows.select(table, metric=("asr", "accuracy"), bloom=""):
         blind = rows.one(table, metric=f"{r['metric']}_content_blind", group=r["group"])
         yield f"  {'ASR' if r['metric'] == 'asr' else 'Acc'} {r['group']}: {rate_text(r)}{blind_text(blind)}"
-    ties = rows.one(table, metric="tie_share")
+    ties = rows.one(table, metric="items_tied")
     if ties:
-        yield f"  item preferences tied: {rate_text(ties)}"
+        yield f"  {rows.figure('items_tied').label.lower()}: {rate_text(ties)}"
     for reason in position_dominated_reasons(table):
         yield f"  position-dominated, not ranked: {reason}"
     yield f"  position: {position_text(table, judge['judge'])}"
@@ -115,14 +164,8 @@ def _judge_lines(table: list[rows.Row], judge: dict, *, verbose: bool) -> Iterat
             f"  alt-test ({alt['convention'].replace('=', ' ')}): {alt['note']}; winning rate {pct(alt['estimate'])}, "
             f"advantage probability {pct(advantage)}, {alt['n'] or 0} raters tested"
         )
-    worth = rows.one(table, metric="ppi_effective_votes", group="position")
-    if worth and worth["estimate"] is not None:
-        diff = rows.one(table, metric="ppi_position")
-        yield (
-            f"  people's position diff with this judge's votes (PPI): {pct(diff['estimate'])}"
-            f"{interval(diff['ci_lo'], diff['ci_hi'])}; worth {worth['estimate']:.0f} human votes of {worth['n']} cast"
-        )
     yield from _consistency_and_gold_lines(table, verbose=verbose)
+    yield from generic_lines(table, verbose=verbose)
     if verbose:
         blooms = dict.fromkeys(r["bloom"] for r in rows.select(table, metric="asr") if r["bloom"])
         for bloom in blooms:
@@ -157,3 +200,22 @@ def _consistency_and_gold_lines(table: list[rows.Row], *, verbose: bool) -> Iter
     stability = rows.one(table, metric="repetition_stability")
     if stability:
         yield f"  repetition stability: {rate_text(stability)}"
+
+
+def generic_lines(table: list[rows.Row], *, verbose: bool) -> Iterator[str]:
+    """One line per row of the figures no line above prints, by section then declaration
+    order: "  label [cut]: value [lo, hi] n=…; convention; note" (Bloom levels and subsets only
+    when verbose)."""
+    order = {name: k for k, name in enumerate(rows.FIGURES)}
+    sections = list(rows.SECTIONS)
+    shown = [
+        r
+        for r in table
+        if r["metric"] not in PRINTED_ABOVE
+        and r["metric"] not in CURVE_POINTS
+        and (verbose or not (r["bloom"] or r["subset"]))
+    ]
+    shown.sort(key=lambda r: (sections.index(rows.figure(r["metric"]).section), order.get(r["metric"], len(order))))
+    for r in shown:
+        where = rows.cut(r)
+        yield f"  {rows.figure(r['metric']).label}{f' [{where}]' if where else ''}: {rows.figure_text(r)}"

@@ -62,6 +62,9 @@ def study_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
                 option_prob_rows=tables.option_prob_rows(result),
                 bloom_tables={b: tables.table1(result, part=b) for b in tables.blooms(result)},
                 bloom_position_rows=tables.bloom_position_rows(result),
+                section_figures=tables.every_section_figures(result),
+                glossary=tables.glossary(result),
+                labels=tables.labels(),
                 plots=plots.PLOTS,
             )
     template = "analysis/study.html#results" if request.htmx else "analysis/study.html"

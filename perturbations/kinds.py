@@ -1,5 +1,9 @@
 """The built-in perturbation kinds. A study may add its own in the admin or in an import file;
 CONTRIBUTING.md says how to add one here, with a rule generator if it has one.
+
+A kind is declared once, by its ``KindSpec``: what it does to the answer (``adds_length``,
+``adds_words``, ``rewords``) or to what the judges are told (``changes``) is a field of it, and
+the checks, the sets below and the tests (parametrized over ``BUILTIN_KINDS``) read those fields.
 """
 
 from __future__ import annotations
@@ -17,9 +21,25 @@ class KindSpec:
     # The perturbation is text added to the answer (references, formatting, an aside, padding, a
     # line): a longer variant is the point, not a fault, and the checks say so.
     adds_length: bool = False
+    # It adds sentences of its own between the answer's (an aside, padding, a line), which its rule
+    # lists in details["inserted"]: the content check expects words added and compares the rest.
+    # Such a kind adds length too (adds_length is set with it).
+    adds_words: bool = False
+    # It rewords the answer by design (tone): its words are not kept, its facts are checked.
+    rewords: bool = False
     # "answer": the kind rewrites A2; "context": A2's text stays, and the item tells the judges
     # something about the pair (perturbations.context_rules).
     changes: str = "answer"
+
+    def __post_init__(self) -> None:
+        if self.adds_words:
+            object.__setattr__(self, "adds_length", True)
+        if self.semantics not in ("degrading", "non_semantic"):
+            raise ValueError(f"kind {self.slug!r}: semantics is degrading or non_semantic, not {self.semantics!r}")
+        if self.changes not in ("answer", "context"):
+            raise ValueError(f"kind {self.slug!r}: it changes the answer or the context, not {self.changes!r}")
+        if self.rewords and self.adds_length:
+            raise ValueError(f"kind {self.slug!r}: a kind that rewords keeps the answer's length; it adds none")
 
 
 BUILTIN_KINDS: tuple[KindSpec, ...] = (
@@ -109,7 +129,7 @@ BUILTIN_KINDS: tuple[KindSpec, ...] = (
         "non_semantic",
         "An irrelevant but plausible aside is inserted between two sentences or paragraphs; the answer "
         "is otherwise unchanged. Probes distraction bias: a good judge does not move.",
-        adds_length=True,
+        adds_words=True,
     ),
     KindSpec(
         "verbosity",
@@ -118,7 +138,7 @@ BUILTIN_KINDS: tuple[KindSpec, ...] = (
         "The answer is padded: an opening that restates the question, filler sentences, and a closing "
         "that repeats its key sentence or lists its first points again. It is longer and says nothing "
         "more. Probes verbosity bias: a good judge does not move.",
-        adds_length=True,
+        adds_words=True,
     ),
     KindSpec(
         "refinement",
@@ -126,7 +146,7 @@ BUILTIN_KINDS: tuple[KindSpec, ...] = (
         "non_semantic",
         "A line at the start or the end says the answer was revised after review or feedback; the "
         "answer is otherwise unchanged. Probes refinement-aware bias: a good judge does not move.",
-        adds_length=True,
+        adds_words=True,
     ),
     KindSpec(
         "identity",
@@ -135,7 +155,7 @@ BUILTIN_KINDS: tuple[KindSpec, ...] = (
         "The author states an identity (from the setting BIASSTUDY_IDENTITY_MARKERS, or a built-in "
         "list) in a line at the start or the end; the answer is otherwise unchanged. Probes diversity "
         "bias: a good judge does not move.",
-        adds_length=True,
+        adds_words=True,
     ),
     KindSpec(
         "sentiment",
@@ -144,6 +164,7 @@ BUILTIN_KINDS: tuple[KindSpec, ...] = (
         "The same content in a more enthusiastic, upbeat tone. Every fact, number and name stays; only "
         "the wording of the tone changes. Made by a model. Probes sentiment bias: a good judge does "
         "not move.",
+        rewords=True,
     ),
     KindSpec(
         "sentiment_negative",
@@ -152,6 +173,7 @@ BUILTIN_KINDS: tuple[KindSpec, ...] = (
         "The same content in a more negative, gloomy tone. Every fact, number and name stays; only the "
         "wording of the tone changes. Made by a model. Probes sentiment bias (the other direction): a "
         "good judge does not move.",
+        rewords=True,
     ),
 )
 
@@ -175,8 +197,10 @@ def rewords(steps: list[str] | tuple[str, ...]) -> bool:
     return bool(set(steps) & REWORDING)
 
 
-TEXT_ADDING = frozenset({"distraction", "verbosity", "refinement", "identity"})
-REWORDING = frozenset({"sentiment", "sentiment_negative"})
+# Read from the declarations above: the kinds that add words of their own, that reword, that
+# change the context.
+TEXT_ADDING = frozenset(spec.slug for spec in BUILTIN_KINDS if spec.adds_words)
+REWORDING = frozenset(spec.slug for spec in BUILTIN_KINDS if spec.rewords)
 CONTEXT_KINDS = frozenset(spec.slug for spec in BUILTIN_KINDS if spec.changes == "context")
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
+from analysis.rows import judge_metric
 from analysis.uploads import votes_upload_store
 from analysis.vote_import import VOTES_IMPORT_STEPS
 from annotations import uploads
@@ -22,6 +23,7 @@ from judges.services import judge_run_start
 from perturbations.services import perturbation_generate
 from tests.browser import chromium, session_cookie
 from tests.factories import human_pool, make_llm_judge, make_question, make_rater, make_staff, make_study, make_vote
+from tests.test_analysis_metric_registry import registry  # noqa: F401 (a fixture)
 from tests.test_study_import import minimal_document
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -117,6 +119,28 @@ def test_the_dashboard_pages_have_no_violations(browser, live_server, transactio
         assert_accessible(page, name)
     page.goto(live_server.url + reverse("analysis:raters", args=[study.slug]) + "?bonus_per_counted_vote=0.05")
     assert_accessible(page, "raters, with a bonus previewed")
+
+
+@pytest.mark.usefixtures("registry")  # the registries restored after the test
+def test_the_dashboards_tables_of_further_figures_have_no_violations(browser, live_server, transactional_db):
+    # A metric declared in a section and one registered by name alone: each in a table of its own.
+    @judge_metric("sections_toy", label="Sections toy", section="position", definition="A toy figure.", base="votes")
+    def sections_toy(data):
+        return [data.row("sections_toy", 0.5, n=len(data.votes))]
+
+    @judge_metric("other_toy")
+    def other_toy(data):
+        return [data.row("other_toy", 1.0, n=len(data.votes))]
+
+    study = make_study(title="Sky colours", votes_per_item=2)
+    item = make_question(study).items.get()
+    judge = make_llm_judge().judge
+    for n in range(4):
+        make_vote(item, judge, choice_shown="first" if n % 2 else "tie")
+    page = staff_page(browser, live_server)
+    page.goto(live_server.url + reverse("analysis:study", args=[study.slug]))
+    assert page.locator("table.figures").count() == 2
+    assert_accessible(page, "study, with further figures")
 
 
 def test_the_admin_review_start_and_run_pages_have_no_violations(browser, live_server, transactional_db):

@@ -18,9 +18,9 @@ from analysis.calibration import (
     calibration_intervals,
     vote_confidence,
 )
-from analysis.stats import bootstrap_counts
 from analysis.report import Options
 from analysis.simulate import JudgeParams
+from analysis.stats import bootstrap_counts
 from analysis.study_metrics import human_labels
 from tests.factories import human_pool, make_judge, make_question, make_study, make_variant, make_vote
 

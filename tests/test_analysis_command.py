@@ -8,6 +8,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from analysis import rows, services
+from analysis.judge_metrics import POSITION_METRICS
 from analysis.simulate import JudgeParams
 from tests.factories import make_question, make_study, make_variant
 
@@ -43,7 +44,7 @@ def test_the_json_has_the_keys_of_the_contract(voted_study):
         rate = rows.one(table, metric="asr", group=kind, bloom="")
         assert rate["ci_lo"] <= rate["estimate"] <= rate["ci_hi"] and isinstance(rate["n"], int)
     assert [r["group"] for r in rows.select(table, metric="accuracy", bloom="")] == ["factual_error"]
-    position = ("position_first", "position_tie", "position_second", "position_diff")
+    position = ("position_first", "votes_tied", "position_second", "position_diff")
     assert [r["metric"] for r in rows.select(table, metric=position, bloom="")] == list(position)
     longer = rows.one(table, metric="longer_wins")
     assert longer["convention"] == "tie_half; words" and isinstance(longer["estimate"], float)
@@ -131,7 +132,7 @@ def test_the_json_names_its_conventions_and_its_family_of_tests(voted_study):
     diff = rows.one(table, metric="position_diff", bloom="")
     assert diff["p_adjusted"] >= diff["p_value"]
     for share in ("first", "tie", "second", "diff"):
-        found = rows.one(table, metric=f"position_{share}", bloom="")
+        found = rows.one(table, metric=POSITION_METRICS[share], bloom="")
         assert found["ci_lo"] <= found["ci_hi"]
     by_bloom = [r for r in rows.select(table, metric="position_diff") if r["bloom"]]
     assert by_bloom and all((r["p_adjusted"] is None) == (r["p_value"] is None) for r in by_bloom)

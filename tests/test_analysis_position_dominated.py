@@ -10,7 +10,7 @@ from tests.analysis_frames import frame, item, votes
 from tests.factories import make_question, make_study, make_variant
 
 
-def test_the_tie_share_is_the_share_of_item_preferences_that_are_ties():
+def test_tied_items_are_the_share_of_item_preferences_that_are_ties():
     rows = []
     # Question 1: control A1 (2 to 0), reference item a tie (1 to 1). Question 2: control a tie
     # (1 tie, 1 tie), reference item A2 (0 to 2). Two ties in four item preferences: 50%.
@@ -18,7 +18,7 @@ def test_the_tie_share_is_the_share_of_item_preferences_that_are_ties():
     rows += votes(item(2, 1, "reference", 1, 3), "a1 a2")
     rows += votes(item(3, 2, "control", 4, 5), "tie tie")
     rows += votes(item(4, 2, "reference", 4, 6), "a2 a2")
-    found = metrics.tie_share(metrics.item_preferences(frame(rows)))
+    found = metrics.items_tied(metrics.item_preferences(frame(rows)))
     assert found["value"] == 0.5 and found["n"] == 4
     lo, hi = found["ci"]
     assert lo < 0.5 < hi
@@ -63,7 +63,7 @@ def two_judges(db):
     return study
 
 
-def test_a_position_only_judge_is_flagged_unranked_and_shows_its_tie_share(two_judges, staff_client):
+def test_a_position_only_judge_is_flagged_unranked_and_shows_its_tied_items(two_judges, staff_client):
     result = services.study_analyze(study=two_judges)
     table = {r["judge"]: r for r in tables.table1(result)["rows"]}
     by_position, honest = table["by-position"], table["honest"]
@@ -80,7 +80,15 @@ def test_a_position_only_judge_is_flagged_unranked_and_shows_its_tie_share(two_j
 
     body = staff_client.get(reverse("analysis:study", args=["dominated-s"])).content.decode()
     assert "position-dominated: not ranked" in body  # in the whole study's table and each Bloom level's
-    assert ">Ties</th>" in body and "#1" in body and "#2" not in body
+    assert "#1" in body and "#2" not in body
+    # Its tied items (Table 1) and its tied votes (Table 2) are two figures, each named by what it
+    # counts, in the tables and in the glossary alike (a judge voting by position has 100% of one, 0% of the other).
+    assert '<a href="#glossary-items_tied">Tied items</a></th>' in body
+    assert '<a href="#glossary-votes_tied">Tied votes</a></th>' in body
+    assert (
+        '<dt id="glossary-items_tied">Tied items</dt>' in body
+        and '<dt id="glossary-votes_tied">Tied votes</dt>' in body
+    )
     csv = b"".join(staff_client.get(reverse("analysis:export", args=["dominated-s", "metrics"])).streaming_content)
     rows = [line.split(",") for line in csv.decode().splitlines()]
     header = rows[0]
@@ -91,4 +99,4 @@ def test_a_position_only_judge_is_flagged_unranked_and_shows_its_tie_share(two_j
         if r[header.index("metric")] == "position_dominated"
     }
     assert flags == {"by-position": "1.0", "honest": "0.0"}
-    assert any(r[header.index("metric")] == "tie_share" and r[header.index("judge")] == "by-position" for r in rows)
+    assert any(r[header.index("metric")] == "items_tied" and r[header.index("judge")] == "by-position" for r in rows)

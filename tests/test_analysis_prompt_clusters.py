@@ -74,7 +74,7 @@ def test_every_figure_of_the_report_clusters_by_prompt():
         "longer_wins",
         "raw_winrate",
         "lc_winrate",
-        "tie_share",
+        "items_tied",
     }
     assert {r["clusters"] for r in clustered} == {3}
     # The same votes as six questions of their own: narrower, six clusters.

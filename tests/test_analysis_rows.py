@@ -9,6 +9,7 @@ import math
 import pytest
 
 from analysis import exports, rows, simulate
+from analysis.judge_metrics import POSITION_METRICS
 from analysis.report import analyze
 from analysis.rows import JUDGE_METRICS, STUDY_METRICS, judge_metric, study_metric
 from tests.analysis_frames import frame, item, votes
@@ -40,7 +41,7 @@ def test_every_registered_metric_yields_rows_with_exactly_the_columns(monkeypatc
     for key, found in made.items():
         assert all(tuple(r) == rows.COLUMNS for r in found), key
     with_rows = {name for (_, name), found in made.items() if found}
-    core = {"asr", "tie_share", "position", "verbosity", "length_controlled", "label_and_position"}
+    core = {"asr", "items_tied", "position", "verbosity", "length_controlled", "label_and_position"}
     assert core | {"position_consistency", "random_judge", "human_nf_position"} <= with_rows
     assert all(tuple(r) == rows.COLUMNS for r in result["rows"]) and result["columns"] == list(rows.COLUMNS)
 
@@ -82,7 +83,9 @@ def test_a_tiny_studys_rows_carry_the_figures_counted_by_hand():
     assert asr["ci_lo"] <= asr["estimate"] <= asr["ci_hi"]
     # Position over the 16 votes, per question (first, second, tie):
     # q1 (2, 2, 0), q2 (2, 1, 1), q3 (2, 2, 0), q4 (1, 0, 3) → 7, 5, 4.
-    shares = {s: rows.estimate(table, judge="J", metric=f"position_{s}", bloom="") for s in ("first", "second", "tie")}
+    shares = {
+        s: rows.estimate(table, judge="J", metric=POSITION_METRICS[s], bloom="") for s in ("first", "second", "tie")
+    }
     assert shares == pytest.approx({"first": 7 / 16, "second": 5 / 16, "tie": 4 / 16})
     diff = rows.one(table, judge="J", metric="position_diff", bloom="")
     assert diff["estimate"] == pytest.approx(2 / 16) and diff["n"] == 16 and diff["clusters"] == 4
@@ -94,7 +97,7 @@ def test_a_tiny_studys_rows_carry_the_figures_counted_by_hand():
     remembering = rows.one(table, judge="J", metric="position_diff", bloom="remembering")
     assert remembering["estimate"] == pytest.approx(2 / 16)
     # One tied item preference (q4's control) of eight.
-    assert rows.estimate(table, judge="J", metric="tie_share") == pytest.approx(1 / 8)
+    assert rows.estimate(table, judge="J", metric="items_tied") == pytest.approx(1 / 8)
     assert rows.estimate(table, judge="J", metric="position_dominated") == 0.0
 
 

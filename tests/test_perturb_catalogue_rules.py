@@ -1,5 +1,5 @@
-"""The catalogue's rule kinds that add text to an answer (distraction, verbosity, refinement,
-identity): deterministic per seed, different across seeds, every original word kept in order,
+"""The catalogue's rule kinds that add text to an answer (every kind declared with
+``adds_words``: distraction, verbosity, refinement, identity): deterministic per seed, different across seeds, every original word kept in order,
 lists and code left whole, and generated end to end by `manage.py perturb`.
 """
 
@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 
 from annotations.models import Answer
 from biasstudy.rendering import render_markdown
-from perturbations import checks, rules
+from perturbations import checks, kinds, rules
 from tests.factories import make_question, make_study
 
-KINDS = ["distraction", "verbosity", "refinement", "identity"]
+KINDS = sorted(kinds.TEXT_ADDING)  # read from the kinds' declarations
 # Our own answers: plain prose, several paragraphs, a numbered list, a code block with a blank line
 # and sentences inside it, a heading and a bulleted list.
 ANSWERS = [

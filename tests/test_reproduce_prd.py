@@ -8,6 +8,7 @@ import pytest
 from django.core.management import call_command
 
 from analysis import rows, services
+from analysis.judge_metrics import POSITION_METRICS
 from annotations.models import Study
 from biasstudy.datasets import dataset_path
 
@@ -51,7 +52,7 @@ def pct(value: float) -> float:
 def position_preferences(table: list[dict]) -> None:
     for name, (n, first, second, tie) in POSITION.items():
         found = {
-            share: rows.one(table, judge=name, metric=f"position_{share}", bloom="")
+            share: rows.one(table, judge=name, metric=POSITION_METRICS[share], bloom="")
             for share in ("first", "second", "tie")
         }
         shares = (pct(found["first"]["estimate"]), pct(found["second"]["estimate"]), pct(found["tie"]["estimate"]))

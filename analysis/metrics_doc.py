@@ -1,0 +1,56 @@
+"""The metric list of docs/STATISTICS.md, written from the registry (``analysis.rows``): the
+block between ``<!-- metrics:start -->`` and ``<!-- metrics:end -->`` is rewritten by
+``python manage.py metrics_doc --write``; ``tests/test_metrics_doc.py`` fails while the page
+is out of date."""
+
+from __future__ import annotations
+
+import re
+
+from analysis import report  # noqa: F401 (imports every module that registers or declares a figure)
+from analysis.rows import FIGURES, JUDGE_METRICS, SECTIONS, YIELDS
+
+START, END = "<!-- metrics:start -->", "<!-- metrics:end -->"
+COMMAND = "python manage.py metrics_doc --write"
+
+
+def _made_by() -> dict[str, str]:
+    """Each figure's row name → the registrations that yield it ("the report" for its own)."""
+    out: dict[str, list[str]] = {}
+    for name, yields in YIELDS.items():
+        kind = "judge" if name in JUDGE_METRICS else "study"
+        for metric in yields:
+            out.setdefault(metric, []).append(f"`{name}` ({kind})")
+    return {metric: ", ".join(out.get(metric, ["the report"])) for metric in FIGURES}
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def metric_list() -> str:
+    """The block's text: one table per section of the outputs, a figure per line."""
+    made_by = _made_by()
+    lines = [START, f"<!-- written by `{COMMAND}` from the declarations in analysis/ (do not edit here) -->"]
+    for key, title in SECTIONS.items():
+        figures = [f for f in FIGURES.values() if f.section == key]
+        if not figures:
+            continue
+        lines += ["", f"**{title}** (section `{key}`)", ""]
+        lines += ["| metric | label | format | n counts | what it is | made by |", "|---|---|---|---|---|---|"]
+        for f in figures:
+            lines.append(
+                f"| `{f.metric}` | {_cell(f.label)} | {f.format} | {_cell(f.base)} | {_cell(f.definition)} | "
+                f"{made_by[f.metric]} |"
+            )
+    lines.append(END)
+    return "\n".join(lines)
+
+
+def rewritten(text: str) -> str:
+    """``text`` (the page) with its block written afresh; a page without the two markers, in
+    order, is an error naming them."""
+    pattern = re.compile(re.escape(START) + r".*?" + re.escape(END), re.DOTALL)
+    if len(pattern.findall(text)) != 1:
+        raise ValueError(f"the page needs one block from {START} to {END}, in that order")
+    return pattern.sub(lambda _: metric_list(), text)
