@@ -198,7 +198,7 @@ def test_the_report_has_ppi_rows_whose_people_alone_figures_are_peoples_own_rows
     # The terminal text says it too, under the judge.
     lines = list(text.report_lines(report))
     worth = rows.one(table, judge="LLM", metric="ppi_effective_votes", group="position")
-    assert f"worth {worth['estimate']:.0f} human votes of {worth['n']} cast" in "\n".join(lines)
+    assert f"  Human-equivalent votes [position]: {rows.figure_text(worth)}" in lines
     # No rows for people themselves.
     assert rows.one(table, judge="Humans", metric="ppi_asr") is None
 
