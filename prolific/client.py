@@ -87,8 +87,10 @@ class ProlificClient:
                 time.sleep(self._backoff(response, attempt))
                 continue
             if response.status_code >= 400:
+                # Some services repeat the credentials they refused: never pass them on.
+                detail = _detail(response).replace(headers["Authorization"].removeprefix("Token "), "[token]")
                 raise ProlificError(
-                    f"Prolific answered {response.status_code} to {method} {path}: {_detail(response)}",
+                    f"Prolific answered {response.status_code} to {method} {path}: {detail}",
                     status=response.status_code,
                 )
             return response.json() if response.content.strip() else {}

@@ -25,6 +25,10 @@ class ProlificStudy(models.Model):
     devices = models.JSONField(default=list)
     created_at = models.DateTimeField(default=timezone.now)
     synced_at = models.DateTimeField(null=True, blank=True)
+    # The worker's current chain of periodic syncs (prolific.tasks): a job of an older chain,
+    # queued before the study was published again or resumed, stops at its next look, so that
+    # chains never multiply.
+    sync_chain = models.CharField(max_length=32, blank=True, editable=False)
 
     class Meta:
         verbose_name = "Prolific study"

@@ -19,7 +19,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from analysis.exports import rater_bonus
@@ -156,6 +156,27 @@ def prolific_study_create(
     }
     client = ProlificClient()
     answer = _logged(study, user, "create draft", lambda: client.study_create(body), lambda a: f"draft {a.get('id')}")
+    try:
+        return _link_create(
+            study,
+            answer,
+            code=code,
+            reward_cents=reward_cents,
+            places=places,
+            estimated_minutes=estimated_minutes,
+            devices=devices,
+        )
+    except IntegrityError:
+        # Two drafts asked for at once: the other one is the study's; this one is only on Prolific.
+        raise ProlificError(
+            f"another Prolific study was made for this study at the same time: delete the draft "
+            f"{answer['id']} on Prolific"
+        ) from None
+
+
+def _link_create(
+    study: Study, answer: dict, *, code: str, reward_cents: int, places: int, estimated_minutes: int, devices: list[str]
+) -> ProlificStudy:
     with transaction.atomic():
         link = ProlificStudy.objects.create(
             study=study,

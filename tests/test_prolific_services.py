@@ -227,3 +227,12 @@ def test_a_bonus_prolific_refused_can_be_paid_later(prolific):
     assert BonusBatch.objects.get().state == BonusBatch.State.FAILED and not Bonus.objects.exists()
     assert services.prolific_bonuses_pay(study=study, user=None, per_rater=Decimal("0.50")).state == "paid"
     assert [(p, a) for _, p, a in prolific.paid] == [(rater.participant_id, Decimal("0.50"))]
+
+
+def test_a_token_prolific_repeats_in_an_error_is_not_passed_on(prolific):
+    study = study_for_prolific()
+    prolific.fail_next(400, detail=f"Token {TOKEN} is not allowed to create studies", path="/studies/$")
+    with pytest.raises(ProlificError, match=r"Token \[token\] is not allowed") as caught:
+        draft(study)
+    assert TOKEN not in str(caught.value)
+    assert TOKEN not in ProlificCall.objects.get(study=study).result

@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 from annotations import assignment
 from annotations.models import Lease
 from prolific import services, tasks
-from prolific.models import ProlificCall, ProlificSubmission
+from prolific.models import ProlificCall, ProlificStudy, ProlificSubmission
 from tests.prolific_helpers import draft, prolific, prolific_rater, study_for_prolific
 
 __all__ = ["prolific"]  # the fixture
@@ -60,3 +60,22 @@ def test_the_command_syncs_every_running_study_and_says_what_failed(prolific):
     with pytest.raises(CommandError, match="1 Prolific study could not be synced"):
         call_command("prolific_sync", study=study.slug, stderr=err)
     assert "Internal error" in err.getvalue()
+
+
+def test_publishing_starts_one_chain_of_deferred_syncs_and_a_newer_chain_replaces_it(prolific, settings):
+    from django_tasks_db.models import DBTaskResult
+
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+    study, lease = _running_study_with_a_returned_rater(prolific)
+    assert tasks.prolific_sync_schedule(study=study) is True
+    first = DBTaskResult.objects.get()
+    assert first.run_after > first.enqueued_at  # deferred by PROLIFIC_SYNC_SECONDS
+    old_chain = first.args_kwargs["kwargs"]["chain"]
+    tasks.prolific_sync_schedule(study=study)  # resumed again: a new chain
+    # A job of the old chain does nothing and queues nothing; the new chain's job syncs and goes on.
+    tasks.prolific_sync.call(study_id=study.pk, chain=old_chain)
+    assert Lease.objects.get(pk=lease.pk).released_at is None and DBTaskResult.objects.count() == 2
+    new_chain = ProlificStudy.objects.get(study=study).sync_chain
+    tasks.prolific_sync.call(study_id=study.pk, chain=new_chain)
+    assert Lease.objects.get(pk=lease.pk).released_at is not None
+    assert DBTaskResult.objects.filter(args_kwargs__kwargs__chain=new_chain).count() == 2
