@@ -21,6 +21,8 @@ from django.conf import settings
 TOKEN_VARIABLE = "PROLIFIC_API_TOKEN"  # noqa: S105 - the variable's name, not a token
 # The longest wait between two tries of a 429, whatever Retry-After says.
 MAX_BACKOFF_SECONDS = 30.0
+# Pages of a list read at most (of 20 submissions each by default: 20,000 submissions).
+MAX_PAGES = 1000
 
 
 class ProlificError(Exception):
@@ -119,7 +121,20 @@ class ProlificClient:
         return self.call("POST", "study-cost-calculator/", {"reward": reward, "total_available_places": places})
 
     def submissions(self, study_id: str) -> list[dict]:
-        return self.call("GET", f"studies/{study_id}/submissions/").get("results", [])
+        """Every submission of the study, page after page (`_links.next`). A next page elsewhere
+        than the API's own address is refused: the token is sent to Prolific only."""
+        path, found = f"studies/{study_id}/submissions/", []
+        for _ in range(MAX_PAGES):
+            answer = self.call("GET", path)
+            found += answer.get("results", [])
+            href = ((answer.get("_links") or {}).get("next") or {}).get("href")
+            if not href:
+                return found
+            prefix = f"{self.base_url}/api/v1/"
+            if not href.startswith(prefix):
+                raise ProlificError(f"Prolific's next page of submissions is elsewhere ({href}): not followed")
+            path = href.removeprefix(prefix)
+        raise ProlificError(f"more than {MAX_PAGES} pages of submissions: not all were read")
 
     def submission_transition(self, submission_id: str, body: dict) -> dict:
         return self.call("POST", f"submissions/{submission_id}/transition/", body)

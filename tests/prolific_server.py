@@ -5,7 +5,8 @@ Prolific's API reference describes it (docs.prolific.com/api-reference): every r
     POST /api/v1/studies/                       create a draft study (status UNPUBLISHED)
     GET  /api/v1/studies/{id}/                  the study
     POST /api/v1/studies/{id}/transition/       {"action": PUBLISH | PAUSE | START | STOP}
-    GET  /api/v1/studies/{id}/submissions/      {"results": [{id, participant_id, status, ...}]}
+    GET  /api/v1/studies/{id}/submissions/      {"results": [{id, participant_id, status, ...}],
+                                                 "_links": {"next": {"href": the next page or null}}}
     POST /api/v1/submissions/{id}/transition/   {"action": APPROVE | REJECT, rejection_category,
                                                  message (REJECT: at least 100 characters)}
     POST /api/v1/study-cost-calculator/         {reward, total_available_places} -> {total_cost}
@@ -64,6 +65,8 @@ CODE_TYPES = {
     "FIXED_SCREENOUT",
 }
 PLACEHOLDERS = ("{{%PROLIFIC_PID%}}", "{{%STUDY_ID%}}", "{{%SESSION_ID%}}")
+# Submissions per page of a list (Prolific's default page size).
+PAGE_SIZE = 20
 # Prolific's service fee on top of rewards and bonuses (a third), as its help pages state it.
 FEE = Decimal("0.3333")
 
@@ -170,15 +173,17 @@ class ProlificServer:
             return self._send(handler, 401, {"error": {"detail": "Invalid token."}})
         try:
             body = json.loads(raw) if raw.strip() else {}
+            path, _, query = handler.path.partition("?")
+            page = int(dict(p.split("=", 1) for p in query.split("&") if "=" in p).get("page", 1))
             with self.lock:
-                status, answer = self._route(method, handler.path.split("?")[0], body)
+                status, answer = self._route(method, path, body, page)
         except BadRequest as exc:
             return self._send(handler, exc.status, {"error": {"detail": exc.detail}})
         except (ValueError, KeyError) as exc:
             return self._send(handler, 400, {"error": {"detail": f"bad request: {exc}"}})
         self._send(handler, status, answer)
 
-    def _route(self, method: str, path: str, body: dict) -> tuple[int, Any]:
+    def _route(self, method: str, path: str, body: dict, page: int) -> tuple[int, Any]:
         routes = [
             ("POST", r"/api/v1/studies/", self._study_create),
             ("GET", r"/api/v1/studies/([^/]+)/", self._study_get),
@@ -192,6 +197,8 @@ class ProlificServer:
         for verb, pattern, route in routes:
             match = re.fullmatch(pattern, path)
             if verb == method and match:
+                if route == self._submissions_list:
+                    return route(body, *match.groups(), page=page)
                 return route(body, *match.groups())
         raise BadRequest(404, "Not found.")
 
@@ -254,10 +261,14 @@ class ProlificServer:
         study["status"] = STUDY_ACTIONS[action]
         return 200, study
 
-    def _submissions_list(self, body: dict, study_id: str) -> tuple[int, dict]:
+    def _submissions_list(self, body: dict, study_id: str, page: int = 1) -> tuple[int, dict]:
+        """A page of PAGE_SIZE submissions, with the next page's absolute address in `_links`."""
         self._study(study_id)
         results = [s for s in self.submissions.values() if s["study_id"] == study_id]
-        return 200, {"results": results, "_links": {"next": {"href": None}}, "meta": {"count": len(results)}}
+        shown = results[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]
+        more = len(results) > page * PAGE_SIZE
+        href = f"{self.base_url}/api/v1/studies/{study_id}/submissions/?page={page + 1}" if more else None
+        return 200, {"results": shown, "_links": {"next": {"href": href}}, "meta": {"count": len(results)}}
 
     def _submission_transition(self, body: dict, submission_id: str) -> tuple[int, dict]:
         if submission_id not in self.submissions:

@@ -128,3 +128,6 @@ def test_the_rater_monitor_shows_each_raters_prolific_status(prolific, staff_cli
     assert '<th title="Their submission on Prolific, as last synced">Prolific</th>' in page
     assert ">RETURNED</td>" in page
     assert _page(study) in page
+    # The monitor's own bonus field carries over to the Prolific page's preview.
+    page = staff_client.get(reverse("analysis:raters", args=[study.slug]), {"bonus_per_counted_vote": "0.05"})
+    assert f"{_page(study)}?per_vote=0.05" in page.content.decode()

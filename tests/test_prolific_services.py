@@ -236,3 +236,12 @@ def test_a_token_prolific_repeats_in_an_error_is_not_passed_on(prolific):
         draft(study)
     assert TOKEN not in str(caught.value)
     assert TOKEN not in ProlificCall.objects.get(study=study).result
+
+
+def test_every_page_of_submissions_is_read(prolific):
+    study = study_for_prolific(votes_per_item=20)
+    link = draft(study)
+    raters = [prolific_rater(study, prolific, link)[0] for _ in range(25)]  # two pages of 20
+    assert services.prolific_submissions_sync(study=study)["submissions"] == 25
+    assert set(ProlificSubmission.objects.values_list("rater", flat=True)) == {r.pk for r in raters}
+    assert len(prolific.requests_to(r"/submissions/")) == 2
