@@ -253,6 +253,28 @@ def _vote_close(lease: Lease, vote: Vote, *, now: datetime) -> None:
     Rater.objects.filter(pk=rater.pk).update(**{name: getattr(rater, name) for name in saved})
 
 
+def rater_leases_release(*, rater: Rater, now: datetime | None = None) -> int:
+    """The rater has left the study for good (their platform says so: a submission returned,
+    timed out or rejected): free the slot their pending item holds, at once, so that the quota
+    fills with others, and hand them nothing more (their target becomes what they have done).
+    Their pending lease is released, not deleted: a vote still coming on it is stored as any
+    late vote is (flagged late; if it counts, it gets a slot of its own). Returns how many
+    leases were released (0 or 1). Idempotent."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        _lock(rater)
+        pending = list(Lease.objects.pending().filter(rater=rater))
+        for lease in pending:
+            _held(lease).update(rater=None, claimed_at=None)
+        Lease.objects.filter(pk__in=[lease.pk for lease in pending]).update(released_at=now)
+        if rater.target > rater.votes_done:
+            Rater.objects.filter(pk=rater.pk).update(target=rater.votes_done)
+            rater.target = rater.votes_done
+            # A rater's target is read by the study's reports (the monitor): they move on.
+            Study.objects.filter(pk=rater.study_id).data_changed()
+    return len(pending)
+
+
 def judge_human_pool(*, study: Study) -> Judge:
     """The study's human rater pool, where every human vote goes."""
     judge, _ = Judge.objects.get_or_create(study=study, kind=Judge.Kind.HUMAN, defaults={"name": "Humans"})

@@ -60,6 +60,7 @@ INSTALLED_APPS = [
     "judges",
     "analysis",
     "api",
+    "prolific",
 ]
 
 MIDDLEWARE = [
@@ -180,6 +181,15 @@ STUDY_UPLOAD_BACKGROUND_QUESTIONS = env_int("STUDY_UPLOAD_BACKGROUND_QUESTIONS",
 # votes (pages and the API show the last one meanwhile, marked as updating); up to it, in the
 # request (about 1.2 s of CPU at 100,000 votes: docs/BENCHMARKS.md).
 ANALYSIS_BACKGROUND_VOTES = env_int("ANALYSIS_BACKGROUND_VOTES", 200_000)
+
+# Prolific's API (the prolific app). The researcher's token is read from the environment
+# (PROLIFIC_API_TOKEN) at each call, never from settings nor the database.
+PROLIFIC_API_URL = env_str("PROLIFIC_API_URL", "https://api.prolific.com").rstrip("/")
+PROLIFIC_TIMEOUT_SECONDS = env_int("PROLIFIC_TIMEOUT_SECONDS", 30)
+# Tries of a call Prolific answers 429 (its wallet contention), with backoff: bounded.
+PROLIFIC_MAX_TRIES = env_int("PROLIFIC_MAX_TRIES", 5)
+# How often the worker keeps a running Prolific study's submissions in step.
+PROLIFIC_SYNC_SECONDS = env_int("PROLIFIC_SYNC_SECONDS", 120)
 
 # The Redis queue (workers: judges.tasks.worker_command()). Its app, with admin pages that talk
 # to Redis, is installed only when Redis is the queue. Every `rqworker` runs our worker class:

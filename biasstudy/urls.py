@@ -15,5 +15,6 @@ urlpatterns = [
     path("favicon.ico", RedirectView.as_view(url=lazy(static, str)("biasstudy/favicon.svg"), permanent=True)),
     path("api/", include("api.urls")),
     path("dashboard/", include("analysis.urls")),
+    path("prolific/", include("prolific.urls")),
     path("", include("annotations.urls")),
 ]

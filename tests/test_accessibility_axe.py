@@ -1,6 +1,7 @@
 """Every page a person uses, checked by axe-core at WCAG 2.1 A and AA in a real browser: the
 rater's pages, the dashboard, the admin's review, start and run pages, a judge's prompt, an upload's progress page,
-the study's upload and forms, and the API docs.
+the study's upload and forms, and the API docs. The study's Prolific page is checked on the way
+through its browser test (tests/test_prolific_page_browser.py), which needs the loopback Prolific.
 
 axe-core comes from npm (package.json pins it; scripts/test.sh runs `npm ci`). It is injected
 with the page's Content-Security-Policy bypassed, which only lets the test's own script in.
