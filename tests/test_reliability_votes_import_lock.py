@@ -105,7 +105,7 @@ def test_an_import_of_the_same_judges_finished_meanwhile_makes_this_one_write_no
         if step == 2:  # prepared: the same file imported by someone else before this one writes
             in_another_thread(lambda: vote_import.votes_import_path(slug="gen", fmt="csv", path=path))
 
-    with pytest.raises(importers.ImportProblem, match="already has votes of crowd, gpt-x"):
+    with pytest.raises(importers.ImportProblem, match="got votes of crowd, gpt-x meanwhile"):
         vote_import.votes_import_path(slug="gen", fmt="csv", path=path, progress=progress)
     assert Vote.objects.count() == len(GOOD_ROWS)  # the other import's, once
     assert Question.objects.count() == 1 and Rater.objects.count() == 2
