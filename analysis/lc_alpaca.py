@@ -369,7 +369,7 @@ def _score_model(out: AlpacaLC, name: str, instructions, delta, y, gamma, frozen
 
 
 # The constants' grid that ``choose_constants`` searches (``manage.py lc_alpaca_constants``).
-POOLING_GRID = (0.1, 0.3, 1.0, 3.0, 10.0, 30.0)
+POOLING_GRID = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0)
 RIDGE_GRID = (0.001, 0.01, 0.1, 1.0)
 
 
