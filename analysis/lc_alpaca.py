@@ -21,10 +21,13 @@ coefficient is −φ.
   versions of the baseline, whose annotations are not public in the repository. Their stand-in
   here is a penalty ``λ_φ Σ_m (φ_m − φ̄)²`` that pools the slopes towards a common slope φ̄ (a
   free parameter), with ``λ_φ = SLOPE_POOLING × (number of instructions)``, so that its weight
-  against the data does not change with the size of the benchmark. SLOPE_POOLING was chosen
-  on half of the leaderboard's models (docs/REPRODUCTIONS.md) and checked on the other half.
-- ``DIFFICULTY_RIDGE`` on γ and ``THETA_RIDGE`` on θ only keep the optimum finite (an
-  instruction every model loses outright); a γ shift traded against θ does not change any rate.
+  against the data does not change with the size of the benchmark.
+- ``DIFFICULTY_RIDGE`` on γ and ``THETA_RIDGE`` on θ keep the optimum finite (an instruction
+  every model loses outright); a γ shift traded against θ does not change any rate.
+- SLOPE_POOLING (κ) and DIFFICULTY_RIDGE were chosen by cross-validation over the models with a
+  published LC (``choose_constants``, ``manage.py lc_alpaca_constants``; docs/STATISTICS.md):
+  5 folds of models, each scored against a difficulty frozen from the other folds, the pair
+  with the smallest mean absolute error over the 29 held-out models.
 
 **Frozen difficulty** (``FrozenDifficulty``, ``score``). As AlpacaEval does, a study keeps the
 difficulty γ, the common slope φ̄ and the penalty λ_φ of its first fit (or of a file) and scores
@@ -59,7 +62,7 @@ from scipy.special import expit, logit
 from analysis.stats import Z95
 
 METHOD = "alpaca_eval"
-SLOPE_POOLING = 10.0
+SLOPE_POOLING = 0.1
 DIFFICULTY_RIDGE = 0.01
 THETA_RIDGE = 1e-6
 # Newton stops when the gradient (a sum over rows) or the step is this small: the parameters
