@@ -24,6 +24,8 @@ import hashlib
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
 
+from django.db.models import Count
+
 from analysis import importers
 from annotations.models import Answer, Study, Vote
 
@@ -33,13 +35,14 @@ PROB_DECIMALS = 9
 
 @dataclass
 class Recognition:
-    """The file's votes without those the study has (``parsed``), how many were recognised, and
-    the study's count of each key a new vote has (checked again when the import writes)."""
+    """The file's votes without those the study has (``parsed``), how many were recognised, the
+    file's judges the study had votes of, and how many each had (checked again when the import
+    writes)."""
 
     parsed: importers.Parsed
     recognised: int = 0
-    existing: dict[tuple, int] = field(default_factory=dict)
-    judges: list[str] = field(default_factory=list)  # the file's judges the study had votes of
+    judges: list[str] = field(default_factory=list)
+    judge_votes: dict[str, int] = field(default_factory=dict)
 
 
 def _digest(text: str) -> str:
@@ -100,7 +103,8 @@ def _study_keys(study: Study, judges: list[str]) -> dict[tuple, list[tuple]]:
 def votes_recognised(*, study: Study, parsed: importers.Parsed) -> Recognition:
     """Leave out of ``parsed`` the votes the study has (module docstring), and the questions
     only they needed. Raises ImportProblem for a vote the study has with another verdict."""
-    judges = sorted(_judges_with_votes(study, {v.judge for v in parsed.votes}))
+    judge_votes = _vote_counts(study, {v.judge for v in parsed.votes})
+    judges = sorted(judge_votes)
     if not judges:
         return Recognition(parsed=parsed)
     keyed = _study_keys(study, judges)
@@ -109,7 +113,7 @@ def votes_recognised(*, study: Study, parsed: importers.Parsed) -> Recognition:
     for vote in parsed.votes:
         if vote.judge in judges:
             by_key[_parsed_key(parsed, vote)].append(vote)
-    recognised, existing = 0, {}
+    recognised = 0
     for key, votes in by_key.items():
         there = Counter(keyed.get(key, ()))
         given = Counter(_verdict(v.winner, v.shown_first, v.option_probs) for v in votes)
@@ -129,39 +133,38 @@ def votes_recognised(*, study: Study, parsed: importers.Parsed) -> Recognition:
             if left[verdict] > 0:
                 left[verdict] -= 1
                 kept.append(vote)
-                existing[key] = sum(there.values())
             else:
                 recognised += 1
     needed = {v.question for v in kept}
     questions = {ext: q for ext, q in parsed.questions.items() if ext in needed}
     return Recognition(
-        parsed=replace(parsed, questions=questions, votes=kept), recognised=recognised, existing=existing, judges=judges
-    )
-
-
-def _judges_with_votes(study: Study, judges) -> set[str]:
-    if study.pk is None:
-        return set()
-    return set(
-        Vote.objects.filter(item__study=study, judge__name__in=list(judges)).values_list("judge__name", flat=True)
+        parsed=replace(parsed, questions=questions, votes=kept),
+        recognised=recognised,
+        judges=judges,
+        judge_votes=judge_votes,
     )
 
 
 def votes_recognised_check(*, study: Study, recognition: Recognition, source: str) -> None:
-    """Inside the import's transaction: raise ImportProblem when another import wrote votes of
-    the file's judges since it was prepared: of a judge the study had no votes of then, or of
-    the keys of a new vote (then this one would double them)."""
-    judges = {v.judge for v in recognition.parsed.votes}
-    taken = sorted(_judges_with_votes(study, judges - set(recognition.judges)))
-    if taken:
+    """Inside the import's transaction: raise ImportProblem when another import (or judge run)
+    wrote votes of the file's judges since it was prepared, whose votes this one might double.
+    One count per judge, not the keys again: it runs while the write lock is held."""
+    judges = sorted({v.judge for v in recognition.parsed.votes} | set(recognition.judges))
+    now = _vote_counts(study, judges)
+    changed = [judge for judge in judges if now.get(judge, 0) != recognition.judge_votes.get(judge, 0)]
+    if changed:
         raise importers.ImportProblem(
-            source, None, "judge", f"study {study.slug!r} got votes of {', '.join(taken)} meanwhile"
+            source, None, "judge", f"study {study.slug!r} got votes of {', '.join(changed)} meanwhile"
         )
-    if not recognition.existing:
-        return
-    keyed = _study_keys(study, recognition.judges)
-    for key, n in recognition.existing.items():
-        if len(keyed.get(key, ())) != n:
-            raise importers.ImportProblem(
-                source, None, "judge", f"study {study.slug!r} got votes of {key[0]} meanwhile that this file has too"
-            )
+
+
+def _vote_counts(study: Study, judges) -> dict[str, int]:
+    if study.pk is None:
+        return {}
+    rows = (
+        Vote.objects.filter(item__study=study, judge__name__in=list(judges))
+        .values("judge__name")
+        .annotate(n=Count("pk"))
+        .values_list("judge__name", "n")
+    )
+    return dict(rows)
