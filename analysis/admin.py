@@ -1,6 +1,7 @@
 """Importing votes collected elsewhere from the admin: the page behind the Study admin's "Import
 votes" action. The file is kept (analysis/uploads.py) and imported by the task worker through the
-service `manage.py import_votes` calls (as the API's uploads are); a progress page follows it."""
+service `manage.py import_votes` calls (as the API's uploads are); a progress page follows it.
+And the studies' frozen AlpacaEval difficulties, with the action that refits them."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from analysis import importers, uploads, vote_import
+from analysis import alpaca_difficulty, importers, uploads, vote_import
+from analysis.models import AlpacaDifficulty
 from analysis.tasks import votes_upload_import_queue
 from annotations.admin import StudyAdmin
 from annotations.uploads import UploadError
@@ -132,3 +134,51 @@ def import_votes(modeladmin, request: HttpRequest, queryset) -> HttpResponseRedi
 
 # The study's admin belongs to the core app, which knows nothing of the analysis: its action is added here.
 StudyAdmin.actions = [*StudyAdmin.actions, import_votes]
+
+
+@admin.register(AlpacaDifficulty)
+class AlpacaDifficultyAdmin(admin.ModelAdmin):
+    """Each study's frozen AlpacaEval difficulties (analysis.alpaca_difficulty): seen, refitted on
+    request (the action), or deleted (the next LC freezes a new one); never edited by hand."""
+
+    list_display = ("study", "judge", "source", "instructions", "models_fitted", "slope_pooling", "fitted_at")
+    list_filter = ("study",)
+    readonly_fields = (
+        "study",
+        "judge",
+        "source",
+        "fitted_at",
+        "common_slope",
+        "slope_penalty",
+        "slope_pooling",
+        "difficulty_ridge",
+        "fitted_models",
+    )
+    exclude = ("difficulty",)
+    actions = ["refit"]
+
+    @admin.display(description="instructions")
+    def instructions(self, obj) -> int:
+        return len(obj.difficulty)
+
+    @admin.display(description="models")
+    def models_fitted(self, obj) -> int:
+        return len(obj.fitted_models)
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    @admin.action(
+        description="Refit the selected difficulties on the models their study has now", permissions=["change"]
+    )
+    def refit(self, request: HttpRequest, queryset) -> None:
+        done = 0
+        for row in list(queryset.select_related("study")):
+            try:
+                alpaca_difficulty.alpaca_difficulty_refit(study=row.study, judge=row.judge)
+            except ValueError as exc:
+                self.message_user(request, str(exc), messages.ERROR)
+            else:
+                done += 1
+        if done:
+            self.message_user(request, f"{done} difficult{'y' if done == 1 else 'ies'} refitted", messages.SUCCESS)

@@ -48,6 +48,7 @@ from typing import Any
 from django.utils.dateparse import parse_datetime
 from django.utils.module_loading import import_string
 
+from annotations import lengths
 from annotations.models import BloomLevel
 from annotations.study_files import Problems, StudyFileError
 from biasstudy import rendering
@@ -118,7 +119,7 @@ class AnswerRecord:
     text: str
     derived_from: str | None = None  # external id of the original, for variants
     system: str = ""  # the system (model) that wrote it, when the source says
-    lengths: dict[str, int] | None = None  # given lengths (words/chars/bpe) of an answer without text
+    lengths: dict[str, int] | None = None  # given lengths (LENGTH_MEASURES) of an answer without text
 
 
 @dataclass
@@ -246,7 +247,9 @@ REQUIRED = ("question_id", "judge")
 WINNER_COLUMNS = ("winner", "choice")
 PROBS = ("prob_first", "prob_second", "prob_tie")
 PROBS_SUM_TOLERANCE = 0.002
-LENGTH_MEASURES = ("words", "chars", "bpe")
+# A length column per named measure (annotations.lengths: words, chars, bpe, and the verbosity
+# blog post's spaces), for an answer whose text the file does not give.
+LENGTH_MEASURES = lengths.MEASURES
 COLUMNS = (  # every column the format reads: the required ones, then the others by name
     *REQUIRED,
     *WINNER_COLUMNS,

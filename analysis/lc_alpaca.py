@@ -21,10 +21,22 @@ coefficient is −φ.
   versions of the baseline, whose annotations are not public in the repository. Their stand-in
   here is a penalty ``λ_φ Σ_m (φ_m − φ̄)²`` that pools the slopes towards a common slope φ̄ (a
   free parameter), with ``λ_φ = SLOPE_POOLING × (number of instructions)``, so that its weight
-  against the data does not change with the size of the benchmark. SLOPE_POOLING was chosen
-  on half of the leaderboard's models (docs/REPRODUCTIONS.md) and checked on the other half.
-- ``DIFFICULTY_RIDGE`` on γ and ``THETA_RIDGE`` on θ only keep the optimum finite (an
-  instruction every model loses outright); a γ shift traded against θ does not change any rate.
+  against the data does not change with the size of the benchmark.
+- ``DIFFICULTY_RIDGE`` on γ and ``THETA_RIDGE`` on θ keep the optimum finite (an instruction
+  every model loses outright); a γ shift traded against θ does not change any rate.
+- SLOPE_POOLING (κ) and DIFFICULTY_RIDGE were chosen by cross-validation over the models with a
+  published LC (``choose_constants``, ``manage.py lc_alpaca_constants``; docs/STATISTICS.md):
+  5 folds of models, each scored against a difficulty frozen from the other folds, the pair
+  with the smallest mean absolute error over the 29 held-out models.
+
+**Frozen difficulty** (``FrozenDifficulty``, ``score``). As AlpacaEval does, a study keeps the
+difficulty γ, the common slope φ̄ and the penalty λ_φ of its first fit (or of a file) and scores
+every model against them: each model's (θ_m, φ_m) is then the minimiser of its own rows' loss
+plus ``λ_φ (φ_m − φ̄)²/2`` and the θ ridge, so a model's LC does not move when others are added.
+At the joint fit's optimum the models' (θ, φ) are already the minimisers given (γ, φ̄) (the
+objective is separable across models once those are fixed), so scoring the fitted models
+against their own frozen difficulty gives their joint-fit LC again. An instruction the frozen
+difficulty does not know gets the mean difficulty of those it knows (the fit says how many).
 
 Every term is a convex function of (θ, φ, φ̄, γ) and the penalty is strictly convex in the
 directions the data do not fix, so the optimum is unique; Newton's method with the exact
@@ -50,7 +62,7 @@ from scipy.special import expit, logit
 from analysis.stats import Z95
 
 METHOD = "alpaca_eval"
-SLOPE_POOLING = 10.0
+SLOPE_POOLING = 0.1
 DIFFICULTY_RIDGE = 0.01
 THETA_RIDGE = 1e-6
 # Newton stops when the gradient (a sum over rows) or the step is this small: the parameters
@@ -78,6 +90,9 @@ class AlpacaLC:
     difficulty: dict = field(default_factory=dict)  # instruction → γ
     slope_penalty: float = 0.0
     instructions: int = 0
+    # Frozen fits: where the difficulty came from, and instructions it did not know.
+    difficulty_source: str = "fitted on these models"
+    unknown_instructions: int = 0
 
     def rows(self) -> list[dict]:
         """One row per model, highest LC first (the leaderboard's order)."""
@@ -92,6 +107,7 @@ class AlpacaLC:
                 "alpaca_eval_se": self.alpaca_eval_se[m],
                 "length_slope": self.slope[m],
                 "length_sd": self.length_sd[m],
+                "difficulty_source": self.difficulty_source,
             }
             for m in self.models
         ]
@@ -198,12 +214,16 @@ def _newton(x: sp.csr_matrix, y: np.ndarray, penalty: np.ndarray) -> np.ndarray:
     raise ArithmeticError(f"the AlpacaEval-compatible LC fit did not converge in {MAX_STEPS} Newton steps")
 
 
-def frame_inputs(votes: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def frame_inputs(
+    votes: pd.DataFrame, prompt_keys: dict[str, str] | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(models, instructions, Δ in characters, y) from a votes frame (analysis.frame) whose A1 is
     the baseline. The model is the system that wrote A2 (``a2_system``; else the question's
     ``subset``); the instruction is the question's external id without its ``<subset>#`` prefix
     (``import_votes --format alpaca_eval`` names questions ``<model>#<n>``), so the questions of
-    different models on one instruction share its difficulty. y is the judge's probability for
+    different models on one instruction share its difficulty; with ``prompt_keys`` (question
+    external id → its prompt key), a question's prompt key names its instruction where it has
+    one, the same in every import (a frozen difficulty is kept by it). y is the judge's probability for
     A2 where the vote has option probabilities (a tie's probability counting half; the three taken as shares of their sum), else the
     vote: 1 for A2, ½ for a tie, 0 for A1."""
     system = votes["a2_system"].astype(str).to_numpy(dtype=object)
@@ -216,8 +236,12 @@ def frame_inputs(votes: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarra
             "to know which model each vote compares with the baseline"
         )
     ext = votes["question_ext"].astype(str).to_numpy(dtype=object)
+    keys = prompt_keys or {}
     instructions = np.array(
-        [e[len(s) + 1 :] if s and e.startswith(s + "#") else e for e, s in zip(ext, subset, strict=True)],
+        [
+            keys.get(e) or (e[len(s) + 1 :] if s and e.startswith(s + "#") else e)
+            for e, s in zip(ext, subset, strict=True)
+        ],
         dtype=object,
     )
     length = {side: votes[f"len_{side}_chars"].to_numpy(dtype=float) for side in ("a1", "a2")}
@@ -234,3 +258,188 @@ def frame_inputs(votes: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarra
     has_probs = np.isfinite(prob_a2)
     y[has_probs] = prob_a2[has_probs]
     return models, instructions, delta, y
+
+
+@dataclass
+class FrozenDifficulty:
+    """What a frozen fit keeps (module docstring, "Frozen difficulty"): each instruction's γ,
+    the common slope φ̄, the slope penalty λ_φ, the constants it was fitted with and the
+    models it was fitted on."""
+
+    difficulty: dict[str, float]
+    common_slope: float
+    slope_penalty: float
+    slope_pooling: float
+    difficulty_ridge: float
+    models: list[str]
+
+    @classmethod
+    def from_fit(cls, fit_: AlpacaLC, *, slope_pooling: float, difficulty_ridge: float) -> FrozenDifficulty:
+        return cls(
+            difficulty={str(k): v for k, v in fit_.difficulty.items()},
+            common_slope=fit_.common_slope,
+            slope_penalty=fit_.slope_penalty,
+            slope_pooling=slope_pooling,
+            difficulty_ridge=difficulty_ridge,
+            models=list(fit_.models),
+        )
+
+
+def score(models, instructions, delta, y, *, frozen: FrozenDifficulty, source: str = "frozen") -> AlpacaLC:
+    """Every model scored against a frozen difficulty (module docstring): one small fit per
+    model, so each model's LC depends on its own rows and the frozen values alone."""
+    delta, y = np.asarray(delta, dtype=float), np.asarray(y, dtype=float)
+    models, instructions = np.asarray(models, dtype=object), np.asarray(instructions, dtype=object)
+    if not (len(models) == len(instructions) == len(delta) == len(y)):
+        raise ValueError("models, instructions, delta and y must have one value per row")
+    if len(y) == 0:
+        raise ValueError("no rows to score")
+    if not np.isfinite(delta).all():
+        raise ValueError("every length difference must be a finite number")
+    if not (np.isfinite(y).all() and (y >= 0).all() and (y <= 1).all()):
+        raise ValueError("every preference must be a number in [0, 1]")
+    known = frozen.difficulty
+    mean = float(np.mean(list(known.values()))) if known else 0.0
+    gamma = np.array([known.get(str(i), mean) for i in instructions], dtype=float)
+    unknown = {str(i) for i in instructions} - set(known)
+    out = AlpacaLC(
+        models=sorted({str(m) for m in models}),
+        common_slope=frozen.common_slope,
+        difficulty=dict(known),
+        slope_penalty=frozen.slope_penalty,
+        instructions=len({str(i) for i in instructions}),
+        difficulty_source=source,
+        unknown_instructions=len(unknown),
+    )
+    for name in out.models:
+        rows = np.flatnonzero(models == name)
+        _score_model(out, name, instructions[rows], delta[rows], y[rows], gamma[rows], frozen)
+    return out
+
+
+def _score_model(out: AlpacaLC, name: str, instructions, delta, y, gamma, frozen: FrozenDifficulty) -> None:
+    """One model's (θ, φ) given the frozen γ and φ̄, its LC and the LC's interval (the sandwich
+    over its instructions, γ taken as known, as AlpacaEval takes its difficulty file)."""
+    n = len(y)
+    sd = float(np.std(delta, ddof=1)) if n > 1 else 1.0
+    sd = sd if np.isfinite(sd) and sd > 0 else 1.0
+    x = np.column_stack([np.ones(n), np.tanh(delta / sd)])
+    lam, bar = frozen.slope_penalty, frozen.common_slope
+    penalty = np.diag([THETA_RIDGE, lam])
+    centre = np.array([0.0, bar])  # the penalty pulls θ to 0 and φ to φ̄
+
+    def loss(b):
+        eta = x @ b + gamma
+        return float(np.sum(np.logaddexp(0, eta) - y * eta) + 0.5 * (b - centre) @ penalty @ (b - centre))
+
+    beta = np.array([0.0, bar])
+    current = loss(beta)
+    for _ in range(MAX_STEPS):
+        p = expit(x @ beta + gamma)
+        grad = x.T @ (p - y) + penalty @ (beta - centre)
+        if np.abs(grad).max() < GTOL:
+            break
+        hessian = x.T @ (x * (p * (1 - p))[:, None]) + penalty
+        step = np.linalg.solve(hessian, grad)
+        scale = 1.0
+        while (new := loss(beta - scale * step)) > current and scale > 1e-8:
+            scale /= 2
+        beta, current = beta - scale * step, new
+        if np.abs(scale * step).max() < STEP_TOL:
+            break
+    else:
+        raise ArithmeticError(f"scoring {name!r} against the frozen difficulty did not converge")
+    p = expit(x @ beta + gamma)
+    hessian = x.T @ (x * (p * (1 - p))[:, None]) + penalty
+    codes, _ = pd.factorize(pd.Series(instructions, dtype=object))
+    scores = np.zeros((codes.max() + 1, 2))
+    np.add.at(scores, codes, x * (p - y)[:, None])
+    bread = np.linalg.inv(hessian)
+    cov = bread @ (scores.T @ scores) @ bread
+    first = np.unique(codes, return_index=True)[1]  # one row per instruction
+    pred = expit(beta[0] + gamma[first])
+    rate = float(pred.mean())
+    se = float(np.sqrt(max(cov[0, 0], 0.0))) * float((pred * (1 - pred)).mean())
+    half = Z95 * se / (rate * (1 - rate))
+    out.lc_winrate[name] = 100 * rate
+    out.lc_interval[name] = (100 * float(expit(logit(rate) - half)), 100 * float(expit(logit(rate) + half)))
+    out.alpaca_eval_se[name] = 100 * float(pred.std(ddof=1) / np.sqrt(len(pred))) if len(pred) > 1 else 0.0
+    out.raw_winrate[name] = 100 * float(y.mean())
+    out.n[name] = n
+    out.theta[name] = float(beta[0])
+    out.slope[name] = float(beta[1])
+    out.length_sd[name] = sd
+
+
+# The constants' grid that ``choose_constants`` searches (``manage.py lc_alpaca_constants``).
+POOLING_GRID = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0)
+RIDGE_GRID = (0.001, 0.01, 0.1, 1.0)
+
+
+def held_out_errors(
+    models, instructions, delta, y, published: dict[str, float], *, fitted_on, slope_pooling, difficulty_ridge
+) -> dict[str, float]:
+    """LC − published (points) of every model not in ``fitted_on``, scored against the difficulty
+    fitted on ``fitted_on`` alone with these constants."""
+    models = np.asarray(models, dtype=object)
+    train = np.isin(models, list(fitted_on))
+    args = (np.asarray(instructions, dtype=object), np.asarray(delta, dtype=float), np.asarray(y, dtype=float))
+    reference = fit(
+        models[train], *(a[train] for a in args), slope_pooling=slope_pooling, difficulty_ridge=difficulty_ridge
+    )
+    frozen = FrozenDifficulty.from_fit(reference, slope_pooling=slope_pooling, difficulty_ridge=difficulty_ridge)
+    scored = score(models[~train], *(a[~train] for a in args), frozen=frozen)
+    return {m: scored.lc_winrate[m] - published[m] for m in scored.models}
+
+
+def choose_constants(
+    models,
+    instructions,
+    delta,
+    y,
+    published: dict[str, float],
+    *,
+    folds: int = 5,
+    pooling=POOLING_GRID,
+    ridge=RIDGE_GRID,
+) -> tuple[list[dict], dict]:
+    """Cross-validation over the models with a published LC (``published``: model → points):
+    the models, in the published order (highest first), go to ``folds`` folds in turn (the k-th
+    to fold k mod folds); for each pair of constants every fold is scored against a difficulty
+    fitted on the other folds' models. Returns one row per pair (mean, median and max absolute
+    held-out error) and the chosen row: the smallest mean absolute error (ties: the first in
+    the grid's order). A model without a published figure is in every fitting set, scored never."""
+    ranked = sorted(published, key=lambda m: -published[m])
+    present = set(np.asarray(models, dtype=object))
+    others = sorted(present - set(ranked))
+    table = []
+    for kappa in pooling:
+        for r in ridge:
+            errors: dict[str, float] = {}
+            for k in range(folds):
+                held = {m for j, m in enumerate(ranked) if j % folds == k}
+                train = [m for m in ranked if m not in held] + others
+                errors.update(
+                    held_out_errors(
+                        models,
+                        instructions,
+                        delta,
+                        y,
+                        published,
+                        fitted_on=train,
+                        slope_pooling=kappa,
+                        difficulty_ridge=r,
+                    )
+                )
+            err = np.abs(np.array([errors[m] for m in ranked]))
+            table.append(
+                {
+                    "slope_pooling": kappa,
+                    "difficulty_ridge": r,
+                    "mean": float(err.mean()),
+                    "median": float(np.median(err)),
+                    "max": float(err.max()),
+                }
+            )
+    best = min(table, key=lambda row: row["mean"])
+    return table, best

@@ -36,3 +36,28 @@ class StudyReport(models.Model):
     @property
     def report(self) -> dict | None:
         return json.loads(self.body) if self.body else None
+
+
+class AlpacaDifficulty(models.Model):
+    """A study's frozen instruction difficulty for one judge's AlpacaEval-compatible LC
+    (analysis.lc_alpaca, "Frozen difficulty"; analysis.alpaca_difficulty): fitted on the models
+    present when the LC was first computed, or loaded from a file, and kept until refitted on
+    request, so that a model added later is scored against it and moves no other model's LC."""
+
+    study = models.ForeignKey("annotations.Study", on_delete=models.CASCADE, related_name="alpaca_difficulties")
+    judge = models.CharField(max_length=120, help_text="the judge whose votes it was fitted on")
+    difficulty = models.JSONField(help_text="instruction (its prompt key) → difficulty γ, on the logit scale")
+    common_slope = models.FloatField(help_text="the common length slope φ̄ the models' slopes are pooled towards")
+    slope_penalty = models.FloatField(help_text="λ_φ: the pooling penalty's weight (slope pooling × instructions)")
+    slope_pooling = models.FloatField(help_text="the constant κ it was fitted with")
+    difficulty_ridge = models.FloatField(help_text="the ridge on γ it was fitted with")
+    fitted_models = models.JSONField(default=list, help_text="the models it was fitted on")
+    source = models.CharField(max_length=300, help_text="fitted on the study's votes, or the file it was loaded from")
+    fitted_at = models.DateTimeField(help_text="when it was fitted or loaded")
+
+    class Meta:
+        verbose_name = "frozen AlpacaEval difficulty"
+        constraints = [models.UniqueConstraint(fields=["study", "judge"], name="analysis_one_alpaca_difficulty")]
+
+    def __str__(self) -> str:
+        return f"{self.judge}: difficulty of {len(self.difficulty)} instructions, {self.source}"

@@ -18,8 +18,8 @@ from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from analysis import consensus, lc_alpaca, loader, report, simulate, tasks
-from analysis.frame import Filters, apply_filters, by_judge
+from analysis import alpaca_difficulty, consensus, lc_alpaca, loader, report, simulate, tasks
+from analysis.frame import Filters
 from analysis.models import StudyReport
 from analysis.reports import (
     Results,
@@ -477,8 +477,6 @@ def alike_kinds(groups: dict[str, tuple[str, int]], params: simulate.JudgeParams
 def study_lc_alpaca(*, study: Study, filters: Filters | None = None) -> dict[str, lc_alpaca.AlpacaLC]:
     """Per judge, the AlpacaEval-compatible LC win rates of every model against the study's
     baseline A1 (analysis.lc_alpaca), from the judge's counted votes: a study of
-    ``import_votes --format alpaca_eval``, or any study whose A2 answers name their system."""
-    counted, _, _ = apply_filters(loader.study_frame(study), filters or Filters())
-    return {
-        judge: lc_alpaca.fit(*lc_alpaca.frame_inputs(votes)) for judge, votes in by_judge(counted).items() if len(votes)
-    }
+    ``import_votes --format alpaca_eval``, or any study whose A2 answers name their system.
+    Every model is scored against the judge's frozen difficulty (analysis.alpaca_difficulty)."""
+    return alpaca_difficulty.study_lc_alpaca_frozen(study=study, filters=filters)

@@ -19,7 +19,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from analysis import importers
+from analysis import importers, vote_recognition
 from annotations import lengths
 from annotations.models import (
     Answer,
@@ -254,11 +254,16 @@ class VotesPlan:
     raters_added: dict[int, list[int]]  # votes added → ids of the study's raters who get that many
     votes: list[Vote]
     counts: dict[str, int]
+    recognition: vote_recognition.Recognition  # the votes the study had, left out
 
 
 # What an import's count means where its name does not say it (the command and the admin's
 # progress page show it beside the number).
 VOTES_IMPORT_NOTES = {
+    "votes_recognised": (
+        "already in the study (the same judge and rater, question and answers, with the same verdict): "
+        "recognised, not added again"
+    ),
     "repeats_unlinked": (
         "a person's second vote on the same item in the file: kept and counted, but without their "
         "rater id, because a rater votes once per item"
@@ -277,17 +282,20 @@ def votes_import_counts(result: dict) -> list[tuple[str, int, str]]:
 
 def votes_prepare(*, study: Study, parsed: importers.Parsed, for_raters: bool = False) -> VotesPlan:
     """Check parsed votes against what the study holds and build every row they add, writing
-    nothing: questions, original (and variant) answers with their lengths, items and their
-    slots, one imported judge per judge name, raters, votes. Questions, answers and items
-    already in the study are reused when they match (so human and model votes on the same pairs
-    can come from separate files); a mismatch raises ImportProblem. ``study`` may be unsaved
-    (the study ``create`` will make): then it has nothing yet. New items are handed to raters
-    (get slots) only with ``for_raters``; else they are for the imported and LLM judges alone.
+        nothing: questions, original (and variant) answers with their lengths, items and their
+        slots, one imported judge per judge name, raters, votes. Questions, answers and items
+        already in the study are reused when they match (so human and model votes on the same pairs
+        can come from separate files); a mismatch raises ImportProblem. Votes of a judge the study
+    has votes of are added where new and recognised where the study has them
+    (vote_recognition: ``votes_recognised`` counts them), so a benchmark's new systems can be
+    added to a study and a file imported twice adds nothing. ``study`` may be unsaved
+        (the study ``create`` will make): then it has nothing yet. New items are handed to raters
+        (get slots) only with ``for_raters``; else they are for the imported and LLM judges alone.
 
-    Above the complexity bound (31): it is one pass that matches each record against the rows
-    already prepared (questions, answers, items, judges, raters), and those matches depend on each
-    other. Its split by what it prepares is planned with the move of the import into its own app;
-    until then every branch has its test in tests/test_analysis_import.py and the import modules."""
+        Above the complexity bound (31): it is one pass that matches each record against the rows
+        already prepared (questions, answers, items, judges, raters), and those matches depend on each
+        other. Its split by what it prepares is planned with the move of the import into its own app;
+        until then every branch has its test in tests/test_analysis_import.py and the import modules."""
 
     def of_study(model, **lookups):
         return model.objects.filter(study=study, **lookups) if study.pk is not None else model.objects.none()
@@ -295,7 +303,10 @@ def votes_prepare(*, study: Study, parsed: importers.Parsed, for_raters: bool = 
     source = parsed.source
     counts = {"questions": 0, "answers": 0, "items": 0, "judges": 0, "raters": 0, "votes": 0, "repeats_unlinked": 0}
     judge_names = sorted({v.judge for v in parsed.votes})
-    _check_judges_have_no_votes(study, judge_names, source)
+    # Votes of a judge the study has: those it has are recognised and left out, the rest added.
+    recognition = vote_recognition.votes_recognised(study=study, parsed=parsed)
+    parsed = recognition.parsed
+    counts["votes_recognised"] = recognition.recognised
     kinds = {k.slug: k for k in PerturbationKind.objects.all()}
     questions = {q.external_id: q for q in of_study(Question, external_id__in=list(parsed.questions))}
     external_ids = {q.pk: ext for ext, q in questions.items()}
@@ -535,6 +546,7 @@ def votes_prepare(*, study: Study, parsed: importers.Parsed, for_raters: bool = 
         # Written by bulk_create: Vote.save() does nothing for a vote whose choice is set.
         votes=[Vote(**row) for row in rows],
         counts=counts,
+        recognition=recognition,
     )
 
 
@@ -543,10 +555,10 @@ def votes_write(plan: VotesPlan, *, study: Study) -> None:
     inside the import's transaction: little but INSERTs, so SQLite's write lock, taken when
     the transaction opens, is held briefly (bench/bench_import_lock.py --votes). What may have
     changed since the preparation is checked again: another import's votes of the same judges
-    here, a unique constraint (the same question, item, judge or rater, or a rater's vote on an
+    here (vote_recognition), a unique constraint (the same question, item, judge or rater, or a rater's vote on an
     item) by the database itself; either raises and the transaction writes nothing."""
     started, cpu = time.perf_counter(), time.thread_time()
-    _check_judges_have_no_votes(study, plan.judge_names, plan.source)
+    vote_recognition.votes_recognised_check(study=study, recognition=plan.recognition, source=plan.source)
     for obj in [*plan.questions, *plan.items, *plan.slots, *plan.judges, *plan.raters]:
         obj.study = study  # the study the transaction found or made
     Question.objects.bulk_create(plan.questions, batch_size=1000)
@@ -582,18 +594,6 @@ def _check_lengths(known, given: dict[str, int] | None, source: str) -> None:
                 f"answer {known.external_id!r} is in the study with {measure} length "
                 f"{getattr(known, f'len_{measure}')}, not {length}",
             )
-
-
-def _check_judges_have_no_votes(study: Study, judge_names: list[str], source: str) -> None:
-    if study.pk is None:
-        return
-    taken = set(
-        Vote.objects.filter(item__study=study, judge__name__in=judge_names).values_list("judge__name", flat=True)
-    )
-    if taken:
-        raise importers.ImportProblem(
-            source, None, "judge", f"study {study.slug!r} already has votes of {', '.join(sorted(taken))}"
-        )
 
 
 @contextmanager

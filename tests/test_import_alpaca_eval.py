@@ -245,3 +245,43 @@ def test_text_that_is_not_a_json_list_is_refused_naming_the_line(tmp_path, monke
     with pytest.raises(ImportProblem) as caught:
         import_alpaca_eval.parse_alpaca_eval(path)
     assert f"a.json, {problem}" in str(caught.value)
+
+
+def test_more_models_of_a_judge_the_study_has_are_added_and_what_it_has_is_recognised(db, tmp_path):
+    """Another import of the same judge: its new model's votes are added, the votes the study has
+    (the same judge, instruction and pair of systems, though numbered otherwise: the second
+    import meets the instructions in another order) are recognised, and nothing doubles."""
+    study = make_study(status="draft", slug="ae")
+    first = write(tmp_path / "m1.json", [record(), record("Count to 3.", preference=1.0)])
+    run(first)
+    # m1 again, its instructions in the other order (so "#0" is another instruction), and m2.
+    again = write(tmp_path / "again.json", [record("Count to 3.", preference=1.0), record()])
+    new = write(tmp_path / "m2.json", [record("Count to 3.", model="m2", preference=1.25), record(model="m2")])
+    out = io.StringIO()
+    call_command("import_votes", str(again), str(new), "--format", "alpaca_eval", "--study", "ae", stdout=out)
+    assert "2 votes, 0 repeats unlinked, 2 votes recognised" in out.getvalue()
+    votes = Vote.objects.filter(item__study=study)
+    assert votes.count() == 4 and votes.values("judge").distinct().count() == 1
+    pairs = sorted(votes.values_list("item__answer_a2__system", "item__question__text", "option_probs__second"))
+    assert pairs == [
+        ("m1", "Count to 3.", 0.0),
+        ("m1", "Say hi.", 0.75),
+        ("m2", "Count to 3.", 0.25),
+        ("m2", "Say hi.", 0.75),
+    ]
+    # The same files once more: everything recognised, nothing written.
+    out = io.StringIO()
+    call_command("import_votes", str(again), str(new), "--format", "alpaca_eval", "--study", "ae", stdout=out)
+    assert "0 questions, 0 answers, 0 items, 0 judges, 0 raters, 0 votes" in out.getvalue()
+    assert "4 votes recognised" in out.getvalue() and votes.count() == 4
+
+
+def test_a_vote_the_study_has_with_another_verdict_is_refused_and_nothing_is_written(db, tmp_path):
+    make_study(status="draft", slug="ae")
+    run(write(tmp_path / "m1.json", [record()]))
+    changed = write(tmp_path / "changed.json", [record(preference=1.25), record(model="m2")])
+    with pytest.raises(
+        CommandError, match=r"'judge-x' already voted on question 'm1#0' \(control\) in the study with another verdict"
+    ):
+        run(changed)
+    assert Vote.objects.count() == 1 and not Question.objects.filter(subset="m2").exists()

@@ -105,10 +105,29 @@ def test_an_import_of_the_same_judges_finished_meanwhile_makes_this_one_write_no
         if step == 2:  # prepared: the same file imported by someone else before this one writes
             in_another_thread(lambda: vote_import.votes_import_path(slug="gen", fmt="csv", path=path))
 
-    with pytest.raises(importers.ImportProblem, match="already has votes of crowd, gpt-x"):
+    with pytest.raises(importers.ImportProblem, match="got votes of crowd, gpt-x meanwhile"):
         vote_import.votes_import_path(slug="gen", fmt="csv", path=path, progress=progress)
     assert Vote.objects.count() == len(GOOD_ROWS)  # the other import's, once
     assert Question.objects.count() == 1 and Rater.objects.count() == 2
+
+
+def test_more_votes_of_a_judge_imported_meanwhile_make_this_import_write_nothing(tmp_path):
+    """The study has the judges' votes; the file adds one new vote and recognises the rest. The
+    same file imported by someone else while this one was prepared: this one writes nothing
+    (else the new vote would be there twice)."""
+    study = make_study(status="draft", slug="gen")
+    vote_import.votes_import_path(slug="gen", fmt="csv", path=write_csv(tmp_path / "votes.csv", GOOD_ROWS))
+    extra = next(row for row in GOOD_ROWS if row[4] == "gpt-x")
+    extra = ["q9", "Why is grass green?", *extra[2:]]
+    more = write_csv(tmp_path / "more.csv", [*GOOD_ROWS, extra])
+
+    def progress(step: int) -> None:
+        if step == 2:
+            in_another_thread(lambda: vote_import.votes_import_path(slug="gen", fmt="csv", path=more))
+
+    with pytest.raises(importers.ImportProblem, match="got votes of gpt-x meanwhile"):
+        vote_import.votes_import_path(slug="gen", fmt="csv", path=more, progress=progress)
+    assert Vote.objects.filter(item__study=study).count() == len(GOOD_ROWS) + 1  # the other import's, once
 
 
 def test_a_row_written_meanwhile_that_breaks_a_constraint_makes_the_import_write_nothing(tmp_path):

@@ -3,8 +3,8 @@
 alpaca_eval`` and fitted by the AlpacaEval-compatible LC (analysis.lc_alpaca), against the
 leaderboard's ``length_controlled_winrate`` (docs/REPRODUCTIONS.md, "AlpacaEval 2.0").
 
-The slope pooling was chosen on the models at odd places of the leaderboard's LC order (1st,
-3rd, ...: the "tuning" half); the others (the "held-out" half) must meet the same bounds.
+The constants were chosen by cross-validation over the 29 models (docs/STATISTICS.md); the
+bounds hold on all of them and on each half of the leaderboard's LC order (odd and even places).
 The raw win rates are reproduced exactly (they are the mean of the imported preferences)."""
 
 import csv

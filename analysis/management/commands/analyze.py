@@ -1,16 +1,20 @@
 """python manage.py analyze --study S [--json] [filters]: every metric of a study.
 
 ``--lc alpaca_eval`` prints instead the AlpacaEval-compatible length-controlled win rate of
-every model against the baseline (analysis.lc_alpaca), one table per judge."""
+every model against the baseline (analysis.lc_alpaca), one table per judge, scored against the
+judge's frozen instruction difficulty (analysis.alpaca_difficulty): ``--refit-difficulty`` fits
+it again on the models the study has now, ``--load-difficulty FILE`` freezes a file's, and
+``--save-difficulty FILE`` writes the judge's (``--judge``) to a file."""
 
 from __future__ import annotations
 
 import json
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
-from analysis import lc_alpaca, services
+from analysis import alpaca_difficulty, lc_alpaca, services
 from analysis.management.commands._common import add_filter_arguments, filter_form, study_by_slug
+from analysis.models import AlpacaDifficulty
 from analysis.text import report_lines
 from biasstudy.limits import BOOTSTRAP_MAX, SEED_MAX, int_argument
 
@@ -30,13 +34,26 @@ class Command(BaseCommand):
             choices=[lc_alpaca.METHOD],
             help="print only this length-controlled leaderboard (alpaca_eval: every model against the baseline A1)",
         )
+        parser.add_argument(
+            "--refit-difficulty",
+            action="store_true",
+            help="with --lc: fit the frozen instruction difficulty again on the models the study has now",
+        )
+        parser.add_argument("--load-difficulty", metavar="FILE", help="with --lc: freeze the difficulty of this file")
+        parser.add_argument("--judge", help="with --refit-difficulty or --save-difficulty: this judge only")
+        parser.add_argument(
+            "--save-difficulty", metavar="FILE", help="with --lc and --judge: write the judge's frozen difficulty here"
+        )
         add_filter_arguments(parser)
 
     def handle(self, *args, **options) -> None:
         study = study_by_slug(options["study"])
         form = filter_form(options, study)
         if options["lc"]:
+            self.difficulty(study, options, form.filters())
             self.lc_table(services.study_lc_alpaca(study=study, filters=form.filters()), as_json=options["json"])
+            if options["save_difficulty"]:
+                self.save_difficulty(study, options)
             return
         result = services.study_analyze(
             study=study,
@@ -49,6 +66,33 @@ class Command(BaseCommand):
             for line in report_lines(result, verbose=options["verbosity"] > 1):
                 self.stdout.write(line)
 
+    def difficulty(self, study, options, filters) -> None:
+        """--refit-difficulty, --load-difficulty: before the table is computed."""
+        if options["load_difficulty"]:
+            try:
+                row = alpaca_difficulty.alpaca_difficulty_load(study=study, path=options["load_difficulty"])
+            except alpaca_difficulty.DifficultyFileError as exc:
+                raise CommandError(str(exc)) from None
+            self.stderr.write(f"judge {row.judge}: {alpaca_difficulty.describe(row)}")
+        if options["refit_difficulty"]:
+            judge = options.get("judge") or None
+            try:
+                rows = alpaca_difficulty.alpaca_difficulty_refit(study=study, judge=judge, filters=filters)
+            except ValueError as exc:
+                raise CommandError(str(exc)) from None
+            for row in rows:
+                self.stderr.write(f"judge {row.judge}: {alpaca_difficulty.describe(row)}")
+
+    def save_difficulty(self, study, options) -> None:
+        judge = options.get("judge")
+        row = AlpacaDifficulty.objects.filter(study=study, judge=judge).first() if judge else None
+        if row is None:
+            raise CommandError(
+                f"--save-difficulty needs --judge naming a judge with a frozen difficulty in {study.slug!r}"
+            )
+        with open(options["save_difficulty"], "w", encoding="utf-8") as fh:
+            json.dump(alpaca_difficulty.alpaca_difficulty_export(difficulty=row), fh)
+
     def lc_table(self, fits: dict[str, lc_alpaca.AlpacaLC], *, as_json: bool) -> None:
         if as_json:
             self.stdout.write(json.dumps({judge: fit.rows() for judge, fit in fits.items()}))
@@ -57,7 +101,9 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"AlpacaEval-compatible LC win rates (%), judge {judge}: {len(fit.models)} models, "
                 f"{fit.instructions} instructions, length in characters, slopes pooled towards "
-                f"{fit.common_slope:.3f} (penalty {fit.slope_penalty:g})"
+                f"{fit.common_slope:.3f} (penalty {fit.slope_penalty:g}); instruction difficulty "
+                f"{fit.difficulty_source}"
+                + (f"; {fit.unknown_instructions} instructions it does not know" if fit.unknown_instructions else "")
             )
             width = max(len(m) for m in fit.models)
             self.stdout.write(f"{'model':<{width}}  {'n':>5}  {'raw':>6}  {'LC':>6}  {'95% CI':>15}  {'slope':>6}")
