@@ -15,7 +15,16 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from analysis import alttest, consistency, content_blind, lc, metrics, rows, stats
+from analysis import (
+    alttest,
+    consistency,
+    content_blind,
+    lc,
+    metrics,
+    rating_metrics,  # noqa: F401 (registers the ratings' rows)
+    rows,
+    stats,
+)
 from analysis.frame import CONTROL, Filters, apply_filters, by_judge
 from analysis.judge_metrics import JudgeData
 from analysis.rows import JUDGE_METRICS, STUDY_METRICS
@@ -41,6 +50,12 @@ class Options:
     alt_epsilon: float | None = None
     alt_min_votes: int = alttest.MIN_VOTES
     alt_min_items: int = alttest.MIN_ITEMS
+    # Ratings of systems (analysis.ratings): the bootstrap ("prompt" clusters, or Arena's
+    # "votes"), the anchor system ("" for the first), and the study's frozen style scaling
+    # (analysis.ratings.Scaling as a dict; None: computed from the votes at hand).
+    ratings_bootstrap: str = "prompt"
+    ratings_anchor: str = ""
+    style_scaling: dict | None = None
 
     @property
     def alt_test_epsilon(self) -> float:

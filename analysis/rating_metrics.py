@@ -1,0 +1,148 @@
+"""The rows of the systems' ratings (analysis.ratings): per judge and for people, plain and
+style-controlled, the style coefficients, and each judge's rank agreement with people.
+
+Rows (docs/STATISTICS.md defines each): ``bt_rating`` and ``bt_rating_style`` (group: the
+system; n: the judge's votes between two named systems, clusters: their prompts), ``style_coef``
+(group: the feature), ``rank_spearman`` and ``rank_kendall`` (convention: "plain" or "style";
+n: systems both rated), ``rank_reversal`` (group: "A > B", the judge's order where people's
+is the other way round and both sides' intervals are apart). People: every human judge's votes
+together, as the judge "humans".
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from analysis import ratings
+from analysis.frame import equals, is_in
+from analysis.rows import Row, row, study_metric
+from analysis.study_metrics import HUMANS, StudyData
+
+# Bootstrap rounds of every rating fit: a fit per round per judge, the study's first rounds of
+# its shared resamples (``StudyData.counts``); 200 keep the 2.5% percentile 5 rounds deep.
+ROUNDS = 200
+
+
+def _fits(data: StudyData) -> dict[tuple[str, bool], tuple[str, ratings.Ratings]]:
+    """(judge, style) → (kind, fit) for every judge with votes between two named systems, and
+    people together as ``HUMANS``."""
+    counted = data.counted
+    if "a1_system" not in counted.columns or not len(counted):
+        return {}
+    named = (counted["a1_system"].to_numpy(dtype=object) != "") & (counted["a2_system"].to_numpy(dtype=object) != "")
+    if not named.any():
+        return {}
+    votes = counted[named]
+    options = data.options
+    scaling = ratings.Scaling.from_dict(options.style_scaling) if options.style_scaling else None
+    shared = options.ratings_bootstrap == "prompt"
+    counts = data.counts[:ROUNDS] if shared else None
+    whose = [(name, data.kinds[name], equals(votes["judge"], name)) for name in sorted(data.kinds)]
+    if data.humans:
+        whose.append((HUMANS, "human", is_in(votes["judge"], list(data.humans))))
+    out = {}
+    for name, kind, mask in whose:
+        if not mask.any():
+            continue
+        for style in (False, True):
+            fit = ratings.rate(
+                votes[mask],
+                style=style,
+                anchor=options.ratings_anchor or None,
+                systems=_study_systems(votes),
+                scaling=scaling,
+                bootstrap=options.ratings_bootstrap,
+                rounds=ROUNDS,
+                seed=options.seed,
+                counts=counts,
+                cluster_index=data.cluster_index if shared else None,
+            )
+            if fit is not None:
+                out[(name, style)] = (kind, fit)
+    return out
+
+
+def _study_systems(votes: pd.DataFrame) -> list[str]:
+    """The study's systems in order of first appearance (the first is the default anchor)."""
+    both = np.stack([votes["a1_system"].to_numpy(dtype=object), votes["a2_system"].to_numpy(dtype=object)], axis=1)
+    return [str(s) for s in pd.unique(both.ravel()) if s != ""]
+
+
+def _only_present(fit: ratings.Ratings) -> list[str]:
+    return [s for s in fit.systems if fit.votes_per_system.get(s)]
+
+
+@study_metric("ratings")
+def rating_rows(data: StudyData) -> list[Row]:
+    """Every fit's rows (see the module's doc)."""
+    fits = _fits(data)
+    out: list[Row] = []
+    for (name, style), (kind, fit) in fits.items():
+        metric = "bt_rating_style" if style else "bt_rating"
+        convention = f"{fit.bootstrap} bootstrap, anchor {fit.anchor}"
+        note = "; ".join(n for n in (fit.note, fit.scaling.describe() if fit.scaling else "") if n)
+        for system in _only_present(fit):
+            out.append(
+                row(
+                    name,
+                    kind,
+                    metric,
+                    fit.ratings[system],
+                    ci=fit.ci[system],
+                    n=fit.votes_per_system[system],
+                    clusters=fit.clusters,
+                    group=system,
+                    convention=convention,
+                    note=note,
+                )
+            )
+        for feature, value in fit.coef.items():
+            out.append(
+                row(
+                    name,
+                    kind,
+                    "style_coef",
+                    value,
+                    ci=fit.coef_ci[feature],
+                    n=fit.n,
+                    clusters=fit.clusters,
+                    group=feature,
+                    convention=convention,
+                    note=note,
+                )
+            )
+    out.extend(_agreement_rows(data, fits))
+    return out
+
+
+def _agreement_rows(data: StudyData, fits: dict) -> list[Row]:
+    out: list[Row] = []
+    for style in (False, True):
+        people = fits.get((HUMANS, style))
+        if people is None:
+            continue
+        label = "style" if style else "plain"
+        for (name, fit_style), (kind, fit) in fits.items():
+            if fit_style != style or name == HUMANS or name in data.humans:
+                continue
+            found = ratings.agreement(fit, people[1])
+            if found is None:
+                continue
+            out.append(
+                row(name, kind, "rank_spearman", found.spearman, ci=found.spearman_ci, n=found.n, convention=label)
+            )
+            out.append(row(name, kind, "rank_kendall", found.kendall, ci=found.kendall_ci, n=found.n, convention=label))
+            for higher, people_higher in found.reversed_pairs:
+                out.append(
+                    row(
+                        name,
+                        kind,
+                        "rank_reversal",
+                        fit.ratings[higher] - fit.ratings[people_higher],
+                        group=f"{higher} > {people_higher}",
+                        convention=label,
+                        note=f"people rate {people_higher} above {higher}; both sides' intervals apart",
+                    )
+                )
+    return out
