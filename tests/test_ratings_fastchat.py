@@ -173,3 +173,31 @@ def test_prd_ratings_equal_arenas_optimum_plain_and_style_controlled(prd):
         winner = kept["choice"].map({"a1": "a", "a2": "b", "tie": "tie"}).to_numpy(dtype=object)
         counts = kept[ratings.style_columns()].to_numpy(dtype=float)
         compare(kept, kept["a1_system"], kept["a2_system"], winner, counts[:, :4], counts[:, 4:], found.systems)
+
+
+@pytest.mark.dataset("mtbench_human_judgments")
+def test_the_report_rates_mtbench_systems_per_judge_and_for_people(db):
+    """``manage.py analyze`` on MT-bench: ratings rows for people and GPT-4, plain and
+    style-controlled, the style coefficients, GPT-4's rank agreement with people, and the
+    study's frozen scaling named in the notes (docs/REPRODUCTIONS.md quotes these figures)."""
+    from analysis import rows, services
+    from analysis.models import StyleScaling
+
+    study = make_study(status="draft", slug="mtbench")
+    call_command("import_votes", str(MTBENCH), "--format", "mtbench", "--study", "mtbench", verbosity=0)
+    table = services.study_analyze(study=study)["rows"]
+    for judge in ("humans", "mtbench-gpt4-pair"):
+        for metric in ("bt_rating", "bt_rating_style"):
+            found = {r["group"]: r for r in rows.select(table, judge=judge, metric=metric)}
+            assert set(found) == {"gpt-4", "gpt-3.5-turbo", "claude-v1", "vicuna-13b-v1.2", "alpaca-13b", "llama-13b"}
+            assert max(found, key=lambda s: found[s]["estimate"]) == "gpt-4"
+            assert min(found, key=lambda s: found[s]["estimate"]) == "llama-13b"
+            assert all(r["ci_lo"] <= r["estimate"] <= r["ci_hi"] for r in found.values())
+    scaling = StyleScaling.objects.get(study=study).scaling
+    note = rows.one(table, judge="humans", metric="bt_rating_style")["note"]
+    assert f"style scaling over {scaling['n']} votes" in note
+    coef = {r["group"]: r for r in rows.select(table, judge="humans", metric="style_coef")}
+    assert coef["tokens"]["ci_lo"] > 0  # people reward length
+    spearman = rows.one(table, judge="mtbench-gpt4-pair", metric="rank_spearman", convention="plain")
+    assert spearman["estimate"] > 0.9 and spearman["n"] == 6
+    assert rows.one(table, judge="mtbench-gpt4-pair", metric="rank_kendall", convention="style") is not None

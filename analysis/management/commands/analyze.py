@@ -1,5 +1,9 @@
 """python manage.py analyze --study S [--json] [filters]: every metric of a study.
 
+``--ratings-bootstrap votes`` gives the systems' ratings Chatbot Arena's intervals (votes
+resampled) instead of prompts resampled; ``--refresh-style-scaling`` recomputes the study's
+frozen style scaling first (analysis.ratings_service).
+
 ``--lc alpaca_eval`` prints instead the AlpacaEval-compatible length-controlled win rate of
 every model against the baseline (analysis.lc_alpaca), one table per judge."""
 
@@ -9,7 +13,7 @@ import json
 
 from django.core.management.base import BaseCommand
 
-from analysis import lc_alpaca, services
+from analysis import lc_alpaca, ratings, ratings_service, services
 from analysis.management.commands._common import add_filter_arguments, filter_form, study_by_slug
 from analysis.text import report_lines
 from biasstudy.limits import BOOTSTRAP_MAX, SEED_MAX, int_argument
@@ -30,6 +34,17 @@ class Command(BaseCommand):
             choices=[lc_alpaca.METHOD],
             help="print only this length-controlled leaderboard (alpaca_eval: every model against the baseline A1)",
         )
+        parser.add_argument(
+            "--ratings-bootstrap",
+            choices=ratings.BOOTSTRAP,
+            default="prompt",
+            help="the systems' ratings' intervals: resample prompts (default) or votes (Chatbot Arena's)",
+        )
+        parser.add_argument(
+            "--refresh-style-scaling",
+            action="store_true",
+            help="recompute the study's frozen style scaling from its votes first (every style-controlled rating moves)",
+        )
         add_filter_arguments(parser)
 
     def handle(self, *args, **options) -> None:
@@ -38,10 +53,14 @@ class Command(BaseCommand):
         if options["lc"]:
             self.lc_table(services.study_lc_alpaca(study=study, filters=form.filters()), as_json=options["json"])
             return
+        if options["refresh_style_scaling"]:
+            ratings_service.study_style_scaling_refresh(study=study)
         result = services.study_analyze(
             study=study,
             filters=form.filters(),
-            options=form.options(bootstrap=options["bootstrap"], seed=options["seed"]),
+            options=form.options(
+                bootstrap=options["bootstrap"], seed=options["seed"], ratings_bootstrap=options["ratings_bootstrap"]
+            ),
         )
         if options["json"]:
             self.stdout.write(json.dumps(result, indent=2 if options["verbosity"] > 1 else None, default=str))
