@@ -6,7 +6,8 @@ system; n: the judge's votes between two named systems, clusters: their prompts)
 (group: the feature), ``rank_spearman`` and ``rank_kendall`` (convention: "plain" or "style";
 n: systems both rated), ``rank_reversal`` (group: "A > B", the judge's order where people's
 is the other way round and both sides' intervals are apart). People: every human judge's votes
-together, as the judge "humans".
+together, as the judge "humans", and their consensus, one vote per item by majority, as the
+judge "human majority" (judges are compared with "humans").
 """
 
 from __future__ import annotations
@@ -15,13 +16,15 @@ import numpy as np
 import pandas as pd
 
 from analysis import ratings
-from analysis.frame import equals, is_in
+from analysis.frame import CHOICES, equals, is_in
 from analysis.rows import Row, row, study_metric
 from analysis.study_metrics import HUMANS, StudyData
 
-# Bootstrap rounds of every rating fit: a fit per round per judge, the study's first rounds of
-# its shared resamples (``StudyData.counts``); 200 keep the 2.5% percentile 5 rounds deep.
-ROUNDS = 200
+# Bootstrap rounds of every rating fit: a fit per round per judge and per kind of fit, the
+# study's first rounds of its shared resamples (``StudyData.counts``). 100, as Arena's
+# leaderboard uses: a 100,000-vote study's ratings in a few seconds (bench/bench_ratings.py).
+ROUNDS = 100
+HUMAN_MAJORITY = "human majority"
 
 
 def _fits(data: StudyData) -> dict[tuple[str, bool], tuple[str, ratings.Ratings]]:
@@ -39,15 +42,17 @@ def _fits(data: StudyData) -> dict[tuple[str, bool], tuple[str, ratings.Ratings]
     shared = options.ratings_bootstrap == "prompt"
     counts = data.counts[:ROUNDS] if shared else None
     whose = [(name, data.kinds[name], equals(votes["judge"], name)) for name in sorted(data.kinds)]
+    sets = [(name, kind, votes[mask]) for name, kind, mask in whose if mask.any()]
     if data.humans:
-        whose.append((HUMANS, "human", is_in(votes["judge"], list(data.humans))))
+        people = votes[is_in(votes["judge"], list(data.humans))]
+        sets += [(HUMANS, "human", people), (HUMAN_MAJORITY, "human", majority_votes(people))]
     out = {}
-    for name, kind, mask in whose:
-        if not mask.any():
+    for name, kind, judged in sets:
+        if not len(judged):
             continue
         for style in (False, True):
             fit = ratings.rate(
-                votes[mask],
+                judged,
                 style=style,
                 anchor=options.ratings_anchor or None,
                 systems=_study_systems(votes),
@@ -61,6 +66,21 @@ def _fits(data: StudyData) -> dict[tuple[str, bool], tuple[str, ratings.Ratings]
             if fit is not None:
                 out[(name, style)] = (kind, fit)
     return out
+
+
+def majority_votes(people: pd.DataFrame) -> pd.DataFrame:
+    """People's consensus as one vote per item: the item's first vote with its choice replaced
+    by the majority of people's votes on it (a1 or a2 by more votes, else a tie; SPEC's item
+    preference)."""
+    if not len(people):
+        return people
+    choice = people["choice"].to_numpy(dtype=object)
+    score = pd.Series(np.select([choice == "a1", choice == "a2"], [1, -1], 0), index=people.index)
+    net = score.groupby(people["item_id"].to_numpy()).sum()
+    first = people.drop_duplicates("item_id").copy()
+    majority = net.reindex(first["item_id"].to_numpy()).to_numpy()
+    first["choice"] = pd.Categorical(np.select([majority > 0, majority < 0], ["a1", "a2"], "tie"), categories=CHOICES)
+    return first
 
 
 def _study_systems(votes: pd.DataFrame) -> list[str]:
@@ -124,7 +144,7 @@ def _agreement_rows(data: StudyData, fits: dict) -> list[Row]:
             continue
         label = "style" if style else "plain"
         for (name, fit_style), (kind, fit) in fits.items():
-            if fit_style != style or name == HUMANS or name in data.humans:
+            if fit_style != style or name in (HUMANS, HUMAN_MAJORITY) or name in data.humans:
                 continue
             found = ratings.agreement(fit, people[1])
             if found is None:

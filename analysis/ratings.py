@@ -480,7 +480,8 @@ def agreement(judge: Ratings, people: Ratings) -> Agreement | None:
 def _correlations(x: np.ndarray, y: np.ndarray) -> tuple[float | None, float | None]:
     if np.ptp(x) == 0 or np.ptp(y) == 0:
         return None, None
-    return float(spearmanr(x, y).statistic), float(kendalltau(x, y).statistic)
+    # Rounded: a rank correlation of 1 computed as 0.9999999999999999 would sit above its interval.
+    return round(float(spearmanr(x, y).statistic), 12), round(float(kendalltau(x, y).statistic), 12)
 
 
 def _apart(found: Ratings, s: str, t: str) -> str | None:

@@ -39,8 +39,9 @@ def study_style_scaling_refresh(*, study: Study) -> ratings.Scaling | None:
     and move its data version so that stored reports are computed again."""
     found = scaling_from_votes(loader.study_frame(study))
     with transaction.atomic():
-        StyleScaling.objects.filter(study=study).delete()
-        if found is not None:
-            StyleScaling.objects.create(study=study, scaling=found.as_dict())
+        if found is None:
+            StyleScaling.objects.filter(study=study).delete()
+        else:
+            StyleScaling.objects.update_or_create(study=study, defaults={"scaling": found.as_dict()})
         Study.objects.filter(pk=study.pk).data_changed()
     return found

@@ -186,7 +186,7 @@ def test_the_report_rates_mtbench_systems_per_judge_and_for_people(db):
     study = make_study(status="draft", slug="mtbench")
     call_command("import_votes", str(MTBENCH), "--format", "mtbench", "--study", "mtbench", verbosity=0)
     table = services.study_analyze(study=study)["rows"]
-    for judge in ("humans", "mtbench-gpt4-pair"):
+    for judge in ("humans", "human majority", "mtbench-gpt4-pair"):
         for metric in ("bt_rating", "bt_rating_style"):
             found = {r["group"]: r for r in rows.select(table, judge=judge, metric=metric)}
             assert set(found) == {"gpt-4", "gpt-3.5-turbo", "claude-v1", "vicuna-13b-v1.2", "alpaca-13b", "llama-13b"}

@@ -172,3 +172,23 @@ def _counted(votes: pd.DataFrame) -> pd.DataFrame:
         if col not in frame.columns:
             frame[col] = defaults[col] if not col.startswith("len_") else np.nan
     return normalise(frame)
+
+
+@pytest.mark.django_db
+def test_the_admin_recomputes_a_study_scaling_on_request(client):
+    from django.contrib.auth.models import User
+
+    from tests.factories import make_study
+
+    study = make_study()
+    StyleScaling.objects.create(study=study, scaling={"features": [], "mean": [], "std": [], "n": 0})
+    staff = User.objects.create_superuser("boss", "boss@example.org", "pw-0123456789")
+    client.force_login(staff)
+    stored = StyleScaling.objects.get(study=study)
+    response = client.post(
+        "/admin/analysis/stylescaling/", {"action": "recompute", "_selected_action": [stored.pk]}, follow=True
+    )
+    assert response.status_code == 200
+    assert "Recomputed the style scaling of 1 studies." in response.content.decode()
+    # No votes between systems: nothing to standardise, so the study has no scaling any more.
+    assert not StyleScaling.objects.filter(study=study).exists()
