@@ -357,8 +357,6 @@ def rate(
         features = scaling.apply(found.diff)
         if np.isnan(features).any():
             raise ValueError("votes lack a style count of a feature the study's scaling uses (style_a1_*/style_a2_*)")
-        if scaling.left_out:
-            notes.append(f"left out (never varies): {', '.join(scaling.left_out)}")
         reg = STYLE_REG if reg is None else reg
     else:
         reg = 0.0

@@ -120,12 +120,20 @@ MTBENCH = dataset_path("mtbench_human_judgments")
 def mtbench(db):
     study = make_study(status="draft", slug="mtbench")
     call_command("import_votes", str(MTBENCH), "--format", "mtbench", "--study", "mtbench", verbosity=0)
-    return study_frame(study)
+    return study
 
 
 @pytest.mark.dataset("mtbench_human_judgments")
-@pytest.mark.parametrize(("file", "judge"), [("human.csv", "mtbench-human"), ("gpt4_pair.csv", "mtbench-gpt4-pair")])
-def test_mtbench_ratings_equal_arenas_optimum_plain_and_style_controlled(mtbench, file, judge):
+def test_mtbench_ratings_equal_arenas_optimum_and_the_report_shows_them(mtbench):
+    """Both MT-bench judges' fits against the reference (one import for the module's runtime),
+    then the report's rows (docs/REPRODUCTIONS.md quotes them)."""
+    frame = study_frame(mtbench)
+    for file, judge in (("human.csv", "mtbench-human"), ("gpt4_pair.csv", "mtbench-gpt4-pair")):
+        mtbench_equal(frame, file, judge)
+    mtbench_report(mtbench)
+
+
+def mtbench_equal(frame, file, judge):
     votes = pd.read_csv(MTBENCH / file)
     # Our import shows each pair in its models' name order (a1 the first); Arena's feature
     # standardisation subtracts the mean difference, which depends on the orientation, so the
@@ -142,7 +150,7 @@ def test_mtbench_ratings_equal_arenas_optimum_plain_and_style_controlled(mtbench
     text_a = [answers[(q, m)][t - 1] for q, m, t in zip(votes.question_id, votes.model_a, votes.turn, strict=True)]
     text_b = [answers[(q, m)][t - 1] for q, m, t in zip(votes.question_id, votes.model_b, votes.turn, strict=True)]
     winner = np.where(votes.winner == "model_a", "a", np.where(votes.winner == "model_b", "b", "tie"))
-    ours = mtbench[(mtbench["judge"] == judge).to_numpy()]
+    ours = frame[(frame["judge"] == judge).to_numpy()]
     systems = ratings.battles(ours).systems
     gaps = compare(ours, votes.model_a, votes.model_b, winner, style_of(text_a), style_of(text_b), systems)
     # FastChat's own optimiser defaults stop short of the optimum, by at most a few hundredths.
@@ -156,15 +164,19 @@ PRD = dataset_path("prd_vicuna80_lfqa")
 def prd(db):
     study = make_study(status="draft", slug="prd")
     call_command("import_votes", str(PRD), "--format", "prd", "--study", "prd", verbosity=0)
-    return study_frame(study)
+    return study
 
 
 @pytest.mark.dataset("prd_vicuna80_lfqa")
-def test_prd_ratings_equal_arenas_optimum_plain_and_style_controlled(prd):
+def test_prd_ratings_equal_arenas_optimum_and_people_reward_length(prd):
     """Every PRD judge (people and the LLM reviewers); the battles and style counts read from
-    the imported frame (the MT-bench test checks the counts against the texts)."""
-    for judge in sorted({str(j) for j in prd["judge"].unique()}):
-        ours = prd[(prd["judge"] == judge).to_numpy()]
+    the imported frame (the MT-bench test checks the counts against the texts). Then the
+    report's figures docs/REPRODUCTIONS.md quotes."""
+    from analysis import rows, services
+
+    frame = study_frame(prd)
+    for judge in sorted({str(j) for j in frame["judge"].unique()}):
+        ours = frame[(frame["judge"] == judge).to_numpy()]
         found = ratings.battles(ours)
         if len(found.systems) < 2:
             continue
@@ -173,18 +185,23 @@ def test_prd_ratings_equal_arenas_optimum_plain_and_style_controlled(prd):
         winner = kept["choice"].map({"a1": "a", "a2": "b", "tie": "tie"}).to_numpy(dtype=object)
         counts = kept[ratings.style_columns()].to_numpy(dtype=float)
         compare(kept, kept["a1_system"], kept["a2_system"], winner, counts[:, :4], counts[:, 4:], found.systems)
+    table = services.study_analyze(study=prd)["rows"]
+    people = {r["group"]: r["estimate"] for r in rows.select(table, judge="humans", metric="bt_rating")}
+    styled = {r["group"]: r["estimate"] for r in rows.select(table, judge="humans", metric="bt_rating_style")}
+    assert people["gpt4"] == pytest.approx(1224.1, abs=0.05) and styled["gpt4"] == pytest.approx(1089.6, abs=0.05)
+    assert styled["claude"] > styled["gpt4"] and people["gpt4"] > people["claude"]
+    tokens = rows.one(table, judge="humans", metric="style_coef", group="tokens")
+    assert tokens["ci_lo"] > 0.5
+    assert rows.one(table, judge="prd-gpt4", metric="rank_spearman", convention="style")["n"] == 9
 
 
-@pytest.mark.dataset("mtbench_human_judgments")
-def test_the_report_rates_mtbench_systems_per_judge_and_for_people(db):
-    """``manage.py analyze`` on MT-bench: ratings rows for people and GPT-4, plain and
+def mtbench_report(study):
+    """The report on MT-bench: ratings rows for people, their majority and GPT-4, plain and
     style-controlled, the style coefficients, GPT-4's rank agreement with people, and the
-    study's frozen scaling named in the notes (docs/REPRODUCTIONS.md quotes these figures)."""
+    study's frozen scaling named in the notes."""
     from analysis import rows, services
     from analysis.models import StyleScaling
 
-    study = make_study(status="draft", slug="mtbench")
-    call_command("import_votes", str(MTBENCH), "--format", "mtbench", "--study", "mtbench", verbosity=0)
     table = services.study_analyze(study=study)["rows"]
     for judge in ("humans", "human majority", "mtbench-gpt4-pair"):
         for metric in ("bt_rating", "bt_rating_style"):
@@ -201,3 +218,5 @@ def test_the_report_rates_mtbench_systems_per_judge_and_for_people(db):
     spearman = rows.one(table, judge="mtbench-gpt4-pair", metric="rank_spearman", convention="plain")
     assert spearman["estimate"] > 0.9 and spearman["n"] == 6
     assert rows.one(table, judge="mtbench-gpt4-pair", metric="rank_kendall", convention="style") is not None
+    people = {r["group"]: r["estimate"] for r in rows.select(table, judge="humans", metric="bt_rating_style")}
+    assert people["gpt-4"] == pytest.approx(1276.5, abs=0.05)
