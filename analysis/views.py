@@ -63,6 +63,7 @@ def study_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
                 bloom_tables={b: tables.table1(result, part=b) for b in tables.blooms(result)},
                 bloom_position_rows=tables.bloom_position_rows(result),
                 plots=plots.PLOTS,
+                systems=tables.systems(result),
             )
     template = "analysis/study.html#results" if request.htmx else "analysis/study.html"
     return render(request, template, context, status=status)
