@@ -67,3 +67,21 @@ def test_a_study_whose_answers_name_no_systems_has_no_systems_section(db, staff_
     assert tables.systems(services.study_analyze(study=study)) is None
     body = staff_client.get(reverse("analysis:study", args=["plain-study"])).content.decode()
     assert 'id="systems"' not in body and "/plot/ratings.svg" not in body
+
+
+def test_analyze_gives_arenas_vote_bootstrap_and_recomputes_the_scaling_on_request(systems_study):
+    import io
+    import json
+
+    from django.core.management import call_command
+
+    from analysis.models import StyleScaling
+
+    out = io.StringIO()
+    call_command("analyze", "--study", "systems", "--json", "--ratings-bootstrap", "votes", stdout=out)
+    found = rows.one(json.loads(out.getvalue())["rows"], judge="humans", metric="bt_rating_style")
+    assert found["convention"].startswith("votes bootstrap, anchor ")
+    stored = StyleScaling.objects.get(study=systems_study)
+    StyleScaling.objects.filter(pk=stored.pk).update(scaling={**stored.scaling, "n": 1})
+    call_command("analyze", "--study", "systems", "--json", "--refresh-style-scaling", stdout=io.StringIO())
+    assert StyleScaling.objects.get(study=systems_study).scaling == stored.scaling
