@@ -15,8 +15,8 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from analysis import alpaca_difficulty, importers, uploads, vote_import
-from analysis.models import AlpacaDifficulty
+from analysis import alpaca_difficulty, importers, ratings_service, uploads, vote_import
+from analysis.models import AlpacaDifficulty, StyleScaling
 from analysis.tasks import votes_upload_import_queue
 from annotations.admin import StudyAdmin
 from annotations.uploads import UploadError
@@ -182,3 +182,25 @@ class AlpacaDifficultyAdmin(admin.ModelAdmin):
                 done += 1
         if done:
             self.message_user(request, f"{done} difficult{'y' if done == 1 else 'ies'} refitted", messages.SUCCESS)
+
+
+@admin.register(StyleScaling)
+class StyleScalingAdmin(admin.ModelAdmin):
+    """Each study's frozen style scaling (analysis.ratings_service), read-only: it is made by the
+    study's first style-controlled rating and changed only by the recompute action."""
+
+    list_display = ("study", "computed_at")
+    readonly_fields = ("study", "scaling", "computed_at")
+    actions = ("recompute",)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    @admin.action(
+        description="Recompute from the study's votes (every style-controlled rating moves)", permissions=["change"]
+    )
+    def recompute(self, request: HttpRequest, queryset) -> None:
+        studies = [stored.study for stored in queryset.select_related("study")]
+        for study in studies:
+            ratings_service.study_style_scaling_refresh(study=study)
+        self.message_user(request, f"Recomputed the style scaling of {len(studies)} studies.", messages.SUCCESS)

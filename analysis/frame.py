@@ -39,6 +39,9 @@ Optional (``OPTIONAL_COLUMNS``, filled with the default when a loader has no suc
   question's id (each question its own cluster).
 - ``a1_system`` / ``a2_system`` (str, "" unknown): the system that wrote each answer
   (``Answer.system``), for self-preference (``analysis.selfpref``).
+- ``style_a1_<f>`` / ``style_a2_<f>`` (float, NaN unknown) for each style feature f of
+  ``analysis.ratings.FEATURES`` (tokens, headers, lists, bold): each answer's counts as Chatbot
+  Arena's style control reads them, for answers that name their system.
 - ``prob_first`` / ``prob_second`` / ``prob_tie`` (float): the probability the judge put on
   each option as displayed (``Vote.option_probs``; an option it does not name 0), NaN for votes
   without probabilities (``probability_columns``). Numbers, not a dict per vote: a million
@@ -58,6 +61,7 @@ MEASURES = ("words", "chars", "bpe", "spaces")  # annotations.lengths
 CHOICES = ("a1", "a2", "tie")
 OPTIONS = ("first", "second", "tie")  # as displayed: Vote.choice_shown, Vote.option_probs
 CONTROL = "control"
+STYLE_FEATURES = ("tokens", "headers", "lists", "bold")  # analysis.ratings.FEATURES
 
 COLUMNS = [
     "vote_id",
@@ -96,6 +100,7 @@ OPTIONAL_COLUMNS = {
     "a1_system": "",
     "a2_system": "",
     **{f"prob_{option}": np.nan for option in OPTIONS},
+    **{f"style_{side}_{f}": np.nan for side in ("a1", "a2") for f in STYLE_FEATURES},
     "cluster_id": None,  # None: the question's id (normalise)
 }
 
@@ -114,9 +119,13 @@ _CATEGORICAL = (
 
 _CHOICE_DTYPE = pd.CategoricalDtype(list(CHOICES))
 _FLAGS = ("is_gold", "rater_flagged", "order_known", "not_familiar", "labels_swapped", "run_complete")
-_NUMBERS = ("client_ms", "threshold_ms", "run_id", *(f"prob_{o}" for o in OPTIONS)) + tuple(
-    c for c in COLUMNS if c.startswith("len_")
-)
+_NUMBERS = (
+    "client_ms",
+    "threshold_ms",
+    "run_id",
+    *(f"prob_{o}" for o in OPTIONS),
+    *(f"style_{side}_{f}" for side in ("a1", "a2") for f in STYLE_FEATURES),
+) + tuple(c for c in COLUMNS if c.startswith("len_"))
 _DTYPES = {**dict.fromkeys(_CATEGORICAL, "category"), **dict.fromkeys(_FLAGS, bool), **dict.fromkeys(_NUMBERS, float)}
 
 

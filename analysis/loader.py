@@ -10,12 +10,14 @@ import pandas as pd
 from django.db.models import Case, Q, TextField, When
 from django.db.models.functions import Cast
 
+from analysis import ratings
 from analysis.frame import (
     CHOICES,
     COLUMNS,
     CONTROL,
     MEASURES,
     OPTIONAL_COLUMNS,
+    STYLE_FEATURES,
     empty_frame,
     normalise,
     probability_columns,
@@ -44,6 +46,14 @@ def answer_roots(study: Study) -> pd.DataFrame:
     return frame.set_index("answer_id")
 
 
+def answer_styles(study: Study) -> pd.DataFrame:
+    """The style counts (analysis.ratings.style_counts) of the study's answers that name their
+    system, indexed by answer id: only ratings of systems read them."""
+    rows = Answer.objects.filter(question__study=study).exclude(system="").values_list("id", "text")
+    counts = {pk: ratings.style_counts(text) for pk, text in rows.iterator(chunk_size=2000)}
+    return pd.DataFrame.from_dict(counts, orient="index", columns=list(STYLE_FEATURES), dtype=float)
+
+
 def study_items(study: Study) -> pd.DataFrame:
     """One row per comparison item with its group, semantics, roots and lengths."""
     rows = list(
@@ -68,12 +78,15 @@ def study_items(study: Study) -> pd.DataFrame:
     items["group"] = items["group"].fillna(CONTROL)
     items["semantics"] = items["semantics"].fillna(CONTROL)
     answers = answer_roots(study)
+    styles = answer_styles(study)
     for side in ("a1", "a2"):
         ids = items[f"{side}_id"]
         items[f"{side}_root"] = ids.map(answers["root"]).astype("int64") if len(items) else ids
         for m in MEASURES:
             items[f"len_{side}_{m}"] = ids.map(answers[m]).astype(float)
         items[f"{side}_system"] = ids.map(answers["system"]).fillna("").astype(str)
+        for f in STYLE_FEATURES:
+            items[f"style_{side}_{f}"] = ids.map(styles[f]).astype(float)
     items["words"] = (items["len_a1_words"] + items["len_a2_words"]).fillna(0).astype(np.int64)
     items["threshold_ms"] = threshold_ms(study, items["words"])
     return items

@@ -61,3 +61,17 @@ class AlpacaDifficulty(models.Model):
 
     def __str__(self) -> str:
         return f"{self.judge}: difficulty of {len(self.difficulty)} instructions, {self.source}"
+
+
+class StyleScaling(models.Model):
+    """A study's frozen standardisation of the style features (analysis.ratings.Scaling: each
+    feature's mean and standard deviation over the study's votes between systems), fixed when
+    its first style-controlled rating is computed so that adding a system does not move the
+    others' ratings through it; recomputed only on request (analysis.ratings_service)."""
+
+    study = models.OneToOneField("annotations.Study", on_delete=models.CASCADE, related_name="style_scaling")
+    scaling = models.JSONField(help_text="features, mean, std, n (votes), left_out")
+    computed_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"style scaling of {self.study_id} computed {self.computed_at}"

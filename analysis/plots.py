@@ -392,6 +392,56 @@ def reliability(result: dict) -> tuple[Figure, Rows]:
     return fig, rows
 
 
+# ---------------------------------------------------------------------------- systems
+
+
+def ratings(result: dict) -> tuple[Figure, Rows]:
+    """A forest plot of the systems' ratings per judge (people first), plain and
+    style-controlled side by side, with their 95% intervals (``tables.systems``)."""
+    found = tables.systems(result)
+    rows: Rows = [["judge", "system", "fit", "rating", "ci_lo", "ci_hi", "n"]]
+    title = "Ratings of systems: plain and style-controlled (Chatbot Arena's scale)"
+    if found is None:
+        return empty_figure(title, "No data yet: no votes between answers that name their systems."), rows
+    judges = found["judges"]
+    per_row = min(len(judges), FOREST_PER_ROW)
+    n_rows = math.ceil(len(judges) / per_row)
+    n_systems = max(len(j["systems"]) for j in judges)
+    names = [s["system"] for j in judges for s in j["systems"]]
+    # Each panel as wide as its title (a judge's name) or 2.4 in, plus its systems' names.
+    panel = max(2.4, _text_inches([j["judge"] for j in judges]) + 0.3) + _text_inches(names) + 0.3
+    fig = Figure(figsize=(max(6.4, per_row * panel), n_rows * _height(n_systems, 0.35) + 0.6), layout="constrained")
+    axes = fig.subplots(n_rows, per_row, squeeze=False)
+    for k, judge in enumerate(judges):
+        ax = axes[k // per_row][k % per_row]
+        cells = judge["systems"]
+        for offset, fit, colour in ((-0.15, "plain", PALETTE[0]), (0.15, "style", PALETTE[1])):
+            ys, xs, errs = [], [], ([], [])
+            for i, cell in enumerate(cells):
+                rate = cell.get(fit)
+                if rate is None:
+                    continue
+                rows.append([judge["judge"], cell["system"], fit, rate["value"], *rate["ci"], rate["n"]])
+                lo, hi = _err(rate["value"], *rate["ci"])
+                ys.append(i + offset)
+                xs.append(_none(rate["value"]))
+                errs[0].append(lo)
+                errs[1].append(hi)
+            label = "plain" if fit == "plain" else "style-controlled"
+            ax.errorbar(
+                xs, ys, xerr=errs, fmt="o", color=colour, markersize=4, capsize=2, label=label if k == 0 else None
+            )
+        ax.set_yticks(range(len(cells)), [c["system"] for c in cells])
+        ax.invert_yaxis()
+        ax.set_title(judge["judge"], fontsize=9)
+        ax.grid(axis="x", color="#e0e0e0")
+    for k in range(len(judges), n_rows * per_row):
+        axes[k // per_row][k % per_row].set_visible(False)
+    fig.suptitle(title, fontsize=11)
+    fig.legend(loc="outside lower center", ncols=2, frameon=False)
+    return fig, rows
+
+
 PLOTS: dict[str, Plot] = {
     "forest": Plot("ASR and accuracy per judge", "Forest plot of ASR and accuracy per judge with intervals", forest),
     "position": Plot("Position preference", "Bars of first, tie and second shares per judge", position),
@@ -404,7 +454,14 @@ PLOTS: dict[str, Plot] = {
         "Share of votes right against the judge's confidence, per judge, beside the diagonal",
         reliability,
     ),
+    "ratings": Plot(
+        "Ratings of systems",
+        "Forest plot of each system's rating per judge, plain and style-controlled, with intervals",
+        ratings,
+    ),
 }
+# Shown only where answers name their systems (the dashboard's "Systems" section).
+SYSTEMS_PLOTS = ("ratings",)
 
 
 def render(fig: Figure, fmt: str) -> bytes:

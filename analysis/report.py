@@ -15,13 +15,20 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from analysis import alttest, consistency, content_blind, lc, metrics, rows, stats
+from analysis import (
+    alttest,
+    consistency,
+    content_blind,
+    lc,
+    metrics,
+    ppi,  # noqa: F401 (registers people's rates by prediction-powered inference)
+    rating_metrics,  # noqa: F401 (registers the ratings' rows)
+    rows,
+    stats,
+)
 from analysis.frame import CONTROL, Filters, apply_filters, by_judge
 from analysis.judge_metrics import JudgeData
 from analysis.rows import JUDGE_METRICS, NUMBER, STUDY_METRICS, Figure
-
-# Registers its rows (the metric table's study-wide functions run in registration order).
-from analysis import ppi  # noqa: F401, E402  isort: skip
 from analysis.study_metrics import RANDOM_JUDGE, StudyData
 
 
@@ -46,6 +53,12 @@ class Options:
     alt_min_items: int = alttest.MIN_ITEMS
     # What the judge and the left-out rater are scored against (a key of alttest.REFERENCES).
     alt_reference: str = "raters"
+    # Ratings of systems (analysis.ratings): the bootstrap ("prompt" clusters, or Arena's
+    # "votes"), the anchor system ("" for the first), and the study's frozen style scaling
+    # (analysis.ratings.Scaling as a dict; None: computed from the votes at hand).
+    ratings_bootstrap: str = "prompt"
+    ratings_anchor: str = ""
+    style_scaling: dict | None = None
 
     @property
     def alt_test_epsilon(self) -> float:

@@ -9,14 +9,14 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
 from django.db.models import F
 from django.utils import timezone
 
-from analysis import loader, report
+from analysis import loader, ratings_service, report
 from analysis.frame import Filters
 from analysis.models import StudyReport
 from annotations.models import ComparisonItem, PerturbationKind, Study
@@ -95,8 +95,12 @@ def study_report(*, study: Study, filters: Filters | None = None, options: repor
     """The study's report computed now from its votes (what ``study_results`` stores)."""
     groups, semantics = study_groups(study=study)
     filters, options = filters or Filters(), with_scheme_labels(options)
+    frame = loader.study_frame(study)
+    if options.style_scaling is None:
+        found = ratings_service.study_style_scaling(study=study, frame=frame)
+        options = replace(options, style_scaling=found.as_dict() if found is not None else None)
     return report.analyze(
-        loader.study_frame(study),
+        frame,
         study=study.slug,
         filters=filters,
         options=options,

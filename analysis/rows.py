@@ -84,6 +84,7 @@ SECTIONS = {
     "verbosity": "Verbosity",
     "length_controlled": "Length-controlled versus raw preference",
     "position_and_label": "Position and label preference",
+    "systems": "Systems: ratings, plain and style-controlled",
     OTHER: "Other figures",
 }
 

@@ -461,6 +461,12 @@ SHOWN_BY_TABLES = frozenset(
         "pairs_both_unread",
         *(f"gold_accuracy_{key}" for key in GOLD_METRICS),
         "repetition_stability",
+        "bt_rating",
+        "bt_rating_style",
+        "style_coef",
+        "rank_spearman",
+        "rank_kendall",
+        "rank_reversal",
         "self_preference_own",
         "self_preference_others",
         "self_preference_difference",
@@ -526,3 +532,50 @@ def glossary(result: dict) -> list[dict]:
 def labels() -> dict[str, str]:
     """Each declared figure's label by its row name (the templates' headers)."""
     return {name: f.label for name, f in rows.FIGURES.items()}
+
+
+# The judges whose ratings rows stand for people (analysis.rating_metrics), shown first.
+PEOPLE_RATINGS = ("humans", "human majority")
+
+
+def systems(result: dict) -> dict | None:
+    """The "Systems" section: per judge (people first), each system's plain and
+    style-controlled rating with intervals (systems in people's plain order, else the judge's),
+    the style coefficients, and each judge's rank agreement with people; None without ratings."""
+    found = select(result["rows"], metric=("bt_rating", "bt_rating_style"))
+    if not found:
+        return None
+    by_judge: dict[str, dict[str, dict]] = {}
+    for r in found:
+        cell = by_judge.setdefault(r["judge"], {}).setdefault(r["group"], {"system": r["group"]})
+        cell["style" if r["metric"] == "bt_rating_style" else "plain"] = as_rate(r)
+    names = [j for j in PEOPLE_RATINGS if j in by_judge] + sorted(j for j in by_judge if j not in PEOPLE_RATINGS)
+    reference = by_judge[names[0]]
+    order = sorted(reference, key=lambda s: -(reference[s].get("plain", {}).get("value") or 0))
+    judges = []
+    for name in names:
+        cells = by_judge[name]
+        ranked = [s for s in order if s in cells] + sorted(s for s in cells if s not in order)
+        judges.append({"judge": name, "systems": [cells[s] for s in ranked]})
+    coefs = [
+        {"judge": r["judge"], "feature": r["group"], "coef": as_rate(r)}
+        for r in select(result["rows"], metric="style_coef")
+    ]
+    agreement = {}
+    for r in select(result["rows"], metric=("rank_spearman", "rank_kendall")):
+        entry = agreement.setdefault(r["judge"], {"judge": r["judge"], "n": r["n"]})
+        entry[f"{r['metric'].removeprefix('rank_')}_{r['convention']}"] = as_rate(r)
+    reversals = [
+        {"judge": r["judge"], "pair": r["group"], "convention": r["convention"]}
+        for r in select(result["rows"], metric="rank_reversal")
+    ]
+    note = next((r["note"] for r in found if r["metric"] == "bt_rating_style" and r["note"]), "")
+    convention = found[0]["convention"]
+    return {
+        "judges": judges,
+        "coefs": coefs,
+        "agreement": list(agreement.values()),
+        "reversals": reversals,
+        "note": note,
+        "convention": convention,
+    }

@@ -66,6 +66,7 @@ def study_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
                 glossary=tables.glossary(result),
                 labels=tables.labels(),
                 plots=plots.PLOTS,
+                systems=tables.systems(result),
             )
     template = "analysis/study.html#results" if request.htmx else "analysis/study.html"
     return render(request, template, context, status=status)

@@ -1,5 +1,9 @@
 """python manage.py analyze --study S [--json] [filters]: every metric of a study.
 
+``--ratings-bootstrap votes`` gives the systems' ratings Chatbot Arena's intervals (votes
+resampled) instead of prompts resampled; ``--refresh-style-scaling`` recomputes the study's
+frozen style scaling first (analysis.ratings_service).
+
 ``--lc alpaca_eval`` prints instead the AlpacaEval-compatible length-controlled win rate of
 every model against the baseline (analysis.lc_alpaca), one table per judge, scored against the
 judge's frozen instruction difficulty (analysis.alpaca_difficulty): ``--refit-difficulty`` fits
@@ -12,7 +16,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from analysis import alpaca_difficulty, lc_alpaca, services
+from analysis import alpaca_difficulty, lc_alpaca, ratings, ratings_service, services
 from analysis.management.commands._common import add_filter_arguments, filter_form, study_by_slug
 from analysis.models import AlpacaDifficulty
 from analysis.text import report_lines
@@ -44,6 +48,17 @@ class Command(BaseCommand):
         parser.add_argument(
             "--save-difficulty", metavar="FILE", help="with --lc and --judge: write the judge's frozen difficulty here"
         )
+        parser.add_argument(
+            "--ratings-bootstrap",
+            choices=ratings.BOOTSTRAP,
+            default="prompt",
+            help="the systems' ratings' intervals: resample prompts (default) or votes (Chatbot Arena's)",
+        )
+        parser.add_argument(
+            "--refresh-style-scaling",
+            action="store_true",
+            help="recompute the study's frozen style scaling from its votes first (every style-controlled rating moves)",
+        )
         add_filter_arguments(parser)
 
     def handle(self, *args, **options) -> None:
@@ -55,10 +70,14 @@ class Command(BaseCommand):
             if options["save_difficulty"]:
                 self.save_difficulty(study, options)
             return
+        if options["refresh_style_scaling"]:
+            ratings_service.study_style_scaling_refresh(study=study)
         result = services.study_analyze(
             study=study,
             filters=form.filters(),
-            options=form.options(bootstrap=options["bootstrap"], seed=options["seed"]),
+            options=form.options(
+                bootstrap=options["bootstrap"], seed=options["seed"], ratings_bootstrap=options["ratings_bootstrap"]
+            ),
         )
         if options["json"]:
             self.stdout.write(json.dumps(result, indent=2 if options["verbosity"] > 1 else None, default=str))
