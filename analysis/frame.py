@@ -1,6 +1,6 @@
 """The votes frame every metric reads, and the filters applied to it.
 
-One row per vote. The loaders (``analysis.loader`` from the database, ``analysis.importers``
+One row per vote. The loaders (``analysis.loader`` from the database, ``vote_imports.importers``
 from a vote file) build it; the maths in ``analysis.metrics`` and ``analysis.lc`` only reads it.
 
 Columns (dtype):

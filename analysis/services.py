@@ -1,6 +1,6 @@
 """Analysis workflows over the database: analyse a study, simulate judges, monitor and pay raters,
 plan a study's power. Views, commands and the admin call these; the maths lives in plain modules.
-(Importing votes is `vote_import.py`.)"""
+(Importing votes is the vote_imports app.)"""
 
 from __future__ import annotations
 

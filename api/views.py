@@ -28,12 +28,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from analysis import exports, importers, vote_import
+from analysis import exports
 from analysis import reports as analysis_reports
 from analysis import services as analysis_services
 from analysis.forms import FilterForm
-from analysis.tasks import votes_upload_import_queue
-from analysis.uploads import votes_upload_get, votes_upload_progress, votes_upload_store
 from annotations.models import Answer, ComparisonItem, Judge, Question, Rater, Study, Vote
 from annotations.study_files import StudyFileError, study_export
 from annotations.uploads import UploadError, UploadTooLarge, study_upload_get, study_upload_progress
@@ -51,6 +49,9 @@ from perturbations.services import (
     perturbation_generate,
 )
 from perturbations.tasks import perturbation_generate_queue
+from vote_imports import importers, vote_import
+from vote_imports.tasks import votes_upload_import_queue
+from vote_imports.uploads import votes_upload_get, votes_upload_progress, votes_upload_store
 
 
 class PayloadTooLarge(APIException):
@@ -288,7 +289,7 @@ class VotesImportJobView(APIView):
 
 
 def votes_import_state(progress: dict, request: Request) -> dict:
-    """The upload's progress (analysis.uploads) as the API tells it."""
+    """The upload's progress (vote_imports.uploads) as the API tells it."""
     state = {key: progress[key] for key in ("state", "step", "done", "total", "percent") if key in progress}
     state["steps"] = list(vote_import.VOTES_IMPORT_STEPS)
     if progress["state"] == "done":

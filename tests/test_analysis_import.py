@@ -8,10 +8,11 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from analysis import rows as metric_rows  # beside the CSV rows the tests write
-from analysis import services, vote_import
+from analysis import services
 from annotations.models import Answer, ComparisonItem, Judge, Question, Rater, Vote
 from biasstudy.datasets import dataset_path
 from tests.factories import make_study
+from vote_imports import vote_import
 
 MTBENCH = dataset_path("mtbench_human_judgments")
 needs_mtbench = pytest.mark.dataset("mtbench_human_judgments")

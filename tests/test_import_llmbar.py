@@ -1,4 +1,4 @@
-"""import_votes --format llmbar (analysis.import_llmbar) on a small hand-made copy of the
+"""import_votes --format llmbar (vote_imports.import_llmbar) on a small hand-made copy of the
 LLMBar layout, and the gold label and subset columns of the generic CSV."""
 
 import csv

@@ -6,9 +6,10 @@ from io import StringIO
 from django.core.management import call_command
 from django.urls import reverse
 
-from analysis import exports, services, vote_import
+from analysis import exports, services
 from annotations.models import Rater
 from tests.test_analysis_import import GOOD_ROWS, write_csv
+from vote_imports import vote_import
 
 
 def import_crowd_csv(study, tmp_path, rows=GOOD_ROWS):

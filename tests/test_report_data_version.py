@@ -12,12 +12,12 @@ from django.utils import timezone
 from analysis import services
 from analysis.models import StudyReport
 from analysis.simulate import JudgeParams
-from analysis.vote_import import votes_import_path
 from annotations.models import Answer, Judge, PerturbationKind, Question, Rater, Study, Vote
 from judges.models import JudgeRun
 from tests.factories import make_llm_judge, make_question, make_rater, make_study, make_variant, make_vote
 from tests.test_admin_study_forms import form_as_sent
 from tests.test_rater_views import signed_in, token_in
+from vote_imports.vote_import import votes_import_path
 
 SLUG = "versioned"
 METRICS = reverse("api:study-metrics", args=[SLUG])

@@ -19,7 +19,6 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from analysis import importers
 from annotations import lengths
 from annotations.models import (
     Answer,
@@ -33,6 +32,7 @@ from annotations.models import (
     Vote,
     choice_from_shown,
 )
+from vote_imports import importers
 
 log = logging.getLogger(__name__)
 
@@ -223,7 +223,7 @@ def votes_import_summary(result: dict) -> str:
     return counts + ("; warnings: " + "; ".join(warnings) if warnings else "")
 
 
-# What the admin page and the API take as an upload (analysis/uploads.py): a `csv` file, or a
+# What the admin page and the API take as an upload (vote_imports/uploads.py): a `csv` file, or a
 # folder format (MT-bench, PRD, LLMBar) as a zip of its folder. The zip's data sits at its top or
 # in its single folder, whichever holds the file or folder named here (every copy of the data set
 # has it).

@@ -1,5 +1,5 @@
 """Importing votes collected elsewhere from the admin: the page behind the Study admin's "Import
-votes" action. The file is kept (analysis/uploads.py) and imported by the task worker through the
+votes" action. The file is kept (vote_imports/uploads.py) and imported by the task worker through the
 service `manage.py import_votes` calls (as the API's uploads are); a progress page follows it."""
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from analysis import importers, uploads, vote_import
-from analysis.tasks import votes_upload_import_queue
 from annotations.admin import StudyAdmin
 from annotations.uploads import UploadError
 from biasstudy.permissions import model_permissions_required
 from biasstudy.queue import QueueUnavailable
+from vote_imports import importers, uploads, vote_import
+from vote_imports.tasks import votes_upload_import_queue
 
 
 class VotesImportForm(forms.Form):
@@ -87,10 +87,10 @@ def votes_import(request: HttpRequest) -> HttpResponse:
                 form.add_error(None, str(exc))
                 status = 503
             else:
-                return HttpResponseRedirect(reverse("analysis:votes-import-progress", args=[upload.token]))
+                return HttpResponseRedirect(reverse("vote_imports:votes-import-progress", args=[upload.token]))
     context = {**admin.site.each_context(request), "form": form, "title": "Import votes"}
     return render(
-        request, "analysis/votes_import.html", context, status=400 if form.errors and status == 200 else status
+        request, "vote_imports/votes_import.html", context, status=400 if form.errors and status == 200 else status
     )
 
 
@@ -103,7 +103,7 @@ def votes_import_progress(request: HttpRequest, token: str) -> HttpResponse:
         upload = uploads.votes_upload_get(token=token)
     except UploadError as exc:
         messages.error(request, str(exc))
-        return HttpResponseRedirect(reverse("analysis:votes-import"))
+        return HttpResponseRedirect(reverse("vote_imports:votes-import"))
     progress = uploads.votes_upload_progress(upload=upload)
     context = {
         **admin.site.each_context(request),
@@ -116,9 +116,9 @@ def votes_import_progress(request: HttpRequest, token: str) -> HttpResponse:
         "steps": vote_import.VOTES_IMPORT_STEPS,
         "unit": "steps done",
         "running_title": "importing",
-        "done_template": "analysis/_votes_import_done.html",
-        "again_url": f"{reverse('analysis:votes-import')}?study={upload.slug}",
-        "breadcrumbs_template": "analysis/_votes_import_breadcrumbs.html",
+        "done_template": "vote_imports/_votes_import_done.html",
+        "again_url": f"{reverse('vote_imports:votes-import')}?study={upload.slug}",
+        "breadcrumbs_template": "vote_imports/_votes_import_breadcrumbs.html",
     }
     template = "admin/upload_progress.html"  # the study upload's page (annotations/admin.py)
     return render(request, f"{template}#progress" if request.htmx else template, context)
@@ -127,8 +127,8 @@ def votes_import_progress(request: HttpRequest, token: str) -> HttpResponse:
 @admin.action(description="Import votes into the selected study")
 def import_votes(modeladmin, request: HttpRequest, queryset) -> HttpResponseRedirect:
     study = queryset.order_by("pk").first()
-    return HttpResponseRedirect(f"{reverse('analysis:votes-import')}?study={study.slug if study else ''}")
+    return HttpResponseRedirect(f"{reverse('vote_imports:votes-import')}?study={study.slug if study else ''}")
 
 
-# The study's admin belongs to the core app, which knows nothing of the analysis: its action is added here.
+# The study's admin belongs to the core app, which knows nothing of the vote import: its action is added here.
 StudyAdmin.actions = [*StudyAdmin.actions, import_votes]

@@ -181,11 +181,11 @@ class Parsed:
 # ``import_votes --format NAME``: each parser takes (path, known_groups=..., limit=...) → Parsed.
 # Dotted names, not imports: a format in its own module builds on the records above.
 FORMATS = {
-    "csv": "analysis.importers.parse_csv",
-    "mtbench": "analysis.importers.parse_mtbench",
-    "prd": "analysis.import_prd.parse_prd",
-    "llmbar": "analysis.import_llmbar.parse_llmbar",
-    "alpaca_eval": "analysis.import_alpaca_eval.parse_alpaca_eval",
+    "csv": "vote_imports.importers.parse_csv",
+    "mtbench": "vote_imports.importers.parse_mtbench",
+    "prd": "vote_imports.import_prd.parse_prd",
+    "llmbar": "vote_imports.import_llmbar.parse_llmbar",
+    "alpaca_eval": "vote_imports.import_alpaca_eval.parse_alpaca_eval",
 }
 
 
