@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from django import forms
 
-from analysis import alttest, reports, services
+from analysis import alttest, services, stored_reports
+from analysis.compute import Options
 from analysis.exports import PASTE_LISTS
 from analysis.frame import CONTROL, MEASURES, RUNS, Filters
 from analysis.metrics import VERBOSITY_CONVENTIONS
-from analysis.report import Options
 from annotations.models import BloomLevel, Study
 
 
@@ -82,7 +82,7 @@ class FilterForm(forms.Form):
     def for_study(cls, data, *, study: Study) -> FilterForm:
         """The form for ``study``'s report: its groups, subsets and LLM judge runs are what may be
         picked. The dashboard, the API and the commands all build it here."""
-        groups, _ = reports.study_groups(study=study)
+        groups, _ = stored_reports.study_groups(study=study)
         return cls(
             data,
             groups=groups,

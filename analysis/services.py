@@ -18,10 +18,10 @@ from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from analysis import consensus, lc_alpaca, loader, report, simulate, tasks
+from analysis import compute, consensus, lc_alpaca, loader, simulate, tasks
 from analysis.frame import Filters, apply_filters, by_judge
 from analysis.models import StudyReport
-from analysis.reports import (
+from analysis.stored_reports import (
     Results,
     report_store,
     report_version,
@@ -54,7 +54,7 @@ def study_runs(*, study: Study) -> list[int]:
     return list(JudgeRun.objects.filter(study=study).order_by("id").values_list("id", flat=True))
 
 
-def study_analyze(*, study: Study, filters: Filters | None = None, options: report.Options | None = None) -> dict:
+def study_analyze(*, study: Study, filters: Filters | None = None, options: compute.Options | None = None) -> dict:
     """The study's current report: the stored one while the data it was computed from is
     unchanged, else computed now, whatever the study's size (``manage.py analyze`` waits)."""
     return study_results(study=study, filters=filters, options=options, wait=True).report
@@ -66,10 +66,10 @@ REFRESH_LOST_AFTER = timedelta(minutes=10)
 
 
 def study_results(
-    *, study: Study, filters: Filters | None = None, options: report.Options | None = None, wait: bool = False
+    *, study: Study, filters: Filters | None = None, options: compute.Options | None = None, wait: bool = False
 ) -> Results:
     """The study's report for these filters and options, stored (one ``StudyReport`` per study,
-    filters and options: its default view and its last few others, ``reports.stored_view``) and
+    filters and options: its default view and its last few others, ``stored_reports.stored_view``) and
     computed again when ``report_version`` (the study's data version) has moved on: at once for
     a study of up to ``settings.ANALYSIS_BACKGROUND_VOTES`` votes (or with ``wait``); above that
     by the ``report_refresh`` task, queued once, while the last report is returned, marked

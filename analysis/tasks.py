@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from django_tasks import task
 
-from analysis import reports
+from analysis import stored_reports
 
 
 @task()
 def report_refresh(*, report_id: int) -> None:
-    reports.study_report_refresh(report_id=report_id)
+    stored_reports.study_report_refresh(report_id=report_id)

@@ -13,7 +13,7 @@ from django.shortcuts import get_object_or_404, render
 from django.utils.cache import get_conditional_response, patch_cache_control
 from django.views.decorators.http import require_GET
 
-from analysis import exports, plots, reports, services, tables
+from analysis import exports, plots, services, stored_reports, tables
 from analysis.forms import FilterForm, PaymentForm, PowerForm
 from annotations.models import Rater, Study
 from biasstudy.permissions import has_model_perms, model_permissions_required
@@ -104,7 +104,7 @@ def power(request: HttpRequest, slug: str) -> HttpResponse:
         "study": study,
         "form": form,
         "rows": rows,
-        "study_groups": reports.study_groups(study=study)[0],
+        "study_groups": stored_reports.study_groups(study=study)[0],
         "raters_so_far": Rater.objects.filter(study=study).crowd().count(),
         "questions": study.questions.filter(is_gold=False).count(),
     }
@@ -138,7 +138,7 @@ def export_csv(request: HttpRequest, slug: str, name: str) -> HttpResponse:
         filters, options = form.filters(), form.options()
     try:
         return exports.export_download(name, study, filters=filters, options=options)
-    except reports.ReportNotReady:
+    except stored_reports.ReportNotReady:
         return _not_ready()
 
 

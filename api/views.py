@@ -28,8 +28,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from analysis import exports
-from analysis import reports as analysis_reports
+from analysis import exports, stored_reports
 from analysis import services as analysis_services
 from analysis.forms import FilterForm
 from annotations.models import Answer, ComparisonItem, Judge, Question, Rater, Study, Vote
@@ -658,7 +657,7 @@ class ExportView(APIView):
             filters, options = form.filters(), form.options()
         try:
             return exports.export_download(self.export, study, filters=filters, options=options)
-        except analysis_reports.ReportNotReady:
+        except stored_reports.ReportNotReady:
             return Response(
                 {"detail": "The study's first metrics for these filters are being computed: try again in a minute."},
                 status=503,

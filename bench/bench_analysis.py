@@ -205,7 +205,7 @@ def measure(n_votes: int, requests: int) -> dict:
     from django.contrib.auth import get_user_model
     from django.test import Client
 
-    from analysis import reports, services
+    from analysis import services, stored_reports
     from analysis.models import StudyReport
     from annotations.models import Study
 
@@ -249,7 +249,7 @@ def measure(n_votes: int, requests: int) -> dict:
         assert "<strong>updating</strong>" in page
         # The task as the worker runs it (the request's on_commit enqueued it: the immediate
         # backend is not configured here, so it is called directly).
-        cpu, wall = cpu_and_wall(lambda: reports.study_report_refresh(report_id=stored.pk))
+        cpu, wall = cpu_and_wall(lambda: stored_reports.study_report_refresh(report_id=stored.pk))
         out["refresh_task_cpu"], out["refresh_task_wall"] = cpu, wall
     stored.refresh_from_db()
     assert stored.n_votes > n_votes - 30 and stored.computations == 2, (stored.n_votes, stored.computations)

@@ -15,7 +15,7 @@ from scipy import stats
 
 from analysis import rows, services, tables
 from analysis.alttest import EPSILON, alt_test, benjamini_yekutieli
-from analysis.report import Options
+from analysis.compute import Options
 from analysis.simulate import JudgeParams
 from biasstudy.datasets import dataset_path
 from tests.factories import human_pool, make_judge, make_question, make_study, make_variant, make_vote

@@ -17,7 +17,7 @@ from analysis.calibration import (
     calibration,
     vote_confidence,
 )
-from analysis.report import Options
+from analysis.compute import Options
 from analysis.simulate import JudgeParams
 from analysis.study_metrics import human_labels
 from tests.factories import human_pool, make_judge, make_question, make_study, make_variant, make_vote

@@ -1,5 +1,5 @@
 """A judge that votes by display order is flagged, shows its tie share and is not ranked
-(SPEC: "A position-dominated judge"; analysis.metrics, analysis.report)."""
+(SPEC: "A position-dominated judge"; analysis.metrics, analysis.compute)."""
 
 import pytest
 from django.urls import reverse

@@ -16,8 +16,8 @@ from django.core.management import call_command
 from scipy.special import expit
 
 from analysis import exports, lc, metrics, stats
+from analysis.compute import analyze
 from analysis.frame import by_judge
-from analysis.report import analyze
 from analysis.rows import one, select
 from analysis.simulate import votes_frame
 from annotations.models import Question, Vote

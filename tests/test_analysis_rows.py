@@ -9,7 +9,7 @@ import math
 import pytest
 
 from analysis import exports, rows, simulate
-from analysis.report import analyze
+from analysis.compute import analyze
 from analysis.rows import JUDGE_METRICS, STUDY_METRICS, judge_metric, study_metric
 from tests.analysis_frames import frame, item, votes
 

@@ -1,5 +1,5 @@
 """Every write a report reads moves its study's data version in its own transaction, so that the
-next page or API request shows the new figure (annotations.data_version; analysis.reports'
+next page or API request shows the new figure (annotations.data_version; analysis.stored_reports'
 report_version): a change made where a researcher makes it (the admin, the rater page, a
 service or the API), then the dashboard or the metrics API reloaded."""
 
@@ -231,7 +231,7 @@ def test_the_dashboard_of_an_unchanged_study_costs_the_same_queries_whatever_its
 
 
 def test_distinct_seeds_and_bootstraps_do_not_pile_up_stored_reports(study, token_client):
-    from analysis.reports import OTHER_VIEWS_KEPT
+    from analysis.stored_reports import OTHER_VIEWS_KEPT
 
     metrics(token_client)
     for seed in range(OTHER_VIEWS_KEPT + 5):

@@ -15,7 +15,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from analysis import exports, reports
+from analysis import exports, stored_reports
 from annotations.models import Judge, Question, Vote
 from annotations.study_files import study_export, study_import
 from judges.models import JudgeRun
@@ -105,7 +105,7 @@ def test_the_exported_votes_imported_into_a_copy_give_the_same_report(tmp_path):
     assert [key for _, key in keys].count("prompt-0") == 2
     swapped = Vote.objects.filter(labels_swapped=True)
     assert swapped.filter(item__study=copy).count() == swapped.filter(item__study=study).count() == 2 * 15 * 2
-    original, imported = reports.study_report(study=study), reports.study_report(study=copy)
+    original, imported = stored_reports.study_report(study=study), stored_reports.study_report(study=copy)
     original.pop("study"), imported.pop("study")
     # A judge's runs are the source database's own (JudgeRun ids): the import makes none and
     # keeps each vote's run id in its meta instead.
