@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
-from analysis import alttest, services, stored_reports
+from analysis import alttest, current_report, stored_reports
 from analysis.compute import Options
 from analysis.exports import PASTE_LISTS
 from analysis.frame import CONTROL, MEASURES, RUNS, Filters
@@ -86,8 +86,8 @@ class FilterForm(forms.Form):
         return cls(
             data,
             groups=groups,
-            subsets=services.study_subsets(study=study),
-            known_runs=services.study_runs(study=study),
+            subsets=current_report.study_subsets(study=study),
+            known_runs=current_report.study_runs(study=study),
         )
 
     def clean_runs(self) -> tuple[str, list[int]]:

@@ -47,7 +47,10 @@ import pandas as pd
 import scipy.sparse as sp
 from scipy.special import expit, logit
 
+from analysis import loader
+from analysis.frame import Filters, apply_filters, by_judge
 from analysis.stats import Z95
+from annotations.models import Study
 
 METHOD = "alpaca_eval"
 SLOPE_POOLING = 10.0
@@ -234,3 +237,11 @@ def frame_inputs(votes: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarra
     has_probs = np.isfinite(prob_a2)
     y[has_probs] = prob_a2[has_probs]
     return models, instructions, delta, y
+
+
+def study_lc_alpaca(*, study: Study, filters: Filters | None = None) -> dict[str, AlpacaLC]:
+    """Per judge, the AlpacaEval-compatible LC win rates of every model against the study's
+    baseline A1 (`fit`), from the judge's counted votes: a study of
+    ``import_votes --format alpaca_eval``, or any study whose A2 answers name their system."""
+    counted, _, _ = apply_filters(loader.study_frame(study), filters or Filters())
+    return {judge: fit(*frame_inputs(votes)) for judge, votes in by_judge(counted).items() if len(votes)}

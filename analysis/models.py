@@ -1,5 +1,5 @@
 """The study's report as last computed, per filters and options: what the dashboard, its
-figures, the CSV exports, the API and ``manage.py analyze`` read (services.study_results)."""
+figures, the CSV exports, the API and ``manage.py analyze`` read (current_report.study_results)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A study's report computed from its votes and stored (``StudyReport``): the version it is current
 at (``report_version``), computing, storing and pruning it, and the task's refresh.
-``services.study_results`` decides when a stored report is computed again, in the request or by
+``current_report.study_results`` decides when a stored report is computed again, in the request or by
 the ``report_refresh`` task, which calls ``study_report_refresh`` here (this module queues no
 task, so the task imports it)."""
 

@@ -1,5 +1,5 @@
 """Background work of the analysis app (a thin wrapper): computing a big study's report again
-(services.study_results queues it)."""
+(current_report.study_results queues it)."""
 
 from __future__ import annotations
 

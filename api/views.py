@@ -28,8 +28,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from analysis import exports, stored_reports
-from analysis import services as analysis_services
+from analysis import current_report, exports, stored_reports
 from analysis.forms import FilterForm
 from annotations.models import Answer, ComparisonItem, Judge, Question, Rater, Study, Vote
 from annotations.study_files import StudyFileError, study_export
@@ -605,7 +604,7 @@ class StudyMetricsView(APIView):
         summary="Every metric of a study",
         description=(
             "The same JSON as `manage.py analyze --study {slug} --json` with the same filters and options "
-            "(analysis.services.study_results; filters parsed by the dashboard's form). Its figures are `rows`, "
+            "(analysis.current_report.study_results; filters parsed by the dashboard's form). Its figures are `rows`, "
             "the metric table: one object per figure with the keys listed in `columns` (judge, kind, metric, "
             "group, bloom, subset, estimate, ci_lo, ci_hi, n, clusters, p_value, p_adjusted, convention, note; "
             "docs/STATISTICS.md names every metric), the same rows as the metrics CSV; beside them what they "
@@ -623,7 +622,7 @@ class StudyMetricsView(APIView):
         form = analysis_form(request, study)
         extra = inputs.MetricsOptions(data=request.query_params.dict())
         extra.is_valid(raise_exception=True)
-        results = analysis_services.study_results(
+        results = current_report.study_results(
             study=study, filters=form.filters(), options=form.options(**extra.validated_data)
         )
         # When and from how many votes it was computed; a big study's next report may be on its

@@ -8,7 +8,7 @@ from django.core.management import call_command
 from django.urls import reverse
 from scipy.special import expit
 
-from analysis import compute, content_blind, metrics, rows, services, tables
+from analysis import compute, content_blind, current_report, metrics, rows, simulated_judges, tables
 from analysis.management.commands.load_demo import DEMO_SIMULATED_JUDGES, DEMO_SLUG
 from analysis.simulate import JudgeParams, simulate_votes, synthetic_items, votes_frame
 from annotations.models import Study
@@ -118,10 +118,10 @@ def test_the_demos_left_preferring_judge_is_ranked_only_where_it_differs_from_it
     call_command("load_demo", verbosity=0)
     study = Study.objects.get(slug=DEMO_SLUG)
     # A third judge: the demo's left-preferring one without any regard for content.
-    services.judge_simulate(
+    simulated_judges.judge_simulate(
         study=study, name="left, content-blind", params=JudgeParams(position=1.2, noise=0.0), seed=7
     )
-    result = services.study_analyze(study=study)
+    result = current_report.study_analyze(study=study)
     table = tables.table1(result)
     left = next(iter(j for j in DEMO_SIMULATED_JUDGES if "left" in j))
     by_name = {r["judge"]: r for r in table["rows"]}

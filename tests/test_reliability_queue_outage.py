@@ -219,7 +219,7 @@ def test_a_model_based_generation_asked_while_redis_is_down_is_a_503_and_leaves_
 
 
 def test_a_report_refresh_refused_while_redis_is_down_is_queued_by_the_next_request(redis_queue, setup, settings):
-    from analysis import services
+    from analysis import current_report
     from analysis.models import StudyReport
     from tests.factories import make_vote
 
@@ -227,10 +227,10 @@ def test_a_report_refresh_refused_while_redis_is_down_is_queued_by_the_next_requ
     make_vote(study.items.get(), judge)
     settings.ANALYSIS_BACKGROUND_VOTES = 0  # computed by the task worker, whatever the study's size
     redis_queue.stop()
-    results = services.study_results(study=study)
+    results = current_report.study_results(study=study)
     assert results.updating and results.report is None
     assert StudyReport.objects.get(study=study).refresh_queued_at is None, "no request would queue it for 10 min"
 
     redis_queue.start()
-    assert services.study_results(study=study).updating
+    assert current_report.study_results(study=study).updating
     assert StudyReport.objects.get(study=study).refresh_queued_at is not None and _jobs(redis_queue) == (1, 0)

@@ -9,7 +9,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from analysis import services
+from analysis import simulated_judges
 from analysis.models import StudyReport
 from analysis.simulate import JudgeParams
 from annotations.models import Answer, Judge, PerturbationKind, Question, Rater, Study, Vote
@@ -31,8 +31,8 @@ def study(db):
         q = make_question(study, a1="word " * (5 + 3 * i), a2="a longer answer " * 4, bloom_level="applying")
         if i < 2:
             make_variant(q, kind="factual_error", text="wrong " * (10 + i))
-    services.judge_simulate(study=study, name="sim", params=JudgeParams(position=1.0), seed=1)
-    services.raters_simulate(study=study, raters=3, params=JudgeParams(), votes_per_item=2, seed=2)
+    simulated_judges.judge_simulate(study=study, name="sim", params=JudgeParams(position=1.0), seed=1)
+    simulated_judges.raters_simulate(study=study, raters=3, params=JudgeParams(), votes_per_item=2, seed=2)
     return study
 
 
@@ -119,7 +119,7 @@ def test_a_kinds_semantics_changed_in_the_admin_is_in_the_next_report(study, tok
     own = PerturbationKind.objects.create(slug="own_kind", name="Own", semantics="degrading", study=study)
     question = Question.objects.filter(study=study).order_by("id").last()
     make_variant(question, kind="own_kind", text="changed " * 7)
-    services.judge_simulate(study=study, name="sim", params=JudgeParams(position=1.0), seed=3)
+    simulated_judges.judge_simulate(study=study, name="sim", params=JudgeParams(position=1.0), seed=3)
     assert semantics(metrics(token_client))["own_kind"] == "degrading"
     admin_change(staff_client, "annotations_perturbationkind", own.pk, semantics="non_semantic")
     assert semantics(metrics(token_client))["own_kind"] == "non_semantic"

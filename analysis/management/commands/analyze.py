@@ -9,7 +9,7 @@ import json
 
 from django.core.management.base import BaseCommand
 
-from analysis import lc_alpaca, services
+from analysis import current_report, lc_alpaca
 from analysis.management.commands._common import add_filter_arguments, filter_form, study_by_slug
 from analysis.text import report_lines
 from biasstudy.limits import BOOTSTRAP_MAX, SEED_MAX, int_argument
@@ -36,9 +36,9 @@ class Command(BaseCommand):
         study = study_by_slug(options["study"])
         form = filter_form(options, study)
         if options["lc"]:
-            self.lc_table(services.study_lc_alpaca(study=study, filters=form.filters()), as_json=options["json"])
+            self.lc_table(lc_alpaca.study_lc_alpaca(study=study, filters=form.filters()), as_json=options["json"])
             return
-        result = services.study_analyze(
+        result = current_report.study_analyze(
             study=study,
             filters=form.filters(),
             options=form.options(bootstrap=options["bootstrap"], seed=options["seed"]),

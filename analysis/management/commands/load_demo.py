@@ -3,8 +3,8 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from analysis.services import judge_simulate
 from analysis.simulate import JudgeParams
+from analysis.simulated_judges import judge_simulate
 from annotations.models import Study
 from annotations.study_files import StudyFileError, study_import
 
