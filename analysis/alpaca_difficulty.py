@@ -1,6 +1,6 @@
 """A study's frozen instruction difficulty for the AlpacaEval-compatible LC (analysis.lc_alpaca,
 "Frozen difficulty"), kept in ``AlpacaDifficulty``, one per study and judge: what
-``services.study_lc_alpaca`` (``analyze --lc alpaca_eval``) scores every model against.
+``study_lc_alpaca`` (``analyze --lc alpaca_eval``) scores every model against.
 
 - The first time a judge's LC is computed in a study, its difficulty is fitted on the models
   present (the joint fit, with lc_alpaca's constants) and frozen.
@@ -95,7 +95,7 @@ def _row(study: Study, judge: str, frozen: lc_alpaca.FrozenDifficulty, *, source
     )
 
 
-def study_lc_alpaca_frozen(*, study: Study, filters: Filters | None = None) -> dict[str, lc_alpaca.AlpacaLC]:
+def study_lc_alpaca(*, study: Study, filters: Filters | None = None) -> dict[str, lc_alpaca.AlpacaLC]:
     """Per judge, every model's LC scored against the judge's frozen difficulty, frozen now
     (fitted on these votes) when the study has none for the judge."""
     out = {}

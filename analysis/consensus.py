@@ -25,7 +25,7 @@ of the items they labelled: sum_k w_k pi[k, k], with w their items' mean class p
 Without smoothing it is exactly the mean, over their items, of the posterior probability of the
 label they gave.
 
-Pure numpy; ``analysis.study_metrics`` and ``analysis.services`` feed it from the votes frame.
+Pure numpy; ``analysis.study_metrics`` and ``analysis.rater_monitor`` feed it from the votes frame.
 """
 
 from __future__ import annotations

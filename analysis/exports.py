@@ -25,7 +25,7 @@ import numpy as np
 from django.db.models import OuterRef, Subquery
 from django.http import StreamingHttpResponse
 
-from analysis import loader, metrics, report, reports, services
+from analysis import compute, current_report, loader, metrics, rater_monitor, stored_reports
 from analysis import rows as metric_table
 from analysis.frame import CONTROL, Filters, apply_filters, exclusion_masks
 from annotations.models import Judge, Study, Vote, is_attention_check_flag, pseudonym
@@ -318,14 +318,14 @@ def metric_records(result: dict) -> Iterator[list]:
 
 
 def metrics_rows(
-    study: Study, *, filters: Filters | None = None, options: report.Options | None = None, wait: bool = True
+    study: Study, *, filters: Filters | None = None, options: compute.Options | None = None, wait: bool = True
 ) -> Iterator[list]:
     """The report's metrics as CSV rows. ``wait=False`` (the web's downloads): a big study's
-    last report while its next is computed, and ``reports.ReportNotReady`` raised here, before
+    last report while its next is computed, and ``stored_reports.ReportNotReady`` raised here, before
     any row, when it has none yet."""
-    result = services.study_results(study=study, filters=filters, options=options, wait=wait).report
+    result = current_report.study_results(study=study, filters=filters, options=options, wait=wait).report
     if result is None:
-        raise reports.ReportNotReady(study.slug)
+        raise stored_reports.ReportNotReady(study.slug)
     return itertools.chain([METRIC_COLUMNS], metric_records(result))
 
 
@@ -354,7 +354,7 @@ RATER_COLUMNS = [
 def raters_rows(study: Study) -> Iterator[list]:
     """The rater monitor as CSV, raters under their pseudonym (R<id>) as in the votes CSV."""
     yield RATER_COLUMNS
-    for r in services.raters_monitor(study=study):
+    for r in rater_monitor.raters_monitor(study=study):
         rater = r["rater"]
         yield [
             *(study.slug, rater.pseudonym, r["status"], r["votes"], r["counted"], rater.target, r["too_fast"]),
@@ -384,10 +384,10 @@ PAYMENT_COLUMNS = [
 def payment_rows(study: Study, *, bonus_per_counted_vote: Decimal = Decimal("0")) -> Iterator[list]:
     """One row per rater for the platform's bulk approve / reject and bonus pages: the
     participant id (the platform's own: this is the one export that carries it), what they did,
-    and a suggested action (services.suggested_action). Approved raters get
+    and a suggested action (rater_monitor.suggested_action). Approved raters get
     ``bonus_per_counted_vote`` for each counted vote."""
     yield PAYMENT_COLUMNS
-    for r in services.raters_monitor(study=study):
+    for r in rater_monitor.raters_monitor(study=study):
         rater, action = r["rater"], r["action"]
         bonus = rater_bonus(r, bonus_per_counted_vote)
         yield [
@@ -470,12 +470,12 @@ def export_rows(
     study: Study,
     *,
     filters: Filters | None = None,
-    options: report.Options | None = None,
+    options: compute.Options | None = None,
     wait: bool = True,
 ) -> Iterator[list]:
     """The rows of the export ``name`` (a key of ``EXPORTS``), given the filters and report
     options where that export takes them (the dashboard, the API and the export_* commands all
-    read an export through here). ``wait=False`` (the web): ``reports.ReportNotReady`` rather
+    read an export through here). ``wait=False`` (the web): ``stored_reports.ReportNotReady`` rather
     than computing a big study's first metrics in the request."""
     kwargs: dict = {}
     if name not in UNFILTERED:
@@ -493,10 +493,10 @@ def csv_response(rows: Iterable[list], filename: str) -> StreamingHttpResponse:
 
 
 def export_download(
-    name: str, study: Study, *, filters: Filters | None = None, options: report.Options | None = None
+    name: str, study: Study, *, filters: Filters | None = None, options: compute.Options | None = None
 ) -> StreamingHttpResponse:
     """The export ``name`` as the web downloads it (the dashboard's link and the API): never
-    waiting for a first report (``reports.ReportNotReady``, raised before any byte is sent)."""
+    waiting for a first report (``stored_reports.ReportNotReady``, raised before any byte is sent)."""
     rows = export_rows(name, study, filters=filters, options=options, wait=False)
     return csv_response(rows, f"{study.slug}-{name}.csv")
 

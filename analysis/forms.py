@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from django import forms
 
-from analysis import alttest, reports, services
+from analysis import alttest, current_report, stored_reports
+from analysis.compute import Options
 from analysis.exports import PASTE_LISTS
 from analysis.frame import CONTROL, MEASURES, RUNS, Filters
 from analysis.metrics import VERBOSITY_CONVENTIONS
-from analysis.report import Options
 from annotations.models import BloomLevel, Study
 
 
@@ -90,12 +90,12 @@ class FilterForm(forms.Form):
     def for_study(cls, data, *, study: Study) -> FilterForm:
         """The form for ``study``'s report: its groups, subsets and LLM judge runs are what may be
         picked. The dashboard, the API and the commands all build it here."""
-        groups, _ = reports.study_groups(study=study)
+        groups, _ = stored_reports.study_groups(study=study)
         return cls(
             data,
             groups=groups,
-            subsets=services.study_subsets(study=study),
-            known_runs=services.study_runs(study=study),
+            subsets=current_report.study_subsets(study=study),
+            known_runs=current_report.study_runs(study=study),
         )
 
     def clean_runs(self) -> tuple[str, list[int]]:

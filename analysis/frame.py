@@ -1,7 +1,8 @@
 """The votes frame every metric reads, and the filters applied to it.
 
-One row per vote. The loaders (``analysis.loader`` from the database, ``analysis.importers``
-from a vote file) build it; the maths in ``analysis.metrics`` and ``analysis.lc`` only reads it.
+One row per vote. The loader (``analysis.loader``) builds it from the database, where a vote
+file's votes are too once imported (the vote_imports app); the maths in ``analysis.metrics`` and
+``analysis.lc`` only reads it.
 
 Columns (dtype):
 

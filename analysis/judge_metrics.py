@@ -21,7 +21,7 @@ from analysis.rows import NUMBER, PERCENT, POINTS, Figure, Row, judge_metric, ra
 @dataclass
 class JudgeData:
     """What a judge's metrics read: its counted votes, its item preferences and the study's
-    bootstrap over the clusters of questions (``analysis.report`` builds it)."""
+    bootstrap over the clusters of questions (``analysis.compute`` builds it)."""
 
     judge: str
     kind: str
@@ -31,7 +31,7 @@ class JudgeData:
     counts: np.ndarray  # resamples × clusters (stats.bootstrap_counts)
     groups: list[str]  # the perturbation groups of the study
     semantics: dict[str, str]  # group → "degrading" / "preserving"
-    options: object  # analysis.report.Options
+    options: object  # analysis.compute.Options
     asked: pd.DataFrame  # the counted votes plus those whose verdict was not read
     pairs: pd.DataFrame  # its order-swapped pairs (consistency.swapped_pairs)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from analysis import report  # noqa: F401 (imports every module that registers or declares a figure)
+from analysis import compute  # noqa: F401 (imports every module that registers or declares a figure)
 from analysis.rows import FIGURES, JUDGE_METRICS, SECTIONS, YIELDS
 
 START, END = "<!-- metrics:start -->", "<!-- metrics:end -->"

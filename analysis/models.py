@@ -1,5 +1,5 @@
 """The study's report as last computed, per filters and options: what the dashboard, its
-figures, the CSV exports, the API and ``manage.py analyze`` read (services.study_results)."""
+figures, the CSV exports, the API and ``manage.py analyze`` read (current_report.study_results)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from django.db import models
 
 class StudyReport(models.Model):
     """One study's report for one set of filters and options (``asked``: a digest of them), with
-    the version it was computed at (``reports.report_version``: the study's data version and the
+    the version it was computed at (``stored_reports.report_version``: the study's data version and the
     analysis code). A request whose version differs computes it again, or, for a big study,
     queues the task that does and reads this one meanwhile (``refresh_queued_at`` set: the task
     is queued or running). A study keeps its default view's and a few others
-    (``reports.OTHER_VIEWS_KEPT``)."""
+    (``stored_reports.OTHER_VIEWS_KEPT``)."""
 
     study = models.ForeignKey("annotations.Study", on_delete=models.CASCADE, related_name="reports")
     asked = models.CharField(max_length=64, help_text="sha256 of the filters and options as JSON")

@@ -1,6 +1,6 @@
 """The dashboard's figures, drawn server-side with matplotlib (Agg; no JavaScript, no CDN).
 
-Each plot is a pure function of the analysis report (``analysis.report``), drawn from the same
+Each plot is a pure function of the analysis report (``analysis.compute``), drawn from the same
 shapes as the page's tables (``analysis.tables``): it returns the figure and the rows of the CSV
 behind it, so the picture, its numbers and the table beside it cannot disagree.
 ``render`` writes SVG or PNG byte for byte the same for the same report (no date in the SVG,

@@ -1,6 +1,6 @@
 """The metric table: every figure of a report as one row, and the registry of what makes them.
 
-A report (``analysis.report.analyze``) is, at its core, a list of rows with ``COLUMNS``: the
+A report (``analysis.compute.analyze``) is, at its core, a list of rows with ``COLUMNS``: the
 dashboard's tables and figures (through ``analysis.tables``), the terminal text, the metrics CSV
 and the API all read these rows, and none walks a structure of its own.
 

@@ -21,7 +21,7 @@ HUMANS = "humans"
 
 @dataclass
 class StudyData:
-    """What the study-wide metrics read (``analysis.report`` builds it)."""
+    """What the study-wide metrics read (``analysis.compute`` builds it)."""
 
     counted: pd.DataFrame  # every counted vote
     prefs: pd.DataFrame | None  # every judge's item preferences
@@ -34,7 +34,7 @@ class StudyData:
     groups: list[str]
     semantics: dict[str, str]
     votes_per_item: int
-    options: object  # analysis.report.Options
+    options: object  # analysis.compute.Options
 
 
 @study_metric("human_nf_position", *POSITION_METRICS.values())

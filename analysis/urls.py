@@ -1,13 +1,11 @@
 from django.urls import path
 
-from analysis import admin, views
+from analysis import views
 
 app_name = "analysis"
 
 urlpatterns = [
     path("", views.study_list, name="studies"),
-    path("votes/import/", admin.votes_import, name="votes-import"),
-    path("votes/import/<str:token>/", admin.votes_import_progress, name="votes-import-progress"),
     path("<slug:slug>/", views.study_dashboard, name="study"),
     path("<slug:slug>/raters/", views.rater_monitor, name="raters"),
     path("<slug:slug>/power/", views.power, name="power"),

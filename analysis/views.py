@@ -13,8 +13,10 @@ from django.shortcuts import get_object_or_404, render
 from django.utils.cache import get_conditional_response, patch_cache_control
 from django.views.decorators.http import require_GET
 
-from analysis import exports, plots, reports, services, tables
+from analysis import current_report, exports, plots, stored_reports, tables
 from analysis.forms import FilterForm, PaymentForm, PowerForm
+from analysis.power import power_defaults, power_groups, power_table
+from analysis.rater_monitor import imported_people, raters_monitor
 from annotations.models import Rater, Study
 from biasstudy.permissions import has_model_perms, model_permissions_required
 
@@ -42,7 +44,7 @@ def study_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
         if not form.is_bound:
             form = FilterForm({})  # the defaults: empty data picks none of the study's choices
             form.is_valid()
-        context["results"] = results = services.study_results(
+        context["results"] = results = current_report.study_results(
             study=study, filters=form.filters(), options=form.options()
         )
         if (result := results.report) is not None:
@@ -77,8 +79,8 @@ def study_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
 @model_permissions_required(*exports.PAYMENT_PERMISSIONS)  # it shows platform participant ids too
 def rater_monitor(request: HttpRequest, slug: str) -> HttpResponse:
     study = _study(slug)
-    rows = services.raters_monitor(study=study)
-    imported = services.imported_people(study=study)
+    rows = raters_monitor(study=study)
+    imported = imported_people(study=study)
     # The bonus field: the payment links carry it, previewed with what it pays in all.
     payment_form = PaymentForm(request.GET)
     bonus = payment_form.cleaned_data["bonus_per_counted_vote"] if payment_form.is_valid() else None
@@ -99,16 +101,16 @@ def rater_monitor(request: HttpRequest, slug: str) -> HttpResponse:
 @model_permissions_required("annotations.view_study")
 def power(request: HttpRequest, slug: str) -> HttpResponse:
     study = _study(slug)
-    defaults = services.power_defaults(study=study)
+    defaults = power_defaults(study=study)
     # The page opens on the study's own design, simulated; the form changes it.
     form = PowerForm(request.GET or defaults, initial=defaults)
-    groups = services.power_groups(study=study)
-    rows = services.power_table(**form.cleaned_data, groups=groups) if form.is_valid() else None
+    groups = power_groups(study=study)
+    rows = power_table(**form.cleaned_data, groups=groups) if form.is_valid() else None
     context = {
         "study": study,
         "form": form,
         "rows": rows,
-        "study_groups": reports.study_groups(study=study)[0],
+        "study_groups": stored_reports.study_groups(study=study)[0],
         "raters_so_far": Rater.objects.filter(study=study).crowd().count(),
         "questions": study.questions.filter(is_gold=False).count(),
     }
@@ -142,7 +144,7 @@ def export_csv(request: HttpRequest, slug: str, name: str) -> HttpResponse:
         filters, options = form.filters(), form.options()
     try:
         return exports.export_download(name, study, filters=filters, options=options)
-    except reports.ReportNotReady:
+    except stored_reports.ReportNotReady:
         return _not_ready()
 
 
@@ -189,7 +191,7 @@ def plot(request: HttpRequest, slug: str, name: str, fmt: str) -> HttpResponse:
     form = _filter_form(request, study)
     if form.errors:
         return _bad_filters(form)
-    results = services.study_results(study=study, filters=form.filters(), options=form.options())
+    results = current_report.study_results(study=study, filters=form.filters(), options=form.options())
     if results.report is None:
         return _not_ready()
     if fmt == "csv":

@@ -255,7 +255,7 @@ class StudyAdmin(admin.ModelAdmin):
             breadcrumbs_template="admin/annotations/study/_upload_breadcrumbs.html",
             notes=self._upload_notes(upload),
         )
-        template = "admin/upload_progress.html"  # shared with the vote files' (analysis/admin.py)
+        template = "admin/upload_progress.html"  # shared with the vote files' (vote_imports/admin.py)
         return render(request, f"{template}#progress" if request.htmx else template, context)
 
     @staticmethod

@@ -10,7 +10,7 @@ Every answer counts toward the target (`Rater.votes_done`): a not-familiar vote 
 answer, and a too-fast one is still work handed in. Neither counts for the metrics, and each
 frees its slot for someone else. Speed is judged at payment, not here: the payment file
 suggests review instead of approval for a rater with more than a third of their votes too fast
-(analysis.services.suggested_action, shown in the rater monitor), and a study can tell raters
+(analysis.rater_monitor.suggested_action, shown in the rater monitor), and a study can tell raters
 at once that a vote was too fast (`fast_notice`).
 """
 

@@ -1,5 +1,5 @@
 """Which writes move a study's data version (``Study.data_version``), the number its stored
-reports are current at (analysis.reports): every save and delete of a row a report reads, in
+reports are current at (analysis.stored_reports): every save and delete of a row a report reads, in
 the transaction that writes it, through these receivers (AnnotationsConfig.ready connects them;
 the judges app connects its runs' and configurations' the same way, with ``studies_judged_by``).
 

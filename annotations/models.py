@@ -124,7 +124,7 @@ class Study(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     # How many times what the study's reports read has changed (its votes, items, questions,
     # answers, raters, judges, runs, kinds and its own settings): a stored report is current
-    # while the version it was computed at is this one (analysis.reports.report_version).
+    # while the version it was computed at is this one (analysis.stored_reports.report_version).
     # Moved only by StudyQuerySet.data_changed; a save never writes it back.
     data_version = models.PositiveBigIntegerField(default=0, editable=False)
 

@@ -4,7 +4,7 @@ An upload is stored under settings.STUDY_UPLOAD_DIR in a folder named by a rando
 browser only ever holds a signed token naming that id (and the options chosen with the file),
 so it can neither pick a path nor change the options between the preview and the import. The
 folder and the token are `StoredUpload`'s, the progress file is `upload_progress_*`: the vote
-files uploaded in the admin and the API (analysis/uploads.py) are kept and followed the same way. A zip
+files uploaded in the admin and the API (vote_imports/uploads.py) are kept and followed the same way. A zip
 (the chen2024 folder) is unpacked by `archives.archive_unpack`, the API's routine too: only JSON
 files, within the size limit, no path leaving the upload's folder; the folder that holds
 raw.json becomes the upload's.

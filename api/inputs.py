@@ -9,7 +9,6 @@ from django.db.models import Q, QuerySet
 from rest_framework import serializers
 from rest_framework.fields import empty
 
-from analysis.vote_import import UPLOAD_FORMATS
 from annotations.models import Answer, Judge, PerturbationKind, Rater, Study
 from annotations.study_files import READERS
 from api.pagination import MAX_ID
@@ -23,6 +22,7 @@ from perturbations.services import (
     kind_for_study,
     method_refusal,
 )
+from vote_imports.vote_import import UPLOAD_FORMATS
 
 
 def _id_field(help_text: str) -> serializers.IntegerField:

@@ -28,12 +28,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from analysis import exports, importers, vote_import
-from analysis import reports as analysis_reports
-from analysis import services as analysis_services
+from analysis import current_report, exports, stored_reports
 from analysis.forms import FilterForm
-from analysis.tasks import votes_upload_import_queue
-from analysis.uploads import votes_upload_get, votes_upload_progress, votes_upload_store
 from annotations.models import Answer, ComparisonItem, Judge, Question, Rater, Study, Vote
 from annotations.study_files import StudyFileError, study_export
 from annotations.uploads import UploadError, UploadTooLarge, study_upload_get, study_upload_progress
@@ -51,6 +47,9 @@ from perturbations.services import (
     perturbation_generate,
 )
 from perturbations.tasks import perturbation_generate_queue
+from vote_imports import importers, vote_import
+from vote_imports.tasks import votes_upload_import_queue
+from vote_imports.uploads import votes_upload_get, votes_upload_progress, votes_upload_store
 
 
 class PayloadTooLarge(APIException):
@@ -288,7 +287,7 @@ class VotesImportJobView(APIView):
 
 
 def votes_import_state(progress: dict, request: Request) -> dict:
-    """The upload's progress (analysis.uploads) as the API tells it."""
+    """The upload's progress (vote_imports.uploads) as the API tells it."""
     state = {key: progress[key] for key in ("state", "step", "done", "total", "percent") if key in progress}
     state["steps"] = list(vote_import.VOTES_IMPORT_STEPS)
     if progress["state"] == "done":
@@ -605,7 +604,7 @@ class StudyMetricsView(APIView):
         summary="Every metric of a study",
         description=(
             "The same JSON as `manage.py analyze --study {slug} --json` with the same filters and options "
-            "(analysis.services.study_results; filters parsed by the dashboard's form). Its figures are `rows`, "
+            "(analysis.current_report.study_results; filters parsed by the dashboard's form). Its figures are `rows`, "
             "the metric table: one object per figure with the keys listed in `columns` (judge, kind, metric, "
             "group, bloom, subset, estimate, ci_lo, ci_hi, n, clusters, p_value, p_adjusted, convention, note; "
             "docs/STATISTICS.md names every metric), the same rows as the metrics CSV, and `figures`: each metric's "
@@ -624,7 +623,7 @@ class StudyMetricsView(APIView):
         form = analysis_form(request, study)
         extra = inputs.MetricsOptions(data=request.query_params.dict())
         extra.is_valid(raise_exception=True)
-        results = analysis_services.study_results(
+        results = current_report.study_results(
             study=study, filters=form.filters(), options=form.options(**extra.validated_data)
         )
         # When and from how many votes it was computed; a big study's next report may be on its
@@ -658,7 +657,7 @@ class ExportView(APIView):
             filters, options = form.filters(), form.options()
         try:
             return exports.export_download(self.export, study, filters=filters, options=options)
-        except analysis_reports.ReportNotReady:
+        except stored_reports.ReportNotReady:
             return Response(
                 {"detail": "The study's first metrics for these filters are being computed: try again in a minute."},
                 status=503,

@@ -1,4 +1,4 @@
-"""Benchmark of the stored report (analysis.services.study_results) on SQLite studies of 10k,
+"""Benchmark of the stored report (analysis.current_report.study_results) on SQLite studies of 10k,
 100k and 1M votes: what a page costs when nothing changed, and what computing the report costs.
 
     python bench/bench_analysis.py                          # 10,000, 100,000 and 1,000,000 votes
@@ -80,7 +80,7 @@ def seed_study(n_votes: int, slug: str = "bench"):
     """A study of control items with 5 simulated judges × 6 votes on each: n_votes in all,
     written with bulk_create (about a minute for a million on SQLite), each vote with option
     probabilities."""
-    from analysis import services
+    from analysis import simulated_judges
     from analysis.simulate import JudgeParams
     from annotations.models import Answer, ComparisonItem, Question, Study, Vote
 
@@ -109,7 +109,7 @@ def seed_study(n_votes: int, slug: str = "bench"):
         ]
     )
     for j in range(5):
-        services.judge_simulate(study=study, name=f"judge-{j}", params=JudgeParams(position=0.2 * j), seed=j)
+        simulated_judges.judge_simulate(study=study, name=f"judge-{j}", params=JudgeParams(position=0.2 * j), seed=j)
     # With option probabilities, as a model judge's votes have them (the local judge's, an API's
     # with log-probabilities): the loader reads, keeps and averages them.
     Vote.objects.filter(item__study=study).update(option_probs=PROBS)
@@ -205,7 +205,7 @@ def measure(n_votes: int, requests: int) -> dict:
     from django.contrib.auth import get_user_model
     from django.test import Client
 
-    from analysis import reports, services
+    from analysis import current_report, stored_reports
     from analysis.models import StudyReport
     from annotations.models import Study
 
@@ -220,7 +220,7 @@ def measure(n_votes: int, requests: int) -> dict:
         return time.process_time() - cpu, time.perf_counter() - started
 
     out["first_report_cpu"], out["first_report_wall"] = cpu_and_wall(
-        lambda: services.study_results(study=study, wait=True)
+        lambda: current_report.study_results(study=study, wait=True)
     )
     # A superuser: the dashboard, API and exports follow Django's model permissions.
     staff, _ = get_user_model().objects.update_or_create(
@@ -249,7 +249,7 @@ def measure(n_votes: int, requests: int) -> dict:
         assert "<strong>updating</strong>" in page
         # The task as the worker runs it (the request's on_commit enqueued it: the immediate
         # backend is not configured here, so it is called directly).
-        cpu, wall = cpu_and_wall(lambda: reports.study_report_refresh(report_id=stored.pk))
+        cpu, wall = cpu_and_wall(lambda: stored_reports.study_report_refresh(report_id=stored.pk))
         out["refresh_task_cpu"], out["refresh_task_wall"] = cpu, wall
     stored.refresh_from_db()
     assert stored.n_votes > n_votes - 30 and stored.computations == 2, (stored.n_votes, stored.computations)

@@ -23,7 +23,7 @@ With --votes, the data set's folder (found by biasstudy.datasets, or --dataset) 
 `manage.py import_votes --create` instead, into a new study; the probes are the same.
 
 Both modes also print what the import logs of its transaction (`annotations.study_files`,
-`analysis.vote_import`): how long it took and how much CPU it used (the lock phase's own work,
+`vote_imports.vote_import`): how long it took and how much CPU it used (the lock phase's own work,
 whatever the machine's load), and the load average before and after. Code that logs no such
 line (before the vote import prepared its rows outside the transaction) leaves them null: the
 probe's longest wait is the lock time then.
@@ -57,7 +57,7 @@ PARAGRAPH = (
 )
 
 
-# The line annotations.study_files (and analysis.vote_import, for votes) logs after the import's transaction.
+# The line annotations.study_files (and vote_imports.vote_import, for votes) logs after the import's transaction.
 TRANSACTION_LOG = re.compile(
     r"(?P<rows>\d+) rows written in one transaction in (?P<seconds>[\d.]+) s \((?P<cpu>[\d.]+) s CPU\)"
 )

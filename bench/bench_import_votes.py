@@ -1,6 +1,6 @@
 """Times importing a published vote data set and analysing it, per import format. Each run, in a
 fresh process on a fresh database: ``import_votes PATH --format F --study S`` (parse + write, one
-transaction), then ``services.study_analyze`` (database → frame → report with 1,000 bootstrap
+transaction), then ``current_report.study_analyze`` (database → frame → report with 1,000 bootstrap
 resamples, from scratch), wall and CPU time each; the votes stored, the judges, the peak RSS.
 Floors: the LLMBar and PRD imports within 30 s each, AlpacaEval's 29 models within 60 s.
 CPU time is this process's (the database's own work is in the wall time only); on a shared
@@ -50,7 +50,7 @@ def once(database_url: str, fmt: str, path: str) -> None:
     setup_django(database_url)
     from django.core.management import call_command
 
-    from analysis import services
+    from analysis import current_report
     from annotations.models import Study, Vote
 
     slug = f"bench-{fmt.replace('_', '-')}"
@@ -61,7 +61,7 @@ def once(database_url: str, fmt: str, path: str) -> None:
     call_command("import_votes", path, "--format", fmt, "--study", slug, verbosity=0)
     imported, imported_cpu = time.perf_counter() - started, time.process_time() - cpu
     started, cpu = time.perf_counter(), time.process_time()
-    result = services.study_analyze(study=study)
+    result = current_report.study_analyze(study=study)
     analysed, analysed_cpu = time.perf_counter() - started, time.process_time() - cpu
     print(
         json.dumps(

@@ -31,10 +31,10 @@ def main() -> None:
     import django
 
     django.setup()
-    from analysis import plots, report
+    from analysis import compute, plots
     from bench.bench_analysis import synthetic_frame
 
-    result = report.analyze(synthetic_frame(args.questions, args.judges, 2), study="bench")
+    result = compute.analyze(synthetic_frame(args.questions, args.judges, 2), study="bench")
     plots.render(plots.draw("forest", result)[0], "svg")  # fonts and caches warmed, not timed
     print(f"{args.questions} questions, {args.judges} judges; median of {args.repeat} (seconds)")
     total = {"svg": 0.0, "png": 0.0}

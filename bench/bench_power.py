@@ -1,4 +1,4 @@
-"""Benchmark of the "how many votes do I need" page's simulation (analysis.services.power_table)
+"""Benchmark of the "how many votes do I need" page's simulation (analysis.power.power_table)
 at the form's maxima (2,000 questions, 10,000 raters, 1,000 items per rater), for a study with
 3, 30 and 100 perturbation kinds.
 
@@ -42,14 +42,14 @@ def main() -> None:
     import django
 
     django.setup()
-    from analysis import services
+    from analysis import power
 
     print(f"power_table at the form's maxima {MAXIMA}; median of {args.repeat} (seconds)")
     for n in args.kinds:
         walls, cpus = [], []
         for _ in range(args.repeat):
             wall, cpu = time.perf_counter(), time.process_time()
-            table = services.power_table(**MAXIMA, susceptibility=0.5, noise=1.0, tie_rate=0.15, groups=kinds(n))
+            table = power.power_table(**MAXIMA, susceptibility=0.5, noise=1.0, tie_rate=0.15, groups=kinds(n))
             walls.append(time.perf_counter() - wall)
             cpus.append(time.process_time() - cpu)
         votes = table.get("simulated_votes", "not counted")

@@ -58,6 +58,7 @@ INSTALLED_APPS = [
     "annotations",
     "perturbations",
     "judges",
+    "vote_imports",
     "analysis",
     "api",
     "prolific",

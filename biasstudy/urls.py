@@ -14,6 +14,7 @@ urlpatterns = [
     # collectstatic manifest, which does not exist yet when `migrate` or `check` load the URLs.
     path("favicon.ico", RedirectView.as_view(url=lazy(static, str)("biasstudy/favicon.svg"), permanent=True)),
     path("api/", include("api.urls")),
+    path("dashboard/votes/import/", include("vote_imports.urls")),
     path("dashboard/", include("analysis.urls")),
     path("prolific/", include("prolific.urls")),
     path("", include("annotations.urls")),

@@ -319,10 +319,6 @@ def perturbation_generate(
     method and seed are skipped. Each variant is written on its own: a question whose generation fails
     is reported in `failed` and gets nothing. Never creates comparison items.
 
-    Above the complexity bound (28): it chooses between rules and a model, a dry run and a real
-    one, and records each question's failure where it happens; its split by method is planned with
-    the next change to generation, and each branch has its test in tests/test_perturb_*.py.
-
     With method "model", the model is that of the LLM judge configuration `generator` (default: the
     embedded local judge), asked through the judges' backends; `complete` replaces it (tests).
     A generator whose backend cannot be set up (missing key variable or model file) raises
@@ -332,34 +328,11 @@ def perturbation_generate(
     The GenerationReport (``report``, made when the generation was queued, or made here) counts
     the questions done as it goes, so the review page can show a model's progress.
     """
-    if method not in METHODS:
-        raise PerturbationError(f"method must be one of {', '.join(METHODS)}, not {method!r}")
-    if isinstance(kind, str):
-        kind = kind_for_study(study=study, slug=kind)
-    elif kind.study_id not in (None, study.pk):
-        raise PerturbationError(f"kind {kind.slug} belongs to another study")
+    kind = _generation_kind(study=study, kind=kind, method=method, constrain_format=constrain_format)
+    complete = _generation_model(
+        method=method, complete=complete, generator=generator, seed=seed, constrain_format=constrain_format
+    )
     steps = _steps(kind)
-    context_kind = kind_changes_context(kind)
-    if refusal := method_refusal(kind=kind, method=method):
-        raise PerturbationError(refusal)
-    if method == "rule" and not context_kind and not all(rules.has_rule(step) for step in steps):
-        raise PerturbationError(f"kind {kind.slug} has no rule generator; use method 'model'")
-    if constrain_format and method != "model":
-        raise PerturbationError("only a model's reply is constrained by a grammar; use method 'model'")
-    if method == "model" and complete is None:
-        if constrain_format and (refusal := grammar_refusal(generator)):
-            raise PerturbationError(refusal)
-        if generator is None:
-            from judges.services import llm_judge_demo_create
-
-            generator = llm_judge_demo_create()
-        complete = modelgen.JudgeModel(generator, seed=seed)
-    if isinstance(complete, modelgen.JudgeModel):
-        try:
-            complete.backend()
-        except modelgen.GeneratorError as exc:
-            raise PerturbationError(str(exc)) from exc
-
     result = GenerateResult(dry_run=dry_run)
     if questions is None:
         questions = study.questions.filter(is_gold=False).order_by("external_id")
@@ -395,39 +368,21 @@ def perturbation_generate(
                 )
             )
             continue
-        errors: list[dict] = []
-        context = ""
-        try:
-            if context_kind:
-                # The answer stays as it is; the item gets a line that favours it.
-                made = context_rules.context_rule(steps[0], seed, question.text)
-                text, context = base.text, made.context
-                step_provenance = [context_rules.context_provenance(steps[0], seed, made)]
-            elif method == "rule":
-                text, step_provenance = rules.apply_rule_steps(base.text, steps, seed, rule_context(question=question))
-            else:
-                text, errors, step_provenance = _rewrite_by_model(
-                    complete,
-                    study=study,
-                    question=question,
-                    text=base.text,
-                    steps=steps,
-                    seed=seed,
-                    constrain_format=constrain_format,
-                )
-        except modelgen.ModelOutputError as exc:
-            result.failed.append((question.external_id, str(exc)))
-            result.raw_outputs[question.external_id] = exc.raw
+        made = _variant_made(
+            complete,
+            result,
+            study=study,
+            question=question,
+            base=base,
+            kind=kind,
+            steps=steps,
+            method=method,
+            seed=seed,
+            constrain_format=constrain_format,
+        )
+        if made is None:
             continue
-        except (modelgen.GeneratorError, PerturbationError) as exc:
-            result.failed.append((question.external_id, str(exc)))
-            continue
-        except Exception as exc:  # any other failure of a test's callable stops this question only
-            result.failed.append((question.external_id, f"{type(exc).__name__}: {exc}"))
-            continue
-        if problem := rendering.text_problem(text):
-            result.failed.append((question.external_id, f"the variant cannot be shown: {problem}"))
-            continue
+        text, errors, context, step_provenance = made
         variant = Answer(
             question=question,
             external_id=external_id,
@@ -452,19 +407,121 @@ def perturbation_generate(
             variant.save()
         result.created.append(variant)
     if report is not None:
-        report.generator = _generator_name(complete) if method == "model" else ""
-        report.done = report.questions = n_questions
-        report.created = len(result.created)
-        report.skipped = len(result.skipped)
-        report.failures = [
-            {"question": qid, "reason": why, "raw_output": result.raw_outputs.get(qid, "")}
-            for qid, why in result.failed
-        ]
-        report.blocked = [{"question": qid, "reason": why} for qid, why in result.blocked]
-        report.finished_at = timezone.now()
-        report.save()
-        result.report = report
+        generator_name = _generator_name(complete) if method == "model" else ""
+        _generation_report_finish(report, result, generator=generator_name, questions=n_questions)
     return result
+
+
+def _generation_kind(
+    *, study: Study, kind: PerturbationKind | str, method: str, constrain_format: bool
+) -> PerturbationKind:
+    """The kind a generation makes (a slug is looked up in the study's kinds), refused with a
+    PerturbationError before anything is written when the method cannot make it."""
+    if method not in METHODS:
+        raise PerturbationError(f"method must be one of {', '.join(METHODS)}, not {method!r}")
+    if isinstance(kind, str):
+        kind = kind_for_study(study=study, slug=kind)
+    elif kind.study_id not in (None, study.pk):
+        raise PerturbationError(f"kind {kind.slug} belongs to another study")
+    if refusal := method_refusal(kind=kind, method=method):
+        raise PerturbationError(refusal)
+    if method == "rule" and not kind_changes_context(kind) and not all(rules.has_rule(s) for s in _steps(kind)):
+        raise PerturbationError(f"kind {kind.slug} has no rule generator; use method 'model'")
+    if constrain_format and method != "model":
+        raise PerturbationError("only a model's reply is constrained by a grammar; use method 'model'")
+    return kind
+
+
+def _generation_model(
+    *, method: str, complete: modelgen.Complete | None, generator: LLMJudge | None, seed: int, constrain_format: bool
+) -> modelgen.Complete | None:
+    """What a model generation asks: ``complete`` (tests), else the generator's model (default:
+    the embedded local judge), whose backend is set up now so that a missing key variable or
+    model file is refused before anything is written."""
+    if method == "model" and complete is None:
+        if constrain_format and (refusal := grammar_refusal(generator)):
+            raise PerturbationError(refusal)
+        if generator is None:
+            from judges.services import llm_judge_demo_create
+
+            generator = llm_judge_demo_create()
+        complete = modelgen.JudgeModel(generator, seed=seed)
+    if isinstance(complete, modelgen.JudgeModel):
+        try:
+            complete.backend()
+        except modelgen.GeneratorError as exc:
+            raise PerturbationError(str(exc)) from exc
+    return complete
+
+
+def _variant_made(
+    complete: modelgen.Complete | None,
+    result: GenerateResult,
+    *,
+    study: Study,
+    question: Question,
+    base: Answer,
+    kind: PerturbationKind,
+    steps: list[str],
+    method: str,
+    seed: int,
+    constrain_format: bool,
+) -> tuple[str, list[dict], str, list[dict]] | None:
+    """One question's variant as (text, inserted errors, context line, provenance of its steps),
+    made by the kind's context rule, its rules or the model; None when it failed, the failure
+    recorded in ``result`` (with the model's raw output where it could not be read)."""
+    errors: list[dict] = []
+    context = ""
+    try:
+        if kind_changes_context(kind):
+            # The answer stays as it is; the item gets a line that favours it.
+            made = context_rules.context_rule(steps[0], seed, question.text)
+            text, context = base.text, made.context
+            step_provenance = [context_rules.context_provenance(steps[0], seed, made)]
+        elif method == "rule":
+            text, step_provenance = rules.apply_rule_steps(base.text, steps, seed, rule_context(question=question))
+        else:
+            text, errors, step_provenance = _rewrite_by_model(
+                complete,
+                study=study,
+                question=question,
+                text=base.text,
+                steps=steps,
+                seed=seed,
+                constrain_format=constrain_format,
+            )
+    except modelgen.ModelOutputError as exc:
+        result.failed.append((question.external_id, str(exc)))
+        result.raw_outputs[question.external_id] = exc.raw
+        return None
+    except (modelgen.GeneratorError, PerturbationError) as exc:
+        result.failed.append((question.external_id, str(exc)))
+        return None
+    except Exception as exc:  # any other failure of a test's callable stops this question only
+        result.failed.append((question.external_id, f"{type(exc).__name__}: {exc}"))
+        return None
+    if problem := rendering.text_problem(text):
+        result.failed.append((question.external_id, f"the variant cannot be shown: {problem}"))
+        return None
+    return text, errors, context, step_provenance
+
+
+def _generation_report_finish(
+    report: GenerationReport, result: GenerateResult, *, generator: str, questions: int
+) -> None:
+    """Save the generation's report as it ended: the questions gone through, what was made,
+    skipped, blocked and failed, with each failure's raw model output."""
+    report.generator = generator
+    report.done = report.questions = questions
+    report.created = len(result.created)
+    report.skipped = len(result.skipped)
+    report.failures = [
+        {"question": qid, "reason": why, "raw_output": result.raw_outputs.get(qid, "")} for qid, why in result.failed
+    ]
+    report.blocked = [{"question": qid, "reason": why} for qid, why in result.blocked]
+    report.finished_at = timezone.now()
+    report.save()
+    result.report = report
 
 
 def _item_of(answer: Answer) -> ComparisonItem | None:

@@ -23,7 +23,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from analysis.exports import rater_bonus
-from analysis.services import raters_monitor
+from analysis.rater_monitor import raters_monitor
 from annotations.assignment import rater_leases_release
 from annotations.models import Judge, Rater, Slot, Study, Vote
 from prolific.client import ProlificClient, ProlificError
@@ -330,7 +330,7 @@ def prolific_approve(
     *, study: Study, user: AbstractBaseUser | None, submission_ids: list[str] | None = None, suggested: bool = False
 ) -> int:
     """Approve these submissions, or (`suggested`) every one awaiting review whose rater our
-    quality rules pass (analysis.services.suggested_action: "approve"). How many were approved."""
+    quality rules pass (analysis.rater_monitor.suggested_action: "approve"). How many were approved."""
     ids = _suggested(study, "approve") if suggested else list(submission_ids or [])
     return _transition_each(study, user, ids, {"action": "APPROVE"}, "approve")
 

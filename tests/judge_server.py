@@ -161,28 +161,7 @@ class JudgeServer:
                 action = directive.group(1)
         if self.delay:
             time.sleep(self.delay)
-        if action == "429":
-            return self._send(handler, 429, {"error": {"message": "slow down"}}, {"Retry-After": self.retry_after})
-        if action == "500":
-            return self._send(handler, 500, {"error": {"message": "boom"}})
-        if action == "nulerror":
-            return self._send_raw(handler, 400, b"bad request\x00 here", "text/plain")
-        if action == "malformed":
-            return self._send_raw(handler, 200, b'{"id": "x", "choices": [', "application/json")
-        if action == "drop":
-            handler.close_connection = True
-            handler.connection.shutdown(socket.SHUT_RDWR)
-            return None
-        if action == "cutbody":
-            data = b'{"id": "x", "choices": [{"message": {"content": "Answer1"}}]}'
-            handler.send_response(200)
-            handler.send_header("Content-Type", "application/json")
-            handler.send_header("Content-Length", str(2 * len(data)))
-            handler.end_headers()
-            handler.wfile.write(data)
-            handler.wfile.flush()
-            handler.close_connection = True
-            handler.connection.shutdown(socket.SHUT_RDWR)
+        if self._transport_failure(handler, action):
             return None
         if action == "slow":
             time.sleep(self.slow_seconds)
@@ -201,24 +180,36 @@ class JudgeServer:
         else:
             choice, other = labels[1], labels[0]
         logprobs = self.answer_logprobs(choice, other) if body.get("logprobs") else None
-        usage = None
-        if action in BAD_LOGPROBS and logprobs:
-            logprobs[-1]["logprob"] = BAD_LOGPROBS[action]
-        elif action in BAD_TOKEN_TEXT and logprobs:
-            logprobs[-1]["top_logprobs"].append({"token": "Answer" + BAD_TOKEN_TEXT[action], "logprob": -9.0})
-        elif action == "listlogprobs" and logprobs:
-            logprobs = {"as_is": logprobs}  # the token list itself, not {"content": [...]}
-        elif action == "textlogprobs" and logprobs:
-            logprobs = {"as_is": "very likely"}
-        elif action in BAD_TOKENS:
-            usage = {"prompt_tokens": BAD_TOKENS[action], "completion_tokens": 2}
-        elif action == "nul":
-            choice += "\x00"
-        elif action == "surrogate":
-            choice += "\ud800"
-        elif action == "megabyte":
-            choice += "\n" + "x" * 1_000_000
+        choice, logprobs, usage = _spoiled(action, choice, logprobs)
         return self._reply(handler, body, choice, logprobs, usage, long_count=action == "longtokens")
+
+    def _transport_failure(self, handler: BaseHTTPRequestHandler, action: str) -> bool:
+        """Answer with the failure the directive names (a status, a malformed or cut-off body,
+        a dropped connection), if it names one: True when it did."""
+        if action == "429":
+            self._send(handler, 429, {"error": {"message": "slow down"}}, {"Retry-After": self.retry_after})
+        elif action == "500":
+            self._send(handler, 500, {"error": {"message": "boom"}})
+        elif action == "nulerror":
+            self._send_raw(handler, 400, b"bad request\x00 here", "text/plain")
+        elif action == "malformed":
+            self._send_raw(handler, 200, b'{"id": "x", "choices": [', "application/json")
+        elif action == "drop":
+            handler.close_connection = True
+            handler.connection.shutdown(socket.SHUT_RDWR)
+        elif action == "cutbody":
+            data = b'{"id": "x", "choices": [{"message": {"content": "Answer1"}}]}'
+            handler.send_response(200)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(2 * len(data)))
+            handler.end_headers()
+            handler.wfile.write(data)
+            handler.wfile.flush()
+            handler.close_connection = True
+            handler.connection.shutdown(socket.SHUT_RDWR)
+        else:
+            return False
+        return True
 
     def answer_logprobs(self, choice: str, other: str) -> list[dict[str, Any]]:
         """Tokens of `choice` with top alternatives: p_choice on the chosen option, the rest on
@@ -301,6 +292,30 @@ def _logprobs_field(logprobs: list[dict[str, Any]] | dict[str, Any] | None) -> A
     if isinstance(logprobs, dict):
         return logprobs["as_is"]
     return {"content": logprobs}
+
+
+def _spoiled(action: str, choice: str, logprobs):
+    """The reply's text, log-probabilities and token counts as the directive spoils them (bad
+    log-probabilities, absurd token counts, NUL bytes, lone surrogates, 1 MB of text), or as
+    they are."""
+    usage = None
+    if action in BAD_LOGPROBS and logprobs:
+        logprobs[-1]["logprob"] = BAD_LOGPROBS[action]
+    elif action in BAD_TOKEN_TEXT and logprobs:
+        logprobs[-1]["top_logprobs"].append({"token": "Answer" + BAD_TOKEN_TEXT[action], "logprob": -9.0})
+    elif action == "listlogprobs" and logprobs:
+        logprobs = {"as_is": logprobs}  # the token list itself, not {"content": [...]}
+    elif action == "textlogprobs" and logprobs:
+        logprobs = {"as_is": "very likely"}
+    elif action in BAD_TOKENS:
+        usage = {"prompt_tokens": BAD_TOKENS[action], "completion_tokens": 2}
+    elif action == "nul":
+        choice += "\x00"
+    elif action == "surrogate":
+        choice += "\ud800"
+    elif action == "megabyte":
+        choice += "\n" + "x" * 1_000_000
+    return choice, logprobs, usage
 
 
 def _token(token: str, logprob: float, top: list[tuple[str, float]]) -> dict[str, Any]:

@@ -16,8 +16,6 @@ import pytest
 from django.urls import reverse
 
 from analysis.rows import judge_metric
-from analysis.uploads import votes_upload_store
-from analysis.vote_import import VOTES_IMPORT_STEPS
 from annotations import uploads
 from annotations.uploads import upload_progress_write
 from judges.services import judge_run_start
@@ -26,6 +24,8 @@ from tests.browser import chromium, session_cookie
 from tests.factories import human_pool, make_llm_judge, make_question, make_rater, make_staff, make_study, make_vote
 from tests.test_analysis_metric_registry import registry  # noqa: F401 (a fixture)
 from tests.test_study_import import minimal_document
+from vote_imports.uploads import votes_upload_store
+from vote_imports.vote_import import VOTES_IMPORT_STEPS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -161,7 +161,7 @@ def test_the_admin_review_start_and_run_pages_have_no_violations(browser, live_s
     assert_accessible(page, "run")
     page.goto(live_server.url + reverse("admin:judges_llmjudge_prompt", args=[config.pk]) + f"?study={study.pk}")
     assert_accessible(page, "a judge's prompt")
-    page.goto(live_server.url + reverse("analysis:votes-import") + "?study=ice")
+    page.goto(live_server.url + reverse("vote_imports:votes-import") + "?study=ice")
     assert_accessible(page, "import votes")
     page.goto(live_server.url + reverse("admin:api_apikey_add"))
     page.locator("select[name=user]").select_option(index=1)
@@ -176,7 +176,7 @@ def test_the_upload_progress_page_has_no_violations_while_running_and_after_a_fa
     settings.STUDY_UPLOAD_DIR = tmp_path / "uploads"
     make_study(slug="ice")
     upload = votes_upload_store(chunks=[b"question_id\n"], name="votes.csv", fmt="csv", slug="ice", user=make_staff())
-    url = live_server.url + reverse("analysis:votes-import-progress", args=[upload.token])
+    url = live_server.url + reverse("vote_imports:votes-import-progress", args=[upload.token])
     page = staff_page(browser, live_server)
     upload_progress_write(upload.folder, state="running", step=VOTES_IMPORT_STEPS[1], done=1, total=3)
     page.goto(url)

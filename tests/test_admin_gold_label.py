@@ -7,7 +7,7 @@ import json
 import pytest
 from django.urls import reverse
 
-from analysis import rows, services
+from analysis import current_report, rows
 from annotations.models import ComparisonItem, Question
 from tests.factories import human_pool, make_rater, make_study, make_vote
 from tests.test_admin_study_forms import question_data
@@ -30,7 +30,7 @@ def test_the_question_form_says_which_answer_is_better_and_accuracy_against_it_f
     assert item.gold_label == "a1"
 
     make_vote(item, human_pool(study), rater=make_rater(study), client_ms=5000)  # a vote for A1, shown first
-    result = services.study_analyze(study=study)
+    result = current_report.study_analyze(study=study)
     judge = result["judges"][0]["judge"]
     shown_a1_first = rows.one(result["rows"], judge=judge, metric="gold_accuracy_a1_first", subset="")
     assert (shown_a1_first["n"], shown_a1_first["estimate"]) == (1, 1.0)

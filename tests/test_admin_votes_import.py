@@ -7,14 +7,14 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import resolve, reverse
 
-from analysis import uploads, vote_import
-from analysis.tasks import import_votes_upload
 from annotations.models import Question, Study, Vote
 from annotations.uploads import upload_progress_write
 from tests.factories import make_staff, make_study
 from tests.test_analysis_import import GOOD_ROWS, write_csv
+from vote_imports import uploads, vote_import
+from vote_imports.tasks import import_votes_upload
 
-URL = reverse("analysis:votes-import")
+URL = reverse("vote_imports:votes-import")
 
 
 @pytest.fixture(autouse=True)
@@ -36,7 +36,7 @@ def post_and_run(client, capture, data):
 
 
 def progress_url(token: str) -> str:
-    return reverse("analysis:votes-import-progress", args=[token])
+    return reverse("vote_imports:votes-import-progress", args=[token])
 
 
 def test_the_study_action_opens_the_page_for_the_selected_study(staff_client):

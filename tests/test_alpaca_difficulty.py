@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 from scipy.special import expit
 
-from analysis import alpaca_difficulty, services
+from analysis import alpaca_difficulty
 from analysis.models import AlpacaDifficulty
 from tests.factories import make_staff_with, make_study
 
@@ -63,13 +63,13 @@ def study(db, tmp_path):
 
 
 def test_the_first_lc_freezes_the_difficulty_and_an_added_model_moves_no_other(study, tmp_path):
-    before = services.study_lc_alpaca(study=study)[JUDGE]
+    before = alpaca_difficulty.study_lc_alpaca(study=study)[JUDGE]
     row = AlpacaDifficulty.objects.get(study=study, judge=JUDGE)
     assert sorted(row.fitted_models) == ["m-a", "m-b", "m-c"] and len(row.difficulty) == INSTRUCTIONS
     assert all(key.startswith("prompt-") for key in row.difficulty)  # kept by prompt key, the same in every import
     assert before.difficulty_source.startswith("frozen ") and "fitted on the 3 models" in before.difficulty_source
     import_models(tmp_path, "ae", [("m-d", 1.5)])  # a second import of the same judge: a new model
-    after = services.study_lc_alpaca(study=study)[JUDGE]
+    after = alpaca_difficulty.study_lc_alpaca(study=study)[JUDGE]
     assert sorted(after.models) == ["m-a", "m-b", "m-c", "m-d"]
     for model in before.models:
         assert after.lc_winrate[model] == before.lc_winrate[model]
@@ -78,12 +78,12 @@ def test_the_first_lc_freezes_the_difficulty_and_an_added_model_moves_no_other(s
     out, err = io.StringIO(), io.StringIO()
     call_command("analyze", "--study", "ae", "--lc", "alpaca_eval", "--refit-difficulty", stdout=out, stderr=err)
     assert "fitted on the 4 models" in err.getvalue() and "fitted on the 4 models" in out.getvalue().splitlines()[0]
-    refitted = services.study_lc_alpaca(study=study)[JUDGE]
+    refitted = alpaca_difficulty.study_lc_alpaca(study=study)[JUDGE]
     assert max(abs(refitted.lc_winrate[m] - before.lc_winrate[m]) for m in before.models) > 1e-6
 
 
 def test_a_saved_difficulty_loaded_into_another_study_scores_the_same(study, tmp_path):
-    fits = services.study_lc_alpaca(study=study)
+    fits = alpaca_difficulty.study_lc_alpaca(study=study)
     path = tmp_path / "difficulty.json"
     call_command(
         "analyze",
@@ -112,7 +112,7 @@ def test_a_saved_difficulty_loaded_into_another_study_scores_the_same(study, tmp
         stderr=err,
     )
     assert "loaded from difficulty.json" in err.getvalue()
-    loaded = services.study_lc_alpaca(study=other)[JUDGE]
+    loaded = alpaca_difficulty.study_lc_alpaca(study=other)[JUDGE]
     assert loaded.lc_winrate["m-a"] == pytest.approx(fits[JUDGE].lc_winrate["m-a"], abs=1e-9)
     assert AlpacaDifficulty.objects.get(study=other).fitted_models == sorted(m for m, _ in FIRST)
 
@@ -127,7 +127,7 @@ def test_a_saved_difficulty_loaded_into_another_study_scores_the_same(study, tmp
     ],
 )
 def test_a_bad_difficulty_file_is_refused_naming_the_field_and_writes_nothing(study, tmp_path, change, message):
-    services.study_lc_alpaca(study=study)
+    alpaca_difficulty.study_lc_alpaca(study=study)
     data = alpaca_difficulty.alpaca_difficulty_export(difficulty=AlpacaDifficulty.objects.get())
     change(data)
     path = tmp_path / "bad.json"
@@ -139,7 +139,7 @@ def test_a_bad_difficulty_file_is_refused_naming_the_field_and_writes_nothing(st
 
 
 def test_the_admin_action_refits_with_the_change_permission_only(study, tmp_path, client):
-    services.study_lc_alpaca(study=study)
+    alpaca_difficulty.study_lc_alpaca(study=study)
     import_models(tmp_path, "ae", [("m-d", 1.5)])
     row = AlpacaDifficulty.objects.get()
     url = reverse("admin:analysis_alpacadifficulty_changelist")

@@ -13,9 +13,9 @@ from django.core.management import call_command
 from django.urls import reverse
 from scipy import stats
 
-from analysis import rows, services, tables
+from analysis import current_report, rows, simulated_judges, tables
 from analysis.alttest import EPSILON, alt_test, benjamini_yekutieli
-from analysis.report import Options
+from analysis.compute import Options
 from analysis.simulate import JudgeParams
 from biasstudy.datasets import dataset_path
 from tests.factories import human_pool, make_judge, make_question, make_study, make_variant, make_vote
@@ -256,7 +256,7 @@ def test_the_imported_mtbench_study_reports_the_authors_figures_as_rows(db):
     study = make_study(status="draft", slug="mtbench")
     call_command("import_votes", str(dataset_path(MTBENCH)), "--format", "mtbench", "--study", "mtbench", verbosity=0)
     for epsilon, (omega, rho) in AUTHORS.items():
-        table = services.study_analyze(study=study, options=Options(alt_epsilon=epsilon, bootstrap=20))["rows"]
+        table = current_report.study_analyze(study=study, options=Options(alt_epsilon=epsilon, bootstrap=20))["rows"]
         where = {"judge": "mtbench-gpt4-pair", "convention": f"epsilon={epsilon:g}"}
         winning = rows.one(table, metric="alt_test_winning_rate", **where)
         assert winning["estimate"] == pytest.approx(omega, abs=1e-15)
@@ -281,8 +281,8 @@ def rated_study(db):
         question = make_question(study)
         make_variant(question, kind="reference")
         make_variant(question, kind="factual_error", text="Wrong facts. " * 5)
-    services.judge_simulate(study=study, name="sim-judge", params=JudgeParams(position=0.3), seed=1)
-    services.raters_simulate(study=study, raters=4, params=JudgeParams(), seed=2)
+    simulated_judges.judge_simulate(study=study, name="sim-judge", params=JudgeParams(position=0.3), seed=1)
+    simulated_judges.raters_simulate(study=study, raters=4, params=JudgeParams(), seed=2)
     return study
 
 
@@ -322,8 +322,8 @@ def test_the_settings_reach_the_test_and_a_missing_verdict_is_named(rated_study)
 def test_a_study_without_people_has_no_alt_test_rows(db):
     study = make_study(slug="alone-s")
     make_question(study)
-    services.judge_simulate(study=study, name="sim-judge", params=JudgeParams(), seed=1)
-    assert rows.select(services.study_analyze(study=study)["rows"], metric="alt_test_passes") == []
+    simulated_judges.judge_simulate(study=study, name="sim-judge", params=JudgeParams(), seed=1)
+    assert rows.select(current_report.study_analyze(study=study)["rows"], metric="alt_test_passes") == []
 
 
 def test_peoples_votes_without_rater_ids_give_no_verdict_and_say_so(db):
@@ -333,7 +333,7 @@ def test_peoples_votes_without_rater_ids_give_no_verdict_and_say_so(db):
     for _ in range(3):
         make_vote(item, human_pool(study), client_ms=5000)
     make_vote(item, make_judge(name="sim-judge"))
-    found = rows.one(services.study_analyze(study=study)["rows"], judge="sim-judge", metric="alt_test_passes")
+    found = rows.one(current_report.study_analyze(study=study)["rows"], judge="sim-judge", metric="alt_test_passes")
     assert (found["estimate"], found["n"]) == (None, 0)
     assert found["note"] == "no verdict: no human votes with a rater id"
 

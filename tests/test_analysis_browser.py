@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from analysis import plots, services
+from analysis import plots, simulated_judges
 from analysis.simulate import DEFAULT_SUSCEPTIBILITY, JudgeParams
 from tests.browser import chromium, expect, session_cookie
 from tests.factories import make_question, make_staff, make_study, make_variant
@@ -32,13 +32,13 @@ def demo_study(transactional_db):
         make_variant(q, kind="factual_error", of=of, text="A wrong answer with an error. " * (4 + i % 7))
         make_variant(q, kind="reference", of=of)
         make_variant(q, kind="rich_content", of=of, text="## Answer 🙂\n\n- **point** one\n- point two " * (2 + i % 5))
-    services.judge_simulate(
+    simulated_judges.judge_simulate(
         study=study,
         name="gpt-like",
         params=JudgeParams(position=0.4, length_per_token=0.02, susceptibility=DEFAULT_SUSCEPTIBILITY, tie_rate=0.05),
         seed=1,
     )
-    services.judge_simulate(
+    simulated_judges.judge_simulate(
         study=study,
         name="claude-like",
         params=JudgeParams(
@@ -49,7 +49,7 @@ def demo_study(transactional_db):
         ),
         seed=2,
     )
-    services.raters_simulate(
+    simulated_judges.raters_simulate(
         study=study,
         raters=24,
         params=JudgeParams(

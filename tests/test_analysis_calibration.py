@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from django.urls import reverse
 
-from analysis import consensus, plots, rows, services
+from analysis import consensus, current_report, plots, rows, simulated_judges
 from analysis.calibration import (
     FROM_PROBABILITIES,
     FROM_VOTE_SHARES,
@@ -18,7 +18,7 @@ from analysis.calibration import (
     calibration_intervals,
     vote_confidence,
 )
-from analysis.report import Options
+from analysis.compute import Options
 from analysis.simulate import JudgeParams
 from analysis.stats import bootstrap_counts
 from analysis.study_metrics import human_labels
@@ -138,13 +138,13 @@ def rated_study(db):
         question = make_question(study)
         make_variant(question, kind="reference")
         make_variant(question, kind="factual_error", text="Wrong facts. " * 5)
-    services.judge_simulate(study=study, name="sim-judge", params=JudgeParams(position=0.3), seed=1)
-    services.raters_simulate(study=study, raters=4, params=JudgeParams(), seed=2)
+    simulated_judges.judge_simulate(study=study, name="sim-judge", params=JudgeParams(position=0.3), seed=1)
+    simulated_judges.raters_simulate(study=study, raters=4, params=JudgeParams(), seed=2)
     return study
 
 
 def test_the_report_has_each_judges_calibration_and_agreement_with_the_consensus(rated_study):
-    report = services.study_analyze(study=rated_study, options=Options(bootstrap=20))
+    report = current_report.study_analyze(study=rated_study, options=Options(bootstrap=20))
     table = report["rows"]
     ece = rows.one(table, judge="sim-judge", metric="calibration_ece")
     assert ece["convention"] == "repeated votes; reference: dawid_skene"
@@ -167,7 +167,7 @@ def test_a_judge_with_one_vote_per_item_and_no_probabilities_says_so(db):
     for _ in range(3):
         make_vote(item, human_pool(study), client_ms=5000)
     make_vote(item, make_judge(name="sim-judge"))
-    found = rows.one(services.study_analyze(study=study)["rows"], judge="sim-judge", metric="calibration_ece")
+    found = rows.one(current_report.study_analyze(study=study)["rows"], judge="sim-judge", metric="calibration_ece")
     assert (found["estimate"], found["n"], found["note"]) == (None, 0, NOT_APPLICABLE)
 
 
@@ -204,7 +204,7 @@ def test_a_judge_with_option_probabilities_is_calibrated_against_gold_labels(db,
         item.gold_label = "a1"
         item.save()
         make_vote(item, judge, shown_first=shown_first, choice_shown=choice_shown, option_probs=probs)
-    report = services.study_analyze(study=study, options=Options(bootstrap=20))
+    report = current_report.study_analyze(study=study, options=Options(bootstrap=20))
     ece = rows.one(report["rows"], judge="prob-judge", metric="calibration_ece")
     # Bins [.9, 1]: .9 right; [.6, .7): .6 right; [.7, .8): .7 wrong; [.8, .9): .8 right.
     # ECE = (.1 + .4 + .7 + .2) / 4; Brier = (.01 + .16 + .49 + .04) / 4.

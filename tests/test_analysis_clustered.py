@@ -7,7 +7,7 @@ import pytest
 from scipy import stats as sps
 
 from analysis import metrics, stats
-from analysis.report import analyze
+from analysis.compute import analyze
 from analysis.rows import as_rate, one
 from tests.analysis_frames import frame, item, votes
 

@@ -7,7 +7,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from analysis import rows, services
+from analysis import rows, simulated_judges
 from analysis.judge_metrics import POSITION_METRICS
 from analysis.simulate import JudgeParams
 from tests.factories import make_question, make_study, make_variant
@@ -20,8 +20,8 @@ def voted_study(db):
         q = make_question(study, a1="short answer " * (i + 1), a2="a longer answer " * 8)
         make_variant(q, kind="reference", of="a2" if i % 2 else "a1")
         make_variant(q, kind="factual_error", text="Wrong facts. " * 5)
-    services.judge_simulate(study=study, name="sim-1", params=JudgeParams(position=0.5), seed=1)
-    services.raters_simulate(study=study, raters=6, params=JudgeParams(), seed=2, flag_share=0.2)
+    simulated_judges.judge_simulate(study=study, name="sim-1", params=JudgeParams(position=0.5), seed=1)
+    simulated_judges.raters_simulate(study=study, raters=6, params=JudgeParams(), seed=2, flag_share=0.2)
     return study
 
 

@@ -4,7 +4,7 @@ accuracy against gold labels (analysis.consistency), and their place in the repo
 import pytest
 
 from analysis import consistency
-from analysis.report import analyze
+from analysis.compute import analyze
 from analysis.rows import as_rate, estimate, one
 from tests.analysis_frames import frame, item, votes
 

@@ -8,7 +8,7 @@ from django.core.management import call_command
 from django.urls import reverse
 from scipy.special import expit
 
-from analysis import content_blind, metrics, report, rows, services, tables
+from analysis import compute, content_blind, current_report, metrics, rows, simulated_judges, tables
 from analysis.management.commands.load_demo import DEMO_SIMULATED_JUDGES, DEMO_SLUG
 from analysis.simulate import JudgeParams, simulate_votes, synthetic_items, votes_frame
 from annotations.models import Study
@@ -45,7 +45,7 @@ def test_a_tiny_design_gives_its_hand_computed_rows():
     # (shown first): first, first. Reference: A1 (first), then tie. Shares: first 3/4, tie 1/4.
     # Each item then: A1 with 3/4 · 1/4, A2 the same, a tie with 9/16 + 1/16 = 5/8.
     rows_ = votes(item(1, 1, "control", 1, 2), "a1 a2") + votes(item(2, 1, "reference", 1, 2), "a1 tie")
-    result = report.analyze(frame(rows_), study="tiny", options=report.Options(bootstrap=50))
+    result = compute.analyze(frame(rows_), study="tiny", options=compute.Options(bootstrap=50))
     blind = rows.one(result["rows"], metric="asr_content_blind", group="reference")
     # Non-semantic: base = control A1 or tie (13/16), a hit = reference A2 (3/16); one question.
     assert blind["estimate"] == pytest.approx(3 / 16)
@@ -118,10 +118,10 @@ def test_the_demos_left_preferring_judge_is_ranked_only_where_it_differs_from_it
     call_command("load_demo", verbosity=0)
     study = Study.objects.get(slug=DEMO_SLUG)
     # A third judge: the demo's left-preferring one without any regard for content.
-    services.judge_simulate(
+    simulated_judges.judge_simulate(
         study=study, name="left, content-blind", params=JudgeParams(position=1.2, noise=0.0), seed=7
     )
-    result = services.study_analyze(study=study)
+    result = current_report.study_analyze(study=study)
     table = tables.table1(result)
     left = next(iter(j for j in DEMO_SIMULATED_JUDGES if "left" in j))
     by_name = {r["judge"]: r for r in table["rows"]}
@@ -153,7 +153,7 @@ def test_a_question_without_a_control_preference_is_outside_the_base_set_as_for_
     # Question 1 as in the tiny design; question 2 has a reference item but no control votes.
     rows_ = votes(item(1, 1, "control", 1, 2), "a1 a2") + votes(item(2, 1, "reference", 1, 2), "a1 tie")
     rows_ += votes(item(3, 2, "reference", 4, 5), "a2 a2")
-    result = report.analyze(frame(rows_), study="tiny", options=report.Options(bootstrap=50))
+    result = compute.analyze(frame(rows_), study="tiny", options=compute.Options(bootstrap=50))
     blind = rows.one(result["rows"], metric="asr_content_blind", group="reference")
     assert blind["n"] == 1
     shares = (4 / 6, 1 / 6, 1 / 6)  # of six votes: four for the answer shown first, a tie, one second

@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 
-from analysis import rows, services, tables
+from analysis import current_report, power, rows, simulated_judges, tables
 from analysis.simulate import JudgeParams
 from annotations.models import Rater
 from tests.factories import human_pool, make_judge, make_question, make_rater, make_study, make_variant, make_vote
@@ -20,8 +20,10 @@ def dash_study(db):
         q = make_question(study, a1="word " * (5 + 7 * i), a2="<script>alert(1)</script> longer " * 4)
         make_variant(q, kind="factual_error", text="wrong " * 10)
         make_variant(q, kind="reference", of="a1" if i % 2 else "a2")
-    services.judge_simulate(study=study, name="sim <b>bold</b>", params=JudgeParams(position=1.0), seed=5)
-    services.raters_simulate(study=study, raters=4, params=JudgeParams(), votes_per_item=2, seed=6, flag_share=0.25)
+    simulated_judges.judge_simulate(study=study, name="sim <b>bold</b>", params=JudgeParams(position=1.0), seed=5)
+    simulated_judges.raters_simulate(
+        study=study, raters=4, params=JudgeParams(), votes_per_item=2, seed=6, flag_share=0.25
+    )
     return study
 
 
@@ -106,11 +108,11 @@ def test_the_power_page_simulates_interval_widths(dash_study, staff_client):
 def test_the_power_page_simulates_at_most_a_bounded_number_of_votes_per_item(dash_study, staff_client):
     # 10,000 raters × 1,000 items over 40 questions supply thousands of votes per item; drawing
     # them all took over a minute in the request. The table stops at the bound and says so.
-    from analysis.services import MAX_SIMULATED_VOTES_PER_ITEM
+    from analysis.power import MAX_SIMULATED_VOTES_PER_ITEM
 
     params = {"n_questions": 40, "raters": 10_000, "items_per_rater": 1000, "susceptibility": 0.5, "noise": 1.0}
     response = staff_client.get(reverse("analysis:power", args=["dash-s"]), {**params, "tie_rate": 0.1})
-    items = 40 * (len(services.power_groups(study=dash_study)) + 1)  # the study's own groups
+    items = 40 * (len(power.power_groups(study=dash_study)) + 1)  # the study's own groups
     assert response.context["rows"]["supplied"] == 10_000 * 1000 // items
     assert max(row["votes_per_item"] for row in response.context["rows"]["rows"]) == MAX_SIMULATED_VOTES_PER_ITEM
     assert f"The table stops at {MAX_SIMULATED_VOTES_PER_ITEM}" in response.content.decode()
@@ -145,7 +147,9 @@ def first_picker(db):
     study = make_study(slug="first-s", votes_per_item=2)
     for _ in range(20):
         make_question(study)
-    services.judge_simulate(study=study, name="first-picker", params=JudgeParams(position=12.0, tie_rate=0), seed=1)
+    simulated_judges.judge_simulate(
+        study=study, name="first-picker", params=JudgeParams(position=12.0, tie_rate=0), seed=1
+    )
     return study
 
 
@@ -189,8 +193,8 @@ def test_a_bloom_tables_votes_are_that_levels_not_the_judges_total(db, staff_cli
     for i in range(6):
         q = make_question(study, bloom_level=("applying", "creating", "creating")[i % 3])
         make_variant(q, kind="reference")
-    services.judge_simulate(study=study, name="sim", params=JudgeParams(), seed=2)
-    result = services.study_analyze(study=study)
+    simulated_judges.judge_simulate(study=study, name="sim", params=JudgeParams(), seed=2)
+    result = current_report.study_analyze(study=study)
     judge = result["judges"][0]
     assert judge["n_votes"] == 24
     for level, expected in (("applying", 8), ("creating", 16)):
@@ -207,7 +211,7 @@ def test_filtering_by_a_perturbation_group_keeps_the_control_items_in_the_base(d
     # the control votes would leave every ASR without a base (n/a).
     response = staff_client.get(reverse("analysis:study", args=["dash-s"]), {"group": "reference"})
     result = response.context["result"]
-    unfiltered = services.study_analyze(study=dash_study)
+    unfiltered = current_report.study_analyze(study=dash_study)
     # The same judges in the same order, the group filter or not.
     assert [j["judge"] for j in result["judges"]] == [j["judge"] for j in unfiltered["judges"]]
     for judge in result["judges"]:
@@ -231,7 +235,7 @@ def test_a_group_filter_leaves_the_other_groups_columns_out_of_table_one_and_its
     assert "ASR factual_error" not in response.content.decode()
     figure = staff_client.get(reverse("analysis:plot", args=["dash-s", "forest", "svg"]), {"group": "reference"})
     assert "ASR reference" in figure.content.decode() and "factual_error" not in figure.content.decode()
-    unfiltered = services.study_analyze(study=dash_study)
+    unfiltered = current_report.study_analyze(study=dash_study)
     assert [c["label"] for c in tables.table1(unfiltered)["columns"]] == [
         "ASR factual_error",
         "Acc factual_error",
@@ -266,7 +270,7 @@ def test_a_judges_agreement_with_the_human_majority_carries_its_interval(db, sta
             make_vote(item, human_pool(study), rater=make_rater(study), client_ms=4000)
         make_vote(item, judge, choice_shown="first" if n < 3 else "second")
     found = rows.one(
-        services.study_analyze(study=study)["rows"], judge="judge-agrees", metric="agreement_vs_human_majority"
+        current_report.study_analyze(study=study)["rows"], judge="judge-agrees", metric="agreement_vs_human_majority"
     )
     assert (found["estimate"], found["n"]) == (0.75, 4)
     lo, hi = found["ci_lo"], found["ci_hi"]

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from django.core.management import CommandError, call_command
 
-from analysis import exports, loader, rows, services
+from analysis import current_report, exports, loader, rows, simulated_judges
 from analysis.frame import Filters, exclusion_masks
 from analysis.simulate import JudgeParams
 from annotations.models import Vote
@@ -21,8 +21,8 @@ def exported_study(db):
     for i in range(4):
         q = make_question(study, a1="=HYPERLINK(evil)" if i == 0 else "plain answer", a2="second answer here")
         make_variant(q, kind="rich_content", of="a1" if i % 2 else "a2")
-    services.judge_simulate(study=study, name="sim-x", params=JudgeParams(), seed=3)
-    services.raters_simulate(study=study, raters=3, params=JudgeParams(), votes_per_item=2, seed=4)
+    simulated_judges.judge_simulate(study=study, name="sim-x", params=JudgeParams(), seed=3)
+    simulated_judges.raters_simulate(study=study, raters=3, params=JudgeParams(), votes_per_item=2, seed=4)
     llm = make_judge(
         name="llm-y", kind="llm", params={"backend": "openai", "model": "m-1", "prompt_style": "vote_only"}
     )
@@ -105,7 +105,7 @@ def test_the_metrics_csv_is_the_analysis_in_long_format(exported_study):
     assert humans[humans["metric"] == "label_log_odds"].empty  # people see no labels
     assert len(humans[humans["metric"] == "position_log_odds"]) == 1
     row = sim[(sim["metric"] == "asr") & (sim["group"] == "rich_content") & sim["bloom"].isna()]
-    result = services.study_analyze(study=exported_study)
+    result = current_report.study_analyze(study=exported_study)
     expected = rows.one(result["rows"], judge="sim-x", metric="asr", group="rich_content", bloom="")
     assert row["n"].iloc[0] == expected["n"] and len(df) == len(result["rows"])
     assert {"random judge", "Human-NF"} <= set(df["judge"])

@@ -7,11 +7,12 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
+from analysis import current_report
 from analysis import rows as metric_rows  # beside the CSV rows the tests write
-from analysis import services, vote_import
 from annotations.models import Answer, ComparisonItem, Judge, Question, Rater, Vote
 from biasstudy.datasets import dataset_path
 from tests.factories import make_study
+from vote_imports import vote_import
 
 MTBENCH = dataset_path("mtbench_human_judgments")
 needs_mtbench = pytest.mark.dataset("mtbench_human_judgments")
@@ -68,7 +69,7 @@ def test_an_mtbench_turn_two_vote_is_measured_on_the_second_answer(db, mtbench_s
 def test_the_analysis_runs_on_imported_mtbench_votes(db, mtbench_subset):
     study = make_study(status="draft", slug="mt3")
     call_command("import_votes", str(mtbench_subset), "--format", "mtbench", "--study", "mt3", verbosity=0)
-    result = services.study_analyze(study=study)
+    result = current_report.study_analyze(study=study)
     table = result["rows"]
     position = metric_rows.one(table, judge="mtbench-human", metric="position_first", bloom="")
     assert position["n"] == 0  # order unknown, so no positional figure

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from scipy.optimize import minimize
 from scipy.special import expit, logit
 
-from analysis import exports, judge_metrics, lc, metrics, report, simulate, tables
+from analysis import compute, exports, judge_metrics, lc, metrics, simulate, tables
 from analysis.frame import CONTROL
 from analysis.rows import estimate, one, select
 
@@ -34,12 +34,12 @@ def length_controlled(prefs: pd.DataFrame) -> list[dict]:
         judge="sim",
         kind="simulated",
         votes=None,
-        prefs=prefs.assign(orientation=report._orientation(prefs)),
+        prefs=prefs.assign(orientation=compute._orientation(prefs)),
         cluster_index=None,
         counts=None,
         groups=[],
         semantics={},
-        options=report.Options(),
+        options=compute.Options(),
         asked=None,
         pairs=None,
     )
@@ -69,7 +69,7 @@ def arrays(prefs: pd.DataFrame) -> dict:
         "delta_len": (prefs["len_a2_words"] - prefs["len_a1_words"]).to_numpy(dtype=float),
         "y": (prefs["n_a2"] + 0.5 * prefs["n_tie"]).to_numpy() / n,
         "weight": n,
-        "orientation": report._orientation(prefs),
+        "orientation": compute._orientation(prefs),
     }
 
 
@@ -282,7 +282,7 @@ def test_there_is_nothing_to_fit_without_votes_or_without_control_items():
 def test_the_dashboard_rows_and_the_metrics_export_carry_each_interval():
     items = simulate.synthetic_items(30, seed=2)
     votes = simulate.simulate_votes(items, simulate.JudgeParams(length_per_token=0.02), votes_per_item=6, seed=2)
-    result = report.analyze(simulate.votes_frame(items, votes), study="s", votes_per_item=6)
+    result = compute.analyze(simulate.votes_frame(items, votes), study="s", votes_per_item=6)
     rows = tables.lc_rows(result)
     assert {r["group"] for r in rows} == set(GROUPS)
     for r in rows:

@@ -12,8 +12,8 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from analysis import rows, services, tables, text
-from analysis.report import analyze
+from analysis import rows, simulated_judges, tables, text
+from analysis.compute import analyze
 from analysis.rows import FIGURES, JUDGE_METRICS, STUDY_METRICS, YIELDS, Figure, judge_metric
 from analysis.simulate import JudgeParams
 from tests.factories import make_question, make_study, make_variant
@@ -82,7 +82,7 @@ def voted_study(db):
     for i in range(4):
         q = make_question(study, a1="short answer " * (i + 1), a2="a longer answer " * 6)
         make_variant(q, kind="reference", of="a2")
-    services.judge_simulate(study=study, name="sim-1", params=JudgeParams(position=0.5), seed=1)
+    simulated_judges.judge_simulate(study=study, name="sim-1", params=JudgeParams(position=0.5), seed=1)
     return study
 
 

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from analysis import metrics
+from analysis.compute import analyze
 from analysis.frame import Filters, apply_filters
-from analysis.report import analyze
 from analysis.rows import as_rate, estimate, one, select
 from tests.analysis_frames import frame, item, votes
 

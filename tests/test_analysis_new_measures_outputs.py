@@ -6,7 +6,7 @@ import pytest
 from django.template.loader import render_to_string
 
 from analysis import exports, tables
-from analysis.report import analyze
+from analysis.compute import analyze
 from analysis.text import report_lines
 from tests.analysis_frames import frame, item
 

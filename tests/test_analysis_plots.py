@@ -13,7 +13,7 @@ from django.urls import reverse
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.text import Text
 
-from analysis import plots, rows, services
+from analysis import current_report, plots, rows, simulated_judges
 from analysis.simulate import JudgeParams
 from tests.factories import make_question, make_study, make_variant
 
@@ -30,8 +30,8 @@ def plot_study(db):
         )
         make_variant(q, kind="factual_error", text="wrong " * 10)
         make_variant(q, kind="reference", of="a1" if i % 2 else "a2")
-    services.judge_simulate(study=study, name=LONG, params=JudgeParams(position=1.0), seed=5)
-    services.raters_simulate(study=study, raters=4, params=JudgeParams(), votes_per_item=2, seed=6)
+    simulated_judges.judge_simulate(study=study, name=LONG, params=JudgeParams(position=1.0), seed=5)
+    simulated_judges.raters_simulate(study=study, raters=4, params=JudgeParams(), votes_per_item=2, seed=6)
     return study
 
 
@@ -58,7 +58,7 @@ def test_each_plot_is_valid_svg_and_png_and_the_same_bytes_every_time(plot_study
     assert root.tag == "{http://www.w3.org/2000/svg}svg"
     assert b"<dc:date>" not in svg.content  # no date: the same report gives the same file
     # Drawn again (the view's second answer would come from the cache): the same bytes.
-    result = services.study_analyze(study=plot_study)
+    result = current_report.study_analyze(study=plot_study)
     assert plots.render(plots.draw(name, result)[0], "svg") == svg.content
     png = staff_client.get(url("plot-s", name, "png"))
     assert png.status_code == 200 and png["Content-Type"] == "image/png"
@@ -74,7 +74,7 @@ def test_a_download_link_names_the_file(plot_study, staff_client):
 
 @pytest.mark.parametrize("name", list(plots.PLOTS))
 def test_no_text_falls_outside_the_figure_so_long_judge_names_are_whole(plot_study, name):
-    result = services.study_analyze(study=plot_study)
+    result = current_report.study_analyze(study=plot_study)
     fig, _ = plots.draw(name, result)
     canvas = FigureCanvasAgg(fig)
     canvas.draw()  # lays the figure out, as saving it does
@@ -98,7 +98,7 @@ def test_the_long_judge_name_is_text_in_the_svg(plot_study, staff_client):
 
 def test_the_forest_csv_holds_table_one(plot_study, staff_client):
     drawn = read_csv(staff_client.get(url("plot-s", "forest", "csv")))
-    table = services.study_analyze(study=plot_study)["rows"]
+    table = current_report.study_analyze(study=plot_study)["rows"]
     row = next(r for r in drawn if r["judge"] == LONG and r["metric"] == "asr" and r["group"] == "factual_error")
     expected = rows.one(table, judge=LONG, metric="asr", group="factual_error", bloom="")
     assert float(row["value"]) == pytest.approx(expected["estimate"])
@@ -114,7 +114,7 @@ def test_the_forest_csv_holds_table_one(plot_study, staff_client):
 
 def test_the_position_csv_has_every_judge_human_nf_and_chance(plot_study, staff_client):
     drawn = read_csv(staff_client.get(url("plot-s", "position", "csv")))
-    result = services.study_analyze(study=plot_study)
+    result = current_report.study_analyze(study=plot_study)
     assert [r["judge"] for r in drawn] == [*(j["judge"] for j in result["judges"]), "Human-NF", "random judge"]
     first = rows.one(result["rows"], judge=LONG, metric="position_first", bloom="")
     row = next(r for r in drawn if r["judge"] == LONG)
@@ -124,7 +124,7 @@ def test_the_position_csv_has_every_judge_human_nf_and_chance(plot_study, staff_
 
 
 def test_the_verbosity_lc_bloom_and_agreement_csvs_hold_the_report(plot_study, staff_client):
-    table = services.study_analyze(study=plot_study)["rows"]
+    table = current_report.study_analyze(study=plot_study)["rows"]
     verbosity = read_csv(staff_client.get(url("plot-s", "verbosity", "csv")))
     mine = [r for r in verbosity if r["judge"] == LONG]
     assert [int(r["n"]) for r in mine] == [b["n"] for b in rows.select(table, judge=LONG, metric="verbosity_bin")]
@@ -204,7 +204,7 @@ def test_votes_on_unperturbed_pairs_only_say_there_are_no_perturbed_items_not_no
     # Imported MT-bench, PRD or LLMBar data: thousands of counted votes, no perturbation group.
     study = make_study(slug="pairs-s", votes_per_item=2)
     make_question(study)
-    services.judge_simulate(study=study, name="judge", params=JudgeParams(), seed=1)
+    simulated_judges.judge_simulate(study=study, name="judge", params=JudgeParams(), seed=1)
     for name in ("forest", "bloom"):
         body = staff_client.get(url("pairs-s", name, "svg")).content.decode()
         assert "No perturbed items" in body and "No data yet" not in body, name
@@ -258,8 +258,8 @@ def test_a_study_of_many_kinds_wraps_the_forest_plot_into_rows_of_legible_panels
         q = make_question(study, a1="word " * (5 + i), a2="another answer " * 3)
         for kind in kinds:
             make_variant(q, kind=kind, text=f"{kind} " * 8)
-    services.judge_simulate(study=study, name=LONG, params=JudgeParams(), seed=3)
-    fig, _ = plots.draw("forest", services.study_analyze(study=study))
+    simulated_judges.judge_simulate(study=study, name=LONG, params=JudgeParams(), seed=3)
+    fig, _ = plots.draw("forest", current_report.study_analyze(study=study))
     renderer = laid_out(fig)
     panels = [ax for ax in fig.axes if ax.get_title()]
     assert len(panels) == len(kinds) + 1  # an ASR panel per kind and factual errors' accuracy

@@ -1,10 +1,10 @@
 """A judge that votes by display order is flagged, shows its tie share and is not ranked
-(SPEC: "A position-dominated judge"; analysis.metrics, analysis.report)."""
+(SPEC: "A position-dominated judge"; analysis.metrics, analysis.compute)."""
 
 import pytest
 from django.urls import reverse
 
-from analysis import metrics, services, tables
+from analysis import current_report, metrics, simulated_judges, tables
 from analysis.simulate import JudgeParams
 from tests.analysis_frames import frame, item, votes
 from tests.factories import make_question, make_study, make_variant
@@ -54,17 +54,17 @@ def two_judges(db):
     study = make_study(slug="dominated-s", votes_per_item=6)
     for i in range(30):
         make_variant(make_question(study), kind="reference", of="a2" if i % 2 else "a1")
-    services.judge_simulate(
+    simulated_judges.judge_simulate(
         study=study, name="by-position", params=JudgeParams(position=8.0, tie_rate=0, noise=1.0), seed=1
     )
-    services.judge_simulate(
+    simulated_judges.judge_simulate(
         study=study, name="honest", params=JudgeParams(susceptibility={"reference": 0.5}, noise=6.0), seed=3
     )
     return study
 
 
 def test_a_position_only_judge_is_flagged_unranked_and_shows_its_tied_items(two_judges, staff_client):
-    result = services.study_analyze(study=two_judges)
+    result = current_report.study_analyze(study=two_judges)
     table = {r["judge"]: r for r in tables.table1(result)["rows"]}
     by_position, honest = table["by-position"], table["honest"]
     # Three votes in each order, each for the answer shown first: every item a tie, ASR 0.

@@ -7,7 +7,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from analysis import rows, services, tables
+from analysis import current_report, rows, simulated_judges, tables
 from analysis.simulate import JudgeParams
 from tests.factories import make_question, make_study
 
@@ -19,13 +19,13 @@ def people_and_a_model(db):
     study = make_study(slug="first-figures", votes_per_item=4)
     for _ in range(24):
         make_question(study)
-    services.raters_simulate(study=study, raters=6, params=JudgeParams(position=0.5, tie_rate=0.37), seed=1)
-    services.judge_simulate(study=study, name="model", params=JudgeParams(position=0.5, label=0.4), seed=2)
+    simulated_judges.raters_simulate(study=study, raters=6, params=JudgeParams(position=0.5, tie_rate=0.37), seed=1)
+    simulated_judges.judge_simulate(study=study, name="model", params=JudgeParams(position=0.5, label=0.4), seed=2)
     return study
 
 
 def test_the_two_first_figures_differ_by_their_base_and_the_page_says_how(people_and_a_model, staff_client):
-    result = services.study_analyze(study=people_and_a_model)
+    result = current_report.study_analyze(study=people_and_a_model)
     shares = next(r for r in tables.table2(result) if r["kind"] == "human")
     effect = rows.one(result["rows"], judge=shares["judge"], metric="takes_first_label", convention="conditional")
     # Both figures from the same votes: the positional table's "first" counts ties in its base,
@@ -49,6 +49,6 @@ def test_without_a_judge_whose_labels_varied_the_page_has_no_comparison_line(db,
     study = make_study(slug="people-only", votes_per_item=4)
     for _ in range(6):
         make_question(study)
-    services.raters_simulate(study=study, raters=4, params=JudgeParams(position=0.5), seed=1)
+    simulated_judges.raters_simulate(study=study, raters=4, params=JudgeParams(position=0.5), seed=1)
     body = staff_client.get(reverse("analysis:study", args=["people-only"])).content.decode()
     assert "not identifiable" in body and 'id="two-first-figures"' not in body

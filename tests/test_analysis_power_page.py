@@ -7,7 +7,7 @@ from decimal import Decimal
 import pytest
 from django.urls import reverse
 
-from analysis import services, simulate
+from analysis import power, simulate
 from tests.factories import make_question, make_rater, make_study, make_variant
 
 
@@ -56,8 +56,8 @@ def test_the_recommendation_gives_votes_raters_and_cost(staff_client):
     )
     rec = response.context["rows"]["recommended"]
     k = rec["votes_per_item"]
-    assert k % 2 == 0 and k <= services.POWER_REFERENCE
-    assert rec["width"] <= rec["floor"] + services.POWER_TOLERANCE
+    assert k % 2 == 0 and k <= power.POWER_REFERENCE
+    assert rec["width"] <= rec["floor"] + power.POWER_TOLERANCE
     assert rec["raters"] == -(-k * 200 * 2 // 40) and rec["cost"] == rec["raters"] * Decimal("7.50")
     body = response.content.decode()
     assert (
@@ -68,7 +68,7 @@ def test_the_recommendation_gives_votes_raters_and_cost(staff_client):
 
 
 def test_few_questions_are_named_as_the_limit(db):
-    table = services.power_table(
+    table = power.power_table(
         n_questions=20, raters=10, items_per_rater=20, susceptibility=0.5, noise=1.0, tie_rate=0.1
     )
     assert table["recommended"]["questions_limit"] is True
@@ -89,8 +89,8 @@ def many_kinds(n: int) -> dict[str, tuple[str, int]]:
 def test_the_simulation_draws_no_more_votes_than_its_bound_whatever_the_number_of_kinds(db, kinds):
     # At the form's maxima 100 kinds drew 2,000 × 101 × 48 = 9.7M votes (100 s in a web thread).
     groups = many_kinds(kinds)
-    table = services.power_table(**MAXIMA, susceptibility=0.5, noise=1.0, tie_rate=0.15, groups=groups)
-    assert 0 < table["simulated_votes"] <= services.MAX_SIMULATED_VOTES
+    table = power.power_table(**MAXIMA, susceptibility=0.5, noise=1.0, tie_rate=0.15, groups=groups)
+    assert 0 < table["simulated_votes"] <= power.MAX_SIMULATED_VOTES
     assert table["kinds"] == kinds
     # Every kind is simulated or stood for by a simulated kind of its sort; none is left out.
     covered = set(table["groups"]) | {g for alike in table["stands_for"].values() for g in alike}
@@ -110,8 +110,8 @@ def test_kinds_of_one_sort_have_the_interval_of_the_kind_simulated_for_them(db):
     # questions: they fit) and by representative (many questions: they do not), the widths agree.
     groups = many_kinds(8)
     design = {"raters": 100, "items_per_rater": 100, "susceptibility": 0.5, "noise": 1.0, "tie_rate": 0.15}
-    whole = services.power_table(n_questions=200, **design, groups=groups)
-    assert whole["groups"] == list(groups) and whole["simulated_votes"] == 200 * 9 * 2 * services.POWER_REFERENCE
+    whole = power.power_table(n_questions=200, **design, groups=groups)
+    assert whole["groups"] == list(groups) and whole["simulated_votes"] == 200 * 9 * 2 * power.POWER_REFERENCE
     row = next(r for r in whole["rows"] if r["votes_per_item"] == 6)
     for g, (semantics, _) in groups.items():
         representative = "factual_error" if semantics == "degrading" else "reference"
@@ -130,7 +130,7 @@ def test_the_page_says_which_kinds_it_simulated_for_the_others(staff_client):
     rows = response.context["rows"]
     # The study's kinds in its order (by slug): the first of each sort is simulated for the rest.
     assert rows["kinds"] == 4 and rows["groups"] == ["bandwagon", "factual_error"]
-    assert rows["simulated_votes"] <= services.MAX_SIMULATED_VOTES
+    assert rows["simulated_votes"] <= power.MAX_SIMULATED_VOTES
     body = response.content.decode()
     assert "Simulating each of the 4 kinds at this size would take more than the 384000 simulated votes" in body
     assert "<strong>bandwagon</strong> for 2 more (reference, rich_content)" in body

@@ -10,7 +10,7 @@ import pytest
 from scipy.special import expit
 
 from analysis import ppi, rows, text
-from analysis.report import Options, analyze
+from analysis.compute import Options, analyze
 from analysis.simulate import JudgeParams, simulate_votes, synthetic_items, votes_frame
 
 

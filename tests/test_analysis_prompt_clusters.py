@@ -15,10 +15,9 @@ import pytest
 from django.core.management import call_command
 from scipy.special import expit
 
-from analysis import exports, importers, lc, metrics, stats, vote_import
+from analysis import exports, lc, metrics, stats
+from analysis.compute import analyze
 from analysis.frame import by_judge
-from analysis.importers import prompt_key
-from analysis.report import analyze
 from analysis.rows import one, select
 from analysis.simulate import votes_frame
 from annotations.models import Question, Vote
@@ -26,6 +25,8 @@ from annotations.study_files import StudyFileError, study_export, study_import
 from biasstudy.datasets import dataset_path
 from tests.analysis_frames import frame, item, votes
 from tests.factories import make_question, make_study
+from vote_imports import importers, vote_import
+from vote_imports.importers import prompt_key
 
 DRAWS = 400
 PROMPTS = 60

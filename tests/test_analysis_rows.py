@@ -9,8 +9,8 @@ import math
 import pytest
 
 from analysis import exports, rows, simulate
+from analysis.compute import analyze
 from analysis.judge_metrics import POSITION_METRICS
-from analysis.report import analyze
 from analysis.rows import JUDGE_METRICS, STUDY_METRICS, judge_metric, study_metric
 from tests.analysis_frames import frame, item, votes
 

@@ -7,7 +7,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from analysis import exports, rows, services
+from analysis import current_report, exports, rows
 from analysis.forms import FilterForm
 from annotations.models import ComparisonItem, Vote
 from judges.models import JudgeRun
@@ -35,9 +35,9 @@ def two_runs(db):
 
 
 def analyze(study, **data):
-    form = FilterForm(data, groups=[], known_runs=services.study_runs(study=study))
+    form = FilterForm(data, groups=[], known_runs=current_report.study_runs(study=study))
     assert form.is_valid(), form.errors
-    return services.study_analyze(study=study, filters=form.filters())
+    return current_report.study_analyze(study=study, filters=form.filters())
 
 
 def judge_row(result, judge):
@@ -87,7 +87,7 @@ def test_failed_requests_do_not_complete_an_item(two_runs):
 
 def test_the_form_names_what_is_wrong_with_the_runs_it_was_given(two_runs):
     study, _, _, newer = two_runs
-    known = services.study_runs(study=study)
+    known = current_report.study_runs(study=study)
     form = FilterForm({"runs": "newest"}, groups=[], known_runs=known)
     assert not form.is_valid() and "newest" in form.errors["runs"][0]
     form = FilterForm({"runs": f"{newer.id},999"}, groups=[], known_runs=known)
@@ -109,4 +109,4 @@ def test_the_votes_csv_names_the_runs_the_analysis_leaves_out(two_runs):
     because = [r[header.index("excluded_because")] for r in body]
     assert because.count("other_run") == 5
     counted = sum(r[header.index("counted")] for r in body)
-    assert counted == services.study_analyze(study=study)["filters"]["n_votes_counted"] == 7
+    assert counted == current_report.study_analyze(study=study)["filters"]["n_votes_counted"] == 7

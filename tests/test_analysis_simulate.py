@@ -6,7 +6,7 @@ import pytest
 from scipy.special import expit
 
 from analysis import metrics, simulate
-from analysis.report import analyze
+from analysis.compute import analyze
 from analysis.rows import estimate, one, select
 from analysis.simulate import JudgeParams
 

@@ -1,5 +1,5 @@
 """A study's report is stored per filters and options and computed again when the study's data
-version has moved on (services.study_results, report_version; tests/test_report_data_version.py
+version has moved on (current_report.study_results, report_version; tests/test_report_data_version.py
 has a test per write that moves it): at once for a small study, by a task for a big one, whose
 pages show the last figures meanwhile and say they are updating."""
 
@@ -10,7 +10,7 @@ from django.test import override_settings
 from django.urls import reverse
 from django.utils import timezone
 
-from analysis import rows, services
+from analysis import current_report, rows, simulated_judges
 from analysis.frame import Filters
 from analysis.models import StudyReport
 from analysis.simulate import JudgeParams
@@ -24,13 +24,13 @@ def stored_study(db):
     for i in range(4):
         q = make_question(study, a1="word " * (5 + 3 * i), a2="a longer answer " * 4, bloom_level="applying")
         make_variant(q, kind="factual_error", text="wrong " * 10)
-    services.judge_simulate(study=study, name="sim", params=JudgeParams(position=1.0), seed=1)
-    services.raters_simulate(study=study, raters=3, params=JudgeParams(), votes_per_item=2, seed=2)
+    simulated_judges.judge_simulate(study=study, name="sim", params=JudgeParams(position=1.0), seed=1)
+    simulated_judges.raters_simulate(study=study, raters=3, params=JudgeParams(), votes_per_item=2, seed=2)
     return study
 
 
 def human_votes(study) -> int:
-    return sum(j["n_votes"] for j in services.study_analyze(study=study)["judges"] if j["kind"] == "human")
+    return sum(j["n_votes"] for j in current_report.study_analyze(study=study)["judges"] if j["kind"] == "human")
 
 
 def computations(study) -> int:
@@ -51,8 +51,8 @@ def plot_url(name, fmt="csv"):
 
 
 def test_the_same_request_twice_computes_the_report_once(stored_study):
-    first = services.study_results(study=stored_study)
-    again = services.study_results(study=stored_study)
+    first = current_report.study_results(study=stored_study)
+    again = current_report.study_results(study=stored_study)
     assert computations(stored_study) == 1
     assert again.report == first.report and again.computed_at == first.computed_at
 
@@ -74,9 +74,9 @@ def test_a_new_vote_is_in_the_next_report(stored_study):
 
 
 def test_new_votes_of_a_judge_without_raters_or_runs_are_in_the_next_report(stored_study):
-    before = services.study_results(study=stored_study)
-    services.judge_simulate(study=stored_study, name="sim", params=JudgeParams(position=1.0), seed=5)
-    after = services.study_results(study=stored_study)
+    before = current_report.study_results(study=stored_study)
+    simulated_judges.judge_simulate(study=stored_study, name="sim", params=JudgeParams(position=1.0), seed=5)
+    after = current_report.study_results(study=stored_study)
     assert after.n_votes == before.n_votes + stored_study.items.count() * stored_study.votes_per_item
     assert after.n_votes == Vote.objects.filter(item__study=stored_study).count()
 
@@ -95,29 +95,29 @@ def test_an_edited_bloom_level_is_in_the_next_report(stored_study):
         first = report["judges"][0]["judge"]
         return {r["bloom"] for r in rows.select(report["rows"], judge=first)} - {""}
 
-    assert bloom_levels(services.study_analyze(study=stored_study)) == {"applying"}
+    assert bloom_levels(current_report.study_analyze(study=stored_study)) == {"applying"}
     question = Question.objects.filter(study=stored_study).first()
     question.bloom_level = "creating"
     question.save()
-    assert bloom_levels(services.study_analyze(study=stored_study)) == {"applying", "creating"}
+    assert bloom_levels(current_report.study_analyze(study=stored_study)) == {"applying", "creating"}
 
 
 def test_an_edited_gold_label_is_in_the_next_report(stored_study):
     def gold(report):
         return [r for r in report["rows"] if r["metric"].startswith("gold_accuracy_")]
 
-    before = gold(services.study_analyze(study=stored_study))
+    before = gold(current_report.study_analyze(study=stored_study))
     item = stored_study.items.filter(kind__isnull=True).first()
     item.gold_label = "a2"
     item.save()
-    assert gold(services.study_analyze(study=stored_study)) != before
+    assert gold(current_report.study_analyze(study=stored_study)) != before
 
 
 def test_each_set_of_filters_has_one_stored_report(stored_study):
-    everything = services.study_analyze(study=stored_study, filters=Filters(include_flagged=True, min_ms=0))
+    everything = current_report.study_analyze(study=stored_study, filters=Filters(include_flagged=True, min_ms=0))
     Rater.objects.filter(study=stored_study).update(flagged=True)
-    unflagged = services.study_analyze(study=stored_study)
-    services.study_analyze(study=stored_study)
+    unflagged = current_report.study_analyze(study=stored_study)
+    current_report.study_analyze(study=stored_study)
     assert everything["filters"]["include_flagged"] is True
     assert unflagged["filters"]["include_flagged"] is False
     assert human_votes(stored_study) == 0 < sum(j["n_votes"] for j in everything["judges"] if j["kind"] == "human")
@@ -176,20 +176,20 @@ def test_a_big_study_is_computed_by_one_task_while_its_pages_say_so(
 @override_settings(ANALYSIS_BACKGROUND_VOTES=10)
 def test_a_refresh_whose_worker_died_is_queued_again(stored_study, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks() as queued:
-        services.study_results(study=stored_study)
+        current_report.study_results(study=stored_study)
     assert len(queued) == 1  # never run: its worker died
     with django_capture_on_commit_callbacks() as queued:
-        assert services.study_results(study=stored_study).updating
+        assert current_report.study_results(study=stored_study).updating
     assert queued == []
-    long_ago = timezone.now() - services.REFRESH_LOST_AFTER
+    long_ago = timezone.now() - current_report.REFRESH_LOST_AFTER
     StudyReport.objects.filter(study=stored_study).update(refresh_queued_at=long_ago)
     with django_capture_on_commit_callbacks(execute=True) as queued:
-        services.study_results(study=stored_study)
+        current_report.study_results(study=stored_study)
     assert len(queued) == 1
-    assert services.study_results(study=stored_study).report is not None
+    assert current_report.study_results(study=stored_study).report is not None
 
 
 @override_settings(ANALYSIS_BACKGROUND_VOTES=10)
 def test_the_analyze_command_of_a_big_study_waits_for_its_report(stored_study):
-    assert services.study_analyze(study=stored_study)["judges"]
+    assert current_report.study_analyze(study=stored_study)["judges"]
     assert computations(stored_study) == 1

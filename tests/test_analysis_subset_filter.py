@@ -9,7 +9,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.urls import reverse
 
-from analysis import services
+from analysis import simulated_judges
 from analysis.frame import Filters, apply_filters
 from analysis.simulate import JudgeParams
 from tests.analysis_frames import frame, item, votes
@@ -34,7 +34,7 @@ def subset_study(db):
     study = make_study(slug="subsets", votes_per_item=2)
     for i in range(6):
         make_question(study, subset="Natural" if i < 4 else "Adversarial", external_id=f"q{i}")
-    services.judge_simulate(study=study, name="sim", params=JudgeParams(position=0.5), seed=1)
+    simulated_judges.judge_simulate(study=study, name="sim", params=JudgeParams(position=0.5), seed=1)
     return study
 
 

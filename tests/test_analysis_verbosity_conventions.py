@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from analysis import metrics, rows
-from analysis.report import Options, analyze
+from analysis.compute import Options, analyze
 from analysis.text import report_lines
 from tests.analysis_frames import frame, item, votes
 

@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 
-from analysis import rows, services
+from analysis import rows, simulated_judges
 from analysis.simulate import JudgeParams
 from annotations.models import Vote
 from tests.factories import make_question, make_study, make_variant
@@ -28,8 +28,8 @@ def analysed_study(db):
         )
         make_variant(q, kind="reference", of="a2" if i % 2 else "a1")
         make_variant(q, kind="factual_error", text="Wrong facts. " * 5)
-    services.judge_simulate(study=study, name="sim-1", params=JudgeParams(position=0.5), seed=1)
-    services.raters_simulate(study=study, raters=4, params=JudgeParams(), seed=2, flag_share=0.25)
+    simulated_judges.judge_simulate(study=study, name="sim-1", params=JudgeParams(position=0.5), seed=1)
+    simulated_judges.raters_simulate(study=study, raters=4, params=JudgeParams(), seed=2, flag_share=0.25)
     return study
 
 

@@ -7,10 +7,10 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from analysis import uploads, vote_import
 from annotations.models import Judge, Question, Study, Vote
 from tests.factories import make_staff, make_study
 from tests.test_analysis_import import GOOD_ROWS, write_csv
+from vote_imports import uploads, vote_import
 
 URL = reverse("api:votes-import")
 

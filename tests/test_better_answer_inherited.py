@@ -9,7 +9,7 @@ import json
 import pytest
 from django.urls import reverse
 
-from analysis import rows, services
+from analysis import current_report, rows
 from annotations.models import ComparisonItem
 from annotations.study_files import study_import
 from perturbations.services import answer_review
@@ -63,7 +63,7 @@ def test_accuracy_against_the_better_answer_counts_the_perturbed_items_votes_too
     humans, rater = human_pool(study), make_rater(study)
     for voted in (question.items.get(kind=None), item):
         make_vote(voted, humans, rater=rater, shown_first="a2", choice_shown="first", client_ms=5000)  # for A2
-    result = services.study_analyze(study=study)
+    result = current_report.study_analyze(study=study)
     judge = result["judges"][0]["judge"]
     shown_a2_first = rows.one(result["rows"], judge=judge, metric="gold_accuracy_a2_first", subset="")
     assert (shown_a2_first["n"], shown_a2_first["estimate"]) == (2, 1.0)

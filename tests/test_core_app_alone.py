@@ -1,5 +1,5 @@
 """The core app (annotations) stands alone: its models load and its migrations run with none of
-the other apps installed (judges, analysis, perturbations, api), as a project that wants only the
+the other apps installed (judges, vote_imports, analysis, perturbations, api), as a project that wants only the
 study's items and votes would install it. Run in a subprocess, with a minimal settings module of
 its own and a database of its own."""
 
@@ -26,7 +26,7 @@ import django
 django.setup()
 from django.apps import apps
 from django.core.management import call_command
-assert not any(app in {"judges", "analysis", "perturbations", "api"} for app in apps.app_configs)
+assert not any(app in {"judges", "vote_imports", "analysis", "perturbations", "api"} for app in apps.app_configs)
 call_command("check", "annotations", fail_level="ERROR")
 from annotations.models import Vote
 print("ok", Vote._meta.db_table)

@@ -9,7 +9,7 @@ from django.core.management import call_command
 
 from analysis import rows
 from analysis.management.commands.load_demo import DEMO_RATERS, DEMO_SIMULATED_JUDGES, DEMO_SLUG
-from analysis.reports import study_report
+from analysis.stored_reports import study_report
 from annotations.models import Rater, Study, Vote
 
 

@@ -11,10 +11,11 @@ import tracemalloc
 import pytest
 from django.core.management import CommandError, call_command
 
-from analysis import import_alpaca_eval, lc_alpaca, loader
-from analysis.importers import ImportProblem
+from analysis import lc_alpaca, loader
 from annotations.models import Answer, Question, Vote
 from tests.factories import make_study
+from vote_imports import import_alpaca_eval
+from vote_imports.importers import ImportProblem
 
 
 def record(instruction="Say hi.", model="m1", preference=1.75, **fields):

@@ -8,8 +8,8 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
+from analysis import current_report
 from analysis import rows as metric_rows  # beside the CSV rows the tests write
-from analysis import services
 from annotations.models import Answer, Judge, Vote
 from tests.factories import make_study
 
@@ -58,7 +58,7 @@ def test_judge_kind_label_scheme_probabilities_and_lengths_are_stored_and_analys
     assert (given.text, given.len_words) == ("", 120)
     measured = Answer.objects.get(question__study=study, external_id="q2-a2")
     assert measured.len_words == 4
-    result = services.study_analyze(study=study)
+    result = current_report.study_analyze(study=study)
     judges = {j["judge"]: j for j in result["judges"]}
     assert judges["crowd"]["kind"] == "human"
     mean_prob_a2 = metric_rows.one(result["rows"], judge="model", metric="mean_prob_a2")

@@ -1,4 +1,4 @@
-"""import_votes --format llmbar (analysis.import_llmbar) on a small hand-made copy of the
+"""import_votes --format llmbar (vote_imports.import_llmbar) on a small hand-made copy of the
 LLMBar layout, and the gold label and subset columns of the generic CSV."""
 
 import csv
@@ -10,7 +10,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from analysis import rows, services
+from analysis import current_report, rows
 from annotations.models import ComparisonItem, Judge, Question, Study, Vote
 from tests.factories import make_study
 from tests.test_analysis_import import GOOD_ROWS, write_csv
@@ -90,7 +90,7 @@ def test_an_llmbar_verdict_that_could_not_be_read_is_a_vote_without_a_choice(db,
     call_command("import_votes", str(write_llmbar(tmp_path)), "--format", "llmbar", "--study", "llmbar", verbosity=0)
     vote = Vote.objects.get(item__question__external_id="Processed/LLMEval^2#0", shown_first="a1")
     assert (vote.choice, vote.choice_shown, vote.parse_status) == (None, None, "invalid")
-    report = services.study_analyze(study=study)
+    report = current_report.study_analyze(study=study)
     vanilla = rows.select(report["rows"], judge="GPT-4 / Vanilla")
     # Shown A1 first: right, wrong, unread; shown A2 first: right, right, right.
     a1_first = rows.one(vanilla, metric="gold_accuracy_a1_first", subset="")

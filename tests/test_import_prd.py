@@ -9,8 +9,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
+from analysis import current_report
 from analysis import rows as metric_rows  # the report's metric table; rows() reads a file
-from analysis import services
 from annotations.models import Answer, Judge, Question, Vote
 from biasstudy.datasets import dataset_path
 from tests.factories import make_study
@@ -116,14 +116,14 @@ def test_a_qlora_review_without_a_verdict_is_kept_as_a_vote_without_a_choice(db,
     votes = Vote.objects.filter(item__study=study, meta__source=Path(FILES[14]).name, choice__isnull=True)
     assert sorted(votes.values_list("meta__line", flat=True)) == unread
     assert set(votes.values_list("parse_status", flat=True)) == {"invalid"}
-    result = services.study_analyze(study=study)
+    result = current_report.study_analyze(study=study)
     assert result["filters"]["excluded"]["no_choice"] == len(unread)
 
 
 def test_the_analysis_treats_the_mturk_votes_as_human_votes(db, prd_subset):
     study = make_study(status="draft", slug="prd-a")
     call_command("import_votes", str(prd_subset), "--format", "prd", "--study", "prd-a", verbosity=0)
-    result = services.study_analyze(study=study)
+    result = current_report.study_analyze(study=study)
     kinds = {j["judge"]: j["kind"] for j in result["judges"]}
     assert kinds == {"prd-human": "human", "prd-gpt4": "imported", "prd-gpt35": "imported"}
     agreement = metric_rows.one(result["rows"], judge="prd-gpt4", metric="agreement_vs_human_majority")
@@ -168,7 +168,7 @@ def test_a_folder_that_is_not_prd_is_refused(db, tmp_path):
 def test_self_preference_and_vote_pair_agreement_reach_the_dashboard_and_the_api(db, prd_subset, staff_client):
     study = make_study(status="draft", slug="prd-d")
     call_command("import_votes", str(prd_subset), "--format", "prd", "--study", "prd-d", verbosity=0)
-    table = services.study_analyze(study=study)["rows"]
+    table = current_report.study_analyze(study=study)["rows"]
     gpt4 = metric_rows.select(table, judge="prd-gpt4", metric=SELF_PREFERENCE)
     own, others, difference = (metric_rows.one(gpt4, metric=metric) for metric in SELF_PREFERENCE)
     # prd-gpt4 judged gpt4 vs vicuna-13b (80 items, both orders), which the people judged too.

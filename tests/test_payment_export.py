@@ -10,7 +10,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from analysis import exports, services
+from analysis import current_report, exports, rater_monitor
 from annotations.models import Vote
 from tests.factories import human_pool, make_question, make_rater, make_study
 
@@ -90,7 +90,7 @@ def test_the_votes_csv_says_which_votes_count_and_why_the_others_do_not(crowd):
     for name, (counted, because, late) in expected.items():
         row = rows[votes[name].id]
         assert (row["counted"], row["excluded_because"], row["late"]) == (counted, because, late), name
-    result = services.study_analyze(study=study)
+    result = current_report.study_analyze(study=study)
     assert sum(r["counted"] == "True" for r in rows.values()) == result["filters"]["n_votes_counted"]
 
 
@@ -111,7 +111,7 @@ def test_a_vote_excluded_for_several_reasons_names_them_all(crowd):
 
 def test_the_rater_monitor_counts_too_fast_votes_and_gives_status_and_total_time(crowd):
     study, _ = crowd
-    rows = {r["rater"].participant_id: r for r in services.raters_monitor(study=study)}
+    rows = {r["rater"].participant_id: r for r in rater_monitor.raters_monitor(study=study)}
     alice, bob, carol = rows["PROLIFIC-ALICE"], rows["PROLIFIC-BOB"], rows["PROLIFIC-CAROL"]
     assert (alice["status"], alice["votes"], alice["counted"], alice["too_fast"]) == ("finished", 3, 2, 1)
     assert alice["total_seconds"] == 12 * 60 + 5
@@ -182,7 +182,7 @@ def test_a_finished_rater_is_suggested_for_review_with_more_than_a_third_of_thei
     db, too_fast, votes, action
 ):
     rater = make_rater(make_study())
-    assert services.suggested_action(rater, "finished", votes, too_fast)[0] == action
+    assert rater_monitor.suggested_action(rater, "finished", votes, too_fast)[0] == action
 
 
 def test_the_payment_file_and_the_monitor_say_why_a_finished_rater_is_not_approved(crowd, staff_client):

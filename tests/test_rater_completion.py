@@ -237,7 +237,7 @@ def test_every_answer_counts_toward_the_target_and_the_payment_file_asks_to_revi
     """Not familiar is an honest answer and too fast is still an answer: both count toward the
     target (the code follows), neither counts for the metrics, and a rater with more than a
     third of their votes too fast is suggested for review in the payment file, not approval."""
-    from analysis import services
+    from analysis import rater_monitor
 
     study = make_study(target_per_rater=3, completion_code="DONE-3", min_response_ms=2000, ms_per_word=0, gold_every=0)
     for _ in range(4):
@@ -249,7 +249,7 @@ def test_every_answer_counts_toward_the_target_and_the_payment_file_asks_to_revi
         Lease.objects.filter(token=form["token"]).update(created_at=timezone.now() - timedelta(milliseconds=ms))
         client.post(urls(study)["task"], {**form, **({"not_familiar": "on"} if not_familiar else {})})
     assert b"DONE-3" in client.get(urls(study)["done"]).content
-    [row] = services.raters_monitor(study=study)
+    [row] = rater_monitor.raters_monitor(study=study)
     assert (row["votes"], row["counted"], row["too_fast"], row["status"]) == (3, 0, 2, "finished")
     assert (row["action"], row["action_because"]) == ("review", "2 of 3 votes too fast")
 

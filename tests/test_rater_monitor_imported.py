@@ -6,9 +6,10 @@ from io import StringIO
 from django.core.management import call_command
 from django.urls import reverse
 
-from analysis import exports, services, vote_import
+from analysis import exports, rater_monitor
 from annotations.models import Rater
 from tests.test_analysis_import import GOOD_ROWS, write_csv
+from vote_imports import vote_import
 
 
 def import_crowd_csv(study, tmp_path, rows=GOOD_ROWS):
@@ -25,9 +26,9 @@ def test_imported_people_are_not_in_the_monitor_or_the_payment_file(voted_study,
     assert {r.participant_id for r in imported} == {"p1", "p2"}
     assert list(Rater.objects.filter(study=voted_study.study).crowd()) == [voted_study.rater]
 
-    monitor = services.raters_monitor(study=voted_study.study)
+    monitor = rater_monitor.raters_monitor(study=voted_study.study)
     assert [r["rater"] for r in monitor] == [voted_study.rater]
-    assert services.imported_people(study=voted_study.study) == [{"judge": "crowd", "people": 2, "votes": 3}]
+    assert rater_monitor.imported_people(study=voted_study.study) == [{"judge": "crowd", "people": 2, "votes": 3}]
     payment = list(exports.payment_rows(voted_study.study))[1:]
     assert [row[0] for row in payment] == [voted_study.rater.participant_id]
 
@@ -38,7 +39,7 @@ def test_imported_people_are_not_in_the_monitor_or_the_payment_file(voted_study,
 
 def test_a_study_of_imported_votes_only_has_an_empty_monitor_and_payment_file(small_study, tmp_path, staff_client):
     import_crowd_csv(small_study, tmp_path)
-    assert services.raters_monitor(study=small_study) == []
+    assert rater_monitor.raters_monitor(study=small_study) == []
     assert list(exports.payment_rows(small_study)) == [exports.PAYMENT_COLUMNS]
     page = staff_client.get(reverse("analysis:raters", args=[small_study.slug])).content.decode()
     assert "No one has come through the study link yet." in page

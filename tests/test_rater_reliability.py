@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from django.urls import reverse
 
-from analysis import exports, services
+from analysis import exports, rater_monitor, simulated_judges
 from analysis.simulate import JudgeParams
 from annotations.models import Rater, Vote
 from tests.factories import make_question, make_study, make_variant
@@ -20,7 +20,7 @@ def crowd_study(db):
     for _ in range(20):
         question = make_question(study)
         make_variant(question, kind="factual_error", text="Wrong facts. " * 5)
-    services.raters_simulate(study=study, raters=4, params=JudgeParams(), seed=3)
+    simulated_judges.raters_simulate(study=study, raters=4, params=JudgeParams(), seed=3)
     careless = Rater.objects.filter(study=study).order_by("participant_id").last()
     rng = np.random.default_rng(4)
     votes = list(Vote.objects.filter(item__study=study, choice__isnull=False).order_by("id"))
@@ -35,7 +35,7 @@ def crowd_study(db):
 
 def test_the_monitor_estimates_the_careless_rater_least_reliable_and_shows_it(crowd_study, staff_client):
     study, careless = crowd_study
-    monitor = {r["rater"]: r for r in services.raters_monitor(study=study)}
+    monitor = {r["rater"]: r for r in rater_monitor.raters_monitor(study=study)}
     labelled = Vote.objects.filter(choice__isnull=False, not_familiar=False)
     assert all(r["reliability_n"] == labelled.filter(rater=r["rater"]).count() > 0 for r in monitor.values())
     others = [r["reliability"] for rater, r in monitor.items() if rater != careless]

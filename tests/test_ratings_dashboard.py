@@ -7,7 +7,7 @@ from django.urls import reverse
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.text import Text
 
-from analysis import plots, rows, services, tables
+from analysis import current_report, plots, rows, simulated_judges, tables
 from analysis.simulate import JudgeParams
 from annotations.models import Answer
 from tests.factories import make_question, make_study
@@ -26,13 +26,13 @@ def systems_study(db):
         q = make_question(study, a1="**short** answer " * (2 + i % 5), a2="- a longer\n- answer " * (3 + i % 3))
         Answer.objects.filter(question=q, external_id=f"{q.external_id}-a1").update(system=first)
         Answer.objects.filter(question=q, external_id=f"{q.external_id}-a2").update(system=second)
-    services.judge_simulate(study=study, name=JUDGE, params=JudgeParams(), seed=1)
-    services.raters_simulate(study=study, raters=4, params=JudgeParams(), votes_per_item=2, seed=2)
+    simulated_judges.judge_simulate(study=study, name=JUDGE, params=JudgeParams(), seed=1)
+    simulated_judges.raters_simulate(study=study, raters=4, params=JudgeParams(), votes_per_item=2, seed=2)
     return study
 
 
 def test_the_systems_section_shows_each_judge_and_people_first(systems_study, staff_client):
-    result = services.study_analyze(study=systems_study)
+    result = current_report.study_analyze(study=systems_study)
     found = tables.systems(result)
     assert [j["judge"] for j in found["judges"]][:2] == ["humans", "human majority"]
     assert JUDGE in [j["judge"] for j in found["judges"]]
@@ -44,7 +44,7 @@ def test_the_systems_section_shows_each_judge_and_people_first(systems_study, st
 
 
 def test_the_ratings_figure_names_every_judge_and_its_csv_holds_the_rows(systems_study):
-    result = services.study_analyze(study=systems_study)
+    result = current_report.study_analyze(study=systems_study)
     fig, drawn = plots.draw("ratings", result)
     canvas = FigureCanvasAgg(fig)
     canvas.draw()
@@ -63,8 +63,8 @@ def test_a_study_whose_answers_name_no_systems_has_no_systems_section(db, staff_
     study = make_study(slug="plain-study", votes_per_item=2)
     for _ in range(6):
         make_question(study)
-    services.raters_simulate(study=study, raters=2, params=JudgeParams(), votes_per_item=2, seed=2)
-    assert tables.systems(services.study_analyze(study=study)) is None
+    simulated_judges.raters_simulate(study=study, raters=2, params=JudgeParams(), votes_per_item=2, seed=2)
+    assert tables.systems(current_report.study_analyze(study=study)) is None
     body = staff_client.get(reverse("analysis:study", args=["plain-study"])).content.decode()
     assert 'id="systems"' not in body and "/plot/ratings.svg" not in body
 

@@ -172,7 +172,7 @@ def test_prd_ratings_equal_arenas_optimum_and_people_reward_length(prd):
     """Every PRD judge (people and the LLM reviewers); the battles and style counts read from
     the imported frame (the MT-bench test checks the counts against the texts). Then the
     report's figures docs/REPRODUCTIONS.md quotes."""
-    from analysis import rows, services
+    from analysis import current_report, rows
 
     frame = study_frame(prd)
     for judge in sorted({str(j) for j in frame["judge"].unique()}):
@@ -185,7 +185,7 @@ def test_prd_ratings_equal_arenas_optimum_and_people_reward_length(prd):
         winner = kept["choice"].map({"a1": "a", "a2": "b", "tie": "tie"}).to_numpy(dtype=object)
         counts = kept[ratings.style_columns()].to_numpy(dtype=float)
         compare(kept, kept["a1_system"], kept["a2_system"], winner, counts[:, :4], counts[:, 4:], found.systems)
-    table = services.study_analyze(study=prd)["rows"]
+    table = current_report.study_analyze(study=prd)["rows"]
     people = {r["group"]: r["estimate"] for r in rows.select(table, judge="humans", metric="bt_rating")}
     styled = {r["group"]: r["estimate"] for r in rows.select(table, judge="humans", metric="bt_rating_style")}
     assert people["gpt4"] == pytest.approx(1224.1, abs=0.05) and styled["gpt4"] == pytest.approx(1089.6, abs=0.05)
@@ -199,10 +199,10 @@ def mtbench_report(study):
     """The report on MT-bench: ratings rows for people, their majority and GPT-4, plain and
     style-controlled, the style coefficients, GPT-4's rank agreement with people, and the
     study's frozen scaling named in the notes."""
-    from analysis import rows, services
+    from analysis import current_report, rows
     from analysis.models import StyleScaling
 
-    table = services.study_analyze(study=study)["rows"]
+    table = current_report.study_analyze(study=study)["rows"]
     for judge in ("humans", "human majority", "mtbench-gpt4-pair"):
         for metric in ("bt_rating", "bt_rating_style"):
             found = {r["group"]: r for r in rows.select(table, judge=judge, metric=metric)}

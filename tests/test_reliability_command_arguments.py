@@ -13,7 +13,7 @@ from tests.factories import make_llm_judge, make_question, make_study
 from tests.live import live_env, manage
 from tests.test_study_import import minimal_document
 
-OUR_APPS = {"annotations", "perturbations", "judges", "analysis", "api", "biasstudy"}
+OUR_APPS = {"annotations", "perturbations", "judges", "vote_imports", "analysis", "api", "biasstudy"}
 
 # command -> [(arguments, a fragment the message must contain)]
 BAD_ARGUMENTS: dict[str, list[tuple[list[str], str]]] = {

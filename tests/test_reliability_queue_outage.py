@@ -14,11 +14,11 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from analysis import uploads
 from annotations.models import Vote
 from judges.models import JudgeRun
 from tests.factories import make_llm_judge, make_question, make_staff, make_study
 from tests.live import RedisServer
+from vote_imports import uploads
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the job is queued when the run's transaction commits
 
@@ -135,7 +135,9 @@ def test_a_vote_import_while_redis_is_down_is_a_503_and_keeps_no_upload(redis_qu
 
     admin = Client()
     admin.force_login(make_staff())
-    page = admin.post(reverse("analysis:votes-import"), {"file": _vote_file(), "format": "csv", "study": study.slug})
+    page = admin.post(
+        reverse("vote_imports:votes-import"), {"file": _vote_file(), "format": "csv", "study": study.slug}
+    )
     assert page.status_code == 503 and UNAVAILABLE in page.content.decode()
     assert not any(settings.STUDY_UPLOAD_DIR.glob("*/*"))
     assert not Vote.objects.exists()
@@ -217,7 +219,7 @@ def test_a_model_based_generation_asked_while_redis_is_down_is_a_503_and_leaves_
 
 
 def test_a_report_refresh_refused_while_redis_is_down_is_queued_by_the_next_request(redis_queue, setup, settings):
-    from analysis import services
+    from analysis import current_report
     from analysis.models import StudyReport
     from tests.factories import make_vote
 
@@ -225,10 +227,10 @@ def test_a_report_refresh_refused_while_redis_is_down_is_queued_by_the_next_requ
     make_vote(study.items.get(), judge)
     settings.ANALYSIS_BACKGROUND_VOTES = 0  # computed by the task worker, whatever the study's size
     redis_queue.stop()
-    results = services.study_results(study=study)
+    results = current_report.study_results(study=study)
     assert results.updating and results.report is None
     assert StudyReport.objects.get(study=study).refresh_queued_at is None, "no request would queue it for 10 min"
 
     redis_queue.start()
-    assert services.study_results(study=study).updating
+    assert current_report.study_results(study=study).updating
     assert StudyReport.objects.get(study=study).refresh_queued_at is not None and _jobs(redis_queue) == (1, 0)

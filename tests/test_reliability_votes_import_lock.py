@@ -10,12 +10,12 @@ import pytest
 from django.contrib.auth.models import User
 from django.db import connection
 
-from analysis import importers, vote_import
 from annotations import lengths
 from annotations.models import Answer, Question, Rater, Study, Vote
 from tests.factories import make_study
 from tests.test_analysis_import import GOOD_ROWS, write_csv
 from tests.test_reliability_import_lock import statement_kind
+from vote_imports import importers, vote_import
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the import's own transaction, not the test's
 

@@ -1,5 +1,5 @@
 """Every write a report reads moves its study's data version in its own transaction, so that the
-next page or API request shows the new figure (annotations.data_version; analysis.reports'
+next page or API request shows the new figure (annotations.data_version; analysis.stored_reports'
 report_version): a change made where a researcher makes it (the admin, the rater page, a
 service or the API), then the dashboard or the metrics API reloaded."""
 
@@ -9,15 +9,15 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from analysis import services
+from analysis import simulated_judges
 from analysis.models import StudyReport
 from analysis.simulate import JudgeParams
-from analysis.vote_import import votes_import_path
 from annotations.models import Answer, Judge, PerturbationKind, Question, Rater, Study, Vote
 from judges.models import JudgeRun
 from tests.factories import make_llm_judge, make_question, make_rater, make_study, make_variant, make_vote
 from tests.test_admin_study_forms import form_as_sent
 from tests.test_rater_views import signed_in, token_in
+from vote_imports.vote_import import votes_import_path
 
 SLUG = "versioned"
 METRICS = reverse("api:study-metrics", args=[SLUG])
@@ -31,8 +31,8 @@ def study(db):
         q = make_question(study, a1="word " * (5 + 3 * i), a2="a longer answer " * 4, bloom_level="applying")
         if i < 2:
             make_variant(q, kind="factual_error", text="wrong " * (10 + i))
-    services.judge_simulate(study=study, name="sim", params=JudgeParams(position=1.0), seed=1)
-    services.raters_simulate(study=study, raters=3, params=JudgeParams(), votes_per_item=2, seed=2)
+    simulated_judges.judge_simulate(study=study, name="sim", params=JudgeParams(position=1.0), seed=1)
+    simulated_judges.raters_simulate(study=study, raters=3, params=JudgeParams(), votes_per_item=2, seed=2)
     return study
 
 
@@ -119,7 +119,7 @@ def test_a_kinds_semantics_changed_in_the_admin_is_in_the_next_report(study, tok
     own = PerturbationKind.objects.create(slug="own_kind", name="Own", semantics="degrading", study=study)
     question = Question.objects.filter(study=study).order_by("id").last()
     make_variant(question, kind="own_kind", text="changed " * 7)
-    services.judge_simulate(study=study, name="sim", params=JudgeParams(position=1.0), seed=3)
+    simulated_judges.judge_simulate(study=study, name="sim", params=JudgeParams(position=1.0), seed=3)
     assert semantics(metrics(token_client))["own_kind"] == "degrading"
     admin_change(staff_client, "annotations_perturbationkind", own.pk, semantics="non_semantic")
     assert semantics(metrics(token_client))["own_kind"] == "non_semantic"
@@ -231,7 +231,7 @@ def test_the_dashboard_of_an_unchanged_study_costs_the_same_queries_whatever_its
 
 
 def test_distinct_seeds_and_bootstraps_do_not_pile_up_stored_reports(study, token_client):
-    from analysis.reports import OTHER_VIEWS_KEPT
+    from analysis.stored_reports import OTHER_VIEWS_KEPT
 
     metrics(token_client)
     for seed in range(OTHER_VIEWS_KEPT + 5):

@@ -16,7 +16,7 @@ import pytest
 from django.core.management import call_command
 from scipy.stats import kendalltau, spearmanr
 
-from analysis import services
+from analysis import alpaca_difficulty
 from biasstudy.datasets import dataset_path
 from tests.factories import make_study
 
@@ -37,7 +37,7 @@ def test_the_leaderboard_is_reproduced_from_the_annotation_files(db):
     call_command(
         "import_votes", str(ALPACA / "annotations"), "--format", "alpaca_eval", "--study", study.slug, verbosity=0
     )
-    fit = services.study_lc_alpaca(study=study)[JUDGE]
+    fit = alpaca_difficulty.study_lc_alpaca(study=study)[JUDGE]
     check_the_29_files_become_one_question_per_model_and_instruction(study)
     check_the_raw_win_rates_are_the_leaderboards_exactly(fit)
     check_the_lc_win_rates_are_the_leaderboards_within_a_point_and_none_beyond_three(fit)

@@ -16,7 +16,7 @@ from fractions import Fraction
 import pytest
 from django.core.management import call_command
 
-from analysis import rows, services
+from analysis import current_report, rows
 from biasstudy.datasets import dataset_path
 from tests.factories import make_study
 
@@ -43,7 +43,7 @@ def count(found: dict) -> tuple[int, int]:
 def test_every_llmbar_result_file_is_reproduced_exactly(db):
     study = make_study(status="draft", slug="llmbar")
     call_command("import_votes", str(LLMBAR), "--format", "llmbar", "--study", "llmbar", verbosity=0)
-    table = services.study_analyze(study=study)["rows"]
+    table = current_report.study_analyze(study=study)["rows"]
     with (LLMBAR / "evaluator_statistics.csv").open(encoding="utf-8", newline="") as fh:
         files = list(csv.DictReader(fh))
     assert len(files) == 499

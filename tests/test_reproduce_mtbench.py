@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from django.core.management import call_command
 
-from analysis import rows, services, stats, vote_pairs
+from analysis import current_report, rows, stats, vote_pairs
 from analysis.loader import study_frame
 from annotations.models import Vote
 from biasstudy.datasets import dataset_path
@@ -55,7 +55,7 @@ def test_gpt4_and_expert_agreement_on_turn_one_match_the_paper(mtbench):
 
 
 def test_the_report_names_both_conventions_beside_the_item_level_agreement(mtbench):
-    table = services.study_analyze(study=mtbench)["rows"]
+    table = current_report.study_analyze(study=mtbench)["rows"]
     conventions = {r["metric"] for r in rows.select(table, judge="mtbench-gpt4-pair", group="humans")}
     assert conventions == {"vote_pairs_with_ties", "vote_pairs_without_ties"}
     with_ties = rows.one(table, judge="mtbench-gpt4-pair", metric="vote_pairs_with_ties", group="humans")

@@ -7,7 +7,7 @@ what the document tells a reader they will get."""
 import pytest
 from django.core.management import call_command
 
-from analysis import rows, services
+from analysis import current_report, rows
 from analysis.judge_metrics import POSITION_METRICS
 from annotations.models import Study
 from biasstudy.datasets import dataset_path
@@ -89,7 +89,7 @@ def test_the_prd_figures_of_reproductions_md_are_what_its_commands_give(db):
     # The documented commands: import the whole folder with --create, then the study's report
     # (the one analyze --json prints).
     call_command("import_votes", str(PRD), "--format", "prd", "--study", "prd", "--create", verbosity=0)
-    table = services.study_analyze(study=Study.objects.get(slug="prd"))["rows"]
+    table = current_report.study_analyze(study=Study.objects.get(slug="prd"))["rows"]
     position_preferences(table)
     agreement_with_the_human_votes(table)
     self_preference(table)

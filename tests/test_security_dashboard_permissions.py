@@ -69,7 +69,7 @@ def test_the_payment_file_and_the_rater_monitor_need_to_view_raters(study):
 
 def test_importing_votes_in_the_admin_needs_to_add_votes_and_to_add_a_study_it_makes(settings, tmp_path):
     settings.STUDY_UPLOAD_DIR = tmp_path / "uploads"
-    url = reverse("analysis:votes-import")
+    url = reverse("vote_imports:votes-import")
 
     def post(client):
         file = SimpleUploadedFile("votes.csv", write_csv(tmp_path / "votes.csv", GOOD_ROWS).read_bytes())

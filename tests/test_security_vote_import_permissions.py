@@ -17,10 +17,10 @@ from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from analysis import importers, uploads, vote_import
 from annotations.models import Answer, ComparisonItem, Judge, Question, Rater, Slot, Vote
 from tests.factories import make_question, make_staff, make_staff_with, make_study
 from tests.test_analysis_import import GOOD_ROWS, write_csv
+from vote_imports import importers, uploads, vote_import
 
 pytestmark = pytest.mark.django_db
 
@@ -74,7 +74,7 @@ def test_the_admin_page_refuses_add_vote_alone_a_file_that_makes_questions(
     client = logged_in(make_staff_with("annotations.add_vote"))
     data = {"file": csv_file(tmp_path), "format": "csv", "study": "live", "add_to_collecting": "on"}
     with django_capture_on_commit_callbacks(execute=True):
-        response = client.post(reverse("analysis:votes-import"), data)
+        response = client.post(reverse("vote_imports:votes-import"), data)
     assert response.status_code == 302
     progress = client.get(response["Location"]).context["progress"]
     assert progress["state"] == "failed"

@@ -11,7 +11,6 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from analysis import importers, vote_import
 from annotations.models import Judge, Question, Study, Vote
 from annotations.study_files import MAX_PROBLEMS
 from tests.factories import make_study
@@ -23,6 +22,7 @@ from tests.test_analysis_import import (
 )
 from tests.test_import_llmbar import ROWS, write_llmbar
 from tests.test_import_prd import FILES, PRD, prd_subset, rows  # noqa: F401 - a fixture
+from vote_imports import importers, vote_import
 
 pytestmark = pytest.mark.django_db
 
@@ -67,7 +67,7 @@ def test_the_admin_progress_page_shows_every_problem(staff_client, tmp_path, dja
     path = write_csv(tmp_path / "three.csv", three_problems())
     data = {"file": SimpleUploadedFile("mine.csv", path.read_bytes()), "format": "csv", "study": "new", "create": "on"}
     with django_capture_on_commit_callbacks(execute=True):
-        response = staff_client.post(reverse("analysis:votes-import"), data)
+        response = staff_client.post(reverse("vote_imports:votes-import"), data)
     page = staff_client.get(response["Location"])
     progress = page.context["progress"]
     assert progress["state"] == "failed" and progress["more"] == 0

@@ -15,12 +15,13 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from analysis import exports, importers, reports, vote_import
+from analysis import exports, stored_reports
 from annotations.models import Judge, Question, Vote
 from annotations.study_files import study_export, study_import
 from judges.models import JudgeRun
 from tests.factories import human_pool, make_llm_judge, make_question, make_rater, make_study, make_variant
 from tests.test_analysis_import import GOOD_ROWS, write_csv
+from vote_imports import importers, vote_import
 
 
 def source_study():
@@ -104,7 +105,7 @@ def test_the_exported_votes_imported_into_a_copy_give_the_same_report(tmp_path):
     assert [key for _, key in keys].count("prompt-0") == 2
     swapped = Vote.objects.filter(labels_swapped=True)
     assert swapped.filter(item__study=copy).count() == swapped.filter(item__study=study).count() == 2 * 15 * 2
-    original, imported = reports.study_report(study=study), reports.study_report(study=copy)
+    original, imported = stored_reports.study_report(study=study), stored_reports.study_report(study=copy)
     original.pop("study"), imported.pop("study")
     # A judge's runs are the source database's own (JudgeRun ids): the import makes none and
     # keeps each vote's run id in its meta instead.
@@ -205,7 +206,7 @@ def test_the_api_and_the_admin_page_list_the_columns_not_imported(
     expected = {"counted": "computed by the analysis", "excluded_because": "computed by the analysis"}
     for client, url, data in (
         (token_client, reverse("api:votes-import"), {"format": "multipart"}),
-        (staff_client, reverse("analysis:votes-import"), {}),
+        (staff_client, reverse("vote_imports:votes-import"), {}),
     ):
         slug = "api" if client is token_client else "page"
         upload = SimpleUploadedFile("votes.csv", with_computed_columns(tmp_path).encode(), content_type="text/csv")
@@ -232,7 +233,7 @@ def test_the_api_and_the_admin_page_list_the_warnings_naming_the_uploaded_file(
     )
     for client, url, data in (
         (token_client, reverse("api:votes-import"), {"format": "multipart"}),
-        (staff_client, reverse("analysis:votes-import"), {}),
+        (staff_client, reverse("vote_imports:votes-import"), {}),
     ):
         slug = "api" if client is token_client else "page"
         upload = SimpleUploadedFile("mine.csv", text.encode(), content_type="text/csv")

@@ -13,20 +13,20 @@ from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from analysis import vote_import
 from annotations.archives import ArchiveLimits, archive_unpack
 from annotations.models import Judge, Question, Study, Vote
 from tests import test_analysis_import, test_import_prd
 from tests.factories import make_study
 from tests.test_import_prd import PRD
 from tests.test_reproduce_llmbar import LLMBAR
+from vote_imports import vote_import
 
 # The slices of the real MT-bench and PRD files the command's own tests import.
 mtbench_subset = test_analysis_import.mtbench_subset
 prd_subset = test_import_prd.prd_subset
 
 API = reverse("api:votes-import")
-ADMIN = reverse("analysis:votes-import")
+ADMIN = reverse("vote_imports:votes-import")
 needs_data = pytest.mark.dataset("mtbench_human_judgments", "prd_vicuna80_lfqa")
 
 

@@ -1,6 +1,6 @@
 """A study file's problems: `StudyFileError` names one (file, line, field, message) or stands
 for all of a file's, and `Problems` gathers them record by record so that a file's every problem
-is reported at once. The vote files' importers (analysis.importers) report theirs the same way."""
+is reported at once. The vote files' importers (vote_imports.importers) report theirs the same way."""
 
 from __future__ import annotations
 

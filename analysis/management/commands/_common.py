@@ -8,9 +8,10 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from analysis import exports, vote_import
+from analysis import exports
 from analysis.forms import FilterForm
 from annotations.models import Study
+from vote_imports import vote_import
 
 
 def study_by_slug(slug: str) -> Study:

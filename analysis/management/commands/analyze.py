@@ -16,7 +16,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from analysis import alpaca_difficulty, lc_alpaca, ratings, ratings_service, services
+from analysis import alpaca_difficulty, current_report, lc_alpaca, ratings, ratings_service
 from analysis.management.commands._common import add_filter_arguments, filter_form, study_by_slug
 from analysis.models import AlpacaDifficulty
 from analysis.text import report_lines
@@ -66,13 +66,15 @@ class Command(BaseCommand):
         form = filter_form(options, study)
         if options["lc"]:
             self.difficulty(study, options, form.filters())
-            self.lc_table(services.study_lc_alpaca(study=study, filters=form.filters()), as_json=options["json"])
+            self.lc_table(
+                alpaca_difficulty.study_lc_alpaca(study=study, filters=form.filters()), as_json=options["json"]
+            )
             if options["save_difficulty"]:
                 self.save_difficulty(study, options)
             return
         if options["refresh_style_scaling"]:
             ratings_service.study_style_scaling_refresh(study=study)
-        result = services.study_analyze(
+        result = current_report.study_analyze(
             study=study,
             filters=form.filters(),
             options=form.options(

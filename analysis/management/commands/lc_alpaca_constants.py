@@ -18,8 +18,8 @@ from django.core.management.base import BaseCommand, CommandError
 from scipy.stats import spearmanr
 
 from analysis import lc_alpaca
-from analysis.import_alpaca_eval import parse_alpaca_eval
-from analysis.importers import ImportProblem
+from vote_imports.import_alpaca_eval import parse_alpaca_eval
+from vote_imports.importers import ImportProblem
 
 
 def annotation_inputs(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

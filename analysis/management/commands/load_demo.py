@@ -4,8 +4,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from analysis.services import judge_simulate, raters_simulate
 from analysis.simulate import JudgeParams
+from analysis.simulated_judges import judge_simulate, raters_simulate
 from annotations.models import Question, Study, Vote
 from annotations.study_files import StudyFileError, study_import
 

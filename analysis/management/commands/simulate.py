@@ -7,7 +7,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from analysis import services
+from analysis import simulated_judges
 from analysis.management.commands._common import study_by_slug
 from analysis.simulate import DEFAULT_SUSCEPTIBILITY, JudgeParams
 from biasstudy.limits import SEED_MAX, VOTES_PER_ITEM_MAX, int_argument
@@ -59,7 +59,7 @@ class Command(BaseCommand):
         )
         if options["raters"]:
             try:
-                n = services.raters_simulate(
+                n = simulated_judges.raters_simulate(
                     study=study,
                     raters=options["raters"],
                     params=params,
@@ -71,7 +71,7 @@ class Command(BaseCommand):
                 raise CommandError(str(exc)) from None
             who = f"{options['raters']} simulated raters"
         else:
-            _, n = services.judge_simulate(
+            _, n = simulated_judges.judge_simulate(
                 study=study,
                 name=options["name"],
                 params=params,

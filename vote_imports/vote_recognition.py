@@ -1,6 +1,6 @@
 """Votes an import finds already in the study: recognised and left out, so that importing more
 annotations of a judge the study has (a benchmark's new systems) adds what is new and never
-doubles what is there (analysis.vote_import).
+doubles what is there (vote_imports.vote_import).
 
 A vote is *the same vote* when the same judge (and rater, and round) gave it on the same
 comparison: the same question and pair of answers, named
@@ -26,8 +26,8 @@ from dataclasses import dataclass, field, replace
 
 from django.db.models import Count
 
-from analysis import importers
 from annotations.models import Answer, Study, Vote
+from vote_imports import importers
 
 # The probabilities are compared to this many decimals: what a JSON round trip keeps of them.
 PROB_DECIMALS = 9

@@ -1,8 +1,8 @@
 """python manage.py import_votes PATH... --format csv|mtbench|prd|llmbar|alpaca_eval --study S (formats:
-analysis.importers.FORMATS; several paths for alpaca_eval only).
+vote_imports.importers.FORMATS; several paths for alpaca_eval only).
 
 The task worker's job for a file uploaded in the admin or the API calls the same service
-(`vote_import.votes_import_path`, by way of analysis/uploads.py). The command is run by an
+(`vote_import.votes_import_path`, by way of vote_imports/uploads.py). The command is run by an
 operator of the server, not by a user of the site: it skips the check that the user holds the
 permissions to add the questions, answers, items, judges and raters a file makes (the admin page
 and the API make it). Adding items to a study collecting from people, and handing new items to
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from analysis import importers, vote_import
+from vote_imports import importers, vote_import
 
 # Formats whose reader takes several files and folders at once.
 MANY_PATHS = ("alpaca_eval",)

@@ -30,7 +30,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from analysis.importers import (
+from annotations.models import BloomLevel
+from annotations.study_files import Problems
+from vote_imports.importers import (
     AnswerRecord,
     ImportProblem,
     Parsed,
@@ -41,8 +43,6 @@ from analysis.importers import (
     every_problem,
     prompt_key,
 )
-from annotations.models import BloomLevel
-from annotations.study_files import Problems
 
 VOTES_FILE = "evaluator_votes.csv.gz"
 COLUMNS = ("subset", "evaluator", "strategy", "instance", "label", "stage", "final")

@@ -4,7 +4,8 @@
 (``analysis.rows``: one row per figure, made by every registered metric of
 ``analysis.judge_metrics`` and ``analysis.study_metrics``), beside what the figures were computed
 from (filters, conventions, groups, the judges and their vote counts). It only reads the frame;
-the loaders build it.
+the loader builds it. The report as stored and read by the outputs is ``stored_reports.py`` and
+``current_report.py``.
 """
 
 from __future__ import annotations

@@ -19,7 +19,6 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from analysis import importers, vote_recognition
 from annotations import lengths
 from annotations.models import (
     Answer,
@@ -33,6 +32,7 @@ from annotations.models import (
     Vote,
     choice_from_shown,
 )
+from vote_imports import importers, vote_recognition
 
 log = logging.getLogger(__name__)
 
@@ -223,7 +223,7 @@ def votes_import_summary(result: dict) -> str:
     return counts + ("; warnings: " + "; ".join(warnings) if warnings else "")
 
 
-# What the admin page and the API take as an upload (analysis/uploads.py): a `csv` file, or a
+# What the admin page and the API take as an upload (vote_imports/uploads.py): a `csv` file, or a
 # folder format (MT-bench, PRD, LLMBar) as a zip of its folder. The zip's data sits at its top or
 # in its single folder, whichever holds the file or folder named here (every copy of the data set
 # has it).
@@ -282,249 +282,30 @@ def votes_import_counts(result: dict) -> list[tuple[str, int, str]]:
 
 def votes_prepare(*, study: Study, parsed: importers.Parsed, for_raters: bool = False) -> VotesPlan:
     """Check parsed votes against what the study holds and build every row they add, writing
-        nothing: questions, original (and variant) answers with their lengths, items and their
-        slots, one imported judge per judge name, raters, votes. Questions, answers and items
-        already in the study are reused when they match (so human and model votes on the same pairs
-        can come from separate files); a mismatch raises ImportProblem. Votes of a judge the study
+    nothing: questions, original (and variant) answers with their lengths, items and their
+    slots, one imported judge per judge name, raters, votes. Questions, answers and items
+    already in the study are reused when they match (so human and model votes on the same pairs
+    can come from separate files); a mismatch raises ImportProblem. Votes of a judge the study
     has votes of are added where new and recognised where the study has them
     (vote_recognition: ``votes_recognised`` counts them), so a benchmark's new systems can be
-    added to a study and a file imported twice adds nothing. ``study`` may be unsaved
-        (the study ``create`` will make): then it has nothing yet. New items are handed to raters
-        (get slots) only with ``for_raters``; else they are for the imported and LLM judges alone.
+    added to a study and a file imported twice adds nothing. ``study`` may be unsaved (the study
+    ``create`` will make): then it has nothing yet. New items are handed to raters (get slots)
+    only with ``for_raters``; else they are for the imported and LLM judges alone.
 
-        Above the complexity bound (31): it is one pass that matches each record against the rows
-        already prepared (questions, answers, items, judges, raters), and those matches depend on each
-        other. Its split by what it prepares is planned with the move of the import into its own app;
-        until then every branch has its test in tests/test_analysis_import.py and the import modules."""
-
-    def of_study(model, **lookups):
-        return model.objects.filter(study=study, **lookups) if study.pk is not None else model.objects.none()
-
+    Each kind of row is prepared by its own function, in the order their matches depend on each
+    other: an answer names its question, an item its answers, a vote its item, judge and rater."""
     source = parsed.source
-    counts = {"questions": 0, "answers": 0, "items": 0, "judges": 0, "raters": 0, "votes": 0, "repeats_unlinked": 0}
     judge_names = sorted({v.judge for v in parsed.votes})
     # Votes of a judge the study has: those it has are recognised and left out, the rest added.
     recognition = vote_recognition.votes_recognised(study=study, parsed=parsed)
     parsed = recognition.parsed
-    counts["votes_recognised"] = recognition.recognised
     kinds = {k.slug: k for k in PerturbationKind.objects.all()}
-    questions = {q.external_id: q for q in of_study(Question, external_id__in=list(parsed.questions))}
-    external_ids = {q.pk: ext for ext, q in questions.items()}
-    new_questions = []
-    for ext, rec in parsed.questions.items():
-        if ext not in questions and rec.text is None:
-            raise importers.ImportProblem(
-                source,
-                None,
-                "question",
-                f"question {ext!r} is not in the study, and the file has no question column to make it from "
-                "(import the study file first)",
-            )
-        if ext not in questions:
-            questions[ext] = Question(
-                study=study,
-                external_id=ext,
-                text=rec.text,
-                bloom_level=rec.bloom,
-                subset=rec.subset,
-                is_gold=rec.is_gold,
-                prompt_key=rec.prompt_key or "",
-            )
-            new_questions.append(questions[ext])
-        elif rec.text is not None and questions[ext].text != rec.text:
-            raise importers.ImportProblem(
-                source, None, "question", f"question {ext!r} is already in the study with another text"
-            )
-        elif rec.prompt_key is not None and questions[ext].prompt_key != rec.prompt_key:
-            had = questions[ext].prompt_key
-            raise importers.ImportProblem(
-                source,
-                None,
-                "prompt_key",
-                f"question {ext!r} is already in the study with "
-                + (f"prompt key {had!r}" if had else "no prompt key")
-                + f", not {rec.prompt_key!r}",
-            )
-    counts["questions"] = len(new_questions)
-
-    # Keyed by external ids (question, answer): new rows have no id before they are written.
-    answers = {
-        (external_ids[a.question_id], a.external_id): a
-        for a in Answer.objects.filter(question__in=[q for q in questions.values() if q.pk is not None])
-    }
-    new_answers: list[list] = []
-    measured: dict[str, Answer] = {}
-    for originals_pass in (True, False):
-        batch = []
-        for ext, rec in parsed.questions.items():
-            for a in rec.answers.values():
-                if (a.derived_from is None) != originals_pass:
-                    continue
-                known = answers.get((ext, a.external_id))
-                if known is not None:
-                    _check_lengths(known, a.lengths, source)
-                    if a.text is not None and known.text != a.text:
-                        raise importers.ImportProblem(
-                            source,
-                            None,
-                            "answer",
-                            f"answer {a.external_id!r} is already in the study with another text",
-                        )
-                    continue
-                if a.text is None and a.lengths is None:
-                    raise importers.ImportProblem(
-                        source,
-                        None,
-                        "answer",
-                        f"answer {a.external_id!r} is not in the study, and the file gives neither its text "
-                        "nor its lengths",
-                    )
-                answer = Answer(
-                    question=questions[ext],
-                    external_id=a.external_id,
-                    text=a.text or "",
-                    system=a.system,
-                    provenance={"method": "import", "source": source},
-                )
-                if a.derived_from:
-                    answer.derived_from = answers[(ext, a.derived_from)]
-                    answer.kind = kinds[_group_of(rec, a.external_id)]
-                # bulk_create skips save(), which caches the lengths; a text seen before (PRD
-                # repeats each system's answer on every pair) is measured once.
-                if a.lengths is not None:  # no text, its lengths given instead
-                    answer.len_words, answer.len_chars = a.lengths.get("words", 0), a.lengths.get("chars", 0)
-                    answer.len_bpe, answer.len_spaces = a.lengths.get("bpe"), a.lengths.get("spaces")
-                elif (same := measured.setdefault(a.text, answer)) is answer:
-                    answer.refresh_lengths()
-                else:
-                    for m in lengths.MEASURES:
-                        setattr(answer, f"len_{m}", getattr(same, f"len_{m}"))
-                batch.append(answer)
-        new_answers.append(batch)
-        counts["answers"] += len(batch)
-        answers.update({(answer.question.external_id, answer.external_id): answer for answer in batch})
-
-    items = {
-        (external_ids[i.question_id], i.kind.slug if i.kind_id else "control"): i
-        for i in of_study(
-            ComparisonItem, question__in=[q for q in questions.values() if q.pk is not None]
-        ).select_related("kind")
-    }
-    new_items = []
-    for ext, rec in parsed.questions.items():
-        for group, (a1, a2) in rec.items.items():
-            known = items.get((ext, group))
-            a1_obj, a2_obj = answers[(ext, a1)], answers[(ext, a2)]
-            if known is not None:
-                if (known.answer_a1_id, known.answer_a2_id) != (a1_obj.pk, a2_obj.pk):
-                    raise importers.ImportProblem(
-                        source, None, "group", f"question {ext!r} already has a {group} item with other answers"
-                    )
-                continue
-            items[(ext, group)] = ComparisonItem(
-                study=study,
-                question=questions[ext],
-                kind=None if group == "control" else kinds[group],
-                answer_a1=a1_obj,
-                answer_a2=a2_obj,
-                gold_label=rec.gold.get(group, ""),
-                offered_to_raters=for_raters,
-            )
-            new_items.append(items[(ext, group)])
-    counts["items"] = len(new_items)
-
-    judges = {j.name: j for j in of_study(Judge, name__in=judge_names)}
-    new_judges = [
-        Judge(
-            study=study,
-            name=name,
-            kind=Judge.Kind.IMPORTED,
-            params={
-                "source": source,
-                **parsed.judge_params.get(name, {}),
-                **({"people": True} if name in parsed.people else {}),
-            },
-        )
-        for name in judge_names
-        if name not in judges
-    ]
-    judges.update({judge.name: judge for judge in new_judges})
-    counts["judges"] = len(new_judges)
-    rater_votes = Counter(v.rater for v in parsed.votes if v.rater)
-    flagged = {v.rater for v in parsed.votes if v.rater_flagged}
-    raters = {r.participant_id: r for r in of_study(Rater, participant_id__in=list(rater_votes))}
-    new_raters = [
-        Rater(
-            study=study,
-            participant_id=pid,
-            target=n,
-            source=Rater.Source.DIRECT,
-            flagged=pid in flagged,
-            flag_reason="flagged in the imported file" if pid in flagged else "",
-        )
-        for pid, n in rater_votes.items()
-        if pid not in raters
-    ]
-    counts["raters"] = len(new_raters)
-    # A rater id met again in a later file is the same rater: one vote per item still holds.
-    earlier = set(
-        Vote.objects.filter(rater__in=list(raters.values()), item__study=study).values_list("rater_id", "item_id")
-        if raters
-        else ()
-    )
-    raters.update({rater.participant_id: rater for rater in new_raters})
-
-    seen: set[tuple[str, str, str]] = set()
-    rows = []
-    now = timezone.now()
-    for v in parsed.votes:
-        item = items[(v.question, v.group)]
-        if v.rater and (raters[v.rater].pk, item.pk) in earlier:
-            raise importers.ImportProblem(
-                v.meta.get("source", source),
-                v.meta.get("line"),
-                "rater",
-                f"rater {v.rater!r} already voted on this item (question {v.question!r}, {v.group}) in the "
-                "study, from another file or the rater pages; one vote per rater and item",
-            )
-        shown_first = v.shown_first or "a1"
-        choice_shown = "tie" if v.winner == "tie" else ("first" if v.winner == shown_first else "second")
-        if v.winner is None:  # the source could not read a verdict: kept, with no choice
-            choice_shown = None
-        meta = dict(v.meta)
-        if v.shown_first is None:
-            meta["order_known"] = False
-        rater = raters[v.rater] if v.rater else None
-        if rater is not None:
-            if (v.rater, v.question, v.group) in seen:
-                meta.update(rater=v.rater, repeat_of_same_rater=True)
-                counts["repeats_unlinked"] += 1
-                rater = None
-            else:
-                seen.add((v.rater, v.question, v.group))
-        rows.append(
-            {
-                "item": item,  # perhaps unsaved: bulk_create reads its id when the vote is written
-                "judge": judges[v.judge],
-                "rater": rater,
-                "round": v.round,
-                "label_scheme": v.label_scheme,
-                "labels_swapped": v.labels_swapped,
-                "option_probs": v.option_probs,
-                "shown_first": shown_first,
-                "choice_shown": choice_shown,
-                "choice": choice_from_shown(shown_first, choice_shown) if choice_shown else None,
-                "parse_status": v.parse_status or (Vote.Parse.OK if choice_shown else Vote.Parse.INVALID),
-                "not_familiar": v.not_familiar,
-                "client_ms": v.response_ms,
-                "server_ms": v.server_ms,
-                "raw_output": v.raw_output,
-                "error": v.error,
-                "meta": meta,
-                "received_at": v.received_at or now,
-            }
-        )
-    counts["votes"] = len(rows)
+    questions, new_questions = _questions_prepare(study, parsed)
+    answers, new_answers = _answers_prepare(parsed, questions, kinds)
+    items, new_items = _items_prepare(study, parsed, questions, answers, kinds, for_raters=for_raters)
+    judges, new_judges = _judges_prepare(study, parsed, judge_names)
+    raters, new_raters, earlier = _raters_prepare(study, parsed)
+    rows, repeats_unlinked = _vote_rows(parsed, items=items, judges=judges, raters=raters, earlier=earlier)
     linked = Counter(row["rater"].participant_id for row in rows if row["rater"] is not None)
     for rater in new_raters:
         rater.votes_done = linked[rater.participant_id]
@@ -545,9 +326,298 @@ def votes_prepare(*, study: Study, parsed: importers.Parsed, for_raters: bool = 
         raters_added=raters_added,
         # Written by bulk_create: Vote.save() does nothing for a vote whose choice is set.
         votes=[Vote(**row) for row in rows],
-        counts=counts,
+        counts={
+            "questions": len(new_questions),
+            "answers": sum(len(level) for level in new_answers),
+            "items": len(new_items),
+            "judges": len(new_judges),
+            "raters": len(new_raters),
+            "votes": len(rows),
+            "repeats_unlinked": repeats_unlinked,
+            "votes_recognised": recognition.recognised,
+        },
         recognition=recognition,
     )
+
+
+def _of_study(study: Study, model, **lookups):
+    """The study's rows of ``model``: none for a study not made yet."""
+    return model.objects.filter(study=study, **lookups) if study.pk is not None else model.objects.none()
+
+
+def _questions_prepare(study: Study, parsed: importers.Parsed) -> tuple[dict[str, Question], list[Question]]:
+    """Every question of the file by its external id, the study's own or made here (unsaved),
+    and the ones made here."""
+    source = parsed.source
+    questions = {q.external_id: q for q in _of_study(study, Question, external_id__in=list(parsed.questions))}
+    new_questions = []
+    for ext, rec in parsed.questions.items():
+        known = questions.get(ext)
+        if known is None:
+            if rec.text is None:
+                raise importers.ImportProblem(
+                    source,
+                    None,
+                    "question",
+                    f"question {ext!r} is not in the study, and the file has no question column to make it from "
+                    "(import the study file first)",
+                )
+            questions[ext] = Question(
+                study=study,
+                external_id=ext,
+                text=rec.text,
+                bloom_level=rec.bloom,
+                subset=rec.subset,
+                is_gold=rec.is_gold,
+                prompt_key=rec.prompt_key or "",
+            )
+            new_questions.append(questions[ext])
+        elif rec.text is not None and known.text != rec.text:
+            raise importers.ImportProblem(
+                source, None, "question", f"question {ext!r} is already in the study with another text"
+            )
+        elif rec.prompt_key is not None and known.prompt_key != rec.prompt_key:
+            had = known.prompt_key
+            raise importers.ImportProblem(
+                source,
+                None,
+                "prompt_key",
+                f"question {ext!r} is already in the study with "
+                + (f"prompt key {had!r}" if had else "no prompt key")
+                + f", not {rec.prompt_key!r}",
+            )
+    return questions, new_questions
+
+
+def _answers_prepare(
+    parsed: importers.Parsed, questions: dict[str, Question], kinds: dict[str, PerturbationKind]
+) -> tuple[dict[tuple[str, str], Answer], list[list[Answer]]]:
+    """Every answer of the file by (question, answer) external ids, the study's own or made here,
+    and the ones made here in two levels: the originals, then the variants derived from them
+    (each level is written after the one it derives from)."""
+    external_ids = {q.pk: ext for ext, q in questions.items() if q.pk is not None}
+    # Keyed by external ids (question, answer): new rows have no id before they are written.
+    answers = {
+        (external_ids[a.question_id], a.external_id): a for a in Answer.objects.filter(question__in=list(external_ids))
+    }
+    new_answers: list[list[Answer]] = []
+    measured: dict[str, Answer] = {}  # a text seen before (PRD repeats each system's answer) is measured once
+    for originals_pass in (True, False):
+        batch = []
+        for ext, rec in parsed.questions.items():
+            for a in rec.answers.values():
+                if (a.derived_from is None) != originals_pass:
+                    continue
+                known = answers.get((ext, a.external_id))
+                if known is not None:
+                    _check_known_answer(known, a, parsed.source)
+                    continue
+                answer = _new_answer(questions[ext], a, parsed.source, measured)
+                if a.derived_from:
+                    answer.derived_from = answers[(ext, a.derived_from)]
+                    answer.kind = kinds[_group_of(rec, a.external_id)]
+                batch.append(answer)
+        new_answers.append(batch)
+        answers.update({(answer.question.external_id, answer.external_id): answer for answer in batch})
+    return answers, new_answers
+
+
+def _check_known_answer(known: Answer, a: importers.AnswerRecord, source: str) -> None:
+    _check_lengths(known, a.lengths, source)
+    if a.text is not None and known.text != a.text:
+        raise importers.ImportProblem(
+            source, None, "answer", f"answer {a.external_id!r} is already in the study with another text"
+        )
+
+
+def _new_answer(question: Question, a: importers.AnswerRecord, source: str, measured: dict[str, Answer]) -> Answer:
+    """An answer the study does not have, unsaved, with its lengths: given by the file, measured
+    from its text, or copied from an answer of the same text measured before."""
+    if a.text is None and a.lengths is None:
+        raise importers.ImportProblem(
+            source,
+            None,
+            "answer",
+            f"answer {a.external_id!r} is not in the study, and the file gives neither its text nor its lengths",
+        )
+    answer = Answer(
+        question=question,
+        external_id=a.external_id,
+        text=a.text or "",
+        system=a.system,
+        provenance={"method": "import", "source": source},
+    )
+    # bulk_create skips save(), which caches the lengths.
+    if a.lengths is not None:  # no text, its lengths given instead
+        answer.len_words, answer.len_chars = a.lengths.get("words", 0), a.lengths.get("chars", 0)
+        answer.len_bpe, answer.len_spaces = a.lengths.get("bpe"), a.lengths.get("spaces")
+    elif (same := measured.setdefault(a.text, answer)) is answer:
+        answer.refresh_lengths()
+    else:
+        for m in lengths.MEASURES:
+            setattr(answer, f"len_{m}", getattr(same, f"len_{m}"))
+    return answer
+
+
+def _items_prepare(
+    study: Study,
+    parsed: importers.Parsed,
+    questions: dict[str, Question],
+    answers: dict[tuple[str, str], Answer],
+    kinds: dict[str, PerturbationKind],
+    *,
+    for_raters: bool,
+) -> tuple[dict[tuple[str, str], ComparisonItem], list[ComparisonItem]]:
+    """Every item of the file by (question external id, group), the study's own or made here,
+    and the ones made here."""
+    external_ids = {q.pk: ext for ext, q in questions.items() if q.pk is not None}
+    items = {
+        (external_ids[i.question_id], i.kind.slug if i.kind_id else "control"): i
+        for i in _of_study(study, ComparisonItem, question__in=list(external_ids)).select_related("kind")
+    }
+    new_items = []
+    for ext, rec in parsed.questions.items():
+        for group, (a1, a2) in rec.items.items():
+            known = items.get((ext, group))
+            a1_obj, a2_obj = answers[(ext, a1)], answers[(ext, a2)]
+            if known is not None:
+                if (known.answer_a1_id, known.answer_a2_id) != (a1_obj.pk, a2_obj.pk):
+                    raise importers.ImportProblem(
+                        parsed.source, None, "group", f"question {ext!r} already has a {group} item with other answers"
+                    )
+                continue
+            items[(ext, group)] = ComparisonItem(
+                study=study,
+                question=questions[ext],
+                kind=None if group == "control" else kinds[group],
+                answer_a1=a1_obj,
+                answer_a2=a2_obj,
+                gold_label=rec.gold.get(group, ""),
+                offered_to_raters=for_raters,
+            )
+            new_items.append(items[(ext, group)])
+    return items, new_items
+
+
+def _judges_prepare(
+    study: Study, parsed: importers.Parsed, judge_names: list[str]
+) -> tuple[dict[str, Judge], list[Judge]]:
+    """One imported judge per judge name, the study's own or made here, and the ones made here."""
+    judges = {j.name: j for j in _of_study(study, Judge, name__in=judge_names)}
+    new_judges = [
+        Judge(
+            study=study,
+            name=name,
+            kind=Judge.Kind.IMPORTED,
+            params={
+                "source": parsed.source,
+                **parsed.judge_params.get(name, {}),
+                **({"people": True} if name in parsed.people else {}),
+            },
+        )
+        for name in judge_names
+        if name not in judges
+    ]
+    judges.update({judge.name: judge for judge in new_judges})
+    return judges, new_judges
+
+
+def _raters_prepare(
+    study: Study, parsed: importers.Parsed
+) -> tuple[dict[str, Rater], list[Rater], set[tuple[int, int]]]:
+    """Every rater of the file by participant id, the study's own or made here, the ones made
+    here, and the (rater, item) ids the study's own raters have voted on already."""
+    rater_votes = Counter(v.rater for v in parsed.votes if v.rater)
+    flagged = {v.rater for v in parsed.votes if v.rater_flagged}
+    raters = {r.participant_id: r for r in _of_study(study, Rater, participant_id__in=list(rater_votes))}
+    new_raters = [
+        Rater(
+            study=study,
+            participant_id=pid,
+            target=n,
+            source=Rater.Source.DIRECT,
+            flagged=pid in flagged,
+            flag_reason="flagged in the imported file" if pid in flagged else "",
+        )
+        for pid, n in rater_votes.items()
+        if pid not in raters
+    ]
+    # A rater id met again in a later file is the same rater: one vote per item still holds.
+    earlier = set(
+        Vote.objects.filter(rater__in=list(raters.values()), item__study=study).values_list("rater_id", "item_id")
+        if raters
+        else ()
+    )
+    raters.update({rater.participant_id: rater for rater in new_raters})
+    return raters, new_raters, earlier
+
+
+def _vote_rows(
+    parsed: importers.Parsed,
+    *,
+    items: dict[tuple[str, str], ComparisonItem],
+    judges: dict[str, Judge],
+    raters: dict[str, Rater],
+    earlier: set[tuple[int, int]],
+) -> tuple[list[dict], int]:
+    """Each vote's fields, and how many were a person's second vote on an item (kept without
+    their rater id: a rater votes once per item)."""
+    seen: set[tuple[str, str, str]] = set()
+    rows = []
+    repeats_unlinked = 0
+    now = timezone.now()
+    for v in parsed.votes:
+        item = items[(v.question, v.group)]
+        rater = raters[v.rater] if v.rater else None
+        if rater is not None and (rater.pk, item.pk) in earlier:
+            raise importers.ImportProblem(
+                v.meta.get("source", parsed.source),
+                v.meta.get("line"),
+                "rater",
+                f"rater {v.rater!r} already voted on this item (question {v.question!r}, {v.group}) in the "
+                "study, from another file or the rater pages; one vote per rater and item",
+            )
+        meta = dict(v.meta)
+        if v.shown_first is None:
+            meta["order_known"] = False
+        if rater is not None:
+            if (v.rater, v.question, v.group) in seen:
+                meta.update(rater=v.rater, repeat_of_same_rater=True)
+                repeats_unlinked += 1
+                rater = None
+            else:
+                seen.add((v.rater, v.question, v.group))
+        rows.append(_vote_row(v, item=item, judge=judges[v.judge], rater=rater, meta=meta, now=now))
+    return rows, repeats_unlinked
+
+
+def _vote_row(v: importers.VoteRecord, *, item, judge: Judge, rater: Rater | None, meta: dict, now) -> dict:
+    """One vote's fields: its choice as shown and as A1/A2, none where the source could not read
+    a verdict (kept, with no choice); the order shown is A1 first where the file does not say."""
+    shown_first = v.shown_first or "a1"
+    choice_shown = "tie" if v.winner == "tie" else ("first" if v.winner == shown_first else "second")
+    if v.winner is None:
+        choice_shown = None
+    return {
+        "item": item,  # perhaps unsaved: bulk_create reads its id when the vote is written
+        "judge": judge,
+        "rater": rater,
+        "round": v.round,
+        "label_scheme": v.label_scheme,
+        "labels_swapped": v.labels_swapped,
+        "option_probs": v.option_probs,
+        "shown_first": shown_first,
+        "choice_shown": choice_shown,
+        "choice": choice_from_shown(shown_first, choice_shown) if choice_shown else None,
+        "parse_status": v.parse_status or (Vote.Parse.OK if choice_shown else Vote.Parse.INVALID),
+        "not_familiar": v.not_familiar,
+        "client_ms": v.response_ms,
+        "server_ms": v.server_ms,
+        "raw_output": v.raw_output,
+        "error": v.error,
+        "meta": meta,
+        "received_at": v.received_at or now,
+    }
 
 
 def votes_write(plan: VotesPlan, *, study: Study) -> None:

@@ -19,7 +19,6 @@ from typing import ClassVar
 
 from django.conf import settings
 
-from analysis import importers, vote_import
 from annotations.archives import ArchiveError, ArchiveLimits, archive_root, archive_unpack
 from annotations.models import Study
 from annotations.uploads import (
@@ -31,7 +30,9 @@ from annotations.uploads import (
     upload_progress_read,
     upload_progress_write,
 )
+from vote_imports import importers, vote_import
 
+# The salt keeps the text it had when this module was in analysis: tokens signed then stay valid.
 SALT = "analysis.votes-upload"
 DATA_NAME = "data"  # the vote file, or the unpacked data-set folder
 

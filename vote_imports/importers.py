@@ -182,11 +182,11 @@ class Parsed:
 # ``import_votes --format NAME``: each parser takes (path, known_groups=..., limit=...) → Parsed.
 # Dotted names, not imports: a format in its own module builds on the records above.
 FORMATS = {
-    "csv": "analysis.importers.parse_csv",
-    "mtbench": "analysis.importers.parse_mtbench",
-    "prd": "analysis.import_prd.parse_prd",
-    "llmbar": "analysis.import_llmbar.parse_llmbar",
-    "alpaca_eval": "analysis.import_alpaca_eval.parse_alpaca_eval",
+    "csv": "vote_imports.importers.parse_csv",
+    "mtbench": "vote_imports.importers.parse_mtbench",
+    "prd": "vote_imports.import_prd.parse_prd",
+    "llmbar": "vote_imports.import_llmbar.parse_llmbar",
+    "alpaca_eval": "vote_imports.import_alpaca_eval.parse_alpaca_eval",
 }
 
 
@@ -372,9 +372,8 @@ def _check_header(header: list[str], path: Path) -> None:
 def _csv_row(
     row: dict, line: int, path, questions: dict, known_groups: set[str], judges: dict, raters: dict
 ) -> VoteRecord:
-    """One checked row of the generic vote CSV as a record. Above the complexity bound (22): each
-    optional column is read and checked where it is used, one short branch per column, so that a
-    problem names its column; splitting it would pass the same row and line to a dozen helpers."""
+    """One checked row of the generic vote CSV as a record: the question, its answers and item
+    (added to ``questions``), then the vote. Each problem names its column."""
 
     def get(name: str) -> str:
         return (row.get(name) or "").strip()
@@ -397,25 +396,11 @@ def _csv_row(
     if gold not in ("", "a1", "a2"):
         raise ImportProblem(path, line, "gold_label", f"{gold!r} is not a1 or a2")
     _same_judge(get, judges, path, line)
-    rater = get("rater")
-    flagged = _yes_no(get, "rater_flagged", path, line)
-    if rater and raters.setdefault(rater, flagged) != flagged:
-        raise ImportProblem(path, line, "rater_flagged", f"rater {rater!r} was {'not ' * flagged}flagged before")
-    if flagged and not rater:
-        raise ImportProblem(path, line, "rater_flagged", "a flagged rater needs a rater id")
+    rater, flagged = _csv_rater(get, raters, path, line)
     scheme = get("label_scheme")
     if len(scheme) > 32:
         raise ImportProblem(path, line, "label_scheme", "is longer than 32 characters")
-    probs = _numbers(get, PROBS, path, line, lambda v: 0 <= v <= 1, "a probability in [0, 1]")
-    if probs and len(probs) != len(PROBS):
-        raise ImportProblem(
-            path, line, next(c for c in PROBS if c not in probs), "is needed with the other prob_ columns"
-        )
-    # A distribution, as the judge backends require of a reply's option probabilities; a file
-    # may round them (three decimals: 0.333 × 3 = 0.999).
-    if probs and not math.isclose(sum(probs.values()), 1.0, abs_tol=PROBS_SUM_TOLERANCE):
-        shown = ", ".join(f"{v:g}" for v in probs.values())
-        raise ImportProblem(path, line, "prob_first", f"the prob_ columns ({shown}) do not add up to 1")
+    probs = _csv_probs(get, path, line)
     question = _add_question(
         questions,
         QuestionRecord(
@@ -429,34 +414,9 @@ def _csv_row(
         path,
         line,
     )
-    a1_id = get("answer_a1_id") or f"{qid}-a1"
-    a2_id = get("answer_a2_id") or (f"{qid}-a2" if group == "control" else f"{qid}-{group}")
-    original = None
-    if group != "control":
-        original = get("a2_original_id")
-        if not original:
-            raise ImportProblem(path, line, "a2_original_id", "is needed for a perturbation row")
-    if a1_id == a2_id:
-        raise ImportProblem(path, line, "answer_a2_id", "A1 and A2 must be different answers")
-    for name, value in (("answer_a1_id", a1_id), ("answer_a2_id", a2_id)):
-        if len(value) > MAX_ID_CHARS[name]:
-            raise ImportProblem(path, line, name, f"at most {MAX_ID_CHARS[name]} characters, got {len(value)}")
-    for side, answer_id, derived in (("a1", a1_id, None), ("a2", a2_id, original)):
-        columns = [f"len_{side}_{m}" for m in LENGTH_MEASURES]
-        given = _numbers(get, columns, path, line, lambda v: v >= 0 and v == int(v), "a whole number")
-        if given and get(f"answer_{side}"):
-            raise ImportProblem(path, line, next(iter(given)), f"give either answer_{side} or its length, not both")
-        lengths = {c.rsplit("_", 1)[1]: int(v) for c, v in given.items()} or None
-        # No answer_ column (the votes export): the answer is named by its id, as the study has it.
-        record = AnswerRecord(answer_id, row.get(f"answer_{side}"), derived, lengths=lengths)
-        _add_answer(question, record, path, line, f"answer_{side}")
+    a1_id, a2_id = _csv_answers(row, get, question, group, path, line)
     _add_item(question, group, (a1_id, a2_id), path, line, gold)
-    meta: dict = {"source": str(path.name), "line": line}
-    for name in ("vote_id", "run_id"):  # the exporting database's ids, kept as the vote's provenance
-        if get(name):
-            meta[f"exported_{name}"] = get(name)
-    if _yes_no(get, "late", path, line):
-        meta["assignment"] = {"late": True}  # where the rater pages keep it
+    meta = _csv_meta(get, path, line)
     return VoteRecord(
         question=qid,
         group=group,
@@ -478,6 +438,71 @@ def _csv_row(
         error=row.get("error") or "",
         rater_flagged=flagged,
     )
+
+
+def _csv_rater(get, raters: dict, path, line) -> tuple[str, bool]:
+    """The row's rater id and whether they are flagged, the same on each of their rows."""
+    rater = get("rater")
+    flagged = _yes_no(get, "rater_flagged", path, line)
+    if rater and raters.setdefault(rater, flagged) != flagged:
+        raise ImportProblem(path, line, "rater_flagged", f"rater {rater!r} was {'not ' * flagged}flagged before")
+    if flagged and not rater:
+        raise ImportProblem(path, line, "rater_flagged", "a flagged rater needs a rater id")
+    return rater, flagged
+
+
+def _csv_probs(get, path, line) -> dict[str, float]:
+    """The prob_ columns: all or none, each in [0, 1], adding up to 1."""
+    probs = _numbers(get, PROBS, path, line, lambda v: 0 <= v <= 1, "a probability in [0, 1]")
+    if probs and len(probs) != len(PROBS):
+        raise ImportProblem(
+            path, line, next(c for c in PROBS if c not in probs), "is needed with the other prob_ columns"
+        )
+    # A distribution, as the judge backends require of a reply's option probabilities; a file
+    # may round them (three decimals: 0.333 × 3 = 0.999).
+    if probs and not math.isclose(sum(probs.values()), 1.0, abs_tol=PROBS_SUM_TOLERANCE):
+        shown = ", ".join(f"{v:g}" for v in probs.values())
+        raise ImportProblem(path, line, "prob_first", f"the prob_ columns ({shown}) do not add up to 1")
+    return probs
+
+
+def _csv_answers(row: dict, get, question: QuestionRecord, group: str, path, line) -> tuple[str, str]:
+    """The row's two answers added to ``question`` (A2 derived from its original on a
+    perturbation row), each with its text or its lengths; returns their ids."""
+    qid = question.external_id
+    a1_id = get("answer_a1_id") or f"{qid}-a1"
+    a2_id = get("answer_a2_id") or (f"{qid}-a2" if group == "control" else f"{qid}-{group}")
+    original = None
+    if group != "control":
+        original = get("a2_original_id")
+        if not original:
+            raise ImportProblem(path, line, "a2_original_id", "is needed for a perturbation row")
+    if a1_id == a2_id:
+        raise ImportProblem(path, line, "answer_a2_id", "A1 and A2 must be different answers")
+    for name, value in (("answer_a1_id", a1_id), ("answer_a2_id", a2_id)):
+        if len(value) > MAX_ID_CHARS[name]:
+            raise ImportProblem(path, line, name, f"at most {MAX_ID_CHARS[name]} characters, got {len(value)}")
+    for side, answer_id, derived in (("a1", a1_id, None), ("a2", a2_id, original)):
+        columns = [f"len_{side}_{m}" for m in LENGTH_MEASURES]
+        given = _numbers(get, columns, path, line, lambda v: v >= 0 and v == int(v), "a whole number")
+        if given and get(f"answer_{side}"):
+            raise ImportProblem(path, line, next(iter(given)), f"give either answer_{side} or its length, not both")
+        lengths = {c.rsplit("_", 1)[1]: int(v) for c, v in given.items()} or None
+        # No answer_ column (the votes export): the answer is named by its id, as the study has it.
+        record = AnswerRecord(answer_id, row.get(f"answer_{side}"), derived, lengths=lengths)
+        _add_answer(question, record, path, line, f"answer_{side}")
+    return a1_id, a2_id
+
+
+def _csv_meta(get, path, line) -> dict:
+    """The vote's provenance: the file and line, the exporting database's ids, lateness."""
+    meta: dict = {"source": str(path.name), "line": line}
+    for name in ("vote_id", "run_id"):  # the exporting database's ids, kept as the vote's provenance
+        if get(name):
+            meta[f"exported_{name}"] = get(name)
+    if _yes_no(get, "late", path, line):
+        meta["assignment"] = {"late": True}  # where the rater pages keep it
+    return meta
 
 
 def _yes_no(get, name: str, path, line) -> bool:

@@ -1,6 +1,6 @@
 """A study's report computed from its votes and stored (``StudyReport``): the version it is current
 at (``report_version``), computing, storing and pruning it, and the task's refresh.
-``services.study_results`` decides when a stored report is computed again, in the request or by
+``current_report.study_results`` decides when a stored report is computed again, in the request or by
 the ``report_refresh`` task, which calls ``study_report_refresh`` here (this module queues no
 task, so the task imports it)."""
 
@@ -16,7 +16,7 @@ from pathlib import Path
 from django.db.models import F
 from django.utils import timezone
 
-from analysis import loader, ratings_service, report
+from analysis import compute, loader, ratings_service
 from analysis.frame import Filters
 from analysis.models import StudyReport
 from annotations.models import ComparisonItem, PerturbationKind, Study
@@ -36,8 +36,8 @@ def scheme_labels() -> dict[str, tuple[str, str]]:
     return {slug: (scheme.first, scheme.second) for slug, scheme in LABEL_SCHEMES.items()}
 
 
-def with_scheme_labels(options: report.Options | None) -> report.Options:
-    options = options or report.Options()
+def with_scheme_labels(options: compute.Options | None) -> compute.Options:
+    options = options or compute.Options()
     if not options.scheme_labels:
         options.scheme_labels = scheme_labels()
     return options
@@ -91,7 +91,7 @@ def report_version(study: Study) -> str:
     return f"{data_version}-{ANALYSIS_CODE}"
 
 
-def study_report(*, study: Study, filters: Filters | None = None, options: report.Options | None = None) -> dict:
+def study_report(*, study: Study, filters: Filters | None = None, options: compute.Options | None = None) -> dict:
     """The study's report computed now from its votes (what ``study_results`` stores)."""
     groups, semantics = study_groups(study=study)
     filters, options = filters or Filters(), with_scheme_labels(options)
@@ -99,7 +99,7 @@ def study_report(*, study: Study, filters: Filters | None = None, options: repor
     if options.style_scaling is None:
         found = ratings_service.study_style_scaling(study=study, frame=frame)
         options = replace(options, style_scaling=found.as_dict() if found is not None else None)
-    return report.analyze(
+    return compute.analyze(
         frame,
         study=study.slug,
         filters=filters,
@@ -110,7 +110,7 @@ def study_report(*, study: Study, filters: Filters | None = None, options: repor
     )
 
 
-def report_store(stored: StudyReport, *, version: str, filters: Filters, options: report.Options) -> None:
+def report_store(stored: StudyReport, *, version: str, filters: Filters, options: compute.Options) -> None:
     """Compute the report and store it in ``stored`` (as JSON: every reader gets what the API
     sends), with the version read before its votes were and the number of votes it read."""
     cpu = time.process_time()
@@ -171,12 +171,12 @@ def results_of(stored: StudyReport, *, updating: bool) -> Results:
     )
 
 
-def request_of(filters: Filters, options: report.Options) -> dict:
+def request_of(filters: Filters, options: compute.Options) -> dict:
     """The filters and options as JSON (``_from_request`` makes them again)."""
     return json.loads(json.dumps({"filters": asdict(filters), "options": asdict(options)}, default=str))
 
 
-def _from_request(request: dict) -> tuple[Filters, report.Options]:
+def _from_request(request: dict) -> tuple[Filters, compute.Options]:
     filters = dict(request["filters"])
     for key in ("since", "until"):
         if filters[key] is not None:
@@ -184,4 +184,4 @@ def _from_request(request: dict) -> tuple[Filters, report.Options]:
     options = dict(request["options"])
     options["lc_lambdas"] = tuple(options["lc_lambdas"])
     options["scheme_labels"] = {slug: tuple(labels) for slug, labels in options["scheme_labels"].items()}
-    return Filters(**filters), report.Options(**options)
+    return Filters(**filters), compute.Options(**options)

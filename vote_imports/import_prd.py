@@ -35,7 +35,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from analysis.importers import (
+from annotations.study_files import Problems
+from vote_imports.importers import (
     AnswerRecord,
     ImportProblem,
     Parsed,
@@ -48,7 +49,6 @@ from analysis.importers import (
     _jsonl_numbered,
     every_problem,
 )
-from annotations.study_files import Problems
 
 VICUNA_BLOOM = {
     "generic": "understanding",

@@ -52,7 +52,9 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from analysis.importers import (
+from annotations.models import BloomLevel
+from annotations.study_files import Problems, first_unstorable
+from vote_imports.importers import (
     MAX_ID_CHARS,
     AnswerRecord,
     ImportProblem,
@@ -65,8 +67,6 @@ from analysis.importers import (
     every_problem,
     prompt_key,
 )
-from annotations.models import BloomLevel
-from annotations.study_files import Problems, first_unstorable
 
 TEXTS = ("instruction", "output_1", "output_2", "generator_1", "generator_2", "annotator")
 REQUIRED = (*TEXTS, "preference")

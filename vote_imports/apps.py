@@ -1,0 +1,5 @@
+from django.apps import AppConfig
+
+
+class VoteImportsConfig(AppConfig):
+    name = "vote_imports"
