@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from analysis import alttest, consistency, content_blind, lc, metrics, rows, stats
+from analysis import alttest, consistency, content_blind, lc, metrics, mixed_effects, rows, stats
 from analysis.frame import CONTROL, Filters, apply_filters, by_judge
 from analysis.judge_metrics import JudgeData
 from analysis.rows import JUDGE_METRICS, STUDY_METRICS
@@ -247,6 +247,7 @@ def conventions(filters: Filters, options: Options) -> dict:
         "repetition_stability": "mean share of the most frequent verdict over requests asked more than once",
         "vote_pair_agreement": "Zheng et al.: every pair of votes on an item; S1 with ties, S2 without",
         "self_preference": "own family's answer scored 1, tie 1/2; vs judges outside the family on the same items",
+        "mixed_effects": mixed_effects.METHOD,
         "alt_test": (
             f"Calderon, Reichart and Dror 2025: each rater left out in turn, judge and rater scored by the share "
             f"of the other raters agreeing on each item; one-sided paired t-test at epsilon "
