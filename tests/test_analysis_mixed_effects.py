@@ -65,11 +65,11 @@ def test_each_vote_is_read_against_its_questions_reference_answer_whichever_orig
 
 # --- against a known truth ----------------------------------------------------------------------
 
-# 20 studies of 6,000 votes (150 raters x 120 questions): about 7 s of CPU here, enough to see a
+# 20 studies of 6,000 votes (150 raters x 120 questions): about 12 s of CPU here, enough to see a
 # bias of 0.1 in an effect (the mean of 20 estimates has a standard error of about 0.02) and of
 # 15% in an SD (about 2%), and a pooled coverage of 60 fixed-effect intervals to within about 3
-# points. Measured (seeds 0-19): factual_error -1.027, reference 0.500, position 0.312, SD raters
-# 0.788, SD questions 1.202; 59 of 60 effect intervals and 39 of 40 SD intervals cover. The
+# points. Measured (seeds 0-19): factual_error -1.027, reference 0.499, position 0.313, SD raters
+# 0.789, SD questions 1.202; 59 of 60 effect intervals and 39 of 40 SD intervals cover. The
 # 400-study coverage of each figure is the benchmark's.
 STUDIES = 20
 
