@@ -413,7 +413,7 @@ def _gpboost_fit(y: np.ndarray, x: np.ndarray, group_data: np.ndarray):
         coef = np.asarray(model.get_coef(format_pandas=False), dtype=float).ravel()
         cov = np.asarray(model.get_cov_pars(std_err=True, format_pandas=False), dtype=float)
         modes = np.asarray(model.predict_training_data_random_effects(), dtype=float)
-    except gpboost.basic.GPBoostError as exc:
+    except (gpboost.basic.GPBoostError, ValueError) as exc:  # ValueError: input gpboost refuses
         return str(exc).strip()
     finally:
         logger.removeHandler(handler)
