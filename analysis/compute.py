@@ -22,6 +22,7 @@ from analysis import (
     content_blind,
     lc,
     metrics,
+    mixed_effects,
     ppi,  # noqa: F401 (registers people's rates by prediction-powered inference)
     rating_metrics,  # noqa: F401 (registers the ratings' rows)
     rows,
@@ -245,6 +246,7 @@ def conventions(filters: Filters, options: Options) -> dict:
         "repetition_stability": "mean share of the most frequent verdict over requests asked more than once",
         "vote_pair_agreement": "Zheng et al.: every pair of votes on an item; S1 with ties, S2 without",
         "self_preference": "own family's answer scored 1, tie 1/2; vs judges outside the family on the same items",
+        "mixed_effects": mixed_effects.METHOD,
         "alt_test": (
             f"Calderon, Reichart and Dror 2025: each rater left out in turn, judge and rater scored against "
             f"{alttest.REFERENCES[options.alt_reference]} on each item; one-sided paired t-test at epsilon "

@@ -303,3 +303,68 @@ def asr_interval_table(
             row[g] = {"value": float(hit.sum()) / n if n else None, "width": widths[g][k], "n": n}
         out.append(row)
     return IntervalWidths(rows=out, votes_drawn=len(votes))
+
+
+@dataclass
+class CrossedTruth:
+    """A crossed design's truth (analysis.mixed_effects' model): each perturbation's effect
+    towards the perturbed answer and the position effect (log-odds, ±1 coding), the SDs of the
+    raters' and the questions' random intercepts, the intercept, and the tie rate."""
+
+    effects: dict[str, float] = field(default_factory=lambda: {"factual_error": -1.0, "reference": 0.5})
+    position: float = 0.3
+    sd_rater: float = 0.8
+    sd_question: float = 1.2
+    intercept: float = 0.0
+    tie_rate: float = 0.0
+
+
+def crossed_votes(
+    *, n_questions: int, n_raters: int, n_votes: int, truth: CrossedTruth, seed: int = 0, judge: str = "people"
+) -> pd.DataFrame:
+    """A votes frame (analysis.frame) of ``n_raters`` people voting ``n_votes`` times on the
+    items of ``synthetic_items(n_questions)`` (a control and one item per effect's group; the
+    perturbed original alternates between A2 and A1 from one question to the next), each vote a
+    rater and an item drawn at random and an order drawn at random, drawn from the model of
+    analysis.mixed_effects with ``truth``: the log-odds of taking the question's control A2 are
+    intercept + rater + question ± effect (+ on the perturbed side) ± position (+ shown first)."""
+    groups = {g: ("non_semantic", 0) for g in truth.effects}
+    items = synthetic_items(n_questions, groups=groups, seed=seed)
+    rng = np.random.default_rng(seed)
+    rater_term = rng.normal(0.0, truth.sd_rater, n_raters)
+    question_term = rng.normal(0.0, truth.sd_question, n_questions)
+    rater = rng.integers(0, n_raters, n_votes)
+    row = rng.integers(0, len(items), n_votes)
+    a2_first = rng.random(n_votes) < 0.5
+    picked = items.iloc[row]
+    reference = 2 * picked["question_id"].to_numpy() + 1  # the control item's A2 (synthetic_items)
+    reference_is_a2 = picked["a2_root"].to_numpy() == reference
+    side = np.where(reference_is_a2, 1.0, -1.0)
+    effect = picked["group"].map(lambda g: truth.effects.get(g, 0.0)).to_numpy(dtype=float)
+    reference_first = a2_first == reference_is_a2
+    u = (
+        truth.intercept
+        + rater_term[rater]
+        + question_term[picked["question_id"].to_numpy()]
+        + side * effect
+        + np.where(reference_first, truth.position, -truth.position)
+    )
+    took_reference = rng.random(n_votes) < expit(u)
+    tie = rng.random(n_votes) < truth.tie_rate
+    chose_a2 = took_reference == reference_is_a2
+    choice = np.where(tie, "tie", np.where(chose_a2, "a2", "a1"))
+    took_first = chose_a2 == a2_first
+    votes = pd.DataFrame(
+        {
+            "item_id": picked["item_id"].to_numpy(),
+            "shown_first": np.where(a2_first, "a2", "a1"),
+            "choice": choice,
+            "choice_shown": np.where(tie, "tie", np.where(took_first, "first", "second")),
+            "client_ms": np.full(n_votes, np.nan),
+        }
+    )
+    frame = votes_frame(items, votes, judge=judge, kind="human")
+    # An inner merge keeps the votes' order (votes_frame), so each vote's rater goes in by position.
+    assert (frame["item_id"].to_numpy() == votes["item_id"].to_numpy()).all()
+    frame["rater"] = pd.Categorical([f"R{r:04d}" for r in rater])
+    return frame

@@ -467,6 +467,10 @@ SHOWN_BY_TABLES = frozenset(
         "rank_spearman",
         "rank_kendall",
         "rank_reversal",
+        "mixed_effect",
+        "mixed_position",
+        "mixed_sd_rater",
+        "mixed_sd_question",
         "self_preference_own",
         "self_preference_others",
         "self_preference_difference",
@@ -579,3 +583,51 @@ def systems(result: dict) -> dict | None:
         "note": note,
         "convention": convention,
     }
+
+
+def _figure(found: Row | None) -> dict:
+    """A row as ``{value, ci, n, note}`` (``note``: why it is missing, or the sizes behind it)."""
+    return {**as_rate(found), "note": found["note"] if found else ""}
+
+
+def mixed_effects_rows(result: dict) -> list[dict]:
+    """The mixed model beside the plain rates ("Judges against people"), per judge with
+    mixed-model rows: {judge, terms (the random terms, from the convention), effects: [{label,
+    group, plain, mixed}] (the position first: plain the share first − second
+    (``position_diff``); then each group: plain the raw win-rate effect against the control
+    (``raw_effect``)), sd_rater, sd_question (figures with their notes), note (the sizes behind
+    the fit, or why there is none)}."""
+    out = []
+    for judge, mine in _by_judge(result).items():
+        position = one(mine, metric="mixed_position")
+        if position is None:
+            continue
+        effects = [
+            {
+                "label": "answer shown first",
+                "group": "",
+                "plain": as_rate(one(mine, metric="position_diff", bloom="")),
+                "mixed": _figure(position),
+            }
+        ]
+        for found in select(mine, metric="mixed_effect"):
+            g = found["group"]
+            effects.append(
+                {
+                    "label": g,
+                    "group": g,
+                    "plain": as_rate(one(mine, metric="raw_effect", group=g)),
+                    "mixed": _figure(found),
+                }
+            )
+        out.append(
+            {
+                "judge": judge,
+                "terms": position["convention"].rpartition("random intercepts: ")[2],
+                "effects": effects,
+                "sd_rater": _figure(one(mine, metric="mixed_sd_rater")),
+                "sd_question": _figure(one(mine, metric="mixed_sd_question")),
+                "note": position["note"],
+            }
+        )
+    return out

@@ -57,6 +57,7 @@ def study_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
                 table2=tables.table2(result),
                 agreement=tables.agreement(result),
                 judges_against_people=tables.judges_against_people(result),
+                mixed_effects_rows=tables.mixed_effects_rows(result),
                 self_preference_rows=tables.self_preference_rows(result),
                 verbosity_rows=tables.verbosity_rows(result),
                 lc_rows=tables.lc_rows(result),

@@ -117,6 +117,7 @@ def test_the_dashboard_pages_have_no_violations(browser, live_server, transactio
         page.goto(live_server.url + reverse(f"analysis:{name}", args=args))
         if name == "study":
             assert page.locator("#alt-test").count() == 1
+            assert page.locator("#mixed-effects-table").count() == 1
         assert_accessible(page, name)
     page.goto(live_server.url + reverse("analysis:raters", args=[study.slug]) + "?bonus_per_counted_vote=0.05")
     assert_accessible(page, "raters, with a bonus previewed")
