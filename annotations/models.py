@@ -1122,3 +1122,25 @@ class Slot(models.Model):
 
     def __str__(self) -> str:
         return f"{self.item_id}/{self.shown_first}#{self.round}"
+
+
+class RequestCount(models.Model):
+    """How many requests of one client (`key`, e.g. an address) one limit (`scope`) has let
+    through in the fixed window that starts at `window_start` (annotations.ratelimit). A row of
+    the database, so every gunicorn worker and web host counts on the same one; a conditional
+    UPDATE adds to it only while it is under the limit, so two requests at once cannot both take
+    the last place. Rows of ended windows are deleted as new windows begin."""
+
+    scope = models.CharField(max_length=20)
+    key = models.CharField(max_length=200)
+    window_start = models.BigIntegerField(help_text="Seconds since the epoch at which the window began.")
+    window_end = models.BigIntegerField(db_index=True)
+    count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["scope", "key", "window_start"], name="request_count_one_per_window"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.scope} {self.key} @{self.window_start}: {self.count}"
