@@ -25,16 +25,19 @@ def hit(scope: str, key: str, *, rate: tuple[int, int], now: float | None = None
     now = time.time() if now is None else now
     start = int(now // period) * period
     retry_after = max(1, int(start + period - now + 0.999))
-    counter = RequestCount.objects.filter(scope=scope, key=key[:200], window_start=start)
+    with transaction.atomic():  # one commit for its few statements (one write lock on SQLite)
+        return _count(scope, key[:200], limit=limit, start=start, period=period, now=now, retry_after=retry_after)
+
+
+def _count(scope: str, key: str, *, limit: int, start: int, period: int, now: float, retry_after: int) -> int | None:
+    counter = RequestCount.objects.filter(scope=scope, key=key, window_start=start)
     if counter.filter(count__lt=limit).update(count=F("count") + 1):
         return None
     if limit < 1:
         return retry_after
     try:
         with transaction.atomic():
-            RequestCount.objects.create(
-                scope=scope, key=key[:200], window_start=start, window_end=start + period, count=1
-            )
+            RequestCount.objects.create(scope=scope, key=key, window_start=start, window_end=start + period, count=1)
     except IntegrityError:  # the window's counter is there: full, or made by a request just now
         return None if counter.filter(count__lt=limit).update(count=F("count") + 1) else retry_after
     # A new window has begun for this client: the counters of windows that have ended go.
