@@ -29,10 +29,12 @@ from judges.models import JudgeRun
 def answer_roots(study: Study) -> pd.DataFrame:
     """Every answer of the study with the original it derives from (following compounds built
     on other variants) and its cached lengths."""
+    # .order_by(): unordered, as a lookup table needs; the models' ordering (question, whose is
+    # study then external id) joined the study and sorted every answer.
     rows = list(
-        Answer.objects.filter(question__study=study).values_list(
-            "id", "derived_from_id", *(f"len_{m}" for m in MEASURES), "system"
-        )
+        Answer.objects.filter(question__study=study)
+        .order_by()
+        .values_list("id", "derived_from_id", *(f"len_{m}" for m in MEASURES), "system")
     )
     parent = {a: p for a, p, *_ in rows}
     roots = {}
@@ -57,7 +59,9 @@ def answer_styles(study: Study) -> pd.DataFrame:
 def study_items(study: Study) -> pd.DataFrame:
     """One row per comparison item with its group, semantics, roots and lengths."""
     rows = list(
-        ComparisonItem.objects.filter(study=study).values_list(
+        ComparisonItem.objects.filter(study=study)
+        .order_by()
+        .values_list(  # a lookup table: no sort
             "id",
             "question_id",
             "question__external_id",

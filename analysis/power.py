@@ -8,6 +8,7 @@ from decimal import Decimal
 
 from analysis import simulate
 from analysis.stored_reports import study_groups
+from annotations import context as context_text
 from annotations.models import Rater, Study
 
 MAX_SIMULATED_VOTES_PER_ITEM = 24
@@ -29,12 +30,24 @@ POWER_WIDE = 0.2
 
 
 def power_groups(*, study: Study) -> dict[str, tuple[str, int]]:
-    """The study's perturbation groups for the simulation, ``{slug: (semantics, words added)}``
-    (the built-in kinds keep the lengths they usually add); the three built-in ones for a study
-    that has none yet."""
+    """The study's perturbation groups that raters are handed, for the simulation, ``{slug:
+    (semantics, words added)}`` (the built-in kinds keep the lengths they usually add); the
+    three built-in ones for a study that has none yet. A kind whose items go to judges only
+    (`ComparisonItem.for_raters`: a self-enhancement context names the judge's own family, or a
+    vote import kept them from raters) costs no rater a vote, so it is not in the rater budget."""
     _, semantics = study_groups(study=study)
+    if not semantics:
+        return dict(simulate.SYNTHETIC_GROUPS)
+    # The rule of ComparisonItem.for_raters, read per (kind, context) rather than per item.
+    offered = (
+        study.items.filter(kind__isnull=False, offered_to_raters=True, question__is_gold=False)
+        .order_by()
+        .values_list("kind__slug", "answer_a2__context")
+        .distinct()
+    )
+    for_raters = {slug for slug, context in offered if not context_text.names_judge_family(context)}
     builtin = simulate.SYNTHETIC_GROUPS
-    return {g: (sem, builtin.get(g, (sem, 0))[1]) for g, sem in semantics.items()} or dict(builtin)
+    return {g: (sem, builtin.get(g, (sem, 0))[1]) for g, sem in semantics.items() if g in for_raters}
 
 
 def power_defaults(*, study: Study) -> dict:
@@ -78,12 +91,15 @@ def power_table(
     alike to it (``stands_for``, alike_kinds)."""
     groups = dict(simulate.SYNTHETIC_GROUPS) if groups is None else groups
     n_items = n_questions * (len(groups) + 1)
-    supplied = max(1, (raters * items_per_rater) // n_items)
+    # What the raters supply, as it is: 0.24 means most items get no vote at all.
+    supplied = raters * items_per_rater / n_items
     # The simulation costs in proportion to the votes it draws: 10,000 raters × 1,000 items
     # supplied 1,250 votes per item and took 75 s in a web request. Past MAX_SIMULATED_VOTES_PER_ITEM
-    # the width hardly moves (the questions bound it), so the row shown is that many.
+    # the width hardly moves (the questions bound it), so the row shown is that many; under one
+    # vote per item no row is what they supply.
     most = MAX_SIMULATED_VOTES_PER_ITEM
-    ks = sorted({1, 2, 4, 6, 8, POWER_REFERENCE, min(supplied, most)})
+    supplied_row = min(int(supplied), most) if supplied >= 1 else None
+    ks = sorted({1, 2, 4, 6, 8, POWER_REFERENCE} | ({supplied_row} if supplied_row else set()))
     params = simulate.JudgeParams(
         tie_rate=tie_rate,
         noise=noise,
@@ -121,8 +137,9 @@ def power_table(
     left_out = [g for g in groups if g not in simulated and not any(g in alike for alike in stands_for.values())]
     return {
         "rows": rows,
-        "supplied": supplied,
-        "simulated": min(supplied, most),
+        "supplied": round(supplied, 2),
+        "simulated": supplied_row,
+        "capped": supplied >= most + 1,  # the table stops short of what they supply
         "groups": list(simulated),  # the kinds simulated: the table's columns
         "kinds": len(groups),
         # When not every kind was simulated: each simulated kind with the kinds it stands for,

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
+from analysis import stats
 from judges.plan import item_rounds
 
 # The label scheme a simulated LLM judge is taken to have seen.
@@ -215,6 +216,16 @@ def asr_interval_widths(
     ).rows
 
 
+def interval_width(rate: float, var: float, clusters: int) -> float:
+    """The width of the interval the analysis gives a rate with this variance
+    (stats.clustered_rates): Wilson's on the effective number of votes p(1 - p) / V, or on the
+    clusters (questions) when the rate is 0 or 1 or the variance 0, so that a judge at 0 % still
+    gets the interval the dashboard shows (with 6 questions [0 %, 39 %]), not one of width 0."""
+    n_eff = rate * (1 - rate) / var if 0 < rate < 1 and var > 0 else float(clusters)
+    lo, hi = stats.wilson(rate * n_eff, n_eff)
+    return 1.0 if lo is None else hi - lo
+
+
 def asr_interval_table(
     *, n_questions: int, votes_per_item: list[int], params: JudgeParams, seed: int = 0, groups: dict | None = None
 ) -> IntervalWidths:
@@ -231,7 +242,9 @@ def asr_interval_table(
       question) is the variance k votes add;
     - V_questions: the cluster-robust variance of the whole study less what its 2h votes add
       (V_votes(h) / 2);
-    - width(k) = 2 × 1.96 × sqrt(V_questions + V_votes(k)), then the running minimum over k:
+    - width(k): the width of the analysis's interval at variance V_questions + V_votes(k)
+      (interval_width: Wilson's on the effective votes, about 2 × 1.96 × sqrt(V) when many,
+      on the questions when the rate is 0 or 1), then the running minimum over k:
       whoever has k + 1 votes per item can use k of them, so more votes never need a wider
       interval (neighbours that go the other way are simulation noise or the tie rule: an
       even number of votes ties more often).
@@ -287,12 +300,11 @@ def asr_interval_table(
             continue
         ratio = float(hit.sum()) / total
         var_q = max(variance(hit, base, ratio, total) - vote_variance(half, g, ratio, total) / 2, 0.0)
+        questions = int((base > 0).sum())
         narrowest = 1.0
         widths[g] = {}
         for k in ks:
-            narrowest = min(
-                narrowest, 2 * 1.959963984540054 * float(np.sqrt(var_q + vote_variance(k, g, ratio, total)))
-            )
+            narrowest = min(narrowest, interval_width(ratio, var_q + vote_variance(k, g, ratio, total), questions))
             widths[g][k] = narrowest
     out = []
     for k in votes_per_item:

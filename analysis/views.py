@@ -106,12 +106,14 @@ def power(request: HttpRequest, slug: str) -> HttpResponse:
     # The page opens on the study's own design, simulated; the form changes it.
     form = PowerForm(request.GET or defaults, initial=defaults)
     groups = power_groups(study=study)
+    kinds = stored_reports.study_groups(study=study)[0]
     rows = power_table(**form.cleaned_data, groups=groups) if form.is_valid() else None
     context = {
         "study": study,
         "form": form,
         "rows": rows,
-        "study_groups": stored_reports.study_groups(study=study)[0],
+        "study_groups": [g for g in kinds if g in groups],
+        "judge_only_groups": [g for g in kinds if g not in groups],  # no rater is handed their items
         "raters_so_far": Rater.objects.filter(study=study).crowd().count(),
         "questions": study.questions.filter(is_gold=False).count(),
     }

@@ -263,11 +263,7 @@ def _check_cookies(request: HttpRequest) -> HttpResponse:
 
 
 def _over_limit(request: HttpRequest, scope: str, key: str, rate: tuple[int, int]) -> HttpResponse | None:
-    try:
-        retry_after = ratelimit.hit(scope, key, rate=rate)
-    except ratelimit.Unavailable as exc:  # the cache (Redis) is down: as with the database, "try again"
-        log.warning("rate-limit cache unavailable for %s %s: %s", request.method, request.path, exc)
-        return try_again(request, status=503, retry_after=DATABASE_RETRY_AFTER, reason="database")
+    retry_after = ratelimit.hit(scope, key, rate=rate)  # a database outage: database_failures_answered
     if retry_after is None:
         return None
     return try_again(request, status=429, retry_after=retry_after, reason="entry")

@@ -1,9 +1,10 @@
-"""A small fixed-window request limiter on Django's cache, for the rater pages' entry (votes are
-limited by annotations.assignment, from the rater's stored votes).
+"""A small fixed-window request limiter for the rater pages' entry (votes are limited by
+annotations.assignment, from the rater's stored votes).
 
-The count lives in the default cache: by default a table of the database with an atomic
-increment (biasstudy/cache.py), which every gunicorn worker and web host shares, or Redis
-(CACHE_URL). With a per-process cache (locmem://) it would hold per process only.
+The count is a row of the database (`RequestCount`), which every gunicorn worker and web host
+shares: a conditional UPDATE adds one only while the count is under the limit, and its row
+count says whether this request got a place, so the limit holds exactly with any number of
+workers (the database settles the race: a row lock on PostgreSQL, the write lock on SQLite).
 """
 
 from __future__ import annotations
@@ -11,41 +12,37 @@ from __future__ import annotations
 import time
 
 from django.conf import settings
-from django.core.cache import cache
+from django.db import IntegrityError, transaction
+from django.db.models import F
 
-
-class Unavailable(Exception):
-    """The cache that holds the counts cannot be reached (e.g. Redis is down)."""
+from annotations.models import RequestCount
 
 
 def hit(scope: str, key: str, *, rate: tuple[int, int], now: float | None = None) -> int | None:
     """Count one request of `key` in `scope`. None while under `rate` = (requests, seconds),
-    else the seconds until the window ends (for Retry-After). Raises Unavailable when the
-    cache fails: the caller asks the client to try again rather than letting it through."""
-    try:
-        return _hit(scope, key, rate=rate, now=now)
-    except Exception as exc:  # noqa: BLE001 - whatever the cache's client raises
-        raise Unavailable(f"{type(exc).__name__}: {exc}") from exc
-
-
-def _hit(scope: str, key: str, *, rate: tuple[int, int], now: float | None) -> int | None:
+    else the seconds until the window ends (for Retry-After); a refused request is not counted."""
     limit, period = rate
     now = time.time() if now is None else now
-    window = int(now // period)
-    name = f"ratelimit:{scope}:{key}:{window}"
-    # add() creates the counter atomically on the first hit of the window; incr() is atomic in
-    # the shared caches (Redis, memcached) and under a lock in the local-memory one.
-    if cache.add(name, 1, timeout=period + 1):
-        count = 1
-    else:
-        try:
-            count = cache.incr(name)
-        except ValueError:  # expired between add() and incr()
-            cache.add(name, 1, timeout=period + 1)
-            count = 1
-    if count <= limit:
+    start = int(now // period) * period
+    retry_after = max(1, int(start + period - now + 0.999))
+    with transaction.atomic():  # one commit for its few statements (one write lock on SQLite)
+        return _count(scope, key[:200], limit=limit, start=start, period=period, now=now, retry_after=retry_after)
+
+
+def _count(scope: str, key: str, *, limit: int, start: int, period: int, now: float, retry_after: int) -> int | None:
+    counter = RequestCount.objects.filter(scope=scope, key=key, window_start=start)
+    if counter.filter(count__lt=limit).update(count=F("count") + 1):
         return None
-    return max(1, int((window + 1) * period - now + 0.999))
+    if limit < 1:
+        return retry_after
+    try:
+        with transaction.atomic():
+            RequestCount.objects.create(scope=scope, key=key, window_start=start, window_end=start + period, count=1)
+    except IntegrityError:  # the window's counter is there: full, or made by a request just now
+        return None if counter.filter(count__lt=limit).update(count=F("count") + 1) else retry_after
+    # A new window has begun for this client: the counters of windows that have ended go.
+    RequestCount.objects.filter(window_end__lte=now).delete()
+    return None
 
 
 def client_address(request) -> str:

@@ -5,7 +5,7 @@
 
 Every question and answer text of the demo study (fixtures/demo_study.json), of the chen2024
 data set and of bench_import_lock's synthetic answers, plus a few texts aimed at the link and
-entity handling, is rendered by both pipelines, uncached (the LRU cache of `_render` bypassed):
+entity handling, is rendered by both pipelines:
 
 - before: a new `Markdown` per call, `Cleaner.clean`, then `bleach.linkify` (a second html5lib
   parse of the cleaned HTML, with a new parser each call);
@@ -107,7 +107,7 @@ def main() -> None:
         "bench_import_lock": synthetic,
         "edge cases": EDGE_CASES,
     }
-    now = rendering._render.__wrapped__  # uncached
+    now = rendering._render
     for name, texts in corpora.items():
         unique = list(dict.fromkeys(texts))
         differing = [text for text in unique if two_pass(text) != now(text)]

@@ -100,9 +100,9 @@ def cache_from_url(url: str) -> dict:
     scheme = url.partition("://")[0]
     if not url:
         # Django culls a third of the entries once there are MAX_ENTRIES (300 by default), live
-        # counters included: room for ten thousand raters counting in the same minute.
+        # throttle histories included: room for ten thousand API clients in the same minute.
         return {
-            "BACKEND": "biasstudy.cache.AtomicDatabaseCache",
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
             "LOCATION": CACHE_TABLE,
             "OPTIONS": {"MAX_ENTRIES": 10_000},
         }

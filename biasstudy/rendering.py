@@ -12,7 +12,7 @@ import html as html_lib
 import logging
 import re
 import threading
-from functools import lru_cache, partial
+from functools import partial
 from urllib.parse import urlsplit
 
 import bleach
@@ -226,11 +226,8 @@ def render_markdown(text: str) -> SafeString:
     return mark_safe(_render(text or ""))  # noqa: S308 - sanitised by the allowlist in _render, or escaped
 
 
-# The same question and answers are shown again and again (every vote of an item, every item of
-# a question), and rendering them cost about 4 ms each, a tenth of the task page
-# (docs/BENCHMARKS.md). The result depends on the text alone, so recent ones are kept: at most
-# 2,048 strings per process.
-@lru_cache(maxsize=2048)
+# Texts shown again and again keep their render in the database beside them (questions and
+# answers: RenderedText; a study's instructions), so a page does not render them per request.
 def _render(text: str) -> str:
     html = _convert(text) if renders_as_markdown(text) else None
     return _plain(text) if html is None else html

@@ -230,16 +230,16 @@ if not re.fullmatch(r"[1-9][0-9]*/(second|minute|hour|day)", API_THROTTLE_RATE):
 
 # The rater pages' own limits, per client address for entering a study and per rater for
 # votes ("<n>/second|minute|hour"); over them the rater gets a 429 page with Retry-After.
-# They count in the default cache: give every web instance one shared cache (CACHE_URL) when
-# there are several.
+# They count in the database (annotations.ratelimit, from the rater's votes for votes), which
+# every web instance shares.
 RATER_ENTRY_RATE = env_rate("RATER_ENTRY_RATE", "30/minute")
 RATER_VOTE_RATE = env_rate("RATER_VOTE_RATE", "60/minute")
 # Seconds the done page shows a Prolific rater their completion code before it takes them back
 # to Prolific (they can go at once by its link, or stay): long enough to read or copy the code,
 # which they need when the way back fails.
 BIASSTUDY_PLATFORM_RETURN_SECONDS = env_int("BIASSTUDY_PLATFORM_RETURN_SECONDS", 10)
-# Without CACHE_URL the cache is a table of the database (created by `migrate`), which every
-# gunicorn worker and every web host on that database share, with an atomic counter.
+# The API's throttles count in the default cache. Without CACHE_URL it is a table of the
+# database (created by `migrate`), which every gunicorn worker and web host on that database share.
 CACHES = {
     "default": cache_from_url(env_str("CACHE_URL", "")),
 }

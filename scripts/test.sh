@@ -20,4 +20,4 @@ log "Lint (ruff) and the apps' import contracts (import-linter, pyproject.toml)"
 "$VENV/bin/ruff" check .
 "$VENV/bin/lint-imports" --no-cache
 
-suite_on_both_databases -q "$@"
+suite_on_both_databases -q --durations=30 "$@"  # the slowest tests of each run, for the suite's time

@@ -9,8 +9,8 @@ os.environ.setdefault("DJANGO_SECURE_COOKIES", "0")
 # The suite enters and votes far faster than a person; the limit tests set their own rates.
 os.environ.setdefault("RATER_ENTRY_RATE", "100000/minute")
 os.environ.setdefault("RATER_VOTE_RATE", "100000/minute")
-# One process, so each process's own memory is cache enough (the live tests of shared limits
-# set CACHE_URL to "" for the database cache of production).
+# One process, so each process's own memory is cache enough for the API's throttles (the rater
+# pages' limits count in the database; the live tests set CACHE_URL to "" as production has it).
 os.environ.setdefault("CACHE_URL", "locmem://")
 
 from biasstudy.settings import *  # noqa: E402,F403

@@ -7,7 +7,7 @@ from decimal import Decimal
 import pytest
 from django.urls import reverse
 
-from analysis import power, simulate
+from analysis import power, simulate, stats
 from tests.factories import make_question, make_rater, make_study, make_variant
 
 
@@ -134,3 +134,92 @@ def test_the_page_says_which_kinds_it_simulated_for_the_others(staff_client):
     body = response.content.decode()
     assert "Simulating each of the 4 kinds at this size would take more than the 384000 simulated votes" in body
     assert "<strong>bandwagon</strong> for 2 more (reference, rich_content)" in body
+
+
+SELF_ENHANCEMENT = "{A2} was written by {judge_family}; {A1} by {other_family}."
+
+
+@pytest.mark.parametrize("judge_only", ["self_enhancement_context", "kept_from_raters_by_an_import"])
+def test_items_no_rater_is_handed_are_not_in_the_rater_budget(staff_client, judge_only):
+    study = study_with_groups()  # 12 questions, control + reference, 6 votes per item, 20 items per rater
+    for question in study.questions.all():
+        if judge_only == "self_enhancement_context":
+            make_variant(question, kind="self_enhancement", text=question.answers.get(external_id__endswith="-a2").text,
+                         context=SELF_ENHANCEMENT)  # fmt: skip
+        else:
+            make_variant(question, kind="rich_content")
+    if judge_only == "kept_from_raters_by_an_import":
+        study.items.filter(kind__slug="rich_content").update(offered_to_raters=False)
+    hidden = "self_enhancement" if judge_only == "self_enhancement_context" else "rich_content"
+    assert not any(item.for_raters for item in study.items.filter(kind__slug=hidden))  # the model's own rule
+    assert list(power.power_groups(study=study)) == ["reference"]
+    response = staff_client.get(reverse("analysis:power", args=[study.slug]))
+    # 12 questions × 2 items raters see × 6 votes / 20 items per rater = 7.2: 8 raters, not 11.
+    assert response.context["form"]["raters"].value() == 8
+    assert response.context["rows"]["groups"] == ["reference"] and response.context["rows"]["items"] == 24
+    body = response.content.decode()
+    assert f"its groups (reference) (not {hidden}: judges only, no rater sees it)" in body
+
+
+def test_a_study_whose_kinds_are_all_judge_only_plans_its_control_items_not_three_made_up_kinds(staff_client):
+    study = make_study(slug="pw-judges", target_per_rater=10, votes_per_item=4)
+    for _ in range(10):
+        question = make_question(study)
+        make_variant(question, kind="self_enhancement", text="Second answer.", context=SELF_ENHANCEMENT)
+    assert power.power_groups(study=study) == {}
+    response = staff_client.get(reverse("analysis:power", args=[study.slug]))
+    assert response.context["form"]["raters"].value() == 4  # 10 control items × 4 votes / 10 per rater
+    body = response.content.decode()
+    assert "its control items only (not self_enhancement: judges only" in body and "three are assumed" not in body
+
+
+def test_what_the_raters_supply_is_shown_as_it_is_not_rounded_up_to_one(staff_client):
+    study = study_with_groups()
+    # 6 raters × 8 items over 100 questions × (control + reference) = 48 / 200 = 0.24 votes per item.
+    params = {"n_questions": 100, "raters": 6, "items_per_rater": 8, "susceptibility": 0.5, "noise": 1.0}
+    response = staff_client.get(reverse("analysis:power", args=[study.slug]), {**params, "tie_rate": 0.15})
+    rows = response.context["rows"]
+    assert rows["supplied"] == 0.24 and rows["simulated"] is None
+    body = response.content.decode()
+    assert "Your raters supply about <strong>0.24</strong> votes per item: fewer than one, so most items" in body
+    assert 'class="flag"' not in body  # no row is what they supply
+    # 2.5 votes per item: shown with its decimals, and the row of 2 votes is theirs.
+    more = staff_client.get(
+        reverse("analysis:power", args=[study.slug]), {**params, "raters": 50, "items_per_rater": 10, "tie_rate": 0.15}
+    )
+    assert more.context["rows"]["supplied"] == 2.5 and more.context["rows"]["simulated"] == 2
+    assert "about <strong>2.50</strong> votes per item." in more.content.decode()
+
+
+def test_a_rate_of_0_or_1_gets_the_interval_the_dashboard_gives_not_one_of_width_0():
+    # A hand computation: at rate 0 on 6 questions the analysis (stats.clustered_rates) gives
+    # Wilson's interval on the 6 questions, [0, z²/(6 + z²)] = [0 %, 39 %].
+    z2 = stats.Z95**2
+    assert simulate.interval_width(0.0, 0.0, 6) == pytest.approx(z2 / (6 + z2))
+    assert simulate.interval_width(1.0, 0.0, 6) == pytest.approx(z2 / (6 + z2))
+    assert simulate.interval_width(0.3, 0.0, 6) == pytest.approx(stats.wilson(1.8, 6)[1] - stats.wilson(1.8, 6)[0])
+    # Many effective votes: the interval is about 2 × 1.96 × sd, as before.
+    assert simulate.interval_width(0.3, 0.0001, 6) == pytest.approx(2 * stats.Z95 * 0.01, rel=0.01)
+    # A judge with no noise and a strong pull: every kind's ASR is 0 or 1, each with its width.
+    table = power.power_table(
+        n_questions=10, raters=10, items_per_rater=10, susceptibility=5.0, noise=0.0, tie_rate=0.0
+    )
+    cells = [row[g] for row in table["rows"] for g in table["groups"]]
+    assert {cell["value"] for cell in cells} <= {0.0, 1.0}
+    assert all(cell["width"] > 0.3 for cell in cells), cells
+
+
+def test_with_too_few_questions_the_page_leads_with_more_questions_and_no_interval_is_0_or_100_pct_wide(
+    staff_client,
+):
+    # Ten questions (the form's least) with a noisy judge: the code before showed factual_error's
+    # interval 100 % wide at every votes per item (a normal interval cut at 100 %).
+    study = study_with_groups()
+    params = {"n_questions": 10, "raters": 10, "items_per_rater": 10, "susceptibility": 0.5, "noise": 5.0}
+    response = staff_client.get(reverse("analysis:power", args=[study.slug]), {**params, "tie_rate": 0.15})
+    rows = response.context["rows"]
+    widths = [row[g]["width"] for row in rows["rows"] for g in rows["groups"] if row[g]["width"] is not None]
+    assert widths and all(0 < width < 1 for width in widths), widths
+    assert rows["recommended"]["questions_limit"]
+    body = response.content.decode()
+    assert body.index("More questions, not more votes:</strong> with 10 questions") < body.index("Choose ")

@@ -106,3 +106,20 @@ def test_questions_and_answers_keep_their_render_and_never_show_a_stale_one():
     assert "<em>changed</em>" not in answer.text_html
     answer.save()
     assert "<em>changed</em>" in answer.text_html
+
+
+def test_a_studys_instructions_are_stored_rendered_and_rendered_afresh_when_changed_behind_save(db, client):
+    study = make_study(slug="instr", instructions="Read **both** answers.<script>alert(1)</script>")
+    make_question(study)
+    assert "<strong>both</strong>" in study.instructions_html and "<script" not in study.instructions_html
+    assert str(study.instructions_rendered) == study.instructions_html
+    # The task page shows the stored render (no render per request).
+    client.post("/s/instr/", {"participant_id": "I1", "consent": "on"})
+    assert "Read <strong>both</strong> answers." in client.get("/s/instr/task/").content.decode()
+    type(study).objects.filter(pk=study.pk).update(instructions="Now *changed*.")
+    study.refresh_from_db()
+    assert "<em>changed</em>" in study.instructions_rendered and "<em>changed</em>" not in study.instructions_html
+    assert "Now <em>changed</em>." in client.get("/s/instr/task/").content.decode()
+    study.save(update_fields=["instructions"])
+    study.refresh_from_db()
+    assert "<em>changed</em>" in study.instructions_html

@@ -1,6 +1,6 @@
 """What a deployment meets when a service is away: the database (the API answers 503 with
-Retry-After, as the rater pages do, never 500), Redis as the cache (a rater entering gets
-the "try again" page, not a server error), and PostgreSQL stopped while a judge run is under
+Retry-After, as the rater pages do, never 500), Redis as the cache (raters still enter, and
+their entry limit still holds: it counts in the database), and PostgreSQL stopped while a judge run is under
 way (the run stops with it, and resumes by itself once the database is back: its watchdog
 outlives the outage). Redis as the task queue stopped during a start, a resume or a vote
 import: tests/test_reliability_queue_outage.py."""
@@ -41,22 +41,21 @@ def test_with_the_database_down_the_api_answers_503_with_retry_after(tmp_path, v
     assert health.status_code == 503 and health.json() == {"status": "unhealthy"}
 
 
-def test_with_the_redis_cache_down_a_rater_entering_gets_try_again_not_500(db, settings):
+def test_with_the_redis_cache_down_raters_still_enter_and_their_entry_limit_still_holds(db, settings):
     settings.CACHES = {
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": f"redis://127.0.0.1:{free_port()}/0",  # nothing listens there
         }
     }
+    settings.RATER_ENTRY_RATE = (1, 60)
     study = make_study(slug="no-redis")
     make_question(study)
-    response = Client().post("/s/no-redis/", {"participant_id": "R1", "consent": "on"})
-    assert response.status_code == 503
-    assert response["Retry-After"] == "5"
-    assert "Please try again in a moment" in response.content.decode()
-    page = response.content.decode()
-    assert "reload the page" in page and "answer" not in page  # entering, nothing answered yet
-    assert not Rater.objects.exists()
+    entered = Client().post("/s/no-redis/", {"participant_id": "R1", "consent": "on"})
+    assert entered.status_code == 302 and entered["Location"] == "/s/no-redis/task/"
+    refused = Client().post("/s/no-redis/", {"participant_id": "R2", "consent": "on"})
+    assert refused.status_code == 429 and "Please try again in a moment" in refused.content.decode()
+    assert list(Rater.objects.values_list("participant_id", flat=True)) == ["R1"]
 
 
 OUTAGE_STALE_SECONDS = 3  # JUDGE_RUN_STALE_SECONDS: the watchdog looks every 3 s

@@ -82,7 +82,7 @@ def test_a_footnote_of_one_text_never_reaches_the_next():
 
 def test_texts_rendered_in_several_threads_come_out_as_in_one():
     """Each thread renders with its own converter and cleaner (neither is thread-safe)."""
-    render = rendering._render.__wrapped__  # uncached: every call goes through the pipeline
+    render = rendering._render  # every call goes through the pipeline
     texts = [f"Text {i}: **bold**, a [link](https://example.org/{i}) and `code {i}`\n\n- item {i}" for i in range(300)]
     expected = [render(text) for text in texts]
     with ThreadPoolExecutor(max_workers=4) as pool:

@@ -6,7 +6,6 @@ import time
 
 import pytest
 
-from biasstudy import rendering
 from biasstudy.rendering import (
     MAX_MARKDOWN_CHARS,
     MAX_TEXT_CHARS,
@@ -33,11 +32,6 @@ ADVERSARIAL = {
     "scripts among brackets": "<script>alert(1)</script>" + "[" * 20_000 + '<img src=x onerror="alert(1)">',
     "too long": "word " * (MAX_MARKDOWN_CHARS // 5 + 1),
 }
-
-
-@pytest.fixture(autouse=True)
-def no_cached_renders():
-    rendering._render.cache_clear()
 
 
 @pytest.mark.parametrize("text", ADVERSARIAL.values(), ids=ADVERSARIAL.keys())

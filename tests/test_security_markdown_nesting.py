@@ -15,7 +15,6 @@ from django.urls import reverse
 
 from annotations.models import Answer, Question, Study
 from annotations.study_files import StudyFileError, study_import
-from biasstudy import rendering
 from biasstudy.rendering import MAX_NESTING, nesting_depth, render_markdown, renders_as_markdown, validate_markdown
 from tests.factories import make_question, make_study
 from tests.test_admin_study_forms import question_data, study_data
@@ -28,11 +27,6 @@ NESTED = {
     "dashes": "- " * 600 + "x",
     "indented": "".join(" " * (4 * level) + "- a\n" for level in range(60)),
 }
-
-
-@pytest.fixture(autouse=True)
-def no_cached_renders():
-    rendering._render.cache_clear()
 
 
 @pytest.mark.parametrize(

@@ -48,7 +48,7 @@ def test_a_malformed_integer_fails_loudly_naming_the_variable(monkeypatch):
 def test_the_cache_url_chooses_the_shared_database_cache_by_default_and_refuses_unknown_schemes():
     from biasstudy.env import cache_from_url
 
-    assert cache_from_url("")["BACKEND"] == "biasstudy.cache.AtomicDatabaseCache"
+    assert cache_from_url("")["BACKEND"] == "django.core.cache.backends.db.DatabaseCache"
     assert cache_from_url("redis://cache:6379/1")["LOCATION"] == "redis://cache:6379/1"
     assert cache_from_url("locmem://")["BACKEND"].endswith("LocMemCache")
     with pytest.raises(EnvError, match="CACHE_URL='memcached://x'"):

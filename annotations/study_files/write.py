@@ -127,6 +127,7 @@ class _StudyRows:
 
 def _study_rows(document: dict, questions: list, gold: list) -> _StudyRows:
     study = Study(**document["study"])
+    study.refresh_instructions_html()  # rendered here, outside the transaction
     kinds = {kind.slug: kind for kind in PerturbationKind.objects.all()}
     new_kinds = []
     for kind in document.get("perturbation_kinds", []):
