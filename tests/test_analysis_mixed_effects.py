@@ -11,11 +11,11 @@ from io import StringIO
 import numpy as np
 import pandas as pd
 import pytest
-from analysis.report import Options, analyze
 from django.core.management import call_command
 from django.urls import reverse
 
-from analysis import metrics, mixed_effects, rows, services, simulate, tables
+from analysis import metrics, mixed_effects, rows, simulate, simulated_judges, tables
+from analysis.compute import Options, analyze
 from analysis.simulate import CrossedTruth, JudgeParams
 from tests.analysis_frames import frame, item, votes
 from tests.factories import make_question, make_study, make_variant
@@ -231,8 +231,8 @@ def rated_study(db):
         question = make_question(study)
         make_variant(question, kind="reference")
         make_variant(question, kind="factual_error", text="Wrong facts. " * 5)
-    services.judge_simulate(study=study, name="sim-judge", params=JudgeParams(position=0.8), seed=1)
-    services.raters_simulate(study=study, raters=10, params=JudgeParams(), seed=2)
+    simulated_judges.judge_simulate(study=study, name="sim-judge", params=JudgeParams(position=0.8), seed=1)
+    simulated_judges.raters_simulate(study=study, raters=10, params=JudgeParams(), seed=2)
     return study
 
 
