@@ -26,7 +26,7 @@ from analysis.stored_reports import (
     stored_view,
     with_scheme_labels,
 )
-from annotations.models import Study, Vote
+from annotations.models import Answer, Study, Vote
 from biasstudy.queue import QueueUnavailable, enqueue_on_commit
 from judges.models import JudgeRun
 
@@ -34,6 +34,12 @@ from judges.models import JudgeRun
 def study_subsets(*, study: Study) -> list[str]:
     """The subsets the study's questions come from (imported data sets such as LLMBar), sorted."""
     named = study.questions.exclude(subset="").values_list("subset", flat=True)
+    return sorted(set(named))
+
+
+def study_systems(*, study: Study) -> list[str]:
+    """The systems the study's answers name (what the ratings' anchor may be), sorted."""
+    named = Answer.objects.filter(question__study=study).exclude(system="").values_list("system", flat=True)
     return sorted(set(named))
 
 

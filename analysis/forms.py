@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
-from analysis import alttest, current_report, stored_reports
+from analysis import alttest, current_report, ratings, stored_reports
 from analysis.compute import Options
 from analysis.exports import PASTE_LISTS
 from analysis.frame import CONTROL, MEASURES, RUNS, Filters
@@ -77,14 +77,40 @@ class FilterForm(forms.Form):
         help_text="raters (default, the paper's): the share of the other raters agreeing; dawid_skene: the "
         "Dawid-Skene consensus of the other raters, which trusts the reliable ones more.",
     )
+    # The systems' ratings (analysis.ratings, docs/STATISTICS.md): the anchor printed at 1000 and
+    # how the intervals resample.
+    ratings_anchor = forms.ChoiceField(
+        required=False,
+        choices=(),
+        label="Ratings: anchor system",
+        help_text="The system printed at 1000 in the Systems section (empty: the first system in the study).",
+    )
+    ratings_bootstrap = forms.ChoiceField(
+        required=False,
+        choices=[(k, k) for k in ratings.BOOTSTRAP],
+        label="Ratings: intervals resample",
+        help_text="prompt (default): a prompt answered by several systems is one cluster; votes: Chatbot Arena's "
+        "convention, to reproduce its published intervals.",
+    )
 
     def __init__(
-        self, *args, groups: list[str] = (), subsets: list[str] = (), known_runs: list[int] | None = None, **kwargs
+        self,
+        *args,
+        groups: list[str] = (),
+        subsets: list[str] = (),
+        known_runs: list[int] | None = None,
+        systems: list[str] = (),
+        **kwargs,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.fields["group"].choices = [(g, g) for g in groups]
         self.fields["subset"].choices = [(s, s) for s in subsets]
         self.known_runs = known_runs
+        anchor = self.fields["ratings_anchor"]
+        anchor.choices = [("", "the first system"), *((s, s) for s in systems)]
+        # Django fills in %(value)s: a system's own "%" is escaped.
+        listed = ", ".join(systems).replace("%", "%%") if systems else "none (its answers name no systems)"
+        anchor.error_messages["invalid_choice"] = f"no system %(value)r in this study; its systems: {listed}"
 
     @classmethod
     def for_study(cls, data, *, study: Study) -> FilterForm:
@@ -96,6 +122,7 @@ class FilterForm(forms.Form):
             groups=groups,
             subsets=current_report.study_subsets(study=study),
             known_runs=current_report.study_runs(study=study),
+            systems=current_report.study_systems(study=study),
         )
 
     def clean_runs(self) -> tuple[str, list[int]]:
@@ -150,6 +177,8 @@ class FilterForm(forms.Form):
             alt_min_votes=d.get("alt_min_votes") or alttest.MIN_VOTES,
             alt_min_items=d.get("alt_min_items") or alttest.MIN_ITEMS,
             alt_reference=d.get("alt_reference") or "raters",
+            ratings_anchor=d.get("ratings_anchor") or "",
+            ratings_bootstrap=d.get("ratings_bootstrap") or "prompt",
             **overrides,
         )
 

@@ -149,6 +149,8 @@ def test_repeated_parameters_select_several_bloom_levels_and_groups(analysed_stu
         ({"seed": "x"}, "seed"),
         ({"runs": "newest"}, "runs"),
         ({"runs": "12345"}, "runs"),  # no such run in this study
+        ({"ratings_anchor": "model-nine"}, "ratings_anchor"),  # this study's answers name no systems
+        ({"ratings_bootstrap": "rows"}, "ratings_bootstrap"),
     ],
 )
 def test_a_bad_filter_is_a_400_naming_it(analysed_study, token_client, params, field):

@@ -85,3 +85,59 @@ def test_analyze_gives_arenas_vote_bootstrap_and_recomputes_the_scaling_on_reque
     StyleScaling.objects.filter(pk=stored.pk).update(scaling={**stored.scaling, "n": 1})
     call_command("analyze", "--study", "systems", "--json", "--refresh-style-scaling", stdout=io.StringIO())
     assert StyleScaling.objects.get(study=systems_study).scaling == stored.scaling
+
+
+def test_the_dashboard_anchor_prints_the_chosen_system_at_1000_in_its_own_stored_view(systems_study, staff_client):
+    from analysis.models import StudyReport
+
+    url = reverse("analysis:study", args=["systems"])
+    default = staff_client.get(url)
+    response = staff_client.get(url, {"ratings_anchor": "model-three"})
+    assert response.status_code == 200
+    for judge in response.context["systems"]["judges"]:
+        cell = next(c for c in judge["systems"] if c["system"] == "model-three")
+        assert cell["plain"]["value"] == pytest.approx(1000) and cell["style"]["value"] == pytest.approx(1000)
+    assert "anchor model-three at 1000" in response.content.decode()
+    # The anchor only shifts the plain ratings: each system's difference to model-one is the same.
+    before, after = (
+        {c["system"]: c["plain"]["value"] for c in r.context["systems"]["judges"][0]["systems"]}
+        for r in (default, response)
+    )
+    assert after["model-two"] - after["model-one"] == pytest.approx(before["model-two"] - before["model-one"])
+    anchors = {r.request["options"]["ratings_anchor"] for r in StudyReport.objects.filter(study=systems_study)}
+    assert {"", "model-three"} <= anchors  # a view of its own beside the default
+
+
+def test_an_unknown_anchor_is_a_form_error_listing_the_systems(systems_study, staff_client):
+    response = staff_client.get(reverse("analysis:study", args=["systems"]), {"ratings_anchor": "model-nine"})
+    assert response.status_code == 400
+    errors = response.context["form"].errors["ratings_anchor"]
+    assert errors == [
+        "no system 'model-nine' in this study; its systems: model-four, model-one, model-three, model-two"
+    ]
+    assert "model-nine" in response.content.decode()
+
+
+def test_the_api_metrics_take_the_anchor_and_the_bootstrap(systems_study, token_client):
+    url = reverse("api:study-metrics", args=["systems"])
+    body = token_client.get(url, {"ratings_anchor": "model-two", "ratings_bootstrap": "votes"}).json()
+    found = rows.one(body["rows"], judge="humans", metric="bt_rating", group="model-two")
+    assert found["estimate"] == pytest.approx(1000) and found["convention"] == "votes bootstrap, anchor model-two"
+    refused = token_client.get(url, {"ratings_anchor": "model-nine"})
+    assert refused.status_code == 400 and "model-one" in refused.json()["ratings_anchor"][0]
+
+
+def test_analyze_takes_the_anchor_and_refuses_an_unknown_one(systems_study):
+    import io
+    import json
+
+    from django.core.management import CommandError, call_command
+
+    out = io.StringIO()
+    call_command("analyze", "--study", "systems", "--json", "--ratings-anchor", "model-four", stdout=out)
+    found = rows.one(json.loads(out.getvalue())["rows"], judge=JUDGE, metric="bt_rating_style", group="model-four")
+    assert found["estimate"] == pytest.approx(1000) and found["convention"] == "prompt bootstrap, anchor model-four"
+    with pytest.raises(CommandError, match="--ratings-anchor: no system 'model-nine'.*its systems: model-four"):
+        call_command("analyze", "--study", "systems", "--ratings-anchor", "model-nine", stdout=io.StringIO())
+    with pytest.raises(CommandError, match="--ratings-bootstrap"):
+        call_command("analyze", "--study", "systems", "--ratings-bootstrap", "rows", stdout=io.StringIO())

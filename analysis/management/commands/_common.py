@@ -50,6 +50,13 @@ def add_filter_arguments(parser: CommandParser) -> None:
         "--alt-reference",
         help="alt-test: score against raters (default: the share of the others agreeing) or dawid_skene",
     )
+    parser.add_argument(
+        "--ratings-anchor", help="the system at 1000 in the systems' ratings (default: the first in the study)"
+    )
+    parser.add_argument(
+        "--ratings-bootstrap",
+        help="the systems' ratings' intervals: resample prompts (default) or votes (Chatbot Arena's)",
+    )
 
 
 def filter_form(options: dict, study: Study) -> FilterForm:
@@ -73,6 +80,8 @@ def filter_form(options: dict, study: Study) -> FilterForm:
         "alt_min_votes": options.get("alt_min_votes"),
         "alt_min_items": options.get("alt_min_items"),
         "alt_reference": options.get("alt_reference"),
+        "ratings_anchor": options.get("ratings_anchor"),
+        "ratings_bootstrap": options.get("ratings_bootstrap"),
     }
     # Not "v not in (None, False)": 0 == False, and --min-ms 0 or --alt-epsilon 0 are values.
     data = {k: v for k, v in data.items() if v is not None and v is not False}

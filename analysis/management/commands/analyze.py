@@ -1,7 +1,8 @@
 """python manage.py analyze --study S [--json] [filters]: every metric of a study.
 
 ``--ratings-bootstrap votes`` gives the systems' ratings Chatbot Arena's intervals (votes
-resampled) instead of prompts resampled; ``--refresh-style-scaling`` recomputes the study's
+resampled) instead of prompts resampled, ``--ratings-anchor S`` prints system S at 1000 (both
+report options of every analysis command); ``--refresh-style-scaling`` recomputes the study's
 frozen style scaling first (analysis.ratings_service).
 
 ``--lc alpaca_eval`` prints instead the AlpacaEval-compatible length-controlled win rate of
@@ -16,7 +17,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from analysis import alpaca_difficulty, current_report, lc_alpaca, ratings, ratings_service
+from analysis import alpaca_difficulty, current_report, lc_alpaca, ratings_service
 from analysis.management.commands._common import add_filter_arguments, filter_form, study_by_slug
 from analysis.models import AlpacaDifficulty
 from analysis.text import report_lines
@@ -49,12 +50,6 @@ class Command(BaseCommand):
             "--save-difficulty", metavar="FILE", help="with --lc and --judge: write the judge's frozen difficulty here"
         )
         parser.add_argument(
-            "--ratings-bootstrap",
-            choices=ratings.BOOTSTRAP,
-            default="prompt",
-            help="the systems' ratings' intervals: resample prompts (default) or votes (Chatbot Arena's)",
-        )
-        parser.add_argument(
             "--refresh-style-scaling",
             action="store_true",
             help="recompute the study's frozen style scaling from its votes first (every style-controlled rating moves)",
@@ -77,9 +72,7 @@ class Command(BaseCommand):
         result = current_report.study_analyze(
             study=study,
             filters=form.filters(),
-            options=form.options(
-                bootstrap=options["bootstrap"], seed=options["seed"], ratings_bootstrap=options["ratings_bootstrap"]
-            ),
+            options=form.options(bootstrap=options["bootstrap"], seed=options["seed"]),
         )
         if options["json"]:
             self.stdout.write(json.dumps(result, indent=2 if options["verbosity"] > 1 else None, default=str))
