@@ -90,6 +90,7 @@ class StudyAdmin(admin.ModelAdmin):
                     "completion_code",
                     "per_rater_codes",
                     "prolific_completion_url",
+                    "platform_completion_url",
                     "allow_mturk_frame",
                 )
             },

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 import secrets
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from django.core.exceptions import ValidationError
 from django.db import models, transaction
@@ -16,7 +17,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from annotations import context as context_text
 from annotations import lengths
-from biasstudy import rendering
+from biasstudy import placeholders, rendering
 
 
 class BloomLevel(models.TextChoices):
@@ -33,6 +34,8 @@ DEFAULT_MIN_RESPONSE_MS = 3000
 # The share of attention checks a rater must get right (Study.gold_min_accuracy), as the demo
 # study has it: with three checks, one slip flags nobody (2/3 < 0.75 does), and 0 would flag no one.
 DEFAULT_GOLD_MIN_ACCURACY = 0.75
+# The one field a study's other-platform completion URL may name (Study.platform_completion_url).
+COMPLETION_URL_FIELDS = frozenset({"code"})
 
 
 class StudyQuerySet(models.QuerySet):
@@ -103,6 +106,14 @@ class Study(models.Model):
         "On Prolific the redirect then carries the rater's code, which Prolific cannot check for you.",
     )
     prolific_completion_url = models.URLField(blank=True)
+    platform_completion_url = models.URLField(
+        "other platform's completion URL",
+        max_length=500,
+        blank=True,
+        help_text="Where a rater who came by the participant link (any platform but Prolific or MTurk) is sent "
+        "on finishing, with their completion code: write {code} where the code goes "
+        "(https://example.org/done?token={code}), or leave it out and the code is added as ?code=….",
+    )
     allow_mturk_frame = models.BooleanField(
         default=False,
         help_text="Let MTurk show this study's rater pages inside its HIT frame (an ExternalQuestion): only "
@@ -218,6 +229,8 @@ class Study(models.Model):
             raise ValidationError(
                 {"completion_code": "the Prolific redirect carries a completion code: set one, or per-rater codes"}
             )
+        if self.platform_completion_url:
+            self._check_platform_completion_url()
         if self.pk is None:
             return
         most = self.most_items_per_rater()
@@ -227,6 +240,29 @@ class Study(models.Model):
                     "target_per_rater": f"one rater can get at most {most} items in this study; {self.target_per_rater} cannot be reached"
                 }
             )
+
+    def _check_platform_completion_url(self) -> None:
+        try:
+            placeholders.check(self.platform_completion_url, allowed=COMPLETION_URL_FIELDS)
+        except placeholders.PlaceholderError as exc:
+            raise ValidationError({"platform_completion_url": f"other platform's completion URL: {exc}"}) from exc
+        if not (self.completion_code.strip() or self.per_rater_codes):
+            raise ValidationError(
+                {
+                    "completion_code": "the other platform's completion URL carries a completion code: set one, or per-rater codes"
+                }
+            )
+
+    def platform_return_url(self, code: str) -> str:
+        """The other platform's completion URL with `code` in place of `{code}` (URL-quoted), or
+        added as the `code` query parameter when the URL has no `{code}`."""
+        url = self.platform_completion_url
+        if "code" in placeholders.names(url):
+            return placeholders.substitute(url, {"code": quote(code, safe="")})
+        parts = urlsplit(placeholders.substitute(url, {}))
+        return urlunsplit(
+            parts._replace(query=urlencode([*parse_qsl(parts.query, keep_blank_values=True), ("code", code)]))
+        )
 
     def entry_links(self, landing_url: str) -> dict[str, str]:
         """The links raters enter by, from the absolute URL of the study's landing page: the

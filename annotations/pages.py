@@ -295,7 +295,7 @@ def _done(request: HttpRequest, rater: Rater) -> HttpResponse:
         "waiting": waiting,
         "code": code,
         "mturk": mturk,
-        "platform_return": _prolific_return(rater, code),
+        "platform_return": _prolific_return(rater, code) or _platform_return(rater, code),
     }
     response = render(request, "annotations/done.html", context)
     if mturk:
@@ -332,6 +332,18 @@ def _prolific_return(rater: Rater, code: str | None) -> dict | None:
     if not code or rater.source != Rater.Source.PROLIFIC or not url:
         return None
     return {"url": _with_code(url, code), "platform": "Prolific", "seconds": settings.BIASSTUDY_PLATFORM_RETURN_SECONDS}
+
+
+def _platform_return(rater: Rater, code: str | None) -> dict | None:
+    """Where the done page takes a rater who came by the participant link (any other platform)
+    and finished: the study's other-platform completion URL with their code, as for Prolific."""
+    if not code or rater.source != Rater.Source.DIRECT or not rater.study.platform_completion_url:
+        return None
+    return {
+        "url": rater.study.platform_return_url(code),
+        "platform": "the platform you came from",
+        "seconds": settings.BIASSTUDY_PLATFORM_RETURN_SECONDS,
+    }
 
 
 def _with_code(url: str, code: str) -> str:

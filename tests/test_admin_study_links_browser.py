@@ -23,6 +23,18 @@ def test_the_study_page_lists_the_entry_links_and_where_to_go_next(db, staff_cli
     assert reverse("admin:perturbations_review", args=[study.pk]) in page
 
 
+def test_the_study_page_says_where_finishers_from_another_platform_are_sent(db, staff_client):
+    unset = make_study(slug="plain")
+    page = staff_client.get(reverse("admin:annotations_study_change", args=[unset.pk])).content.decode()
+    assert "other platform's completion URL" in page and 'id="link-platform-completion"' not in page
+    study = make_study(slug="panel", completion_code="C1", platform_completion_url="https://x.example/d?t={code}")
+    page = staff_client.get(reverse("admin:annotations_study_change", args=[study.pk])).content.decode()
+    assert '<code id="link-platform-completion">https://x.example/d?t={code}</code>' in page
+    assert (
+        page.index('id="link-prolific"') < page.index('id="link-participant"') < page.index("link-platform-completion")
+    )
+
+
 def test_the_add_page_has_no_links_yet(db, staff_client):
     page = staff_client.get(reverse("admin:annotations_study_add")).content.decode()
     assert "Links for raters" not in page and "Review perturbations" not in page

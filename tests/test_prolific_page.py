@@ -5,12 +5,14 @@ column."""
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 
 import pytest
 from django.test import Client
 from django.urls import reverse
 
+from analysis import exports
 from prolific import services
 from prolific.models import ProlificStudy
 from tests.factories import make_staff, make_staff_with
@@ -80,12 +82,17 @@ def test_prolifics_4xx_is_named_on_the_page(prolific, staff_client):
     assert ProlificStudy.objects.get(study=study).status == "UNPUBLISHED"
 
 
-def test_a_rejection_with_too_short_a_message_is_refused_before_any_call(prolific, staff_client):
+def awaiting_review(prolific):
+    """A study on Prolific with one rater whose submission awaits review, synced."""
     study = study_for_prolific()
-    link = draft(study)
-    _, sub = prolific_rater(study, prolific, link)
+    _, sub = prolific_rater(study, prolific, draft(study))
     prolific.submission_set(sub, status="AWAITING REVIEW")
     services.prolific_submissions_sync(study=study)
+    return study, sub
+
+
+def test_a_rejection_with_too_short_a_message_is_refused_before_any_call(prolific, staff_client):
+    study, sub = awaiting_review(prolific)
     before = len(prolific.log)
     response = staff_client.post(
         _page(study), {"action": "reject", "submission": sub, "category": "LOW_EFFORT", "message": "Too quick."}
@@ -131,3 +138,31 @@ def test_the_rater_monitor_shows_each_raters_prolific_status(prolific, staff_cli
     # The monitor's own bonus field carries over to the Prolific page's preview.
     page = staff_client.get(reverse("analysis:raters", args=[study.slug]), {"bonus_per_counted_vote": "0.05"})
     assert f"{_page(study)}?per_vote=0.05" in page.content.decode()
+
+
+def test_the_rater_monitor_approves_through_the_prolific_page_and_links_to_reject(prolific, staff_client):
+    study, sub = awaiting_review(prolific)
+    monitor = reverse("analysis:raters", args=[study.slug])
+    page = staff_client.get(monitor).content.decode()
+    approve = re.search(r'<form method="post" action="([^"]+)" class="inline">(.*?)</form>', page, re.S)
+    assert approve and approve.group(1) == _page(study) and "csrfmiddlewaretoken" in approve.group(2)
+    fields = dict(re.findall(r'<input type="hidden" name="(action|submission)" value="([^"]*)">', approve.group(2)))
+    assert fields == {"action": "approve", "submission": sub}
+    assert 'id="monitor-approve-suggested"' in page
+    reject = f"{_page(study)}?reject={sub}#reject-form"
+    assert reject in page
+    # The reject link opens the Prolific page's reject form with this submission chosen.
+    assert f'<option value="{sub}" selected>' in staff_client.get(reject).content.decode()
+    # Posted as the monitor's form posts it (with CSRF checked), the Prolific page approves it.
+    checked = Client(enforce_csrf_checks=True)
+    checked.force_login(make_staff())
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', checked.get(monitor).content.decode()).group(1)
+    assert checked.post(approve.group(1), fields).status_code == 403, "no CSRF token, no call"
+    done = checked.post(approve.group(1), {**fields, "csrfmiddlewaretoken": token}, follow=True)
+    assert "1 submission approved" in done.content.decode()
+    assert prolific.submissions[sub]["status"] == "APPROVED"
+    # Staff who may see the monitor but not act on Prolific get no buttons.
+    viewer = Client()
+    viewer.force_login(make_staff_with(*exports.PAYMENT_PERMISSIONS, "annotations.view_study"))
+    page = viewer.get(monitor)
+    assert page.status_code == 200 and 'class="inline"' not in page.content.decode()

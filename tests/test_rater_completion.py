@@ -6,6 +6,7 @@ import re
 from datetime import timedelta
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
@@ -144,6 +145,59 @@ def test_a_finished_prolific_rater_coming_back_through_their_link_is_not_asked_t
     new = client.get(urls(study)["landing"] + PROLIFIC.format(pid="pp10"))
     assert b'name="consent"' in new.content and b"Welcome back" not in new.content
     assert client.post(urls(study)["landing"] + PROLIFIC.format(pid="pp10"), {}).status_code == 400
+
+
+def finish(client, study, pid: str, **entry) -> str:
+    enter(client, study, pid, **entry)
+    token = token_in(client.get(urls(study)["task"]))
+    client.post(urls(study)["task"], {"token": token, "choice": "tie", "client_ms": 5000})
+    return client.get(urls(study)["done"]).content.decode()
+
+
+def test_a_rater_from_another_platform_is_sent_to_its_completion_url_with_their_code(client):
+    study = make_study(
+        votes_per_item=2,
+        target_per_rater=1,
+        completion_code="OTHER 1",
+        platform_completion_url="https://panel.example.org/done?token={code}&s=7",
+        prolific_completion_url=PROLIFIC_URL,
+    )
+    make_question(study)
+    page = finish(client, study, "D1")
+    assert 'data-return-to="https://panel.example.org/done?token=OTHER%201&amp;s=7"' in page
+    assert "The platform you came from gets this code" in page and "OTHER 1" in page
+    # A Prolific rater still goes back to Prolific, not to the other platform.
+    client.cookies.clear()
+    page = finish(client, study, "pp1", prolific=True)
+    assert f'data-return-to="{PROLIFIC_URL}?cc=OTHER+1"' in page and "panel.example.org" not in page
+
+
+def test_without_a_code_field_the_code_is_added_as_a_query_parameter_per_rater(client):
+    study = make_study(
+        votes_per_item=2, target_per_rater=1, per_rater_codes=True, platform_completion_url="https://x.example/end?a=1"
+    )
+    make_question(study)
+    for pid in ("E1", "E2"):
+        client.cookies.clear()
+        page = finish(client, study, pid)
+        code = Rater.objects.get(participant_id=pid).completion_code
+        assert f'data-return-to="https://x.example/end?a=1&amp;code={code}"' in page
+
+
+def test_a_completion_url_with_a_bad_field_is_refused_naming_the_field():
+    for url, words in (
+        ("https://x.example/?c={cod}", "unknown field(s) {cod}; allowed: {code}"),
+        ("https://x.example/?c={code:>9}", "{code:>9} has a format after the name"),
+        ("https://x.example/?c={code", "a lone '{'"),
+    ):
+        study = Study(title="t", slug="t", completion_code="C", platform_completion_url=url)
+        with pytest.raises(ValidationError) as caught:
+            study.full_clean()
+        messages = caught.value.message_dict["platform_completion_url"]
+        assert any(words in m and m.startswith("other platform's completion URL") for m in messages), messages
+    study = Study(title="t", slug="t", platform_completion_url="https://x.example/?c={code}")
+    with pytest.raises(ValidationError, match="completion_code"):
+        study.full_clean()
 
 
 def test_with_per_rater_codes_each_rater_gets_their_own_code_kept_on_the_rater(client):

@@ -168,6 +168,13 @@ def test_a_study_that_lets_mturk_frame_it_exports_and_imports_letting_it(db, tmp
     assert Study.objects.get(pk=again.pk).allow_mturk_frame is True
 
 
+def test_the_other_platforms_completion_url_exports_and_imports(db, tmp_path):
+    url = "https://panel.example.org/done?token={code}"
+    document = minimal_document(completion_code="C1", platform_completion_url=url)
+    study = study_import(path=write(tmp_path, document), fmt="biasstudy")
+    assert study_export(study=study)["study"]["platform_completion_url"] == url
+
+
 def test_a_file_that_does_not_name_the_mturk_frame_gets_a_study_that_cannot_be_framed(db, tmp_path):
     study = study_import(path=write(tmp_path, minimal_document()), fmt="biasstudy")
     assert Study.objects.get(pk=study.pk).allow_mturk_frame is False
@@ -198,6 +205,10 @@ def test_the_export_command_writes_a_file_the_import_command_reads(db, tmp_path)
             r"study\.allow_mturk_frame: must be true/false, got 'yes'",
         ),
         (lambda d: d["study"].update(allow_mturk_frame=1), r"study\.allow_mturk_frame: must be true/false, got 1"),
+        (
+            lambda d: d["study"].update(completion_code="C1", platform_completion_url="https://x.example/?c={code!r}"),
+            r"study\.platform_completion_url: other platform's completion URL: \{code!r\} has a conversion",
+        ),
         (lambda d: d["study"].update(title="t" * 201), r"study\.title: Ensure this value has at most 200"),
         (lambda d: d["study"].update(votes_per_item=0), r"study: votes_per_item must be at least 1"),
         (lambda d: d["study"].update(votes_per_item=2**70), r"study\.votes_per_item"),

@@ -39,6 +39,7 @@ STUDY_FIELDS: dict[str, type | tuple[type, ...]] = {
     "completion_code": str,
     "per_rater_codes": bool,
     "prolific_completion_url": str,
+    "platform_completion_url": str,
     "allow_mturk_frame": bool,
     "gold_every": int,
     "gold_min_accuracy": (int, float),
