@@ -13,6 +13,9 @@ from judges.models import JudgeRun, LLMJudge
 class StudySerializer(serializers.ModelSerializer):
     # Blank when unset, which the "uri" format a URLField would declare does not allow.
     prolific_completion_url = serializers.CharField(read_only=True, help_text="A URL, or empty.")
+    platform_completion_url = serializers.CharField(
+        read_only=True, help_text="Any other platform's completion URL ({code}: the rater's code), or empty."
+    )
 
     class Meta:
         model = Study
@@ -36,6 +39,7 @@ class StudySerializer(serializers.ModelSerializer):
             "completion_code",
             "per_rater_codes",
             "prolific_completion_url",
+            "platform_completion_url",
             "allow_mturk_frame",
             "created_at",
         ]
