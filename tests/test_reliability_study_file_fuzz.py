@@ -51,6 +51,10 @@ SETTINGS = {
     "prolific_completion_url": st.sampled_from(
         ["", "https://app.prolific.com/submissions/complete?cc=C1"] * 3 + ["no url"]
     ),
+    "platform_completion_url": st.sampled_from(
+        ["", "https://panel.example.org/done?token={code}", "https://panel.example.org/done"] * 2
+        + ["no url", "https://panel.example.org/done?token={cod}"]
+    ),
     "gold_every": st.integers(min_value=0, max_value=20),
     "gold_min_accuracy": st.floats(min_value=0, max_value=1.1),
     "max_length_ratio": st.floats(min_value=0.9, max_value=3),
