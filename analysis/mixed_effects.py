@@ -492,7 +492,7 @@ def coefficient_covariance(
 def mixed_effects_rows(data: JudgeData) -> list[Row]:
     """The mixed model of the judge's counted votes (this module's doc): ``mixed_effect`` per
     perturbation group (log-odds towards the perturbed answer against the control; n: the
-    group's decisive votes, clusters: its questions), ``mixed_position`` (log-odds towards the
+    group's decisive votes; no clusters: the intervals are the model's), ``mixed_position`` (log-odds towards the
     answer shown first; n: decisive votes in the fit), ``mixed_sd_rater`` (how much raters
     differ; n: raters) and ``mixed_sd_question`` (how much questions differ; n: questions), each
     with a 95% interval and, for the effects, the Wald test's p-value. Convention: the random
@@ -533,13 +533,12 @@ def mixed_effects_rows(data: JudgeData) -> list[Row]:
             found.group_notes.get(g, ""),
             group=g,
             n=found.group_votes.get(g, 0),
-            clusters=found.group_questions.get(g, 0),
         )
         for g in data.groups
     ]
-    out.append(
-        effect_row("mixed_position", found.position, found.position_note, n=found.n_votes, clusters=found.n_questions)
-    )
+    # No ``clusters``: the model's intervals are its own (the question's random intercept), not a
+    # clustered variance; the note names the questions the fit stands on.
+    out.append(effect_row("mixed_position", found.position, found.position_note, n=found.n_votes))
     out.append(spread_row("mixed_sd_rater", found.sd_rater, found.n_raters))
     out.append(spread_row("mixed_sd_question", found.sd_question, found.n_questions))
     return out

@@ -13,7 +13,7 @@ from tests.factories import make_llm_judge, make_question, make_study
 from tests.live import live_env, manage
 from tests.test_study_import import minimal_document
 
-OUR_APPS = {"annotations", "perturbations", "judges", "vote_imports", "analysis", "api", "biasstudy"}
+OUR_APPS = {"annotations", "perturbations", "judges", "vote_imports", "analysis", "api", "prolific", "biasstudy"}
 
 # command -> [(arguments, a fragment the message must contain)]
 BAD_ARGUMENTS: dict[str, list[tuple[list[str], str]]] = {
@@ -45,6 +45,9 @@ BAD_ARGUMENTS: dict[str, list[tuple[list[str], str]]] = {
                      (["x.csv", "--format", "csv", "--study", "nope"], "x.csv: no such file or folder")],
     "simulate": [([], "--study"), (["--study", "nope"], "no study with slug 'nope'"),
                  (["--study", "cmd", "--tie-rate", "2"], "--tie-rate")],
+    "lc_alpaca_constants": [([], "annotations"), (["x.json", "--leaderboard", "y.csv", "--folds", "many"], "invalid int")],
+    "metrics_doc": [(["--bogus"], "unrecognized arguments")],
+    "prolific_sync": [(["--study", "nope"], "the study 'nope' has no Prolific study")],
 }  # fmt: skip
 
 

@@ -50,6 +50,7 @@ PREFIX_RULES = [
     ("admin/", "staff"),
     ("api/", "staff"),
     ("dashboard/", "staff"),
+    ("prolific/", "staff"),
 ]
 
 # Regular-expression routes: a concrete path to try for each.
@@ -78,6 +79,8 @@ NO_PERMISSION_NEEDED = {
 WRITE_PAGES = re.compile(
     r"(add|delete|autocomplete|edit|generate|cancel|resume|test-connection|password)/$"
     r"|study/upload/|votes/import/|study-imports/|api/v1/answers/<int:pk>/review/"
+    # The Prolific page acts on Prolific (drafts, publishing, reviews, bonuses): change_study.
+    r"|prolific/study/"
 )
 
 
