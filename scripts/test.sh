@@ -20,4 +20,5 @@ log "Lint (ruff) and the apps' import contracts (import-linter, pyproject.toml)"
 "$VENV/bin/ruff" check .
 "$VENV/bin/lint-imports" --no-cache
 
-suite_on_both_databases -q --durations=30 "$@"  # the slowest tests of each run, for the suite's time
+# --durations: the slowest tests of each run, so that CI's log shows where the suite's time goes.
+suite_on_both_databases -q --durations=30 "$@"

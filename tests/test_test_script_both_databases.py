@@ -66,4 +66,4 @@ def test_both_passing_is_a_pass(tmp_path):
 
 def test_test_sh_runs_the_suite_this_way():
     script = (ROOT / "scripts" / "test.sh").read_text()
-    assert script.rstrip().endswith('suite_on_both_databases -q "$@"')
+    assert script.rstrip().endswith('suite_on_both_databases -q --durations=30 "$@"')
