@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from analysis import compute  # noqa: F401 (imports every module that registers or declares a figure)
-from analysis.rows import FIGURES, JUDGE_METRICS, SECTIONS, YIELDS
+from analysis.rows import FIGURES, JUDGE_METRICS, SECTIONS, STUDY_METRICS, YIELDS
 
 START, END = "<!-- metrics:start -->", "<!-- metrics:end -->"
 COMMAND = "python manage.py metrics_doc --write"
@@ -24,16 +24,33 @@ def _made_by() -> dict[str, str]:
     return {metric: ", ".join(out.get(metric, ["the report"])) for metric in FIGURES}
 
 
+def _place() -> dict[str, tuple]:
+    """Each figure's place in the page, whatever order the modules were imported in (which sets
+    the registries' order): the judge's metrics, then the study's, then the other modules by
+    name, the report's own last; within a module, by the registration's line and the figure's
+    place in it."""
+    first = {"analysis.judge_metrics": 0, "analysis.study_metrics": 1}
+    place: dict[str, tuple] = {}
+    for registry in (JUDGE_METRICS, STUDY_METRICS):
+        for name, function in registry.items():
+            module = function.__module__
+            line = function.__code__.co_firstlineno
+            for i, metric in enumerate(YIELDS[name]):
+                key = (first.get(module, 2), module, line, i)
+                place[metric] = min(place.get(metric, key), key)
+    return {metric: place.get(metric, (3, "", 0, 0)) for metric in FIGURES}
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
 def metric_list() -> str:
     """The block's text: one table per section of the outputs, a figure per line."""
-    made_by = _made_by()
+    made_by, place = _made_by(), _place()
     lines = [START, f"<!-- written by `{COMMAND}` from the declarations in analysis/ (do not edit here) -->"]
     for key, title in SECTIONS.items():
-        figures = [f for f in FIGURES.values() if f.section == key]
+        figures = sorted((f for f in FIGURES.values() if f.section == key), key=lambda f: place[f.metric])
         if not figures:
             continue
         lines += ["", f"**{title}** (section `{key}`)", ""]
