@@ -51,7 +51,10 @@ def answer_roots(study: Study) -> pd.DataFrame:
 def answer_styles(study: Study) -> pd.DataFrame:
     """The style counts (analysis.ratings.style_counts) of the study's answers that name their
     system, indexed by answer id: only ratings of systems read them."""
-    rows = Answer.objects.filter(question__study=study).exclude(system="").values_list("id", "text")
+    # .order_by(): a lookup table, as answer_roots reads it. The models' ordering joined the study
+    # and sorted; on PostgreSQL, through a server-side cursor (planned for its first rows) and
+    # with statistics that do not yet count a fresh import, each fetch took about a minute.
+    rows = Answer.objects.filter(question__study=study).exclude(system="").order_by().values_list("id", "text")
     counts = {pk: ratings.style_counts(text) for pk, text in rows.iterator(chunk_size=2000)}
     return pd.DataFrame.from_dict(counts, orient="index", columns=list(STYLE_FEATURES), dtype=float)
 
