@@ -7,7 +7,7 @@ from itertools import islice
 
 import numpy as np
 import pandas as pd
-from django.db.models import Case, Q, TextField, When
+from django.db.models import Case, Q, QuerySet, TextField, When
 from django.db.models.functions import Cast
 
 from analysis import ratings
@@ -29,13 +29,7 @@ from judges.models import JudgeRun
 def answer_roots(study: Study) -> pd.DataFrame:
     """Every answer of the study with the original it derives from (following compounds built
     on other variants) and its cached lengths."""
-    # .order_by(): unordered, as a lookup table needs; the models' ordering (question, whose is
-    # study then external id) joined the study and sorted every answer.
-    rows = list(
-        Answer.objects.filter(question__study=study)
-        .order_by()
-        .values_list("id", "derived_from_id", *(f"len_{m}" for m in MEASURES), "system")
-    )
+    rows = list(study_answers(study).values_list("id", "derived_from_id", *(f"len_{m}" for m in MEASURES), "system"))
     parent = {a: p for a, p, *_ in rows}
     roots = {}
     for answer_id in parent:
@@ -48,13 +42,18 @@ def answer_roots(study: Study) -> pd.DataFrame:
     return frame.set_index("answer_id")
 
 
+def study_answers(study: Study) -> QuerySet[Answer]:
+    """The study's answers unordered, as a lookup table is read: the models' ordering (question,
+    whose is study then external id) joined the study and sorted every answer, and on PostgreSQL,
+    through a server-side cursor planned for its first rows, with statistics that did not yet
+    count a fresh import, took about a minute a fetch."""
+    return Answer.objects.filter(question__study=study).order_by()
+
+
 def answer_styles(study: Study) -> pd.DataFrame:
     """The style counts (analysis.ratings.style_counts) of the study's answers that name their
     system, indexed by answer id: only ratings of systems read them."""
-    # .order_by(): a lookup table, as answer_roots reads it. The models' ordering joined the study
-    # and sorted; on PostgreSQL, through a server-side cursor (planned for its first rows) and
-    # with statistics that do not yet count a fresh import, each fetch took about a minute.
-    rows = Answer.objects.filter(question__study=study).exclude(system="").order_by().values_list("id", "text")
+    rows = study_answers(study).exclude(system="").values_list("id", "text")
     counts = {pk: ratings.style_counts(text) for pk, text in rows.iterator(chunk_size=2000)}
     return pd.DataFrame.from_dict(counts, orient="index", columns=list(STYLE_FEATURES), dtype=float)
 
