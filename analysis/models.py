@@ -57,6 +57,7 @@ class AlpacaDifficulty(models.Model):
 
     class Meta:
         verbose_name = "frozen AlpacaEval difficulty"
+        verbose_name_plural = "frozen AlpacaEval difficulties"
         constraints = [models.UniqueConstraint(fields=["study", "judge"], name="analysis_one_alpaca_difficulty")]
 
     def __str__(self) -> str:
